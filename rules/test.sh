@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Checks and unit-tests the Prometheus rules and validates the Alertmanager example.
+# Needs promtool (Debian package "prometheus") and amtool ("prometheus-alertmanager"):
+# `make deps` installs both.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+find_tool() { # name debian-package
+  local t
+  if t="$(command -v "$1")"; then echo "$t"; return; fi
+  if [ -x "/usr/bin/$1" ]; then echo "/usr/bin/$1"; return; fi
+  echo "rules/test.sh: $1 not found (Debian package $2); run 'make deps'" >&2
+  return 1
+}
+promtool="$(find_tool promtool prometheus)"
+amtool="$(find_tool amtool prometheus-alertmanager)"
+
+shopt -s nullglob
+rule_files=(rules/*.rules.yml)
+test_files=(rules/tests/*.yml)
+am_files=(deploy/alertmanager/*.yml)
+[ ${#rule_files[@]} -gt 0 ] || { echo "rules/test.sh: no rules/*.rules.yml" >&2; exit 1; }
+[ ${#test_files[@]} -gt 0 ] || { echo "rules/test.sh: no rules/tests/*.yml" >&2; exit 1; }
+[ ${#am_files[@]} -gt 0 ] || { echo "rules/test.sh: no deploy/alertmanager/*.yml" >&2; exit 1; }
+
+echo "== promtool check rules"
+"$promtool" check rules "${rule_files[@]}"
+echo "== promtool test rules"
+"$promtool" test rules "${test_files[@]}"
+echo "== amtool check-config"
+"$amtool" check-config "${am_files[@]}"
+echo "== amtool config routes test"
+am_main=deploy/alertmanager/alertmanager.yml
+route_test() { # expected-receivers labels...
+  local want="$1"; shift
+  "$amtool" config routes test --config.file="$am_main" --verify.receivers="$want" "$@" 2>/dev/null >/dev/null || {
+    echo "rules/test.sh: alert {$*} is not routed to '$want':" >&2
+    "$amtool" config routes test --config.file="$am_main" "$@" >&2 || true
+    exit 1
+  }
+  echo "  {$*} -> $want"
+}
+route_test emptydir-remediator,human alertname=EmptyDirOverLimit remediation=evict severity=critical \
+  namespace=default pod=empty-test1 uid=5cf142d1 volume=empty node=node-1
+route_test human alertname=EmptyDirNearLimit severity=warning namespace=default pod=p uid=u volume=v
+route_test human alertname=EmptyDirExporterDown severity=warning
