@@ -1,0 +1,160 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// runcWrapper exists because this sandbox lacks CAP_SYS_RESOURCE: runc fails with
+// "failed to update /proc/self/oom_score_adj: Permission denied" when the kubelet asks for a
+// negative score (-998 for sandboxes, -997 for Guaranteed pods). It clamps negative
+// oomScoreAdj to 0 in the bundle's config.json (create) and in the process file (exec).
+const runcWrapper = `#!/bin/sh
+bundle=""
+process=""
+prev=""
+for a in "$@"; do
+  case "$prev" in
+    --bundle|-b) bundle="$a" ;;
+    --process|-p) process="$a" ;;
+  esac
+  case "$a" in
+    --bundle=*) bundle="${a#--bundle=}" ;;
+    --process=*) process="${a#--process=}" ;;
+  esac
+  prev="$a"
+done
+fix() {
+  if [ -f "$1" ]; then
+    sed -i -E 's/"oomScoreAdj":[[:space:]]*-[0-9]+/"oomScoreAdj":0/g' "$1"
+  fi
+}
+[ -n "$bundle" ] && fix "$bundle/config.json"
+[ -n "$process" ] && fix "$process"
+exec %s "$@"
+`
+
+func (c *Cluster) startContainerd() error {
+	base := filepath.Join(c.workDir, "containerd")
+	cniConf := filepath.Join(c.workDir, "cni", "net.d")
+	for _, d := range []string{base, cniConf, c.runcRoot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		return err
+	}
+	wrapper := filepath.Join(c.workDir, "runc-wrapper")
+	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf(runcWrapper, runc)), 0o755); err != nil {
+		return err
+	}
+	// Named after the cluster so leftovers in /var/lib/cni/results can be told apart.
+	conflist := fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": %q,
+  "plugins": [{
+    "type": "bridge",
+    "bridge": "cni0",
+    "isGateway": true,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": %q}]],
+      "routes": [{"dst": "0.0.0.0/0"}],
+      "dataDir": %q
+    }
+  }]
+}
+`, c.netnsName, podSubnet, filepath.Join(c.workDir, "cni", "ipam"))
+	if err := os.WriteFile(filepath.Join(cniConf, "10-edg.conflist"), []byte(conflist), 0o644); err != nil {
+		return err
+	}
+	// Every path lives under the work dir (netns_mounts_under_state_dir keeps pod network
+	// namespaces there too) so concurrent clusters never share state and Stop finds all mounts.
+	config := fmt.Sprintf(`version = 2
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+
+[grpc]
+  address = %q
+
+[ttrpc]
+  address = %q
+
+[debug]
+  address = ""
+
+[metrics]
+  address = ""
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  netns_mounts_under_state_dir = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  disable_apparmor = true
+
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        BinaryName = %q
+        Root = %q
+        SystemdCgroup = false
+
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %q
+    conf_dir = %q
+    max_conf_num = 1
+`, filepath.Join(base, "root"), filepath.Join(base, "state"), c.containerdSock, c.containerdSock+".ttrpc",
+		filepath.Join(base, "opt"), SandboxImage, wrapper, c.runcRoot, cniBinDir, cniConf)
+	cfgPath := filepath.Join(base, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		return err
+	}
+	p, err := c.startProc("containerd", c.Command(nil, "containerd", "--config", cfgPath))
+	c.mu.Lock()
+	c.containerd = p
+	c.mu.Unlock()
+	return err
+}
+
+func (c *Cluster) ctr(ctx context.Context, args ...string) ([]byte, error) {
+	return runCmd(ctx, "ctr", append([]string{"-n", "k8s.io", "--address", c.containerdSock}, args...)...)
+}
+
+func (c *Cluster) waitContainerd(ctx context.Context) error {
+	return c.poll(ctx, "containerd", c.containerd, func() (bool, error) {
+		if _, err := os.Stat(c.containerdSock); err != nil {
+			return false, nil
+		}
+		_, err := c.ctr(ctx, "version")
+		return err == nil, nil
+	})
+}
+
+func (c *Cluster) importImages(ctx context.Context) error {
+	archive := filepath.Join(c.workDir, "images.tar")
+	if err := buildImageArchive(archive); err != nil {
+		return fmt.Errorf("build image archive: %w", err)
+	}
+	if out, err := c.ctr(ctx, "images", "import", archive); err != nil {
+		return fmt.Errorf("ctr images import: %v: %s", err, out)
+	}
+	return os.Remove(archive)
+}
