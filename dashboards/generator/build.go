@@ -1,0 +1,232 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/grafana/grafana-foundation-sdk/go/units"
+)
+
+// Stable dashboard uids: links between the views and bookmarks rely on them.
+const (
+	uidFleet      = "emptydir-fleet"
+	uidNamespace  = "emptydir-namespace"
+	uidPod        = "emptydir-pod"
+	uidRemediator = "emptydir-remediator"
+
+	tag = "emptydir-guard"
+
+	// Job selectors, the same as in rules/emptydir-guard.rules.yml.
+	exporterJob   = `job=~".*emptydir-exporter.*"`
+	remediatorJob = `job=~".*emptydir-remediator.*"`
+)
+
+// File is one generated dashboard.
+type File struct {
+	Name string
+	UID  string
+	Data []byte
+}
+
+// Render builds every dashboard and returns its JSON, in a stable order.
+func Render() ([]File, error) {
+	builders := []struct {
+		name string
+		uid  string
+		b    *dashboard.DashboardBuilder
+	}{
+		{"emptydir-fleet.json", uidFleet, fleet()},
+		{"emptydir-namespace.json", uidNamespace, namespaceDashboard()},
+		{"emptydir-pod.json", uidPod, podDashboard()},
+		{"emptydir-remediator.json", uidRemediator, remediatorDashboard()},
+	}
+	var files []File
+	for _, d := range builders {
+		built, err := d.b.Build()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(built); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.name, err)
+		}
+		files = append(files, File{Name: d.name, UID: d.uid, Data: buf.Bytes()})
+	}
+	return files, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func datasource() common.DataSourceRef {
+	return common.DataSourceRef{Type: ptr("prometheus"), Uid: ptr("${datasource}")}
+}
+
+// newDashboard sets what every emptyDir guard dashboard shares: uid, tags, time, the
+// datasource variable and the links to the other views.
+func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
+	return dashboard.NewDashboardBuilder(title).
+		Uid(uid).
+		Description(description).
+		Tags([]string{tag}).
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Refresh("1m").
+		Time("now-3h", "now").
+		Timezone("browser").
+		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
+			Label("Data source").
+			Type("prometheus")).
+		Link(dashboard.NewDashboardLinkBuilder("emptyDir guard").
+			Type(dashboard.DashboardLinkTypeDashboards).
+			Tags([]string{tag}).
+			AsDropdown(true).
+			IncludeVars(true).
+			KeepTime(true))
+}
+
+// queryVariable is a label_values variable over a cheap recording rule.
+func queryVariable(name, label, query string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(datasource()).
+		Query(dashboard.StringOrMap{String: ptr(query)}).
+		Definition(query).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc)
+}
+
+func query(expr, legend string) *prometheus.DataqueryBuilder {
+	q := prometheus.NewDataqueryBuilder().Datasource(datasource()).Expr(expr).Range()
+	if legend != "" {
+		q = q.LegendFormat(legend)
+	}
+	return q
+}
+
+func instantTable(expr, refID string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().Datasource(datasource()).Expr(expr).
+		Instant().Format(prometheus.PromQueryFormatTable).RefId(refID)
+}
+
+func timeseriesPanel(title, description, unit string, w, h uint32, queries ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
+	p := timeseries.NewPanelBuilder().
+		Title(title).
+		Description(description).
+		Datasource(datasource()).
+		Unit(unit).
+		Span(w).Height(h).
+		LineWidth(1).
+		FillOpacity(10).
+		ShowPoints(common.VisibilityModeNever).
+		Legend(common.NewVizLegendOptionsBuilder().
+			DisplayMode(common.LegendDisplayModeTable).
+			Placement(common.LegendPlacementBottom).
+			ShowLegend(true).
+			Calcs([]string{"lastNotNull", "max"})).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending))
+	for i, q := range queries {
+		p = p.WithTarget(q.RefId(refID(i)))
+	}
+	return p
+}
+
+func statPanel(title, description, unit string, w, h uint32, thresholds []dashboard.Threshold, expr string) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().
+		Title(title).
+		Description(description).
+		Datasource(datasource()).
+		Unit(unit).
+		Span(w).Height(h).
+		GraphMode(common.BigValueGraphModeArea).
+		ColorMode(common.BigValueColorModeValue).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		Thresholds(dashboard.NewThresholdsConfigBuilder().
+			Mode(dashboard.ThresholdsModeAbsolute).
+			Steps(thresholds)).
+		WithTarget(query(expr, "").RefId("A").Instant())
+}
+
+func refID(i int) string { return string(rune('A' + i)) }
+
+func steps(base string, more ...any) []dashboard.Threshold {
+	s := []dashboard.Threshold{{Value: nil, Color: base}}
+	for i := 0; i+1 < len(more); i += 2 {
+		s = append(s, dashboard.Threshold{Value: ptr(more[i].(float64)), Color: more[i+1].(string)})
+	}
+	return s
+}
+
+// ratioThresholds colours usage/limit: 90% is near the limit, 100% over it.
+func ratioThresholds() cog.Builder[dashboard.ThresholdsConfig] {
+	return dashboard.NewThresholdsConfigBuilder().
+		Mode(dashboard.ThresholdsModeAbsolute).
+		Steps(steps("green", 0.9, "orange", 1.0, "red"))
+}
+
+// volumeTable is an instant table of pod volumes: used, limit and used/limit merged per
+// volume, each row linking to the pod drill-down.
+func volumeTable(title, description string, w, h uint32, used, limit, ratio string) *table.PanelBuilder {
+	return table.NewPanelBuilder().
+		Title(title).
+		Description(description).
+		Datasource(datasource()).
+		Span(w).Height(h).
+		WithTarget(instantTable(ratio, "A")).
+		WithTarget(instantTable(used, "B")).
+		WithTarget(instantTable(limit, "C")).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]any{"Time": true},
+			"indexByName": map[string]any{
+				"namespace": 0, "pod": 1, "volume": 2, "Value #A": 3, "Value #B": 4, "Value #C": 5,
+				"medium": 6, "node": 7, "uid": 8,
+			},
+			"renameByName": map[string]any{
+				"Value #A": "used / limit", "Value #B": "used", "Value #C": "limit",
+			},
+		}}).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{
+			common.NewTableSortByFieldStateBuilder().DisplayName("used / limit").Desc(true),
+		}).
+		Filterable(true).
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"})).
+		OverrideByName("used / limit", []dashboard.DynamicConfigValue{
+			{Id: "unit", Value: units.PercentUnit},
+			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+			{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []any{
+				map[string]any{"color": "green", "value": nil},
+				map[string]any{"color": "orange", "value": 0.9},
+				map[string]any{"color": "red", "value": 1},
+			}}},
+		}).
+		OverrideByName("used", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.BytesIEC}}).
+		OverrideByName("limit", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.BytesIEC}}).
+		DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("${__data.fields.namespace}", "${__data.fields.pod}")})
+}
+
+// podLink opens the pod drill-down for the given (templated) namespace and pod.
+func podLink(namespace, pod string) *dashboard.DashboardLinkBuilder {
+	return dashboard.NewDashboardLinkBuilder("Pod "+pod).
+		Type(dashboard.DashboardLinkTypeLink).
+		Url("/d/" + uidPod + "?var-datasource=${datasource}&var-namespace=" + namespace + "&var-pod=" + pod + "&${__url_time_range}")
+}
+
+// namespaceLink opens the namespace view for the given (templated) namespace.
+func namespaceLink(namespace string) *dashboard.DashboardLinkBuilder {
+	return dashboard.NewDashboardLinkBuilder("Namespace "+namespace).
+		Type(dashboard.DashboardLinkTypeLink).
+		Url("/d/" + uidNamespace + "?var-datasource=${datasource}&var-namespace=" + namespace + "&${__url_time_range}")
+}
+
+func row(title string) *dashboard.RowBuilder { return dashboard.NewRowBuilder(title) }
