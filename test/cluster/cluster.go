@@ -339,7 +339,7 @@ current-context: edg
 }
 
 func (c *Cluster) startEtcd() error {
-	cmd := c.Command(nil, "etcd",
+	cmd := c.Command(context.Background(), "etcd",
 		"--name=default",
 		"--data-dir="+filepath.Join(c.workDir, "etcd"),
 		"--listen-client-urls="+etcdClientURL,
@@ -399,7 +399,7 @@ func (c *Cluster) startAPIServer() error {
 		"--profiling=false",
 	}
 	args = append(args, c.opts.ExtraAPIServerArgs...)
-	p, err := c.startProc("kube-apiserver", c.Command(nil, filepath.Join(c.binDir, "kube-apiserver"), args...))
+	p, err := c.startProc("kube-apiserver", c.Command(context.Background(), filepath.Join(c.binDir, "kube-apiserver"), args...))
 	c.mu.Lock()
 	c.apiserver = p
 	c.mu.Unlock()
@@ -506,7 +506,7 @@ func (c *Cluster) startKubelet() error {
 		"--v=2",
 	}
 	args = append(args, c.opts.ExtraKubeletArgs...)
-	p, err := c.startProc("kubelet", c.Command(nil, filepath.Join(c.binDir, "kubelet"), args...))
+	p, err := c.startProc("kubelet", c.Command(context.Background(), filepath.Join(c.binDir, "kubelet"), args...))
 	c.mu.Lock()
 	c.kubelet = p
 	c.mu.Unlock()

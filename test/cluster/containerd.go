@@ -127,7 +127,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		return err
 	}
-	p, err := c.startProc("containerd", c.Command(nil, "containerd", "--config", cfgPath))
+	p, err := c.startProc("containerd", c.Command(context.Background(), "containerd", "--config", cfgPath))
 	c.mu.Lock()
 	c.containerd = p
 	c.mu.Unlock()
