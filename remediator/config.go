@@ -1,0 +1,120 @@
+package remediator
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Config is what the remediator does and may do. DefaultConfig gives the documented defaults.
+type Config struct {
+	// WebhookPath is where Alertmanager posts its webhooks.
+	WebhookPath string
+	// MaxRequestBytes bounds a webhook body; larger ones get 413.
+	MaxRequestBytes int64
+	// BearerToken, when set, is required as "Authorization: Bearer <token>" on the webhook.
+	BearerToken string
+	// AlertTimeout bounds the handling of one alert (pod GET, live measurement, eviction).
+	AlertTimeout time.Duration
+
+	// DryRun does everything except the Eviction API call.
+	DryRun bool
+	// ThresholdRatio scales the sizeLimit: evict when used > sizeLimit × ThresholdRatio.
+	ThresholdRatio float64
+	// MaxMeasurementAge is the oldest live measurement that is acted on.
+	MaxMeasurementAge time.Duration
+
+	// NamespaceAllow, when not empty, lists the only namespaces that are remediated.
+	NamespaceAllow []string
+	// NamespaceDeny lists namespaces that are never remediated; it wins over NamespaceAllow.
+	NamespaceDeny []string
+	// PodSelector, when set, must match the pod's labels.
+	PodSelector labels.Selector
+	// OptOutAnnotation set to "false" on a pod keeps the remediator away from it.
+	OptOutAnnotation string
+	// AllowMirrorPods, AllowDaemonSetPods and AllowCriticalPods lift the protections of
+	// static (mirror) pods, DaemonSet pods and system-critical priority pods.
+	AllowMirrorPods    bool
+	AllowDaemonSetPods bool
+	AllowCriticalPods  bool
+	// Cooldown: a pod UID evicted (or dry-run evicted) is not acted on again for this long.
+	Cooldown time.Duration
+	// Caps on evictions per node, per namespace and in total within Caps.Window.
+	Caps Caps
+
+	// GracePeriodSeconds for the evicted pod; negative uses the pod's own.
+	GracePeriodSeconds int64
+	// LeaderElection makes the server answer webhooks only while it is the leader; see
+	// Server.RunLeaderElection.
+	LeaderElection bool
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		WebhookPath:        "/webhook",
+		MaxRequestBytes:    1 << 20,
+		AlertTimeout:       20 * time.Second,
+		ThresholdRatio:     1.0,
+		MaxMeasurementAge:  5 * time.Second,
+		OptOutAnnotation:   DefaultOptOutAnnotation,
+		Cooldown:           10 * time.Minute,
+		Caps:               Caps{PerNode: 5, PerNamespace: 5, Global: 20, Window: 10 * time.Minute},
+		GracePeriodSeconds: -1,
+	}
+}
+
+// Validate reports every problem of the configuration at once.
+func (c Config) Validate() error {
+	var errs []error
+	if !strings.HasPrefix(c.WebhookPath, "/") {
+		errs = append(errs, fmt.Errorf("webhook path %q must start with /", c.WebhookPath))
+	}
+	switch c.WebhookPath {
+	case "/metrics", "/healthz", "/readyz":
+		errs = append(errs, fmt.Errorf("webhook path %q collides with a built-in endpoint", c.WebhookPath))
+	}
+	if c.MaxRequestBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max request size %d must be at least 1024 bytes", c.MaxRequestBytes))
+	}
+	if c.AlertTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("alert timeout %s must be positive", c.AlertTimeout))
+	}
+	if c.ThresholdRatio <= 0 || c.ThresholdRatio > 100 {
+		errs = append(errs, fmt.Errorf("threshold ratio %g must be in (0, 100]", c.ThresholdRatio))
+	}
+	if c.MaxMeasurementAge <= 0 {
+		errs = append(errs, fmt.Errorf("max measurement age %s must be positive", c.MaxMeasurementAge))
+	}
+	for _, ns := range append(append([]string{}, c.NamespaceAllow...), c.NamespaceDeny...) {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("namespace %q: %s", ns, strings.Join(msgs, "; ")))
+		}
+	}
+	for _, ns := range c.NamespaceAllow {
+		for _, d := range c.NamespaceDeny {
+			if ns == d {
+				errs = append(errs, fmt.Errorf("namespace %q is both allowed and denied", ns))
+			}
+		}
+	}
+	if c.OptOutAnnotation != "" {
+		if msgs := validation.IsQualifiedName(c.OptOutAnnotation); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("opt-out annotation %q: %s", c.OptOutAnnotation, strings.Join(msgs, "; ")))
+		}
+	}
+	if c.Cooldown < 0 {
+		errs = append(errs, fmt.Errorf("cooldown %s must not be negative", c.Cooldown))
+	}
+	if c.Caps.PerNode < 0 || c.Caps.PerNamespace < 0 || c.Caps.Global < 0 {
+		errs = append(errs, errors.New("eviction caps must not be negative (0 means no cap)"))
+	}
+	if (c.Caps.PerNode > 0 || c.Caps.PerNamespace > 0 || c.Caps.Global > 0) && c.Caps.Window <= 0 {
+		errs = append(errs, fmt.Errorf("cap window %s must be positive when a cap is set", c.Caps.Window))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,88 @@
+package remediator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Measurement sources.
+const (
+	SourceExporter = "exporter"
+	SourceKubelet  = "kubelet"
+)
+
+// Live measurement error reasons: the `reason` label of
+// emptydir_remediator_live_measurement_errors_total.
+const (
+	MeasureStale       = "stale"        // the measurement is older than the allowed age
+	MeasureNotFound    = "not_found"    // the source does not know the pod, its UID or the volume
+	MeasureUnavailable = "unavailable"  // the source answered that it cannot measure now (5xx)
+	MeasureUnreachable = "unreachable"  // the source could not be reached
+	MeasureBadResponse = "bad_response" // the source answered something unusable
+	MeasureNoExporter  = "no_exporter"  // no ready exporter pod runs on the pod's node
+)
+
+// AllMeasureReasons lists every live measurement error reason.
+var AllMeasureReasons = []string{MeasureStale, MeasureNotFound, MeasureUnavailable, MeasureUnreachable, MeasureBadResponse, MeasureNoExporter}
+
+// Measurement is a live measurement of one emptyDir volume.
+type Measurement struct {
+	Source     string
+	Node       string
+	Volume     string
+	UsedBytes  int64
+	MeasuredAt time.Time
+}
+
+// LiveMeasurer measures one emptyDir volume of a pod at request time. Implementations must
+// check the pod's UID and return a *MeasurementError for anything but a fresh measurement.
+type LiveMeasurer interface {
+	Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error)
+}
+
+// MeasurementError is a failed live measurement. Every failure is worth a retry: the volume
+// is measured again on the next delivery.
+type MeasurementError struct {
+	Reason string
+	Err    error
+}
+
+func (e *MeasurementError) Error() string {
+	return fmt.Sprintf("live measurement %s: %v", e.Reason, e.Err)
+}
+func (e *MeasurementError) Unwrap() error { return e.Err }
+
+func measureErr(reason string, format string, args ...any) error {
+	return &MeasurementError{Reason: reason, Err: fmt.Errorf(format, args...)}
+}
+
+// measurementReason returns the reason of a measurement error, MeasureBadResponse when the
+// error is of another kind.
+func measurementReason(err error) string {
+	var me *MeasurementError
+	if errors.As(err, &me) {
+		return me.Reason
+	}
+	return MeasureBadResponse
+}
+
+// checkFresh rejects a measurement taken more than maxAge before now. A zero measuredAt is
+// rejected too: a measurement without a time cannot be shown to be fresh. Clocks of
+// different hosts differ a little, so a time up to maxAge in the future is accepted.
+func checkFresh(measuredAt, now time.Time, maxAge time.Duration) error {
+	if measuredAt.IsZero() {
+		return measureErr(MeasureBadResponse, "measurement has no time")
+	}
+	age := now.Sub(measuredAt)
+	if age > maxAge {
+		return measureErr(MeasureStale, "measured at %s, %s ago, more than the allowed %s", measuredAt.UTC().Format(time.RFC3339Nano), age.Round(time.Millisecond), maxAge)
+	}
+	if -age > maxAge {
+		return measureErr(MeasureBadResponse, "measured at %s, %s in the future: clocks disagree", measuredAt.UTC().Format(time.RFC3339Nano), (-age).Round(time.Millisecond))
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package remediator
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+)
+
+const metricNamespace = "emptydir_remediator"
+
+// metrics is the remediator's metric set (docs/metrics.md).
+type metrics struct {
+	webhookRequests *prometheus.CounterVec
+	webhookDuration *prometheus.HistogramVec
+	alerts          *prometheus.CounterVec
+	skips           *prometheus.CounterVec
+	evictions       *prometheus.CounterVec
+	measureDuration prometheus.Histogram
+	measureErrors   *prometheus.CounterVec
+	isLeader        prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "webhook_requests_total",
+			Help: "Webhook requests by HTTP status code.",
+		}, []string{"code"}),
+		// A vector without labels, as promhttp.InstrumentHandlerDuration wants one.
+		webhookDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: metricNamespace, Name: "webhook_duration_seconds",
+			Help:    "Time to handle one webhook request.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, nil),
+		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "alerts_total",
+			Help: "Alerts handled, by what came of them.",
+		}, []string{"outcome"}),
+		skips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "skips_total",
+			Help: "Alerts that policy or the re-check declined, by reason.",
+		}, []string{"reason"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "evictions_total",
+			Help: "Eviction API calls and their results.",
+		}, []string{"result"}),
+		measureDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: metricNamespace, Name: "live_measurement_duration_seconds",
+			Help:    "Time to get the live re-check of a volume.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}),
+		measureErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "live_measurement_errors_total",
+			Help: "Live re-checks that failed, by reason.",
+		}, []string{"reason"}),
+		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: metricNamespace, Name: "is_leader",
+			Help: "1 on the replica that holds the leader lease (always 1 without leader election).",
+		}),
+	}
+	m.webhookDuration.WithLabelValues()
+	// Every known label value starts at 0 so that rate() and absent() work from the start.
+	for _, o := range AllOutcomes {
+		m.alerts.WithLabelValues(string(o))
+	}
+	for _, r := range AllSkipReasons {
+		m.skips.WithLabelValues(r)
+	}
+	for _, r := range AllEvictionResults {
+		m.evictions.WithLabelValues(r)
+	}
+	for _, r := range AllMeasureReasons {
+		m.measureErrors.WithLabelValues(r)
+	}
+	reg.MustRegister(m.webhookRequests, m.webhookDuration, m.alerts, m.skips, m.evictions,
+		m.measureDuration, m.measureErrors, m.isLeader)
+	return m
+}
+
+// newRegistry returns a registry with the standard Go and process collectors and the
+// emptydir_remediator_build_info metric.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector(metricNamespace),
+	)
+	return reg
+}

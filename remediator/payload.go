@@ -1,0 +1,184 @@
+package remediator
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// PayloadVersion is the only Alertmanager webhook payload version the remediator accepts.
+const PayloadVersion = "4"
+
+// Alert label names every firing alert must carry.
+const (
+	LabelNamespace = "namespace"
+	LabelPod       = "pod"
+	LabelUID       = "uid"
+	LabelVolume    = "volume"
+)
+
+// Alert statuses used by Alertmanager.
+const (
+	StatusFiring   = "firing"
+	StatusResolved = "resolved"
+)
+
+// Payload is the Alertmanager webhook payload, version 4.
+type Payload struct {
+	Version           string            `json:"version"`
+	GroupKey          string            `json:"groupKey"`
+	TruncatedAlerts   int               `json:"truncatedAlerts"`
+	Status            string            `json:"status"`
+	Receiver          string            `json:"receiver"`
+	GroupLabels       map[string]string `json:"groupLabels"`
+	CommonLabels      map[string]string `json:"commonLabels"`
+	CommonAnnotations map[string]string `json:"commonAnnotations"`
+	ExternalURL       string            `json:"externalURL"`
+	Alerts            []Alert           `json:"alerts"`
+}
+
+// Alert is one alert of a webhook payload.
+type Alert struct {
+	Status       string            `json:"status"`
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     time.Time         `json:"startsAt"`
+	EndsAt       time.Time         `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL"`
+	Fingerprint  string            `json:"fingerprint"`
+}
+
+// Target is what a firing alert names: one emptyDir volume of one pod instance.
+type Target struct {
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	UID       string `json:"uid"`
+	Volume    string `json:"volume"`
+}
+
+// Target returns the pod volume the alert names. Call it on validated alerts only.
+func (a Alert) Target() Target {
+	return Target{
+		Namespace: a.Labels[LabelNamespace],
+		Pod:       a.Labels[LabelPod],
+		UID:       a.Labels[LabelUID],
+		Volume:    a.Labels[LabelVolume],
+	}
+}
+
+// PayloadError is a webhook payload that cannot be handled; Code is the HTTP status to answer.
+type PayloadError struct {
+	Code    int
+	Message string
+	// Alerts lists, per alert index, what is wrong with individual alerts (422 only).
+	Alerts []AlertProblem
+}
+
+// AlertProblem names a malformed alert of a payload.
+type AlertProblem struct {
+	Index       int    `json:"index"`
+	Fingerprint string `json:"fingerprint,omitempty"`
+	Error       string `json:"error"`
+}
+
+func (e *PayloadError) Error() string {
+	if len(e.Alerts) == 0 {
+		return e.Message
+	}
+	parts := make([]string, 0, len(e.Alerts))
+	for _, p := range e.Alerts {
+		parts = append(parts, fmt.Sprintf("alert %d: %s", p.Index, p.Error))
+	}
+	return e.Message + ": " + strings.Join(parts, "; ")
+}
+
+// Limits on label values, far above what Kubernetes allows, so a hostile payload stays small.
+const maxLabelValueLen = 1024
+
+// DecodePayload reads at most maxBytes from r and decodes a version 4 Alertmanager webhook
+// payload. It validates every alert: status firing or resolved, and firing alerts must carry
+// non-empty namespace, pod, uid and volume labels. Errors are *PayloadError with the HTTP
+// status to answer: 413 for a body over maxBytes, 400 for unreadable JSON or another
+// version, 422 for malformed alerts.
+func DecodePayload(r io.Reader, maxBytes int64) (*Payload, error) {
+	body, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, &PayloadError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", maxBytes)}
+		}
+		return nil, &PayloadError{Code: http.StatusBadRequest, Message: fmt.Sprintf("reading request body: %v", err)}
+	}
+	if int64(len(body)) > maxBytes {
+		return nil, &PayloadError{Code: http.StatusRequestEntityTooLarge, Message: fmt.Sprintf("request body larger than %d bytes", maxBytes)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var p Payload
+	if err := dec.Decode(&p); err != nil {
+		return nil, &PayloadError{Code: http.StatusBadRequest, Message: fmt.Sprintf("invalid JSON: %v", err)}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, &PayloadError{Code: http.StatusBadRequest, Message: "invalid JSON: data after the payload object"}
+	}
+	if p.Version != PayloadVersion {
+		return nil, &PayloadError{Code: http.StatusBadRequest, Message: fmt.Sprintf("unsupported payload version %q, want %q", p.Version, PayloadVersion)}
+	}
+	var problems []AlertProblem
+	for i, a := range p.Alerts {
+		if err := validateAlert(a); err != nil {
+			problems = append(problems, AlertProblem{Index: i, Fingerprint: a.Fingerprint, Error: err.Error()})
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &PayloadError{Code: http.StatusUnprocessableEntity, Message: "malformed alerts, nothing was done", Alerts: problems}
+	}
+	return &p, nil
+}
+
+func validateAlert(a Alert) error {
+	switch a.Status {
+	case StatusResolved:
+		return nil
+	case StatusFiring:
+	default:
+		return fmt.Errorf("status %q is neither %q nor %q", a.Status, StatusFiring, StatusResolved)
+	}
+	var missing []string
+	for _, l := range []string{LabelNamespace, LabelPod, LabelUID, LabelVolume} {
+		v := a.Labels[l]
+		if strings.TrimSpace(v) == "" {
+			missing = append(missing, l)
+			continue
+		}
+		if len(v) > maxLabelValueLen {
+			return fmt.Errorf("label %q is longer than %d bytes", l, maxLabelValueLen)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("firing alert lacks label(s) %s", strings.Join(missing, ", "))
+	}
+	checks := []struct {
+		label string
+		errs  []string
+	}{
+		{LabelNamespace, validation.IsDNS1123Label(a.Labels[LabelNamespace])},
+		{LabelPod, validation.IsDNS1123Subdomain(a.Labels[LabelPod])},
+		{LabelVolume, validation.IsDNS1123Label(a.Labels[LabelVolume])},
+	}
+	for _, c := range checks {
+		if len(c.errs) > 0 {
+			return fmt.Errorf("label %s=%q is not a valid name: %s", c.label, a.Labels[c.label], strings.Join(c.errs, "; "))
+		}
+	}
+	if strings.ContainsAny(a.Labels[LabelUID], "/?#% ") {
+		return fmt.Errorf("label uid=%q is not a valid UID", a.Labels[LabelUID])
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package remediator
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Policy decisions. Each is a pure function of its inputs; Server.policy applies them in
+// documentation order and the first one that declines names the skip reason.
+
+// DefaultOptOutAnnotation is the pod annotation that, set to "false", keeps the remediator
+// away from a pod.
+const DefaultOptOutAnnotation = "emptydir-guard.io/evict"
+
+// Priority classes and the priority value from which Kubernetes treats a pod as system-critical.
+const (
+	SystemNodeCritical           = "system-node-critical"
+	SystemClusterCritical        = "system-cluster-critical"
+	SystemCriticalPriority int32 = 2000000000
+)
+
+// mirrorPodAnnotation marks the API server's mirror of a static pod.
+const mirrorPodAnnotation = "kubernetes.io/config.mirror"
+
+// namespaceAllowed reports whether ns may be remediated: a namespace on the deny list never
+// is; with an empty allow list every other namespace is; otherwise only the listed ones are.
+func namespaceAllowed(ns string, allow, deny []string) bool {
+	if slices.Contains(deny, ns) {
+		return false
+	}
+	return len(allow) == 0 || slices.Contains(allow, ns)
+}
+
+// selectorMatches reports whether the pod labels match the configured selector; a nil
+// selector matches everything.
+func selectorMatches(sel labels.Selector, podLabels map[string]string) bool {
+	if sel == nil {
+		return true
+	}
+	return sel.Matches(labels.Set(podLabels))
+}
+
+// optedOut reports whether the pod opted out of remediation with annotation key set to
+// "false" (any case, surrounding spaces ignored). Any other value, or none, does not opt out.
+func optedOut(annotations map[string]string, key string) bool {
+	if key == "" {
+		return false
+	}
+	v, ok := annotations[key]
+	return ok && strings.EqualFold(strings.TrimSpace(v), "false")
+}
+
+// isMirrorPod reports whether the pod is the API server's mirror of a static pod: deleting
+// or evicting it does not stop the static pod, which the kubelet restarts from its manifest.
+func isMirrorPod(pod *corev1.Pod) bool {
+	if _, ok := pod.Annotations[mirrorPodAnnotation]; ok {
+		return true
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "Node" && o.APIVersion == "v1" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// isDaemonSetPod reports whether a DaemonSet controls the pod: evicting it only makes the
+// DaemonSet controller recreate it on the same node.
+func isDaemonSetPod(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// isCriticalPod reports whether the pod runs at system-critical priority.
+func isCriticalPod(pod *corev1.Pod) bool {
+	switch pod.Spec.PriorityClassName {
+	case SystemNodeCritical, SystemClusterCritical:
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
+}
+
+// inCooldown reports whether an action on the same pod UID at last is still within the
+// cooldown at now. A zero last means no earlier action.
+func inCooldown(last, now time.Time, cooldown time.Duration) bool {
+	if last.IsZero() || cooldown <= 0 {
+		return false
+	}
+	return now.Sub(last) < cooldown
+}
+
+// evictionRecord is one eviction (or dry-run eviction) counted against the caps.
+type evictionRecord struct {
+	At        time.Time
+	Node      string
+	Namespace string
+}
+
+// Caps limits evictions within a sliding window. A zero or negative limit is no limit.
+type Caps struct {
+	PerNode      int
+	PerNamespace int
+	Global       int
+	Window       time.Duration
+}
+
+// capExceeded reports which cap, if any, one more eviction of a pod on node in namespace would
+// exceed given the earlier evictions. It returns the skip reason (SkipCapGlobal,
+// SkipCapNamespace, SkipCapNode) or "" when the eviction fits every cap. Records outside the
+// window [now-Window, now] are ignored.
+func capExceeded(records []evictionRecord, node, namespace string, now time.Time, caps Caps) string {
+	var global, perNS, perNode int
+	for _, r := range records {
+		if caps.Window > 0 && now.Sub(r.At) >= caps.Window {
+			continue
+		}
+		global++
+		if r.Namespace == namespace {
+			perNS++
+		}
+		if r.Node == node {
+			perNode++
+		}
+	}
+	switch {
+	case caps.Global > 0 && global >= caps.Global:
+		return SkipCapGlobal
+	case caps.PerNamespace > 0 && perNS >= caps.PerNamespace:
+		return SkipCapNamespace
+	case caps.PerNode > 0 && perNode >= caps.PerNode:
+		return SkipCapNode
+	}
+	return ""
+}
+
+// overLimit reports whether used exceeds limit scaled by ratio (used > limit*ratio, as the
+// kubelet compares used > limit). A limit of 0 or less means no limit: never over.
+func overLimit(used, limit int64, ratio float64) bool {
+	if limit <= 0 {
+		return false
+	}
+	return float64(used) > float64(limit)*ratio
+}
+
+// emptyDirLimit returns the sizeLimit of the pod's emptyDir volume name in bytes. ok is false
+// when the pod has no such emptyDir volume or it has no sizeLimit.
+func emptyDirLimit(pod *corev1.Pod, name string) (limit int64, ok bool, why string) {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != name {
+			continue
+		}
+		if v.EmptyDir == nil {
+			return 0, false, fmt.Sprintf("volume %q is not an emptyDir", name)
+		}
+		if v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero() {
+			return 0, false, fmt.Sprintf("emptyDir %q has no sizeLimit", name)
+		}
+		return v.EmptyDir.SizeLimit.Value(), true, ""
+	}
+	return 0, false, fmt.Sprintf("pod has no volume %q", name)
+}
+
+// humanBytes formats n bytes with binary prefixes, e.g. 1 MiB, 9.8 MiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f := float64(n)
+	prefixes := []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	i := -1
+	for (f >= unit || f <= -unit) && i < len(prefixes)-1 {
+		f /= unit
+		i++
+	}
+	s := fmt.Sprintf("%.1f", f)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + prefixes[i] + "B"
+}
+
+// policyDecline applies the policies in documentation order and returns the skip reason and
+// an explanation of the first that declines the eviction, or "" when every policy allows it.
+// last is the remediator's last eviction of this pod UID, when remembered.
+func policyDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
+	switch {
+	case !namespaceAllowed(pod.Namespace, cfg.NamespaceAllow, cfg.NamespaceDeny):
+		return SkipNamespace, fmt.Sprintf("namespace %q is not allowed", pod.Namespace)
+	case !selectorMatches(cfg.PodSelector, pod.Labels):
+		return SkipSelector, fmt.Sprintf("pod labels do not match selector %q", cfg.PodSelector)
+	case optedOut(pod.Annotations, cfg.OptOutAnnotation):
+		return SkipOptOut, fmt.Sprintf("pod opted out with annotation %s=%q", cfg.OptOutAnnotation, pod.Annotations[cfg.OptOutAnnotation])
+	case !cfg.AllowMirrorPods && isMirrorPod(pod):
+		return SkipMirrorPod, "static (mirror) pods are not evicted"
+	case !cfg.AllowDaemonSetPods && isDaemonSetPod(pod):
+		return SkipDaemonSet, "DaemonSet pods are not evicted"
+	case !cfg.AllowCriticalPods && isCriticalPod(pod):
+		return SkipCritical, "system-critical pods are not evicted"
+	case remembered && inCooldown(last.At, now, cfg.Cooldown):
+		return SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", pod.UID, last.Outcome, last.At.UTC().Format(time.RFC3339), cfg.Cooldown)
+	}
+	return "", ""
+}

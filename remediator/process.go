@@ -1,0 +1,193 @@
+package remediator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// handleAlert handles one alert of a payload: it never returns an error, it reports.
+func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult {
+	res := AlertResult{Index: idx, Fingerprint: a.Fingerprint, Target: a.Target()}
+	var err error
+	if a.Status == StatusResolved {
+		res.Outcome, res.Message = OutcomeResolved, "resolved alerts are acknowledged and ignored"
+	} else {
+		// One alert per pod UID at a time: duplicates wait, then see the first one's eviction.
+		unlock := s.locks.lock(res.Target.UID)
+		err = s.remediate(ctx, &res)
+		unlock()
+	}
+	s.metrics.alerts.WithLabelValues(string(res.Outcome)).Inc()
+	if res.Outcome == OutcomeSkipped {
+		s.metrics.skips.WithLabelValues(res.Reason).Inc()
+	}
+	s.audit(ctx, a, res, err)
+	return res
+}
+
+// audit writes the one structured log line per alert.
+func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error) {
+	level := slog.LevelInfo
+	if res.Outcome == OutcomeError || res.Outcome == OutcomePDBBlocked {
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{
+		slog.String("outcome", string(res.Outcome)),
+		slog.String("reason", res.Reason),
+		slog.String("namespace", res.Target.Namespace),
+		slog.String("pod", res.Target.Pod),
+		slog.String("uid", res.Target.UID),
+		slog.String("volume", res.Target.Volume),
+		slog.String("node", res.Node),
+		slog.String("fingerprint", a.Fingerprint),
+		slog.Time("starts_at", a.StartsAt),
+		slog.Bool("dry_run", s.cfg.DryRun),
+		slog.String("message", res.Message),
+	}
+	if res.UsedBytes != nil {
+		attrs = append(attrs, slog.Int64("used_bytes", *res.UsedBytes), slog.String("source", res.Source))
+	}
+	if res.LimitBytes != nil {
+		attrs = append(attrs, slog.Int64("limit_bytes", *res.LimitBytes))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	s.logger.LogAttrs(ctx, level, "alert handled", attrs...)
+}
+
+// remediate runs the documented steps for one firing alert and fills res. The returned error
+// is the cause of an error or pdb_blocked outcome, for the audit line.
+func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
+	t := res.Target
+	set := func(o Outcome, reason, format string, args ...any) {
+		res.Outcome, res.Reason, res.Message = o, reason, fmt.Sprintf(format, args...)
+	}
+
+	// 1. The pod, fresh from the API server, and its UID.
+	pod, err := s.client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		set(OutcomeGone, "not_found", "pod %s/%s no longer exists", t.Namespace, t.Pod)
+		return nil
+	case err != nil:
+		set(OutcomeError, "api_error", "getting pod %s/%s failed; retry", t.Namespace, t.Pod)
+		return fmt.Errorf("getting pod %s/%s: %w", t.Namespace, t.Pod, err)
+	}
+	res.Node = pod.Spec.NodeName
+	if string(pod.UID) != t.UID {
+		set(OutcomeSkipped, SkipRecreated, "pod %s/%s was recreated: uid is now %s, the alert names %s", t.Namespace, t.Pod, pod.UID, t.UID)
+		return nil
+	}
+	if pod.DeletionTimestamp != nil {
+		set(OutcomeGone, "terminating", "pod %s/%s is already terminating", t.Namespace, t.Pod)
+		return nil
+	}
+	last, remembered := s.ledger.last(t.UID)
+	if remembered && last.Outcome == OutcomeEvicted {
+		set(OutcomeSkipped, SkipDuplicate, "pod %s/%s (uid %s) was already evicted at %s", t.Namespace, t.Pod, t.UID, last.At.UTC().Format(time.RFC3339))
+		return nil
+	}
+	limit, ok, why := emptyDirLimit(pod, t.Volume)
+	if !ok {
+		set(OutcomeSkipped, SkipNotOverLimit, "%s in the pod's current spec: nothing to enforce", why)
+		return nil
+	}
+	res.LimitBytes = &limit
+
+	// 2. A live measurement: never the alert's numbers, never a stale value.
+	start := time.Now()
+	m, err := s.measurer.Measure(ctx, pod, t.Volume)
+	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
+	if err == nil {
+		err = checkFresh(m.MeasuredAt, s.now(), s.cfg.MaxMeasurementAge)
+	}
+	if err != nil {
+		reason := measurementReason(err)
+		s.metrics.measureErrors.WithLabelValues(reason).Inc()
+		set(OutcomeError, "measurement_"+reason, "live measurement of volume %q failed (%s); nothing done, retry", t.Volume, reason)
+		return fmt.Errorf("measuring volume %q of pod %s/%s: %w", t.Volume, t.Namespace, t.Pod, err)
+	}
+	used := m.UsedBytes
+	res.UsedBytes, res.Source = &used, m.Source
+	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, humanBytes(used),
+		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	if s.cfg.ThresholdRatio != 1 {
+		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
+	}
+
+	// 3. Over the pod's current limit?
+	if !overLimit(used, limit, s.cfg.ThresholdRatio) {
+		set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
+		return nil
+	}
+
+	// 4. Policy, then the caps.
+	now := s.now()
+	if reason, msg := policyDecline(s.cfg, pod, last, remembered, now); reason != "" {
+		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, msg)
+		if reason != SkipCooldown {
+			s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: %s", usage, msg)
+		}
+		return nil
+	}
+	slot, capReason := s.ledger.reserve(pod.Spec.NodeName, pod.Namespace, now, s.cfg.Caps)
+	if capReason != "" {
+		set(OutcomeSkipped, capReason, "%s; not evicted: eviction cap %s reached within %s", usage, capReason, s.cfg.Caps.Window)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: eviction cap %s reached", usage, capReason)
+		return nil
+	}
+
+	if s.cfg.DryRun {
+		slot.commit(t.UID, OutcomeDryRun, now)
+		s.metrics.evictions.WithLabelValues(EvictionDryRun).Inc()
+		set(OutcomeDryRun, "", "%s; dry run: would evict", usage)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; dry run: would evict", usage)
+		return nil
+	}
+
+	// 5. Evict through the Eviction API, so PodDisruptionBudgets hold.
+	result, err := s.evict(ctx, pod, types.UID(t.UID), usage)
+	s.metrics.evictions.WithLabelValues(result).Inc()
+	switch result {
+	case EvictionEvicted:
+		slot.commit(t.UID, OutcomeEvicted, now)
+		set(OutcomeEvicted, "", "%s; evicted", usage)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvicted, "Evicted: %s", usage)
+		return nil
+	case EvictionNotFound:
+		slot.release()
+		set(OutcomeGone, "not_found", "pod %s/%s disappeared before the eviction", t.Namespace, t.Pod)
+		return nil
+	case EvictionPDBBlocked:
+		slot.release()
+		set(OutcomePDBBlocked, "pdb", "%s; eviction blocked by a PodDisruptionBudget, retry later", usage)
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionBlocked, "%s; eviction blocked: %s", usage, errorText(err))
+		return err
+	default:
+		slot.release()
+		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
+		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionFailed, "%s; eviction failed: %s", usage, errorText(err))
+		return err
+	}
+}
+
+// errorText is the API server's message of err, without the wrapping.
+func errorText(err error) string {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return se.Status().Message
+	}
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
