@@ -179,7 +179,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		Dial:            c.DialContext,
 		QPS:             50,
 		Burst:           100,
-		Timeout:         60 * time.Second,
+		// No Timeout: it would cut informers' long-running watches.
 	}
 	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
 		return c, err
