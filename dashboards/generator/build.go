@@ -217,14 +217,14 @@ func volumeTable(title, description string, w, h uint32, used, limit, ratio stri
 
 // podLink opens the pod drill-down for the given (templated) namespace and pod.
 func podLink(namespace, pod string) *dashboard.DashboardLinkBuilder {
-	return dashboard.NewDashboardLinkBuilder("Pod "+pod).
+	return dashboard.NewDashboardLinkBuilder("Pod " + pod).
 		Type(dashboard.DashboardLinkTypeLink).
 		Url("/d/" + uidPod + "?var-datasource=${datasource}&var-namespace=" + namespace + "&var-pod=" + pod + "&${__url_time_range}")
 }
 
 // namespaceLink opens the namespace view for the given (templated) namespace.
 func namespaceLink(namespace string) *dashboard.DashboardLinkBuilder {
-	return dashboard.NewDashboardLinkBuilder("Namespace "+namespace).
+	return dashboard.NewDashboardLinkBuilder("Namespace " + namespace).
 		Type(dashboard.DashboardLinkTypeLink).
 		Url("/d/" + uidNamespace + "?var-datasource=${datasource}&var-namespace=" + namespace + "&${__url_time_range}")
 }
