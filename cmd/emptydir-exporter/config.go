@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/exporter-toolkit/web"
+	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+)
+
+const (
+	sourceFilesystem = "filesystem"
+	sourceKubelet    = "kubelet"
+)
+
+// config is everything the command line sets.
+type config struct {
+	web           *web.FlagConfig
+	log           promslog.Config
+	telemetryPath string
+
+	nodeName   string
+	kubeconfig string
+	source     string
+	interval   time.Duration
+
+	kubeletRootDir  string
+	walkConcurrency int
+
+	kubeletURL          string
+	kubeletViaAPIServer bool
+	kubeletCAFile       string
+	kubeletTokenFile    string
+	kubeletInsecure     bool
+	kubeletTimeout      time.Duration
+
+	liveConcurrency int
+}
+
+// newApp declares the flags; parsing fills cfg.
+func newApp(cfg *config) *kingpin.Application {
+	app := kingpin.New("emptydir-exporter",
+		"Publishes the usage and sizeLimit of every emptyDir volume of the pods on one node.")
+	cfg.web = kingpinflag.AddFlags(app, ":9731")
+	promslogflag.AddFlags(app, &cfg.log)
+	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
+		Default("/metrics").StringVar(&cfg.telemetryPath)
+	app.Flag("node-name", "Node whose pods to measure (set from the downward API's spec.nodeName).").
+		Envar("NODE_NAME").StringVar(&cfg.nodeName)
+	app.Flag("kubeconfig", "Kubeconfig file; in-cluster configuration when empty.").
+		Envar("KUBECONFIG").StringVar(&cfg.kubeconfig)
+	app.Flag("source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
+		Default(sourceFilesystem).EnumVar(&cfg.source, sourceFilesystem, sourceKubelet)
+	app.Flag("collection.interval", "How often to measure every volume.").
+		Default("10s").DurationVar(&cfg.interval)
+	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
+		Default("/var/lib/kubelet").StringVar(&cfg.kubeletRootDir)
+	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").
+		Default("4").IntVar(&cfg.walkConcurrency)
+	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver).").
+		StringVar(&cfg.kubeletURL)
+	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
+		BoolVar(&cfg.kubeletViaAPIServer)
+	app.Flag("kubelet.ca-file", "CA bundle that signed the kubelet's serving certificate; system roots when empty.").
+		StringVar(&cfg.kubeletCAFile)
+	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates.").
+		Default("/var/run/secrets/kubernetes.io/serviceaccount/token").StringVar(&cfg.kubeletTokenFile)
+	app.Flag("kubelet.insecure-skip-tls-verify", "Do not verify the kubelet's serving certificate. Only for test clusters.").
+		BoolVar(&cfg.kubeletInsecure)
+	app.Flag("kubelet.timeout", "Timeout of one Summary API request.").
+		Default("10s").DurationVar(&cfg.kubeletTimeout)
+	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once.").
+		Default("2").IntVar(&cfg.liveConcurrency)
+	return app
+}
+
+// validate checks the flags against each other without touching the system, so
+// that every rule is a table test away.
+func (c *config) validate() error {
+	var errs []error
+	if c.nodeName == "" {
+		errs = append(errs, errors.New("--node-name (or NODE_NAME) is required: the exporter measures the pods of one node"))
+	}
+	if c.interval < time.Second {
+		errs = append(errs, fmt.Errorf("--collection.interval=%s is below 1s", c.interval))
+	}
+	if c.liveConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--live.concurrency=%d must be at least 1", c.liveConcurrency))
+	}
+	if len(c.telemetryPath) == 0 || c.telemetryPath[0] != '/' {
+		errs = append(errs, fmt.Errorf("--web.telemetry-path=%q must start with /", c.telemetryPath))
+	}
+	switch c.source {
+	case sourceFilesystem:
+		if c.walkConcurrency < 1 || c.walkConcurrency > 64 {
+			errs = append(errs, fmt.Errorf("--fs.walk-concurrency=%d must be between 1 and 64", c.walkConcurrency))
+		}
+		if !filepath.IsAbs(c.kubeletRootDir) {
+			errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", c.kubeletRootDir))
+		}
+	case sourceKubelet:
+		if c.kubeletTimeout <= 0 {
+			errs = append(errs, fmt.Errorf("--kubelet.timeout=%s must be positive", c.kubeletTimeout))
+		}
+		switch {
+		case c.kubeletViaAPIServer && c.kubeletURL != "":
+			errs = append(errs, errors.New("--kubelet.url and --kubelet.via-apiserver exclude each other"))
+		case !c.kubeletViaAPIServer && c.kubeletURL == "":
+			errs = append(errs, errors.New("--source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
+		case c.kubeletURL != "":
+			u, err := url.Parse(c.kubeletURL)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("--kubelet.url=%q is not an http(s) URL with a host", c.kubeletURL))
+			}
+			if c.kubeletInsecure && c.kubeletCAFile != "" {
+				errs = append(errs, errors.New("--kubelet.ca-file and --kubelet.insecure-skip-tls-verify exclude each other"))
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
+	}
+	return errors.Join(errs...)
+}
+
+// checkPaths checks the files the flags name, once validate has passed.
+func (c *config) checkPaths() error {
+	var errs []error
+	if c.source == sourceFilesystem {
+		podsDir := filepath.Join(c.kubeletRootDir, "pods")
+		if fi, err := os.Stat(podsDir); err != nil {
+			errs = append(errs, fmt.Errorf("--kubelet.root-dir: %w (mount the kubelet's root dir read-only into the exporter)", err))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("--kubelet.root-dir: %s is not a directory", podsDir))
+		} else if f, err := os.Open(podsDir); err != nil {
+			errs = append(errs, fmt.Errorf("--kubelet.root-dir: %w", err))
+		} else {
+			f.Close()
+		}
+	}
+	if c.source == sourceKubelet && c.kubeletURL != "" {
+		for flag, path := range map[string]string{"--kubelet.ca-file": c.kubeletCAFile, "--kubelet.token-file": c.kubeletTokenFile} {
+			if path == "" {
+				continue
+			}
+			if _, err := os.Stat(path); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", flag, err))
+			}
+		}
+	}
+	if c.kubeconfig != "" {
+		if _, err := os.Stat(c.kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	if *c.web.WebConfigFile != "" {
+		if err := web.Validate(*c.web.WebConfigFile); err != nil {
+			errs = append(errs, fmt.Errorf("--web.config.file: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,178 @@
+// Command emptydir-exporter publishes the usage and sizeLimit of every emptyDir
+// volume of the pods on its node, and serves live measurements to the remediator.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	var cfg config
+	app := newApp(&cfg)
+	app.Version(version.Print("emptydir-exporter"))
+	app.HelpFlag.Short('h')
+	if _, err := app.Parse(args); err != nil {
+		fmt.Fprintf(os.Stderr, "emptydir-exporter: %v\n", err)
+		return 2
+	}
+	logger := promslog.New(&cfg.log)
+	klog.SetSlogLogger(logger.With("component", "client-go"))
+	if err := cfg.validate(); err != nil {
+		logger.Error("invalid flags", "err", err)
+		return 2
+	}
+	if err := cfg.checkPaths(); err != nil {
+		logger.Error("invalid flags", "err", err)
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, &cfg, logger); err != nil {
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
+	restConfig, err := loadRESTConfig(cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig.UserAgent = "emptydir-exporter/" + version.Version
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("building Kubernetes client: %w", err)
+	}
+
+	source, err := newSource(cfg, client)
+	if err != nil {
+		return err
+	}
+	pods, err := exporter.NewPodWatcher(client, cfg.nodeName, 0)
+	if err != nil {
+		return err
+	}
+	exp, err := exporter.New(exporter.Config{
+		NodeName: cfg.nodeName, Source: source, Pods: pods,
+		Logger: logger, LiveConcurrency: cfg.liveConcurrency,
+	})
+	if err != nil {
+		return err
+	}
+	if err := pods.SetWatchErrorHandler(exp.WatchErrorHandler); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exp,
+		versioncollector.NewCollector("emptydir_exporter"),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle(cfg.telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.Handle(exporter.LivePath, exp.LiveHandler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !pods.HasSynced() {
+			http.Error(w, "pod informer not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	if cfg.telemetryPath != "/" {
+		landing, err := web.NewLandingPage(web.LandingConfig{
+			Name: "emptyDir exporter", Description: "emptyDir volume usage and limits of node " + cfg.nodeName,
+			Version: version.Info(),
+			Links:   []web.LandingLinks{{Address: cfg.telemetryPath, Text: "Metrics"}},
+		})
+		if err != nil {
+			return fmt.Errorf("building landing page: %w", err)
+		}
+		mux.Handle("/", landing)
+	}
+
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- web.ListenAndServe(server, cfg.web, logger) }()
+
+	go func() {
+		if err := pods.Start(ctx); err != nil && ctx.Err() == nil {
+			logger.Error("pod informer", "err", err)
+		}
+	}()
+	defer pods.Shutdown()
+	logger.Info("starting", "version", version.Info(), "node", cfg.nodeName, "source", source.Name(),
+		"interval", cfg.interval)
+	go exp.Run(ctx, cfg.interval)
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serving HTTP: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := server.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutting down HTTP: %w", err)
+	}
+	return nil
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		c, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (give --kubeconfig outside a cluster): %w", err)
+		}
+		return c, nil
+	}
+	c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return c, nil
+}
+
+func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {
+	switch {
+	case cfg.source == sourceFilesystem:
+		return &exporter.FilesystemSource{KubeletRootDir: cfg.kubeletRootDir, WalkConcurrency: cfg.walkConcurrency}, nil
+	case cfg.kubeletViaAPIServer:
+		return exporter.NewKubeletProxySource(client, cfg.nodeName), nil
+	default:
+		hc, err := exporter.NewKubeletHTTPClient(cfg.kubeletCAFile, cfg.kubeletTokenFile, cfg.kubeletInsecure, cfg.kubeletTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return exporter.NewKubeletDirectSource(cfg.kubeletURL, hc), nil
+	}
+}

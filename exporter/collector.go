@@ -1,0 +1,108 @@
+package exporter
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var volumeLabels = []string{"node", "namespace", "pod", "uid", "volume", "medium"}
+
+var (
+	usedBytesDesc = prometheus.NewDesc("emptydir_used_bytes",
+		"Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.",
+		volumeLabels, nil)
+	limitBytesDesc = prometheus.NewDesc("emptydir_limit_bytes",
+		"The emptyDir volume's sizeLimit in bytes; absent when the volume has none.",
+		volumeLabels, nil)
+	capacityBytesDesc = prometheus.NewDesc("emptydir_capacity_bytes",
+		"Size of the filesystem backing the volume (the tmpfs size for medium Memory).",
+		volumeLabels, nil)
+	availableBytesDesc = prometheus.NewDesc("emptydir_available_bytes",
+		"Bytes available to unprivileged users on the filesystem backing the volume.",
+		volumeLabels, nil)
+	inodesUsedDesc = prometheus.NewDesc("emptydir_inodes_used",
+		"Inodes the volume uses, hard-linked inodes once.",
+		volumeLabels, nil)
+	unreadableDesc = prometheus.NewDesc("emptydir_unreadable_entries",
+		"Entries the last measurement could not read; above 0, emptydir_used_bytes is a lower bound.",
+		volumeLabels, nil)
+	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
+		"Seconds between the measurement behind this volume's values and this scrape.",
+		volumeLabels, nil)
+
+	durationDesc = prometheus.NewDesc("emptydir_exporter_collection_duration_seconds",
+		"Wall time of the last collection cycle.", []string{"node", "source"}, nil)
+	successDesc = prometheus.NewDesc("emptydir_exporter_collection_success",
+		"1 when the last collection cycle measured every volume it should have, else 0.", []string{"node", "source"}, nil)
+	lastSuccessDesc = prometheus.NewDesc("emptydir_exporter_last_success_timestamp_seconds",
+		"Unix time of the last fully successful collection cycle.", []string{"node", "source"}, nil)
+	podsDesc = prometheus.NewDesc("emptydir_exporter_pods",
+		"Pods on the node with at least one emptyDir volume in use.", []string{"node"}, nil)
+	volumesDesc = prometheus.NewDesc("emptydir_exporter_volumes",
+		"emptyDir volumes in use on the node.", []string{"node"}, nil)
+	syncedDesc = prometheus.NewDesc("emptydir_exporter_pod_informer_synced",
+		"1 when the pod informer has synced with the API server.", []string{"node"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, ageDesc, durationDesc, successDesc,
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc} {
+		ch <- d
+	}
+	e.collections.Describe(ch)
+	e.measureErrors.Describe(ch)
+	e.watchErrors.Describe(ch)
+	e.liveRequests.Describe(ch)
+}
+
+// Collect implements prometheus.Collector from the latest snapshot; it never
+// measures, so a scrape is cheap whatever the volumes hold.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	e.mu.RLock()
+	snap := e.snap
+	e.mu.RUnlock()
+	now := e.now()
+	node := e.cfg.NodeName
+	source := e.cfg.Source.Name()
+
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	for _, r := range snap.volumes {
+		lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
+		m := r.Measurement
+		gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
+		if r.Volume.LimitBytes != nil {
+			gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
+		}
+		gauge(capacityBytesDesc, float64(m.CapacityBytes), lv...)
+		gauge(availableBytesDesc, float64(m.AvailableBytes), lv...)
+		gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
+		gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
+		gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
+	}
+
+	if snap.cycles > 0 {
+		gauge(durationDesc, snap.duration.Seconds(), node, source)
+		gauge(successDesc, boolFloat(snap.success), node, source)
+	}
+	if !snap.lastSuccess.IsZero() {
+		gauge(lastSuccessDesc, float64(snap.lastSuccess.UnixNano())/1e9, node, source)
+	}
+	gauge(podsDesc, float64(snap.pods), node)
+	gauge(volumesDesc, float64(snap.volumeCount), node)
+	gauge(syncedDesc, boolFloat(e.cfg.Pods.HasSynced()), node)
+
+	e.collections.Collect(ch)
+	e.measureErrors.Collect(ch)
+	e.watchErrors.Collect(ch)
+	e.liveRequests.Collect(ch)
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

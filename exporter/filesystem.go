@@ -1,0 +1,68 @@
+package exporter
+
+import (
+	"context"
+	"io/fs"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// FilesystemSource measures volumes by walking the kubelet's pod volume folders.
+// It needs read access to the kubelet root dir (a read-only hostPath mount in the
+// DaemonSet) and works whatever the kubelet's own settings are, including nodes
+// with localStorageCapacityIsolation off, where the Summary API fails.
+type FilesystemSource struct {
+	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter.
+	KubeletRootDir string
+	// WalkConcurrency bounds the folders read at once within one volume.
+	WalkConcurrency int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Name implements Source.
+func (s *FilesystemSource) Name() string { return "filesystem" }
+
+// Measure implements Source. Volumes are measured one after another, each walk in
+// parallel, so the exporter's load on the node stays bounded by WalkConcurrency.
+func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+	var out []VolumeResult
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			m, err := s.measure(ctx, Dir(s.KubeletRootDir, p.UID, v.Name))
+			if err != nil {
+				r.Err = err
+			} else {
+				r.Measurement = m
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *FilesystemSource) measure(ctx context.Context, dir string) (Measurement, error) {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	started := now()
+	du, err := MeasureDiskUsage(ctx, dir, s.WalkConcurrency)
+	if err != nil {
+		return Measurement{}, fsError(err)
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(dir, &sfs); err != nil {
+		return Measurement{}, fsError(&fs.PathError{Op: "statfs", Path: dir, Err: err})
+	}
+	return Measurement{
+		UsedBytes:         du.UsedBytes,
+		InodesUsed:        du.Inodes,
+		UnreadableEntries: du.Unreadable,
+		CapacityBytes:     int64(sfs.Blocks) * sfs.Bsize,
+		AvailableBytes:    int64(sfs.Bavail) * sfs.Bsize,
+		MeasuredAt:        started,
+	}, nil
+}

@@ -1,0 +1,170 @@
+package exporter
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/transport"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+)
+
+// maxSummaryBytes bounds how much of a Summary response is read: a busy node's
+// summary is a few MiB at most.
+const maxSummaryBytes = 64 << 20
+
+// KubeletSource reads volume usage from the kubelet Summary API. It needs no
+// hostPath, but the kubelet refreshes volume stats only every
+// --volume-stats-agg-period (1m by default, up to 2m with jitter): MeasuredAt is
+// the time the kubelet stamped, so consumers can see how old the numbers are.
+type KubeletSource struct {
+	fetch func(ctx context.Context) ([]byte, error)
+}
+
+// NewKubeletDirectSource reads /stats/summary from the kubelet at baseURL (for
+// example https://10.0.0.5:10250) with client.
+func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource {
+	return &KubeletSource{fetch: func(ctx context.Context) ([]byte, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats/summary", nil)
+		if err != nil {
+			return nil, &MeasureError{Reason: ReasonKubeletError, Err: err}
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: err}
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxSummaryBytes))
+		if err != nil {
+			return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, &MeasureError{Reason: ReasonKubeletError,
+				Err: fmt.Errorf("kubelet answered %s: %s", resp.Status, truncate(body, 200))}
+		}
+		return body, nil
+	}}
+}
+
+// NewKubeletProxySource reads the Summary API of node through the API server's
+// node proxy (RBAC: nodes/proxy get).
+func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSource {
+	return &KubeletSource{fetch: func(ctx context.Context) ([]byte, error) {
+		body, err := client.CoreV1().RESTClient().Get().
+			AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
+		if err != nil {
+			reason := ReasonKubeletError
+			var netErr interface{ Timeout() bool }
+			if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
+				reason = ReasonKubeletUnreachable
+			}
+			return nil, &MeasureError{Reason: reason, Err: fmt.Errorf("summary via API server: %w", err)}
+		}
+		return body, nil
+	}}
+}
+
+// NewKubeletHTTPClient builds the client for NewKubeletDirectSource. The token file
+// is re-read as it rotates (projected service account tokens do, hourly).
+func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, timeout time.Duration) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // only when the user asks for it
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading kubelet CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("kubelet CA file %s holds no PEM certificate", caFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	var rt http.RoundTripper = &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}
+	if tokenFile != "" {
+		var err error
+		rt, err = transport.NewBearerAuthWithRefreshRoundTripper("", tokenFile, rt)
+		if err != nil {
+			return nil, fmt.Errorf("reading kubelet token file: %w", err)
+		}
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}, nil
+}
+
+// Name implements Source.
+func (s *KubeletSource) Name() string { return "kubelet" }
+
+// Measure implements Source with one Summary request for all pods.
+func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+	stats, fetchErr := s.summary(ctx)
+	var out []VolumeResult
+	for _, p := range pods {
+		byName := stats[p.UID]
+		for _, v := range p.Volumes {
+			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			vs, found := byName[v.Name]
+			switch {
+			case fetchErr != nil:
+				r.Err = fetchErr
+			case !found:
+				r.Err = &MeasureError{Reason: ReasonNotFound,
+					Err: fmt.Errorf("kubelet summary has no stats for volume %q of pod %s/%s yet", v.Name, p.Namespace, p.Pod)}
+			case vs.UsedBytes == nil:
+				r.Err = &MeasureError{Reason: ReasonKubeletError,
+					Err: fmt.Errorf("kubelet summary gives no usedBytes for volume %q of pod %s/%s", v.Name, p.Namespace, p.Pod)}
+			default:
+				r.Measurement = Measurement{
+					UsedBytes:      int64(*vs.UsedBytes),
+					CapacityBytes:  int64(deref(vs.CapacityBytes)),
+					AvailableBytes: int64(deref(vs.AvailableBytes)),
+					InodesUsed:     int64(deref(vs.InodesUsed)),
+					MeasuredAt:     vs.Time.Time,
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// summary fetches and indexes the Summary by pod UID and volume name.
+func (s *KubeletSource) summary(ctx context.Context) (map[string]map[string]statsapi.VolumeStats, error) {
+	body, err := s.fetch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var sum statsapi.Summary
+	if err := json.Unmarshal(body, &sum); err != nil {
+		return nil, &MeasureError{Reason: ReasonKubeletError, Err: fmt.Errorf("decoding summary: %w", err)}
+	}
+	idx := make(map[string]map[string]statsapi.VolumeStats, len(sum.Pods))
+	for _, p := range sum.Pods {
+		vols := make(map[string]statsapi.VolumeStats, len(p.VolumeStats))
+		for _, v := range p.VolumeStats {
+			vols[v.Name] = v
+		}
+		idx[p.PodRef.UID] = vols
+	}
+	return idx, nil
+}
+
+func deref(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

@@ -1,0 +1,122 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// PodLister answers which pods on this node have emptyDir volumes, from a local
+// cache: the exporter never lists pods from the API server per cycle.
+type PodLister interface {
+	// List returns the pods with emptyDir volumes in use, sorted by namespace and name.
+	List() ([]PodVolumes, error)
+	// Get returns one pod by namespace and name; ok is false when it is not on this node.
+	Get(namespace, name string) (pv PodVolumes, ok bool, err error)
+	// HasSynced reports whether the cache has caught up with the API server once.
+	HasSynced() bool
+}
+
+// PodWatcher is a PodLister fed by an informer scoped to one node with a
+// spec.nodeName field selector.
+type PodWatcher struct {
+	factory  informers.SharedInformerFactory
+	informer cache.SharedIndexInformer
+	lister   corelisters.PodLister
+}
+
+// NewPodWatcher prepares an informer over the pods of nodeName. Call Start to run it.
+func NewPodWatcher(client kubernetes.Interface, nodeName string, resync time.Duration) (*PodWatcher, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, resync,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+		}))
+	pods := factory.Core().V1().Pods()
+	informer := pods.Informer()
+	// Keep only what the exporter reads: a node may run hundreds of pods whose
+	// managed fields and status details would otherwise sit in memory.
+	if err := informer.SetTransform(trimPod); err != nil {
+		return nil, fmt.Errorf("setting pod transform: %w", err)
+	}
+	return &PodWatcher{factory: factory, informer: informer, lister: pods.Lister()}, nil
+}
+
+// Start runs the informer until ctx ends and waits for its first sync or ctx.
+func (w *PodWatcher) Start(ctx context.Context) error {
+	w.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), w.informer.HasSynced) {
+		return fmt.Errorf("pod informer did not sync: %w", context.Cause(ctx))
+	}
+	return nil
+}
+
+// Shutdown waits for the informer goroutines once ctx has ended.
+func (w *PodWatcher) Shutdown() { w.factory.Shutdown() }
+
+// HasSynced implements PodLister.
+func (w *PodWatcher) HasSynced() bool { return w.informer.HasSynced() }
+
+// List implements PodLister.
+func (w *PodWatcher) List() ([]PodVolumes, error) {
+	pods, err := w.lister.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing pods from cache: %w", err)
+	}
+	out := make([]PodVolumes, 0, len(pods))
+	for _, p := range pods {
+		if pv, ok := podVolumes(p); ok {
+			out = append(out, pv)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Pod < out[j].Pod
+	})
+	return out, nil
+}
+
+// Get implements PodLister.
+func (w *PodWatcher) Get(namespace, name string) (PodVolumes, bool, error) {
+	p, err := w.lister.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return PodVolumes{}, false, nil
+	}
+	if err != nil {
+		return PodVolumes{}, false, fmt.Errorf("getting pod %s/%s from cache: %w", namespace, name, err)
+	}
+	pv, ok := podVolumes(p)
+	return pv, ok, nil
+}
+
+// trimPod drops what podVolumes never reads.
+func trimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // tombstones pass through untouched
+	}
+	p.ManagedFields = nil
+	p.Annotations = nil
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase}
+	return p, nil
+}
+
+// SetWatchErrorHandler reports list/watch failures to handler; call before Start.
+func (w *PodWatcher) SetWatchErrorHandler(handler func(err error)) error {
+	if err := w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { handler(err) }); err != nil {
+		return fmt.Errorf("setting pod watch error handler: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+// Measurement is the state of one volume at one moment.
+type Measurement struct {
+	UsedBytes         int64
+	CapacityBytes     int64
+	AvailableBytes    int64
+	InodesUsed        int64
+	UnreadableEntries int64
+	// MeasuredAt is when the numbers were true: the start of a walk, or the time the
+	// kubelet stamped on its (cached) volume stats.
+	MeasuredAt time.Time
+}
+
+// VolumeResult is the outcome of measuring one volume of one pod.
+type VolumeResult struct {
+	Namespace, Pod, UID string
+	Volume              Volume
+	Measurement         Measurement
+	// Err is set when the volume could not be measured; it is a *MeasureError.
+	Err error
+}
+
+// Source measures emptyDir volumes. Implementations report per volume, so that one
+// unreadable volume never hides the others.
+type Source interface {
+	// Name is the value of the source label: "filesystem" or "kubelet".
+	Name() string
+	// Measure measures every volume of the given pods now.
+	Measure(ctx context.Context, pods []PodVolumes) []VolumeResult
+}
+
+// Reasons a volume could not be measured, as the reason label spells them.
+const (
+	ReasonNotFound           = "not_found"
+	ReasonPermission         = "permission"
+	ReasonIO                 = "io"
+	ReasonKubeletUnreachable = "kubelet_unreachable"
+	ReasonKubeletError       = "kubelet_error"
+)
+
+// MeasureError says why a volume could not be measured.
+type MeasureError struct {
+	Reason string
+	Err    error
+}
+
+func (e *MeasureError) Error() string { return fmt.Sprintf("%s: %v", e.Reason, e.Err) }
+func (e *MeasureError) Unwrap() error { return e.Err }
+
+// reasonOf gives the reason label of a measurement error.
+func reasonOf(err error) string {
+	var me *MeasureError
+	if errors.As(err, &me) {
+		return me.Reason
+	}
+	return ReasonIO
+}
+
+// fsError classifies a filesystem error.
+func fsError(err error) *MeasureError {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &MeasureError{Reason: ReasonNotFound, Err: err}
+	case errors.Is(err, fs.ErrPermission):
+		return &MeasureError{Reason: ReasonPermission, Err: err}
+	default:
+		return &MeasureError{Reason: ReasonIO, Err: err}
+	}
+}
