@@ -285,10 +285,25 @@ func (c *Cluster) removeHostLeftovers() {
 			}
 		}
 	}
+	var res []string
+	ids := append([]string(nil), c.containerIDs...)
 	if c.netnsName != "" {
-		res, _ := filepath.Glob("/var/lib/cni/results/" + c.netnsName + "-*")
+		res, _ = filepath.Glob("/var/lib/cni/results/" + c.netnsName + "-*")
+		// <network>-<sandbox id>-<ifname>: the sandbox id also names its loopback cache.
 		for _, r := range res {
-			_ = os.Remove(r)
+			if parts := strings.Split(strings.TrimPrefix(filepath.Base(r), c.netnsName+"-"), "-"); len(parts) == 2 {
+				ids = append(ids, parts[0])
+			}
 		}
 	}
+	for _, id := range ids {
+		m, _ := filepath.Glob("/var/lib/cni/results/*-" + id + "-*")
+		res = append(res, m...)
+	}
+	for _, r := range res {
+		_ = os.Remove(r)
+	}
+	// Only removed when empty, so other users' files are never touched.
+	_ = os.Remove("/var/lib/cni/results")
+	_ = os.Remove("/var/lib/cni")
 }

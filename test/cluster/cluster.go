@@ -82,6 +82,7 @@ type Cluster struct {
 	kubeletRoot    string
 	runcRoot       string
 	cniNetnsBefore map[string]bool
+	containerIDs   []string // seen at Stop, to find their CNI cache files
 
 	mu         sync.Mutex
 	etcd       *proc
@@ -112,6 +113,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if err := preflight(opts.BinDir); err != nil {
 		return nil, err
+	}
+	if names, err := CleanupStale(opts.Logf); err != nil {
+		return nil, fmt.Errorf("cleaning up clusters of dead test processes (%v): %w", names, err)
 	}
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
@@ -150,6 +154,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	if err := c.writeState(); err != nil {
+		return c, fmt.Errorf("record cluster state: %w", err)
+	}
 	c.cniNetnsBefore = listCNINetns()
 	c.containerdSock = filepath.Join(c.workDir, "containerd", "containerd.sock")
 	c.kubeconfig = filepath.Join(c.workDir, "admin.kubeconfig")
@@ -584,19 +591,30 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) stop() error {
 	t0 := time.Now()
 	var errs []error
+	step := func(what string, f func()) {
+		ts := time.Now()
+		f()
+		if d := time.Since(ts); d > time.Second {
+			c.logf("stop: %s took %s", what, d.Round(time.Millisecond))
+		}
+	}
 	c.mu.Lock()
 	extra := append([]*proc(nil), c.extra...)
 	c.mu.Unlock()
-	for i := len(extra) - 1; i >= 0; i-- {
-		extra[i].stop(5 * time.Second)
-	}
-	c.kubelet.stop(3 * time.Second)
-	if c.containerd != nil && !c.containerd.exited() {
-		c.killContainers()
-	}
-	c.containerd.stop(5 * time.Second)
-	c.apiserver.stop(5 * time.Second)
-	c.etcd.stop(5 * time.Second)
+	step("extra processes", func() {
+		for i := len(extra) - 1; i >= 0; i-- {
+			extra[i].stop(5 * time.Second)
+		}
+	})
+	step("kubelet", func() { c.kubelet.stop(2 * time.Second) })
+	step("containers", func() {
+		if c.containerd != nil && !c.containerd.exited() {
+			c.killContainers()
+		}
+	})
+	step("containerd", func() { c.containerd.stop(5 * time.Second) })
+	step("kube-apiserver", func() { c.apiserver.stop(5 * time.Second) })
+	step("etcd", func() { c.etcd.stop(5 * time.Second) })
 	if n := c.killStragglers(); n > 0 {
 		c.logf("killed %d stray processes", n)
 	}
@@ -625,6 +643,9 @@ func (c *Cluster) stop() error {
 			errs = append(errs, fmt.Errorf("remove work dir: %w", err))
 		}
 	}
+	if len(errs) == 0 {
+		c.removeState()
+	}
 	c.logf("stopped in %s", time.Since(t0).Round(time.Millisecond))
 	return errors.Join(errs...)
 }
@@ -643,16 +664,25 @@ func (c *Cluster) killContainers() {
 		return
 	}
 	ids := strings.Fields(string(out))
+	if all, err := ctr("containers", "ls", "-q"); err == nil {
+		c.containerIDs = strings.Fields(string(all))
+	}
 	for _, id := range ids {
 		_, _ = ctr("tasks", "kill", "-a", "-s", "SIGKILL", id)
 	}
-	for _, id := range ids {
-		for i := 0; i < 20; i++ {
-			if _, err := ctr("tasks", "delete", "-f", id); err == nil {
-				break
-			}
-			time.Sleep(250 * time.Millisecond)
+	// containerd's CRI plugin deletes tasks itself on their exit event; delete whatever is
+	// left until no task remains.
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := ctr("tasks", "ls", "-q")
+		left := strings.Fields(string(out))
+		if err == nil && len(left) == 0 {
+			break
 		}
+		for _, id := range left {
+			_, _ = ctr("tasks", "delete", "-f", id)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if len(ids) > 0 {
 		c.logf("killed %d containers", len(ids))

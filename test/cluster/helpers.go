@@ -42,7 +42,9 @@ func (c *Cluster) WaitNodeReady(ctx context.Context) error {
 	err := c.poll(ctx, "node "+c.nodeName+" Ready", c.kubelet, func() (bool, error) {
 		n, err := c.client.CoreV1().Nodes().Get(ctx, c.nodeName, metav1.GetOptions{})
 		if err != nil {
-			last = err.Error()
+			if ctx.Err() == nil {
+				last = err.Error()
+			}
 			return false, nil
 		}
 		for _, cond := range n.Status.Conditions {

@@ -37,6 +37,9 @@ func TestMain(m *testing.M) {
 	if !clusterEnabled {
 		fmt.Printf("e2e: %s is not 1: real-cluster tests are SKIPPED (run `make test-cluster` as root)\n", enableEnv)
 	}
+	// Without this a closed stdout pipe (`go test ... | head`) kills the binary with SIGPIPE
+	// before it can stop the cluster; with it, writes just fail.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
