@@ -1,0 +1,282 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// collPods is a PodLister over a fixed list, for collector tests.
+type collPods struct {
+	mu     sync.Mutex
+	pods   []PodVolumes
+	synced bool
+}
+
+func (p *collPods) List() ([]PodVolumes, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]PodVolumes(nil), p.pods...), nil
+}
+
+func (p *collPods) Get(ns, name string) (PodVolumes, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pv := range p.pods {
+		if pv.Namespace == ns && pv.Pod == name {
+			return pv, true, nil
+		}
+	}
+	return PodVolumes{}, false, nil
+}
+
+func (p *collPods) HasSynced() bool { return p.synced }
+
+// collSource answers from a table keyed by uid/volume, and fails the volumes in
+// failing, as a real source reports per volume.
+type collSource struct {
+	byVolume map[volumeKey]Measurement
+	failing  map[volumeKey]error
+}
+
+func (s *collSource) Name() string { return "filesystem" }
+
+func (s *collSource) Measure(_ context.Context, pods []PodVolumes) []VolumeResult {
+	var out []VolumeResult
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			k := volumeKey{p.UID, v.Name}
+			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			if err := s.failing[k]; err != nil {
+				r.Err = err
+			} else {
+				r.Measurement = s.byVolume[k]
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func limit(b int64) *int64 { return &b }
+
+var t0 = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+
+// fixture: two pods, three volumes, numbers measured 3s before the clock.
+func fixture() (*collPods, *collSource, *time.Time) {
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{
+			{Name: "cache", Medium: MediumDisk, LimitBytes: limit(1 << 20)},
+			{Name: "scratch", Medium: MediumMemory},
+		}},
+		{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []Volume{
+			{Name: "tmp", Medium: MediumDisk, LimitBytes: limit(10 << 20)},
+		}},
+	}}
+	at := t0.Add(-3 * time.Second)
+	src := &collSource{byVolume: map[volumeKey]Measurement{
+		{"uid-cart", "cache"}:   {UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, MeasuredAt: at},
+		{"uid-cart", "scratch"}: {UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at},
+		{"uid-front", "tmp"}:    {UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at},
+	}}
+	now := t0
+	return pods, src, &now
+}
+
+func newTestExporter(t *testing.T, pods PodLister, src Source, now *time.Time) *Exporter {
+	t.Helper()
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func TestCollectGolden(t *testing.T) {
+	pods, src, now := fixture()
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+
+	golden, err := os.Open("testdata/collect.golden.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer golden.Close()
+	if err := testutil.CollectAndCompare(e, golden); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestCollectLint(t *testing.T) {
+	pods, src, now := fixture()
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+	problems, err := testutil.CollectAndLint(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestDeletedPodSeriesVanish(t *testing.T) {
+	pods, src, now := fixture()
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 3 {
+		t.Fatalf("before deletion: %d used series, want 3", n)
+	}
+	pods.mu.Lock()
+	pods.pods = pods.pods[1:] // shop/cart-0 is deleted
+	pods.mu.Unlock()
+	e.Refresh(context.Background())
+
+	want := `
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 4096
+# HELP emptydir_limit_bytes The emptyDir volume's sizeLimit in bytes; absent when the volume has none.
+# TYPE emptydir_limit_bytes gauge
+emptydir_limit_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 1.048576e+07
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes", "emptydir_limit_bytes"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestFailedVolumeKeepsLastValueButAges: a volume that cannot be measured keeps its
+// last good numbers, but its age grows and the cycle counts as failed, so nobody
+// takes them for fresh.
+func TestFailedVolumeKeepsLastValueButAges(t *testing.T) {
+	pods, src, now := fixture()
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+
+	*now = now.Add(30 * time.Second)
+	for k, m := range src.byVolume { // the others are re-measured 3 s before the scrape
+		m.MeasuredAt = now.Add(-3 * time.Second)
+		src.byVolume[k] = m
+	}
+	src.failing = map[volumeKey]error{
+		{"uid-cart", "cache"}: &MeasureError{Reason: ReasonPermission, Err: os.ErrPermission},
+	}
+	e.Refresh(context.Background())
+
+	want := `
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 1.0244096e+07
+emptydir_used_bytes{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 2.048e+06
+emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 4096
+# HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
+# TYPE emptydir_measurement_age_seconds gauge
+emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 33
+emptydir_measurement_age_seconds{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 3
+emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 3
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume it should have, else 0.
+# TYPE emptydir_exporter_collection_success gauge
+emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
+# HELP emptydir_exporter_last_success_timestamp_seconds Unix time of the last fully successful collection cycle.
+# TYPE emptydir_exporter_last_success_timestamp_seconds gauge
+emptydir_exporter_last_success_timestamp_seconds{node="node-1",source="filesystem"} 1.7962308e+09
+# HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
+# TYPE emptydir_exporter_measurement_errors_total counter
+emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 1
+# HELP emptydir_exporter_collections_total Collection cycles, by result.
+# TYPE emptydir_exporter_collections_total counter
+emptydir_exporter_collections_total{node="node-1",result="error"} 1
+emptydir_exporter_collections_total{node="node-1",result="success"} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want),
+		"emptydir_used_bytes", "emptydir_measurement_age_seconds", "emptydir_exporter_collection_success",
+		"emptydir_exporter_last_success_timestamp_seconds", "emptydir_exporter_measurement_errors_total",
+		"emptydir_exporter_collections_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestUnsyncedInformerPublishesNoVolumes(t *testing.T) {
+	pods, src, now := fixture()
+	pods.synced = false
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+	want := `
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume it should have, else 0.
+# TYPE emptydir_exporter_collection_success gauge
+emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
+# HELP emptydir_exporter_pod_informer_synced 1 when the pod informer has synced with the API server.
+# TYPE emptydir_exporter_pod_informer_synced gauge
+emptydir_exporter_pod_informer_synced{node="node-1"} 0
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want),
+		"emptydir_exporter_collection_success", "emptydir_exporter_pod_informer_synced"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 0 {
+		t.Errorf("%d used series before the informer synced, want 0", n)
+	}
+}
+
+func TestNewRequiresSourceAndPods(t *testing.T) {
+	if _, err := New(Config{NodeName: "n"}); err == nil {
+		t.Error("New without Source and Pods succeeded")
+	}
+}
+
+func TestReasonOf(t *testing.T) {
+	cases := map[string]error{
+		ReasonNotFound:   fsError(os.ErrNotExist),
+		ReasonPermission: fsError(os.ErrPermission),
+		ReasonIO:         errors.New("disk on fire"),
+	}
+	for want, err := range cases {
+		if got := reasonOf(err); got != want {
+			t.Errorf("reasonOf(%v) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+// TestMetricsMatchDocs keeps docs/metrics.md, the contract the rules and dashboards
+// are checked against, true to what the exporter really publishes.
+func TestMetricsMatchDocs(t *testing.T) {
+	doc, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(doc)
+	section = section[strings.Index(section, "## Exporter"):strings.Index(section, "## Remediator")]
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(emptydir_[a-z_]+)`").FindAllStringSubmatch(section, -1) {
+		documented[m[1]] = true
+	}
+
+	pods, src, now := fixture()
+	e := newTestExporter(t, pods, src, now)
+	ch := make(chan *prometheus.Desc, 64)
+	e.Describe(ch)
+	close(ch)
+	published := map[string]bool{"emptydir_exporter_build_info": true} // registered by the command
+	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for d := range ch {
+		published[fqName.FindStringSubmatch(d.String())[1]] = true
+	}
+	for name := range published {
+		if !documented[name] {
+			t.Errorf("%s is published but not documented in docs/metrics.md", name)
+		}
+	}
+	for name := range documented {
+		if !published[name] {
+			t.Errorf("%s is documented in docs/metrics.md but not published", name)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package exporter
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// podBuilder makes pods for table tests.
+type podBuilder struct{ pod *corev1.Pod }
+
+func newPod(ns, name, uid string) *podBuilder {
+	return &podBuilder{pod: &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(uid),
+			Annotations:   map[string]string{"big": "annotation"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec:   corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "main"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Message: "long status"},
+	}}
+}
+
+func (b *podBuilder) emptyDir(name string, medium corev1.StorageMedium, sizeLimit string) *podBuilder {
+	ed := &corev1.EmptyDirVolumeSource{Medium: medium}
+	if sizeLimit != "" {
+		q := resource.MustParse(sizeLimit)
+		ed.SizeLimit = &q
+	}
+	b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+	return b
+}
+
+func (b *podBuilder) configMap(name string) *podBuilder {
+	b.pod.Spec.Volumes = append(b.pod.Spec.Volumes, corev1.Volume{Name: name,
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}})
+	return b.mount(name)
+}
+
+func (b *podBuilder) mount(names ...string) *podBuilder {
+	for _, n := range names {
+		b.pod.Spec.Containers[0].VolumeMounts = append(b.pod.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: n})
+	}
+	return b
+}
+
+func (b *podBuilder) initMount(name string) *podBuilder {
+	b.pod.Spec.InitContainers = append(b.pod.Spec.InitContainers, corev1.Container{Name: "init",
+		VolumeMounts: []corev1.VolumeMount{{Name: name}}})
+	return b
+}
+
+func (b *podBuilder) node(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
+
+func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder { b.pod.Status.Phase = p; return b }
+
+func TestPodVolumes(t *testing.T) {
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		want   []Volume
+		wantOK bool
+	}{
+		{"seed pod: disk, 1Mi",
+			newPod("default", "empty-test1", "u1").emptyDir("empty", "", "1Mi").mount("empty").pod,
+			[]Volume{{Name: "empty", Medium: MediumDisk, LimitBytes: limit(1 << 20)}}, true},
+		{"memory medium without limit",
+			newPod("a", "b", "u2").emptyDir("shm", corev1.StorageMediumMemory, "").mount("shm").pod,
+			[]Volume{{Name: "shm", Medium: MediumMemory}}, true},
+		{"hugepages medium with page size",
+			newPod("a", "b", "u3").emptyDir("hp", "HugePages-2Mi", "").mount("hp").pod,
+			[]Volume{{Name: "hp", Medium: MediumHugePages}}, true},
+		{"zero sizeLimit means none",
+			newPod("a", "b", "u4").emptyDir("v", "", "0").mount("v").pod,
+			[]Volume{{Name: "v", Medium: MediumDisk}}, true},
+		{"decimal quantity",
+			newPod("a", "b", "u5").emptyDir("v", "", "500M").mount("v").pod,
+			[]Volume{{Name: "v", Medium: MediumDisk, LimitBytes: limit(500_000_000)}}, true},
+		{"unmounted emptyDir is not set up, so not listed",
+			newPod("a", "b", "u6").emptyDir("used", "", "1Gi").emptyDir("unused", "", "1Gi").mount("used").pod,
+			[]Volume{{Name: "used", Medium: MediumDisk, LimitBytes: limit(1 << 30)}}, true},
+		{"mounted by an init container only",
+			newPod("a", "b", "u7").emptyDir("work", "", "").initMount("work").pod,
+			[]Volume{{Name: "work", Medium: MediumDisk}}, true},
+		{"other volume types are ignored",
+			newPod("a", "b", "u8").configMap("cfg").pod, nil, false},
+		{"failed pod's volumes are being torn down",
+			newPod("a", "b", "u9").emptyDir("v", "", "1Mi").mount("v").phase(corev1.PodFailed).pod, nil, false},
+		{"succeeded pod too",
+			newPod("a", "b", "u10").emptyDir("v", "", "1Mi").mount("v").phase(corev1.PodSucceeded).pod, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := podVolumes(tc.pod)
+			if ok != tc.wantOK || !reflect.DeepEqual(got.Volumes, tc.want) {
+				t.Errorf("got %+v (ok=%v), want %+v (ok=%v)", got.Volumes, ok, tc.want, tc.wantOK)
+			}
+			if ok && (got.Namespace != tc.pod.Namespace || got.Pod != tc.pod.Name || got.UID != string(tc.pod.UID)) {
+				t.Errorf("identity %s/%s/%s lost", got.Namespace, got.Pod, got.UID)
+			}
+		})
+	}
+}
+
+func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
+	client := fake.NewClientset(
+		newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod,
+		newPod("shop", "plain", "uid-plain").configMap("cfg").pod,
+		newPod("web", "front", "uid-front").emptyDir("tmp", corev1.StorageMediumMemory, "64Mi").mount("tmp").pod,
+	)
+	// The fake tracker ignores field selectors; record what the informer asks for,
+	// which is what a real API server filters on.
+	var mu sync.Mutex
+	var selectors []string
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
+		return false, nil, nil
+	})
+
+	w, err := NewPodWatcher(client, "node-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer func() { cancel(); w.Shutdown() }()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !w.HasSynced() {
+		t.Fatal("not synced after Start")
+	}
+	mu.Lock()
+	if len(selectors) == 0 || selectors[0] != "spec.nodeName=node-1" {
+		t.Errorf("list field selectors %q, want spec.nodeName=node-1", selectors)
+	}
+	mu.Unlock()
+
+	got, err := w.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Namespace+"/"+p.Pod)
+	}
+	if want := []string{"shop/cart-0", "web/front"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("List = %v, want %v (sorted, only pods with emptyDir volumes)", names, want)
+	}
+
+	pv, ok, err := w.Get("web", "front")
+	if err != nil || !ok || pv.UID != "uid-front" || *pv.Volumes[0].LimitBytes != 64<<20 {
+		t.Errorf("Get(web/front) = %+v, %v, %v", pv, ok, err)
+	}
+	if _, ok, err := w.Get("web", "gone"); ok || err != nil {
+		t.Errorf("Get of a missing pod: ok=%v err=%v, want false, nil", ok, err)
+	}
+
+	// The cache holds trimmed pods only.
+	obj, _, _ := w.informer.GetIndexer().GetByKey("shop/cart-0")
+	cached := obj.(*corev1.Pod)
+	if cached.ManagedFields != nil || cached.Annotations != nil || cached.Status.Message != "" {
+		t.Errorf("cached pod not trimmed: %+v", cached.ObjectMeta)
+	}
+	if cached.Status.Phase != corev1.PodRunning {
+		t.Errorf("trim lost the phase: %q", cached.Status.Phase)
+	}
+
+	// A pod deleted on the API server leaves the list.
+	if err := client.CoreV1().Pods("shop").Delete(ctx, "cart-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := w.List()
+		if len(got) == 1 && got[0].Pod == "front" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted pod still listed: %+v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
