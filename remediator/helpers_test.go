@@ -263,3 +263,16 @@ func httptestRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder
 func ioNopCloser(r *strings.Reader) io.ReadCloser { return io.NopCloser(r) }
 
 type k8stestingRestrictions = k8stesting.ListRestrictions
+
+// evictionErrorFor fails the eviction of the named pod with err.
+func evictionErrorFor(pod string, err error) k8stesting.ReactionFunc {
+	return func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		if action.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name != pod {
+			return false, nil, nil
+		}
+		return true, nil, err
+	}
+}

@@ -1,7 +1,6 @@
 package remediator
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -305,5 +304,4 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, wantErr %v", tt.name, err, tt.wantErr)
 		}
 	}
-	_ = fmt.Sprint
 }

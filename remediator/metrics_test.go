@@ -1,0 +1,131 @@
+package remediator
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+func TestMetricsLint(t *testing.T) {
+	e := newEnv(t, testConfig())
+	problems, err := testutil.CollectAndLint(e.srv.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	// Every metric of docs/metrics.md is exposed from the start.
+	want := []string{
+		"emptydir_remediator_webhook_requests_total", "emptydir_remediator_webhook_duration_seconds",
+		"emptydir_remediator_alerts_total", "emptydir_remediator_skips_total", "emptydir_remediator_evictions_total",
+		"emptydir_remediator_live_measurement_duration_seconds", "emptydir_remediator_live_measurement_errors_total",
+		"emptydir_remediator_is_leader", "emptydir_remediator_build_info", "go_goroutines", "process_start_time_seconds",
+	}
+	mfs, err := e.srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, mf := range mfs {
+		have[mf.GetName()] = true
+	}
+	for _, n := range want {
+		if !have[n] && n != "emptydir_remediator_webhook_requests_total" && n != "process_start_time_seconds" {
+			t.Errorf("metric %s not exposed", n)
+		}
+	}
+}
+
+// After a scenario, the counters say exactly what happened.
+func TestMetricsAfterScenario(t *testing.T) {
+	e := newEnv(t, testConfig(),
+		newPod("default", "evict-me", "uid-a").build(),
+		newPod("default", "small", "uid-b").build(),
+		newPod("default", "recreated", "uid-new").build(),
+		newPod("kube-system", "ds", "uid-ds").ownedBy("apps/v1", "DaemonSet").build(),
+		newPod("default", "blocked", "uid-pdb").build(),
+	)
+	for uid, used := range map[string]int64{"uid-a": 10 * mib, "uid-b": 10, "uid-new": 10 * mib, "uid-ds": 10 * mib, "uid-pdb": 10 * mib} {
+		e.measurer.used[uid] = used
+	}
+	e.client.PrependReactor("create", "pods", evictionErrorFor("blocked", apierrors.NewTooManyRequests("disruption budget", 10)))
+
+	if code, _ := e.post(payloadJSON(t,
+		firing("default", "evict-me", "uid-a"),
+		firing("default", "small", "uid-b"),
+		firing("default", "recreated", "uid-old"),
+		firing("kube-system", "ds", "uid-ds"),
+		firing("default", "gone", "uid-gone"),
+		resolved(firing("default", "evict-me", "uid-a")),
+	)); code != http.StatusOK {
+		t.Fatalf("first webhook: %d", code)
+	}
+	if code, _ := e.post(payloadJSON(t, firing("default", "blocked", "uid-pdb"))); code != http.StatusServiceUnavailable {
+		t.Fatalf("PDB webhook: %d", code)
+	}
+	// The repeat finds the evicted pod gone.
+	if code, _ := e.post(payloadJSON(t, firing("default", "evict-me", "uid-a"))); code != http.StatusOK {
+		t.Fatalf("repeat webhook: %d", code)
+	}
+	e.measurer.err = measureErr(MeasureStale, "old")
+	if code, _ := e.post(payloadJSON(t, firing("default", "small", "uid-b"))); code != http.StatusServiceUnavailable {
+		t.Fatalf("stale webhook: %d", code)
+	}
+	if code, _ := e.post([]byte(`{"version":"3"}`)); code != http.StatusBadRequest {
+		t.Fatalf("bad webhook: %d", code)
+	}
+
+	const want = `
+# HELP emptydir_remediator_alerts_total Alerts handled, by what came of them.
+# TYPE emptydir_remediator_alerts_total counter
+emptydir_remediator_alerts_total{outcome="dry_run"} 0
+emptydir_remediator_alerts_total{outcome="error"} 1
+emptydir_remediator_alerts_total{outcome="evicted"} 1
+emptydir_remediator_alerts_total{outcome="gone"} 2
+emptydir_remediator_alerts_total{outcome="pdb_blocked"} 1
+emptydir_remediator_alerts_total{outcome="resolved"} 1
+emptydir_remediator_alerts_total{outcome="skipped"} 3
+# HELP emptydir_remediator_evictions_total Eviction API calls and their results.
+# TYPE emptydir_remediator_evictions_total counter
+emptydir_remediator_evictions_total{result="dry_run"} 0
+emptydir_remediator_evictions_total{result="error"} 0
+emptydir_remediator_evictions_total{result="evicted"} 1
+emptydir_remediator_evictions_total{result="not_found"} 0
+emptydir_remediator_evictions_total{result="pdb_blocked"} 1
+# HELP emptydir_remediator_live_measurement_errors_total Live re-checks that failed, by reason.
+# TYPE emptydir_remediator_live_measurement_errors_total counter
+emptydir_remediator_live_measurement_errors_total{reason="bad_response"} 0
+emptydir_remediator_live_measurement_errors_total{reason="no_exporter"} 0
+emptydir_remediator_live_measurement_errors_total{reason="not_found"} 0
+emptydir_remediator_live_measurement_errors_total{reason="stale"} 1
+emptydir_remediator_live_measurement_errors_total{reason="unavailable"} 0
+emptydir_remediator_live_measurement_errors_total{reason="unreachable"} 0
+# HELP emptydir_remediator_webhook_requests_total Webhook requests by HTTP status code.
+# TYPE emptydir_remediator_webhook_requests_total counter
+emptydir_remediator_webhook_requests_total{code="200"} 2
+emptydir_remediator_webhook_requests_total{code="400"} 1
+emptydir_remediator_webhook_requests_total{code="503"} 2
+# HELP emptydir_remediator_is_leader 1 on the replica that holds the leader lease (always 1 without leader election).
+# TYPE emptydir_remediator_is_leader gauge
+emptydir_remediator_is_leader 1
+`
+	if err := testutil.CollectAndCompare(e.srv.Registry(), strings.NewReader(want),
+		"emptydir_remediator_alerts_total", "emptydir_remediator_evictions_total",
+		"emptydir_remediator_live_measurement_errors_total", "emptydir_remediator_webhook_requests_total",
+		"emptydir_remediator_is_leader"); err != nil {
+		t.Error(err)
+	}
+	skips := map[string]float64{SkipNotOverLimit: 1, SkipRecreated: 1, SkipDaemonSet: 1, SkipDuplicate: 0, SkipCooldown: 0, SkipCapGlobal: 0}
+	for reason, want := range skips {
+		if got := testutil.ToFloat64(e.srv.metrics.skips.WithLabelValues(reason)); got != want {
+			t.Errorf("skips_total{reason=%q} = %g, want %g", reason, got, want)
+		}
+	}
+	if got := testutil.CollectAndCount(e.srv.metrics.webhookDuration); got != 1 {
+		t.Errorf("webhook_duration_seconds series %d", got)
+	}
+}
