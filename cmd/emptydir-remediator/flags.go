@@ -20,8 +20,8 @@ import (
 )
 
 const (
-	defaultListenAddress = ":9810"
-	defaultExporterPort  = 9809
+	defaultListenAddress = ":9732"
+	defaultExporterPort  = 9731
 )
 
 // config is everything the flags say.
