@@ -3,7 +3,10 @@ package e2e
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,4 +90,41 @@ func randSuffix() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// TestClusterKubeletAPI checks both paths the exporter may use to reach the kubelet from the
+// test process: directly (bearer token, webhook authn/authz, serving cert signed by the test
+// CA) and through the API server's node proxy. With LocalStorageCapacityIsolation=false only
+// the cpu-and-memory summary works, which is itself worth pinning.
+func TestClusterKubeletAPI(t *testing.T) {
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(rootCtx, time.Minute)
+	defer cancel()
+
+	hc := c.HTTPClient(&tls.Config{RootCAs: c.CAPool()})
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.KubeletURL()+"/stats/summary?only_cpu_and_memory=true", nil)
+	req.Header.Set("Authorization", "Bearer "+c.AdminToken())
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("kubelet direct: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), c.NodeName()) {
+		t.Fatalf("kubelet direct /stats/summary: %d %.300s", resp.StatusCode, body)
+	}
+
+	raw, err := c.Client().CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", c.NodeName(), "proxy", "stats", "summary").
+		Param("only_cpu_and_memory", "true").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), c.NodeName()) {
+		t.Fatalf("node proxy /stats/summary: %v %.300s", err, raw)
+	}
+
+	out, err := c.Kubectl(ctx, "get", "node", c.NodeName(), "-o", "jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != c.NodeIP() {
+		t.Errorf("node InternalIP = %q, want %q", got, c.NodeIP())
+	}
 }
