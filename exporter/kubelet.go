@@ -58,9 +58,11 @@ func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource 
 // node proxy (RBAC: nodes/proxy get).
 func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSource {
 	return &KubeletSource{fetch: func(ctx context.Context) ([]byte, error) {
-		body, err := client.CoreV1().RESTClient().Get().
-			AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").DoRaw(ctx)
+		res := client.CoreV1().RESTClient().Get().
+			AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").Do(ctx)
+		body, err := res.Raw()
 		if err != nil {
+			err = res.Error() // the API server's Status message (e.g. why the kubelet is unreachable), not a generic one
 			reason := ReasonKubeletError
 			var netErr interface{ Timeout() bool }
 			if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
