@@ -306,4 +306,18 @@ func (c *Cluster) removeHostLeftovers() {
 	// Only removed when empty, so other users' files are never touched.
 	_ = os.Remove("/var/lib/cni/results")
 	_ = os.Remove("/var/lib/cni")
+
+	// The kubelet's device-plugin socket folder and containerd's shim socket folder are fixed
+	// paths shared by all clusters: remove them only when no other cluster is recorded.
+	others, _ := filepath.Glob(filepath.Join(stateDir, "*.json"))
+	for _, o := range others {
+		if filepath.Base(o) != c.netnsName+".json" {
+			return
+		}
+	}
+	_ = os.RemoveAll("/var/lib/kubelet/device-plugins")
+	for _, d := range []string{"/var/lib/kubelet", "/run/containerd/s", "/run/containerd/fifo",
+		"/run/containerd/runc/k8s.io", "/run/containerd/runc", "/run/containerd"} {
+		_ = os.Remove(d) // fails, harmlessly, unless empty
+	}
 }

@@ -689,12 +689,15 @@ func (c *Cluster) killContainers() {
 	}
 }
 
-// Kubectl runs kubectl inside the namespace against this cluster.
+// Kubectl runs kubectl inside the namespace against this cluster and returns its stdout
+// (stderr, which carries warnings, goes into the error only).
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	cmd := c.Command(ctx, "kubectl", append([]string{"--kubeconfig=" + c.kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// These tests cover what can be checked without root; Start itself is exercised by test/e2e.
+
+func TestBuildImageArchive(t *testing.T) {
+	if _, err := os.Stat(busyboxPath); err != nil {
+		t.Skipf("%s missing (install busybox-static)", busyboxPath)
+	}
+	path := filepath.Join(t.TempDir(), "images.tar")
+	if err := buildImageArchive(path); err != nil {
+		t.Fatal(err)
+	}
+	files := readTar(t, mustRead(t, path))
+	var manifest []struct {
+		Config   string
+		RepoTags []string
+		Layers   []string
+	}
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	tags := map[string]map[string]any{}
+	for _, m := range manifest {
+		cfgBytes, ok := files[m.Config]
+		if !ok {
+			t.Fatalf("config %s missing", m.Config)
+		}
+		sum := sha256.Sum256(cfgBytes)
+		if want := hex.EncodeToString(sum[:]) + ".json"; m.Config != want {
+			t.Errorf("config named %s, want its sha256 %s", m.Config, want)
+		}
+		var cfg map[string]any
+		if err := json.Unmarshal(cfgBytes, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		layer := files[m.Layers[0]]
+		lsum := sha256.Sum256(layer)
+		diffIDs := cfg["rootfs"].(map[string]any)["diff_ids"].([]any)
+		if diffIDs[0] != "sha256:"+hex.EncodeToString(lsum[:]) {
+			t.Errorf("%v: diff_id %v does not match layer", m.RepoTags, diffIDs[0])
+		}
+		rootfs := readTar(t, layer)
+		for _, f := range []string{"bin/busybox", "bin/sh", "bin/dd", "bin/sleep", "bin/tail", "bin/du", "bin/echo"} {
+			if _, ok := rootfs[f]; !ok {
+				t.Errorf("%v: rootfs lacks %s", m.RepoTags, f)
+			}
+		}
+		for _, tag := range m.RepoTags {
+			tags[tag] = cfg["config"].(map[string]any)
+		}
+	}
+	if _, ok := tags[BusyboxImage]; !ok {
+		t.Errorf("no %s in %v", BusyboxImage, manifest)
+	}
+	pause, ok := tags[SandboxImage]
+	if !ok {
+		t.Fatalf("no %s in %v", SandboxImage, manifest)
+	}
+	if ep, _ := json.Marshal(pause["Entrypoint"]); string(ep) != `["/bin/sleep","2147483647"]` {
+		t.Errorf("sandbox entrypoint = %s, want a sleep that never exits", ep)
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	for in, want := range map[string]string{
+		`/tmp/a`:             "/tmp/a",
+		`/tmp/with\040sp`:    "/tmp/with sp",
+		`/tmp/tab\011x\134y`: "/tmp/tab\tx\\y",
+	} {
+		if got := unescapeMount(in); got != want {
+			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPreflightNamesTheFix(t *testing.T) {
+	err := preflight(t.TempDir())
+	if err == nil {
+		t.Fatal("preflight with an empty bin dir passed")
+	}
+	for _, want := range []string{"kube-apiserver missing", "kubelet missing", "make k8s-binaries"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("preflight error lacks %q:\n%v", want, err)
+		}
+	}
+	if err := preflight(""); err == nil || !strings.Contains(err.Error(), "K8S_BIN_DIR") {
+		t.Errorf("preflight(\"\") = %v, want a hint at K8S_BIN_DIR", err)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func readTar(t *testing.T, b []byte) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		out[h.Name] = data
+	}
+}
