@@ -276,3 +276,5 @@ func evictionErrorFor(pod string, err error) k8stesting.ReactionFunc {
 		return true, nil, err
 	}
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
