@@ -1,0 +1,474 @@
+package exporter_test
+
+import (
+	"context"
+	"encoding/pem"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+)
+
+// Pods of testdata/summary.json.
+const (
+	summaryEmptyTestUID = "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d" // default/empty-test1
+	summaryCacheUID     = "0d9c3b52-6e0f-4a1e-9a57-2f7c1e4b8a10" // shop/cache-0
+	summaryPromUID      = "a3f6c1d8-42b7-4c55-8e0b-7d1e9c2f6b34" // monitoring/prometheus-0
+)
+
+// rootFsError is what a kubelet with localStorageCapacityIsolation=false answers on
+// /stats/summary (pkg/kubelet/server/stats handleError).
+const rootFsError = "Internal Error: failed to get rootFs stats: failed to get rootfs info: unable to find data in memory cache\n"
+
+func readSummary(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// kubeletRequest is what the fake kubelet saw of one request.
+type kubeletRequest struct {
+	method, path, authorization string
+}
+
+// fakeKubelet is an HTTPS server standing in for a kubelet's port 10250.
+type fakeKubelet struct {
+	srv    *httptest.Server
+	caFile string
+
+	mu       sync.Mutex
+	requests []kubeletRequest
+}
+
+func newFakeKubelet(t *testing.T, h http.HandlerFunc) *fakeKubelet {
+	t.Helper()
+	k := &fakeKubelet{}
+	k.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k.mu.Lock()
+		k.requests = append(k.requests, kubeletRequest{r.Method, r.URL.Path, r.Header.Get("Authorization")})
+		k.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(k.srv.Close)
+	k.caFile = filepath.Join(t.TempDir(), "kubelet-ca.crt")
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: k.srv.Certificate().Raw})
+	if err := os.WriteFile(k.caFile, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func (k *fakeKubelet) seen() []kubeletRequest {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]kubeletRequest(nil), k.requests...)
+}
+
+// serveBody answers every request with code and body.
+func serveBody(code int, contentType string, body []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(code)
+		_, _ = w.Write(body)
+	}
+}
+
+func writeTokenFile(t *testing.T, token string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func httpClient(t *testing.T, caFile, tokenFile string, insecure bool) *http.Client {
+	t.Helper()
+	c, err := exporter.NewKubeletHTTPClient(caFile, tokenFile, insecure, 5*time.Second)
+	if err != nil {
+		t.Fatalf("NewKubeletHTTPClient: %v", err)
+	}
+	return c
+}
+
+func podWith(namespace, name, uid string, vols ...exporter.Volume) exporter.PodVolumes {
+	return exporter.PodVolumes{Namespace: namespace, Pod: name, UID: uid, Volumes: vols}
+}
+
+func vol(name, medium string) exporter.Volume { return exporter.Volume{Name: name, Medium: medium} }
+
+func volLimit(name, medium string, limit int64) exporter.Volume {
+	v := vol(name, medium)
+	v.LimitBytes = &limit
+	return v
+}
+
+// summaryPods are emptyDir volumes that testdata/summary.json has stats for.
+func summaryPods() []exporter.PodVolumes {
+	return []exporter.PodVolumes{
+		podWith("default", "empty-test1", summaryEmptyTestUID, volLimit("empty", exporter.MediumDisk, 1<<20)),
+		podWith("shop", "cache-0", summaryCacheUID, vol("scratch", exporter.MediumMemory)),
+		podWith("monitoring", "prometheus-0", summaryPromUID, vol("config-out", exporter.MediumDisk)),
+	}
+}
+
+func reasonOfErr(err error) string {
+	var me *exporter.MeasureError
+	if errors.As(err, &me) {
+		return me.Reason
+	}
+	return ""
+}
+
+type wantVolume struct {
+	uid, volume string
+	m           exporter.Measurement
+}
+
+func at(h, m, s int) time.Time { return time.Date(2026, 12, 2, h, m, s, 0, time.UTC) }
+
+// wantSummaryNumbers are the numbers testdata/summary.json holds for summaryPods.
+var wantSummaryNumbers = []wantVolume{
+	{summaryEmptyTestUID, "empty", exporter.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
+		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12)}},
+	{summaryCacheUID, "scratch", exporter.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
+		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50)}},
+	{summaryPromUID, "config-out", exporter.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
+		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1)}},
+}
+
+func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d results, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		r := got[i]
+		if r.UID != w.uid || r.Volume.Name != w.volume {
+			t.Errorf("result %d is %s/%s, want %s/%s", i, r.UID, r.Volume.Name, w.uid, w.volume)
+			continue
+		}
+		if r.Err != nil {
+			t.Errorf("%s: unexpected error %v", w.volume, r.Err)
+			continue
+		}
+		g := r.Measurement
+		if !g.MeasuredAt.Equal(w.m.MeasuredAt) {
+			t.Errorf("%s: MeasuredAt = %s, want the volume's time %s", w.volume, g.MeasuredAt, w.m.MeasuredAt)
+		}
+		g.MeasuredAt = w.m.MeasuredAt
+		if g != w.m {
+			t.Errorf("%s: measurement = %+v, want %+v", w.volume, g, w.m)
+		}
+	}
+}
+
+func TestKubeletDirectSourceReadsSummary(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
+	token := writeTokenFile(t, "s3cr3t-sa-token\n")
+	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, token, false))
+	if src.Name() != "kubelet" {
+		t.Errorf("Name() = %q, want kubelet (the source label)", src.Name())
+	}
+
+	got := src.Measure(context.Background(), summaryPods())
+
+	assertMeasured(t, got, wantSummaryNumbers)
+	if got[0].Volume.LimitBytes == nil || *got[0].Volume.LimitBytes != 1<<20 {
+		t.Errorf("the volume spec (sizeLimit) must pass through, got %+v", got[0].Volume)
+	}
+	reqs := k.seen()
+	if len(reqs) != 1 {
+		t.Fatalf("kubelet got %d requests, want one Summary request for all pods", len(reqs))
+	}
+	want := kubeletRequest{http.MethodGet, "/stats/summary", "Bearer s3cr3t-sa-token"}
+	if reqs[0] != want {
+		t.Errorf("kubelet saw %+v, want %+v", reqs[0], want)
+	}
+}
+
+func TestKubeletDirectSourceFailures(t *testing.T) {
+	malformed := readSummary(t, "summary.json")
+	malformed = malformed[:len(malformed)/2]
+
+	tests := []struct {
+		name      string
+		handler   http.HandlerFunc
+		noCA      bool // use system roots, which do not trust the test server
+		insecure  bool
+		down      bool // the kubelet is not listening
+		wantOK    bool
+		wantInErr []string
+		reason    string
+	}{
+		{name: "trusted by CA file", handler: serveBody(200, "application/json", readSummary(t, "summary.json")), wantOK: true},
+		{name: "insecure skip verify", handler: serveBody(200, "application/json", readSummary(t, "summary.json")),
+			noCA: true, insecure: true, wantOK: true},
+		{name: "certificate not trusted", handler: serveBody(200, "application/json", readSummary(t, "summary.json")),
+			noCA: true, reason: exporter.ReasonKubeletUnreachable, wantInErr: []string{"certificate"}},
+		{name: "kubelet down", handler: serveBody(200, "application/json", nil),
+			down: true, reason: exporter.ReasonKubeletUnreachable},
+		{name: "localStorageCapacityIsolation off", handler: serveBody(500, "text/plain; charset=utf-8", []byte(rootFsError)),
+			reason: exporter.ReasonKubeletError, wantInErr: []string{"500 Internal Server Error", "failed to get rootFs stats"}},
+		{name: "forbidden", handler: serveBody(403, "text/plain; charset=utf-8",
+			[]byte("Forbidden (user=system:serviceaccount:emptydir-guard:emptydir-exporter, verb=get, resource=nodes, subresource=(stats|metrics|proxy))")),
+			reason: exporter.ReasonKubeletError, wantInErr: []string{"403 Forbidden", "subresource"}},
+		{name: "malformed JSON", handler: serveBody(200, "application/json", malformed),
+			reason: exporter.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
+		{name: "HTML instead of JSON", handler: serveBody(200, "text/html", []byte("<html><body>login</body></html>")),
+			reason: exporter.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newFakeKubelet(t, tc.handler)
+			caFile := k.caFile
+			if tc.noCA {
+				caFile = ""
+			}
+			src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, caFile, writeTokenFile(t, "tok"), tc.insecure))
+			if tc.down {
+				k.srv.Close()
+			}
+
+			got := src.Measure(context.Background(), summaryPods())
+
+			if tc.wantOK {
+				assertMeasured(t, got, wantSummaryNumbers)
+				return
+			}
+			if len(got) != len(summaryPods()) {
+				t.Fatalf("got %d results, want one per volume (%d)", len(got), len(summaryPods()))
+			}
+			for _, r := range got {
+				if r.Err == nil {
+					t.Errorf("%s: no error, measurement %+v", r.Volume.Name, r.Measurement)
+					continue
+				}
+				if reason := reasonOfErr(r.Err); reason != tc.reason {
+					t.Errorf("%s: reason %q, want %q (err %v)", r.Volume.Name, reason, tc.reason, r.Err)
+				}
+				for _, s := range tc.wantInErr {
+					if !strings.Contains(r.Err.Error(), s) {
+						t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, s)
+					}
+				}
+				if r.Measurement != (exporter.Measurement{}) {
+					t.Errorf("%s: failed volume carries numbers %+v", r.Volume.Name, r.Measurement)
+				}
+			}
+		})
+	}
+}
+
+func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
+	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	pods := []exporter.PodVolumes{
+		// "fresh" was just set up: the kubelet has no stats for it until its next pass.
+		podWith("default", "empty-test1", summaryEmptyTestUID, vol("empty", exporter.MediumDisk), vol("fresh", exporter.MediumDisk)),
+		// A pod the kubelet does not report at all (started after its last pass).
+		podWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", vol("work", exporter.MediumDisk)),
+		podWith("shop", "cache-0", summaryCacheUID, vol("scratch", exporter.MediumMemory)),
+		// The same name as a reported pod but another UID: stats are per pod instance.
+		podWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", vol("config-out", exporter.MediumDisk)),
+	}
+
+	got := src.Measure(context.Background(), pods)
+
+	want := []struct {
+		volume, reason string
+		used           int64
+	}{
+		{"empty", "", 4096},
+		{"fresh", exporter.ReasonNotFound, 0},
+		{"work", exporter.ReasonNotFound, 0},
+		{"scratch", "", 12582912},
+		{"config-out", exporter.ReasonNotFound, 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d results, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		r := got[i]
+		if r.Volume.Name != w.volume {
+			t.Errorf("result %d is %q, want %q", i, r.Volume.Name, w.volume)
+		}
+		if reason := reasonOfErr(r.Err); reason != w.reason {
+			t.Errorf("%s: reason %q, want %q (err %v)", w.volume, reason, w.reason, r.Err)
+		}
+		if r.Measurement.UsedBytes != w.used {
+			t.Errorf("%s: used %d, want %d", w.volume, r.Measurement.UsedBytes, w.used)
+		}
+	}
+}
+
+func TestKubeletSourceVolumeWithoutUsedBytes(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary-no-usedbytes.json")))
+	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+
+	got := src.Measure(context.Background(), []exporter.PodVolumes{
+		podWith("default", "empty-test1", summaryEmptyTestUID, vol("empty", exporter.MediumDisk)),
+	})
+
+	if len(got) != 1 || reasonOfErr(got[0].Err) != exporter.ReasonKubeletError {
+		t.Fatalf("got %+v, want one kubelet_error: a volume without usedBytes must not read as 0 bytes", got)
+	}
+	if !strings.Contains(got[0].Err.Error(), "usedBytes") {
+		t.Errorf("error %q does not say what is missing", got[0].Err)
+	}
+}
+
+func TestNewKubeletHTTPClientFileErrors(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(200, "application/json", nil))
+	dir := t.TempDir()
+	notPEM := filepath.Join(dir, "not-pem.crt")
+	if err := os.WriteFile(notPEM, []byte("this is not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	token := writeTokenFile(t, "tok")
+
+	tests := []struct {
+		name, caFile, tokenFile string
+		wantErr                 string // empty: no error
+	}{
+		{"CA and token", k.caFile, token, ""},
+		{"system roots, no token", "", "", ""},
+		{"missing CA file", filepath.Join(dir, "absent.crt"), token, "CA file"},
+		{"CA file without PEM", notPEM, token, "no PEM"},
+		{"missing token file", k.caFile, filepath.Join(dir, "absent-token"), "token file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := exporter.NewKubeletHTTPClient(tc.caFile, tc.tokenFile, false, time.Second)
+			if tc.wantErr == "" {
+				if err != nil || c == nil {
+					t.Fatalf("got (%v, %v), want a client", c, err)
+				}
+				if c.Timeout != time.Second {
+					t.Errorf("client timeout %s, want 1s", c.Timeout)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want one mentioning %q", tc.wantErr)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q does not mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// fakeAPIServer serves the node proxy path of the Summary API.
+func fakeAPIServer(t *testing.T, code int, contentType string, body []byte) (*httptest.Server, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(code)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), paths...)
+	}
+}
+
+func proxySource(t *testing.T, host string) *exporter.KubeletSource {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exporter.NewKubeletProxySource(client, "node-1")
+}
+
+func TestKubeletProxySourceReadsSummary(t *testing.T) {
+	srv, paths := fakeAPIServer(t, http.StatusOK, "application/json", readSummary(t, "summary.json"))
+
+	got := proxySource(t, srv.URL).Measure(context.Background(), summaryPods())
+
+	assertMeasured(t, got, wantSummaryNumbers)
+	want := []string{"GET /api/v1/nodes/node-1/proxy/stats/summary"}
+	if p := paths(); len(p) != 1 || p[0] != want[0] {
+		t.Errorf("API server saw %q, want %q", p, want)
+	}
+}
+
+func TestKubeletProxySourceErrors(t *testing.T) {
+	// What the API server's node proxy answers when the kubelet does not listen.
+	unavailable := []byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",` +
+		`"message":"error trying to reach service: dial tcp 10.0.0.5:10250: connect: connection refused",` +
+		`"reason":"ServiceUnavailable","code":503}`)
+	tests := []struct {
+		name        string
+		code        int
+		contentType string
+		body        []byte
+		wantInErr   string
+		wantReason  string
+	}{
+		{"node proxy cannot reach the kubelet", http.StatusServiceUnavailable, "application/json", unavailable, "connection refused", exporter.ReasonKubeletError},
+		{"kubelet answers 500 through the proxy", http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(rootFsError), "failed to get rootFs stats", exporter.ReasonKubeletError},
+		{"malformed JSON", http.StatusOK, "application/json", []byte(`{"node":{"nodeName":"node-1"},"pods":[{`), "decoding summary", exporter.ReasonKubeletError},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := fakeAPIServer(t, tc.code, tc.contentType, tc.body)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			got := proxySource(t, srv.URL).Measure(ctx, summaryPods())
+
+			if len(got) != len(summaryPods()) {
+				t.Fatalf("got %d results, want %d", len(got), len(summaryPods()))
+			}
+			for _, r := range got {
+				if r.Err == nil {
+					t.Errorf("%s: no error, measurement %+v", r.Volume.Name, r.Measurement)
+					continue
+				}
+				if reason := reasonOfErr(r.Err); reason != tc.wantReason {
+					t.Errorf("%s: reason %q, want %q (err %v)", r.Volume.Name, reason, tc.wantReason, r.Err)
+				}
+				if !strings.Contains(r.Err.Error(), tc.wantInErr) {
+					t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, tc.wantInErr)
+				}
+			}
+		})
+	}
+}
+
+func TestKubeletProxySourceAPIServerDown(t *testing.T) {
+	srv, _ := fakeAPIServer(t, http.StatusOK, "application/json", nil)
+	src := proxySource(t, srv.URL)
+	srv.Close()
+
+	got := src.Measure(context.Background(), summaryPods()[:1])
+
+	if len(got) != 1 || got[0].Err == nil {
+		t.Fatalf("got %+v, want an error for the volume", got)
+	}
+	if reason := reasonOfErr(got[0].Err); reason != exporter.ReasonKubeletUnreachable {
+		t.Errorf("reason %q, want %q (err %v)", reason, exporter.ReasonKubeletUnreachable, got[0].Err)
+	}
+}
