@@ -317,7 +317,7 @@ func (c *Cluster) removeHostLeftovers() {
 	}
 	_ = os.RemoveAll("/var/lib/kubelet/device-plugins")
 	for _, d := range []string{"/var/lib/kubelet", "/run/containerd/s", "/run/containerd/fifo",
-		"/run/containerd/runc/k8s.io", "/run/containerd/runc", "/run/containerd"} {
+		"/run/containerd/runc/k8s.io", "/run/containerd/runc", "/run/containerd", "/var/log/containers"} {
 		_ = os.Remove(d) // fails, harmlessly, unless empty
 	}
 }
