@@ -114,8 +114,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := preflight(opts.BinDir); err != nil {
 		return nil, err
 	}
-	if names, err := CleanupStale(opts.Logf); err != nil {
-		return nil, fmt.Errorf("cleaning up clusters of dead test processes (%v): %w", names, err)
+	// A leftover that cannot be fully removed must not block new clusters: report it only.
+	if names, err := CleanupStale(opts.Logf); err != nil && opts.Logf != nil {
+		opts.Logf("cluster: cleaning up clusters of dead test processes %v: %v", names, err)
 	}
 	suffix := make([]byte, 4)
 	if _, err := rand.Read(suffix); err != nil {
