@@ -57,7 +57,7 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("kubeconfig", "Kubeconfig file; in-cluster configuration when empty.").
 		Envar("KUBECONFIG").StringVar(&cfg.kubeconfig)
 	app.Flag("source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
-		Default(sourceFilesystem).EnumVar(&cfg.source, sourceFilesystem, sourceKubelet)
+		Default(sourceFilesystem).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
 	app.Flag("collection.interval", "How often to measure every volume.").
 		Default("10s").DurationVar(&cfg.interval)
 	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
