@@ -1,0 +1,196 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clearEnv keeps the environment of the test run out of the flags.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"NODE_NAME", "KUBECONFIG"} {
+		t.Setenv(k, "")
+	}
+}
+
+// parse fills a config from args as the command does.
+func parse(t *testing.T, args ...string) *config {
+	t.Helper()
+	var cfg config
+	if _, err := newApp(&cfg).Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	return &cfg
+}
+
+func TestParseDefaults(t *testing.T) {
+	clearEnv(t)
+	cfg := parse(t, "--node-name=node-1")
+
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"--web.listen-address", (*cfg.web.WebListenAddresses)[0], ":9731"},
+		{"--web.config.file", *cfg.web.WebConfigFile, ""},
+		{"--web.telemetry-path", cfg.telemetryPath, "/metrics"},
+		{"--node-name", cfg.nodeName, "node-1"},
+		{"--kubeconfig", cfg.kubeconfig, ""},
+		{"--source", cfg.source, sourceFilesystem},
+		{"--collection.interval", cfg.interval, 10 * time.Second},
+		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
+		{"--fs.walk-concurrency", cfg.walkConcurrency, 4},
+		{"--kubelet.url", cfg.kubeletURL, ""},
+		{"--kubelet.via-apiserver", cfg.kubeletViaAPIServer, false},
+		{"--kubelet.ca-file", cfg.kubeletCAFile, ""},
+		{"--kubelet.token-file", cfg.kubeletTokenFile, "/var/run/secrets/kubernetes.io/serviceaccount/token"},
+		{"--kubelet.insecure-skip-tls-verify", cfg.kubeletInsecure, false},
+		{"--kubelet.timeout", cfg.kubeletTimeout, 10 * time.Second},
+		{"--live.concurrency", cfg.liveConcurrency, 2},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s defaults to %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		t.Errorf("defaults with a node name must validate: %v", err)
+	}
+}
+
+func TestParseNodeNameFromEnv(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("NODE_NAME", "node-from-downward-api")
+
+	if got := parse(t).nodeName; got != "node-from-downward-api" {
+		t.Errorf("nodeName = %q, want the NODE_NAME env value", got)
+	}
+	if got := parse(t, "--node-name=explicit").nodeName; got != "explicit" {
+		t.Errorf("nodeName = %q, want the flag to win over NODE_NAME", got)
+	}
+	if err := parse(t).validate(); err != nil {
+		t.Errorf("NODE_NAME must satisfy the node name rule: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	kubelet := []string{"--node-name=node-1", "--source=kubelet"}
+	tests := []struct {
+		name string
+		args []string
+		// want lists the flags the error must name; empty means valid.
+		want []string
+	}{
+		{"good filesystem config", []string{"--node-name=node-1", "--kubelet.root-dir=/host/var/lib/kubelet",
+			"--fs.walk-concurrency=64", "--collection.interval=1s"}, nil},
+		{"good kubelet config", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
+			"--kubelet.ca-file=/etc/kubelet-ca.crt"), nil},
+		{"good kubelet config, insecure", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
+			"--kubelet.insecure-skip-tls-verify"), nil},
+		{"good kubelet config via API server", append(kubelet, "--kubelet.via-apiserver"), nil},
+		{"relative root dir ignored for source kubelet", append(kubelet, "--kubelet.via-apiserver",
+			"--kubelet.root-dir=relative"), nil},
+
+		{"missing node name", []string{}, []string{"--node-name"}},
+		{"unknown source", []string{"--node-name=n", "--source=cadvisor"}, []string{"--source", "cadvisor"}},
+		{"interval below 1s", []string{"--node-name=n", "--collection.interval=999ms"}, []string{"--collection.interval"}},
+		{"walk concurrency 0", []string{"--node-name=n", "--fs.walk-concurrency=0"}, []string{"--fs.walk-concurrency"}},
+		{"walk concurrency 65", []string{"--node-name=n", "--fs.walk-concurrency=65"}, []string{"--fs.walk-concurrency"}},
+		{"relative root dir", []string{"--node-name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
+		{"live concurrency 0", []string{"--node-name=n", "--live.concurrency=0"}, []string{"--live.concurrency"}},
+		{"telemetry path without slash", []string{"--node-name=n", "--web.telemetry-path=metrics"}, []string{"--web.telemetry-path"}},
+		{"kubelet source without URL", kubelet, []string{"--kubelet.url", "--kubelet.via-apiserver"}},
+		{"URL and via API server", append(kubelet, "--kubelet.url=https://10.0.0.5:10250", "--kubelet.via-apiserver"),
+			[]string{"--kubelet.url", "--kubelet.via-apiserver"}},
+		{"URL scheme not http(s)", append(kubelet, "--kubelet.url=tcp://10.0.0.5:10250"), []string{"--kubelet.url"}},
+		{"URL without host", append(kubelet, "--kubelet.url=https://"), []string{"--kubelet.url"}},
+		{"URL without scheme", append(kubelet, "--kubelet.url=10.0.0.5:10250"), []string{"--kubelet.url"}},
+		{"insecure and CA file", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
+			"--kubelet.insecure-skip-tls-verify", "--kubelet.ca-file=/etc/kubelet-ca.crt"),
+			[]string{"--kubelet.ca-file", "--kubelet.insecure-skip-tls-verify"}},
+		{"kubelet timeout 0", append(kubelet, "--kubelet.via-apiserver", "--kubelet.timeout=0s"), []string{"--kubelet.timeout"}},
+		{"every error at once", []string{"--collection.interval=0s", "--fs.walk-concurrency=-1", "--kubelet.root-dir=."},
+			[]string{"--node-name", "--collection.interval", "--fs.walk-concurrency", "--kubelet.root-dir"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			err := parse(t, tc.args...).validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("validate: %v, want no error", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("validate passed, want an error naming %v", tc.want)
+			}
+			for _, flag := range tc.want {
+				if !strings.Contains(err.Error(), flag) {
+					t.Errorf("error %q does not name %s", err, flag)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckPaths(t *testing.T) {
+	withPods := t.TempDir()
+	if err := os.Mkdir(filepath.Join(withPods, "pods"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	podsIsFile := t.TempDir()
+	if err := os.WriteFile(filepath.Join(podsIsFile, "pods"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("tok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	kubelet := []string{"--source=kubelet", "--kubelet.url=https://10.0.0.5:10250"}
+
+	tests := []struct {
+		name string
+		args []string
+		want []string // flags the error must name; empty means no error
+	}{
+		{"root dir with pods folder", []string{"--kubelet.root-dir=" + withPods}, nil},
+		{"missing root dir", []string{"--kubelet.root-dir=" + missing}, []string{"--kubelet.root-dir", missing}},
+		{"root dir without pods folder", []string{"--kubelet.root-dir=" + t.TempDir()}, []string{"--kubelet.root-dir"}},
+		{"pods is a file", []string{"--kubelet.root-dir=" + podsIsFile}, []string{"--kubelet.root-dir", "not a directory"}},
+		{"missing kubeconfig", []string{"--kubelet.root-dir=" + withPods, "--kubeconfig=" + missing}, []string{"--kubeconfig"}},
+		{"missing web config", []string{"--kubelet.root-dir=" + withPods, "--web.config.file=" + missing}, []string{"--web.config.file"}},
+		{"kubelet token and no CA", append(kubelet, "--kubelet.token-file="+token), nil},
+		{"missing kubelet CA file", append(kubelet, "--kubelet.token-file="+token, "--kubelet.ca-file="+missing), []string{"--kubelet.ca-file"}},
+		{"missing kubelet token file", append(kubelet, "--kubelet.token-file="+missing), []string{"--kubelet.token-file"}},
+		{"root dir not checked for source kubelet", append(kubelet, "--kubelet.token-file="+token, "--kubelet.root-dir="+missing), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			cfg := parse(t, append([]string{"--node-name=n"}, tc.args...)...)
+			if err := cfg.validate(); err != nil {
+				t.Fatalf("the case must pass validate first: %v", err)
+			}
+			err := cfg.checkPaths()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("checkPaths: %v, want no error", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("checkPaths passed, want an error naming %v", tc.want)
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not name %s", err, s)
+				}
+			}
+		})
+	}
+}
