@@ -105,7 +105,7 @@ func killPidsIn(procsFile string) {
 // killStragglers SIGKILLs any process that still belongs to this cluster after the orderly
 // shutdown: in its network namespace, in its cgroup tree, or naming its work dir (shims).
 func (c *Cluster) killStragglers() int {
-	killed := 0
+	killed := map[int]bool{}
 	for round := 0; round < 3; round++ {
 		n := 0
 		entries, _ := os.ReadDir("/proc")
@@ -117,16 +117,16 @@ func (c *Cluster) killStragglers() int {
 			if c.ownsProcess(pid) {
 				if syscall.Kill(pid, syscall.SIGKILL) == nil {
 					n++
+					killed[pid] = true
 				}
 			}
 		}
-		killed += n
 		if n == 0 {
 			break
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	return killed
+	return len(killed)
 }
 
 func (c *Cluster) ownsProcess(pid int) bool {

@@ -614,7 +614,7 @@ func (c *Cluster) stop() error {
 		}
 	})
 	step("containerd", func() { c.containerd.stop(5 * time.Second) })
-	step("kube-apiserver", func() { c.apiserver.stop(5 * time.Second) })
+	step("kube-apiserver", func() { c.apiserver.stop(2 * time.Second) })
 	step("etcd", func() { c.etcd.stop(5 * time.Second) })
 	if n := c.killStragglers(); n > 0 {
 		c.logf("killed %d stray processes", n)
