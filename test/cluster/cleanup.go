@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -103,7 +104,7 @@ func killPidsIn(procsFile string) {
 }
 
 // killStragglers SIGKILLs any process that still belongs to this cluster after the orderly
-// shutdown: in its network namespace, in its cgroup tree, or naming its work dir (shims).
+// shutdown: in its network namespace, in its cgroup tree, or a shim of its containerd.
 func (c *Cluster) killStragglers() int {
 	killed := map[int]bool{}
 	for round := 0; round < 3; round++ {
@@ -145,9 +146,14 @@ func (c *Cluster) ownsProcess(pid int) bool {
 			}
 		}
 	}
+	// Shims live in neither: recognise them by the containerd socket in their arguments.
+	// Only shims, so that e.g. a person's `less` of a log in the work dir survives.
 	if c.workDir != "" {
-		if b, err := os.ReadFile(base + "/cmdline"); err == nil && strings.Contains(string(b), c.workDir+"/") {
-			return true
+		if b, err := os.ReadFile(base + "/cmdline"); err == nil {
+			argv := strings.Split(string(b), "\x00")
+			if strings.HasPrefix(filepath.Base(argv[0]), "containerd-shim") && strings.Contains(string(b), c.workDir+"/") {
+				return true
+			}
 		}
 	}
 	return false
@@ -287,6 +293,17 @@ func (c *Cluster) removeHostLeftovers() {
 	}
 	var res []string
 	ids := append([]string(nil), c.containerIDs...)
+	// Task bundle folders name every container, even those of a containerd killed outright.
+	bundles, _ := filepath.Glob(filepath.Join(c.workDir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", "*"))
+	for _, b := range bundles {
+		id := filepath.Base(b)
+		ids = append(ids, id)
+		// A SIGKILLed shim leaves its socket at /run/containerd/s/sha256(<address>/<ns>/<id>).
+		if c.containerdSock != "" {
+			sum := sha256.Sum256([]byte(filepath.Join(c.containerdSock, "k8s.io", id)))
+			_ = os.Remove(fmt.Sprintf("/run/containerd/s/%x", sum))
+		}
+	}
 	if c.netnsName != "" {
 		res, _ = filepath.Glob("/var/lib/cni/results/" + c.netnsName + "-*")
 		// <network>-<sandbox id>-<ifname>: the sandbox id also names its loopback cache.

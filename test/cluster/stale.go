@@ -66,6 +66,7 @@ func CleanupStale(logf func(format string, args ...any)) ([]string, error) {
 			workDir:    r.WorkDir,
 			ownWorkDir: r.OwnWorkDir,
 		}
+		c.containerdSock = filepath.Join(r.WorkDir, "containerd", "containerd.sock")
 		c.netnsIno, _ = inodeOf(c.netnsPath)
 		c.logf("cleaning up stale cluster %s of dead process %d", r.Name, r.PID)
 		if err := c.Stop(); err != nil {
