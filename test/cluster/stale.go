@@ -34,6 +34,8 @@ func (c *Cluster) writeState() error {
 func (c *Cluster) removeState() {
 	if c.netnsName != "" {
 		_ = os.Remove(filepath.Join(stateDir, c.netnsName+".json"))
+		_ = os.Remove(stateDir) // only when empty
+		_ = os.Remove(filepath.Dir(stateDir))
 	}
 }
 
