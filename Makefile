@@ -37,7 +37,7 @@ test-dashboards:
 # Real kube-apiserver + etcd + kubelet + containerd; needs root. EMPTYDIR_GUARD_CLUSTER=1 turns
 # a missing part into a failure with a clear message instead of a skip.
 test-cluster: deps k8s-binaries build
-	EMPTYDIR_GUARD_CLUSTER=1 K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 
 test: deps vet unit test-rules test-dashboards test-cluster

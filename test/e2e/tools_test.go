@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binary returns the path of one of the project's commands, built once per test run
+// from the working tree, so the tests always exercise the code under test.
+func binary(t testing.TB, name string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		// `make test-cluster` builds them first and says where.
+		if dir := os.Getenv("EMPTYDIR_GUARD_BIN_DIR"); dir != "" {
+			binDir = dir
+			return
+		}
+		binDir, buildErr = os.MkdirTemp("", "emptydir-guard-bin-")
+		if buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "../../cmd/...")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		}
+		// Binaries are run by nobody but root here; still, let any user execute them.
+		_ = os.Chmod(binDir, 0o755)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	p := filepath.Join(binDir, name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("binary %s: %v (run `make build` or unset EMPTYDIR_GUARD_BIN_DIR)", name, err)
+	}
+	return p
+}
+
+// startInNetns starts one of the project's commands inside the cluster's network
+// namespace; the cluster's Stop (and the test's cleanup) kills it.
+func startInNetns(t testing.TB, c *cluster.Cluster, logName, bin string, args ...string) {
+	t.Helper()
+	cmd := c.Command(context.Background(), bin, args...)
+	if err := c.StartProcess(logName, cmd); err != nil {
+		t.Fatalf("starting %s: %v", logName, err)
+	}
+	t.Cleanup(func() {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			if b, err := os.ReadFile(c.LogPath(logName)); err == nil {
+				t.Logf("--- %s log (tail) ---\n%s", logName, tail(string(b), 4000))
+			}
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// scrape fetches and parses a /metrics page from inside the namespace.
+func scrape(ctx context.Context, c *cluster.Cluster, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.HTTPClient(nil).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("GET %s: %s: %s", url, resp.Status, b)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// sample returns the value of the series of family name whose labels include want.
+func sample(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	mf, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if labels[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// eventually polls cond every interval until it returns true or timeout passes.
+func eventually(t testing.TB, timeout, interval time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s; last: %s", what, timeout, last)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// duBytes is the oracle: GNU du -s -B1 of a folder.
+func duBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	out, err := exec.Command("du", "-s", "-B1", dir).Output()
+	if err != nil {
+		t.Fatalf("du %s: %v", dir, err)
+	}
+	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
+	if err != nil {
+		t.Fatalf("parse du output %q: %v", out, err)
+	}
+	return n
+}
