@@ -1,0 +1,42 @@
+# syntax=docker/dockerfile:1
+# One image with both commands of emptyDir guard:
+#   /usr/local/bin/emptydir-exporter    (the default entrypoint; DaemonSet)
+#   /usr/local/bin/emptydir-remediator  (select it with the container's `command`; Deployment)
+# Build: docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
+#          --build-arg REVISION=$(git rev-parse HEAD) -t emptydir-guard:dev .
+# The build flags mirror the Makefile's `build` target; deploy/dockerfile_test.go keeps them in step.
+
+ARG GO_VERSION=1.26
+
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+ARG TARGETOS=linux
+ARG TARGETARCH=amd64
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG BRANCH=main
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
+COPY . .
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+    CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
+    go build -trimpath \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION} -X github.com/prometheus/common/version.Branch=${BRANCH}" \
+      -o /out/ ./cmd/...
+
+# Static binaries only: no shell, no package manager, user nonroot (65532).
+FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="emptydir-guard" \
+      org.opencontainers.image.description="Prometheus exporter of emptyDir usage and sizeLimit, and an Alertmanager-driven remediator that evicts pods over their limit through the Eviction API" \
+      org.opencontainers.image.source="https://github.com/emptydir-guard/emptydir-guard" \
+      org.opencontainers.image.url="https://github.com/emptydir-guard/emptydir-guard" \
+      org.opencontainers.image.documentation="https://github.com/emptydir-guard/emptydir-guard/blob/main/docs/deploy.md" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.base.name="gcr.io/distroless/static-debian12:nonroot"
+COPY --from=build /out/emptydir-exporter /out/emptydir-remediator /usr/local/bin/
+USER 65532:65532
+EXPOSE 9731 9732
+ENTRYPOINT ["/usr/local/bin/emptydir-exporter"]
