@@ -100,12 +100,14 @@ func (w *walker) dir(path string, isRoot bool) error {
 
 	var used, inodes int64
 	var subdirs []string
+	dirfd := int(f.Fd())
 	for {
-		entries, err := f.ReadDir(readDirBatch)
-		for _, e := range entries {
-			child := filepath.Join(path, e.Name())
+		// Names only, and fstatat relative to the open folder: no per-file path
+		// strings or DirEntry values, and no race with a rename of a parent.
+		names, err := f.Readdirnames(readDirBatch)
+		for _, name := range names {
 			var st unix.Stat_t
-			if err := unix.Lstat(child, &st); err != nil {
+			if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 				w.noteError(err)
 				continue
 			}
@@ -115,7 +117,7 @@ func (w *walker) dir(path string, isRoot bool) error {
 			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				used += st.Blocks * 512
 				inodes++
-				subdirs = append(subdirs, child)
+				subdirs = append(subdirs, filepath.Join(path, name))
 				continue
 			}
 			if st.Nlink > 1 && !w.firstSight(inodeKey{dev: st.Dev, ino: st.Ino}) {
@@ -124,7 +126,7 @@ func (w *walker) dir(path string, isRoot bool) error {
 			used += st.Blocks * 512
 			inodes++
 		}
-		if errors.Is(err, io.EOF) || (err == nil && len(entries) == 0) {
+		if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
 			break
 		}
 		if err != nil {
