@@ -98,6 +98,7 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 	}
 	restCfg.UserAgent = remediator.Component + "/" + version.Version
 	restCfg.QPS, restCfg.Burst = c.kubeAPIQPS, c.kubeAPIBurst
+	restCfg.Wrap(remediator.WithoutEvictionRetries)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("creating Kubernetes client: %w", err)
