@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -213,4 +215,55 @@ func getLive(ctx context.Context, t *testing.T, c *cluster.Cluster, url string, 
 		t.Fatalf("GET %s: %s %s, want %d", url, resp.Status, body, wantCode)
 	}
 	return body
+}
+
+// TestExporterWebConfigProtectsEndpoints starts the exporter with an
+// exporter-toolkit web config holding basic auth: metrics and the live endpoint
+// answer 401 without the password.
+func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
+	bin := binary(t, "emptydir-exporter")
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(rootCtx, 3*time.Minute)
+	defer cancel()
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	webConfig := filepath.Join(t.TempDir(), "web.yml")
+	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const addr = "127.0.0.1:19761"
+	startInNetns(t, c, "exporter-auth", bin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--kubelet.root-dir="+c.KubeletRootDir(), "--web.listen-address="+addr, "--web.config.file="+webConfig)
+
+	get := func(path, user, pass string) (int, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+		if user != "" {
+			req.SetBasicAuth(user, pass)
+		}
+		resp, err := c.HTTPClient(nil).Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	eventually(t, 30*time.Second, 500*time.Millisecond, "exporter serving", func() (bool, string) {
+		code, err := get("/metrics", "prometheus", "s3cret")
+		return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
+	})
+	for _, tc := range []struct {
+		path, user, pass string
+		want             int
+	}{
+		{"/metrics", "", "", http.StatusUnauthorized},
+		{"/metrics", "prometheus", "wrong", http.StatusUnauthorized},
+		{"/live/namespaces/default/pods/x?uid=y", "", "", http.StatusUnauthorized},
+		{"/live/namespaces/default/pods/x?uid=y", "prometheus", "s3cret", http.StatusNotFound},
+	} {
+		if code, err := get(tc.path, tc.user, tc.pass); err != nil || code != tc.want {
+			t.Errorf("GET %s as %q: %d %v, want %d", tc.path, tc.user, code, err, tc.want)
+		}
+	}
 }
