@@ -564,3 +564,159 @@ func printTable(t *testing.T, rows []timing) {
 	t.Log(b.String())
 	fmt.Println(b.String())
 }
+
+// TestDemo is `make demo` (hack/demo.sh): the seed scenario on the shared cluster, printed as
+// a timeline while it happens. It runs only with EMPTYDIR_GUARD_DEMO=1; with KEEP=1 it then
+// keeps everything running until Ctrl-C and prints how to reach it.
+func TestDemo(t *testing.T) {
+	if os.Getenv("EMPTYDIR_GUARD_DEMO") != "1" {
+		t.Skip("the demo runs only with EMPTYDIR_GUARD_DEMO=1 (make demo)")
+	}
+	c := sharedCluster(t)
+	ctx, cancel := context.WithCancel(rootCtx)
+	defer cancel()
+	say := func(format string, args ...any) { fmt.Printf("demo: "+format+"\n", args...) }
+	const ns = "demo"
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	say("cluster %s is up (kube-apiserver, etcd, containerd, kubelet with localStorageCapacityIsolation=false: the kubelet enforces no sizeLimit)", c.NodeName())
+	s := startStack(ctx, t, c, stackOptions{})
+	say("running in the cluster's network namespace %s:", c.NetnsPath())
+	say("  emptydir-exporter    http://%s   (filesystem source, every %s)", scnExporterAddr, exporterInterval)
+	say("  emptydir-remediator  http://%s   (bearer token on /webhook, live re-check at the exporter)", scnRemediatorAddr)
+	say("  Prometheus           %s  (scrape/eval 5s, rules/emptydir-guard.rules.yml)", s.mon.PrometheusURL())
+	say("  Alertmanager         %s  (deploy/alertmanager/alertmanager.yml, group_wait 1s) -> webhook via a recorder at %s", s.mon.AlertmanagerURL(), scnRecorderAddr)
+	am := watchAlertmanager(ctx, s.mon)
+	defer am.Stop()
+
+	seed := runPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
+	tr := trackPod(ctx, c, seed)
+	defer tr.Stop()
+	uid := string(seed.UID)
+	say("pod %s/%s (uid %s) runs with emptyDir \"empty\" {sizeLimit: 1Mi}", ns, seed.Name, uid)
+	say("writing 10 MB into it: kubectl exec %s -- dd if=/dev/zero of=/test/test.file bs=1K count=10000", seed.Name)
+	w, err := writeSeed(ctx, c, seed, tr, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	say("t=0: dd done; du -s -B1 of the volume: %d bytes (limit 1048576)", w.du)
+	at := func(x time.Time) string { return fmt.Sprintf("t=%+6.1fs", x.Sub(w.t0).Seconds()) }
+
+	type step struct {
+		name  string
+		check func() (time.Time, string, bool)
+		done  bool
+	}
+	steps := []*step{
+		{name: "metric seen", check: func() (time.Time, string, bool) {
+			res, err := s.mon.Query(ctx, fmt.Sprintf(`emptydir_used_bytes{uid=%q}[5m]`, uid))
+			if err != nil {
+				return time.Time{}, "", false
+			}
+			p, ok := firstOver(res, seedLimit)
+			return p.Time, fmt.Sprintf("Prometheus scraped emptydir_used_bytes=%.0f (> emptydir_limit_bytes 1048576)", p.Value), ok
+		}},
+		{name: "alert fired", check: func() (time.Time, string, bool) {
+			alerts, err := s.mon.PrometheusAlerts(ctx)
+			if err != nil {
+				return time.Time{}, "", false
+			}
+			for _, a := range alerts {
+				if a.Labels["alertname"] == "EmptyDirOverLimit" && a.Labels["uid"] == uid && a.State == "firing" {
+					return a.ActiveAt, "EmptyDirOverLimit firing: " + a.Annotations["summary"], true
+				}
+			}
+			return time.Time{}, "", false
+		}},
+		{name: "in Alertmanager", check: func() (time.Time, string, bool) {
+			x := am.firstSeen(uid)
+			return x, "Alertmanager holds the alert (route remediation=\"evict\" -> receiver emptydir-remediator)", !x.IsZero()
+		}},
+		{name: "webhook received", check: func() (time.Time, string, bool) {
+			hs := s.recorder.forUID(uid)
+			if len(hs) == 0 {
+				return time.Time{}, "", false
+			}
+			auth := "without a token"
+			if hs[0].Authorization == "Bearer "+s.token {
+				auth = "with the bearer token"
+			}
+			return hs[0].Received, "Alertmanager posted the webhook " + auth, true
+		}},
+		{name: "re-check", check: func() (time.Time, string, bool) {
+			x, ok := logLineTime(c.LogPath(s.exporterLg), `msg="live measurement"`, "uid="+uid)
+			return x, "the remediator re-measured the volume live at the exporter (/live/namespaces/" + ns + "/pods/" + seed.Name + ")", ok
+		}},
+		{name: "eviction", check: func() (time.Time, string, bool) {
+			x := tr.evicted()
+			return x, "the pod is evicted through the Eviction API (policy/v1)", !x.IsZero()
+		}},
+		{name: "remediator answer", check: func() (time.Time, string, bool) {
+			for _, h := range s.recorder.forUID(uid) {
+				if r, ok := outcomeFor(h, uid); ok {
+					return h.Answered, fmt.Sprintf("remediator answered %d: outcome %s: %s", h.Code, r.Outcome, r.Message), true
+				}
+			}
+			return time.Time{}, "", false
+		}},
+		{name: "event", check: func() (time.Time, string, bool) {
+			list, err := c.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return time.Time{}, "", false
+			}
+			for _, e := range list.Items {
+				if string(e.InvolvedObject.UID) == uid && e.Reason == remediator.EventEvicted {
+					return eventTime(e), fmt.Sprintf("Event %s %s: %s", e.Type, e.Reason, e.Message), true
+				}
+			}
+			return time.Time{}, "", false
+		}},
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		left := 0
+		for _, st := range steps {
+			if st.done {
+				continue
+			}
+			if x, detail, ok := st.check(); ok {
+				st.done = true
+				say("%s  %-17s %s", at(x), st.name, detail)
+			} else {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scenario did not complete within 3 minutes (see the logs in %s/logs)", c.WorkDir())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	fams, err := scrape(ctx, c, "http://"+scnRemediatorAddr+"/metrics")
+	if err == nil {
+		n, _ := sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"})
+		say("emptydir_remediator_evictions_total{result=\"evicted\"} = %.0f", n)
+	}
+	say("the kubelet, at its defaults and with isolation on, took about a minute for the same pod (docs/e2e.md); here it would never have acted")
+
+	if os.Getenv("KEEP") != "1" {
+		say("done; tearing everything down (KEEP=1 keeps it running)")
+		return
+	}
+	play := runPod(ctx, t, c, c.SeedPod(ns, "empty-test2"))
+	nsenter := "nsenter --net=" + c.NetnsPath()
+	kubectl := fmt.Sprintf("%s kubectl --kubeconfig %s", nsenter, c.KubeconfigPath())
+	say("KEEP=1: everything keeps running until Ctrl-C. Prometheus and Alertmanager listen inside the network namespace:")
+	say("  %s curl -s 'http://%s/api/v1/query?query=emptydir_used_bytes'", nsenter, scnPrometheusAddr)
+	say("  %s curl -s 'http://%s/api/v1/alerts'", nsenter, scnPrometheusAddr)
+	say("  %s curl -s 'http://%s/api/v2/alerts'", nsenter, scnAlertmanagerAddr)
+	say("  %s curl -s 'http://%s/metrics' | grep ^emptydir_remediator_", nsenter, scnRemediatorAddr)
+	say("  %s get pods,events -n %s", kubectl, ns)
+	say("try it again with a fresh pod:")
+	say("  %s exec -n %s %s -- dd if=/dev/zero of=/test/test.file bs=1K count=10000", kubectl, ns, play.Name)
+	say("logs: %s/logs/", c.WorkDir())
+	<-ctx.Done() // Ctrl-C: TestMain stops the cluster (and these processes with it)
+}
