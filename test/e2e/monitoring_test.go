@@ -38,12 +38,21 @@ const (
 	scnPrometheusAddr     = "127.0.0.1:19890"
 	scnAlertmanagerAddr   = "127.0.0.1:19893"
 
-	// exporterInterval is the exporter's collection interval in deploy/exporter.yaml.
-	exporterInterval = 10 * time.Second
 	// dryRunOnlyLabel keeps the main remediator (--pod-selector) away from the pod that only
 	// the dry-run remediator is asked about.
 	dryRunOnlyLabel = "e2e.emptydir-guard.io/dry-run-only"
 )
+
+// exporterInterval is the exporter's collection interval in the scenario: the scrape
+// interval, so that a measurement waits at most one scrape for Prometheus (a cycle of the
+// exporter costs milliseconds on a node). deploy/exporter.yaml says 10s;
+// EMPTYDIR_GUARD_EXPORTER_INTERVAL=10s measures with that.
+var exporterInterval = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("EMPTYDIR_GUARD_EXPORTER_INTERVAL")); err == nil && d > 0 {
+		return d
+	}
+	return 5 * time.Second
+}()
 
 // stack is the monitoring and remediation chain of the scenario, all inside the cluster's
 // namespace: exporter → Prometheus (project rules) → Alertmanager (project route) →

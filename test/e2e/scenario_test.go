@@ -311,6 +311,18 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	if ft, ok := firstSample(ctx, s.mon, fmt.Sprintf(`ALERTS{alertname="EmptyDirOverLimit",alertstate="firing",uid=%q}[20m]`, kub.UID), 0); ok {
 		kubRow.alert = ft.Sub(ws[1].t0)
 	}
+	if x := am.firstSeen(string(kub.UID)); !x.IsZero() {
+		kubRow.amSeen = x.Sub(ws[1].t0)
+	}
+	if hs := s.recorder.forUID(string(kub.UID)); len(hs) > 0 {
+		kubRow.webhook = hs[0].Received.Sub(ws[1].t0)
+		if r, ok := outcomeFor(hs[0], string(kub.UID)); ok {
+			kubRow.note += fmt.Sprintf("; our remediator answered %s/%s", r.Outcome, r.Reason)
+			if r.Outcome != remediator.OutcomeSkipped || r.Reason != "namespace" {
+				t.Errorf("remediator's answer for the pod of the denied namespace: %+v, want skipped/namespace", r)
+			}
+		}
+	}
 	requireNotEvicted(ctx, t, c, under, trUnder)
 	return []timing{ours, kubRow}
 }
