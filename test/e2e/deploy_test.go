@@ -172,6 +172,57 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		}
 	}
 
+	// The control: the same pod without DAC_READ_SEARCH and without mount propagation
+	// (other labels, so that the remediator's exporter discovery never picks it). It shows
+	// that each of the two settings is what makes the numbers complete.
+	control := ds.Spec.Template.DeepCopy()
+	control.Labels = map[string]string{"app.kubernetes.io/name": "emptydir-exporter-control"}
+	control.Spec.Containers[0].SecurityContext.Capabilities.Add = nil
+	none := corev1.MountPropagationNone
+	for i := range control.Spec.Containers[0].VolumeMounts {
+		control.Spec.Containers[0].VolumeMounts[i].MountPropagation = &none
+	}
+	ctlPod := waitPodReady(ctx, t, c, createFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+randSuffix(), *control, dsObj))
+	ctlURL := "http://" + net.JoinHostPort(ctlPod.Status.PodIP, "9731")
+	eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 folder is unreadable", func() (bool, string) {
+		fams, err := scrape(ctx, c, ctlURL+"/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		used, ok := sample(fams, "emptydir_used_bytes", seedLabels)
+		unreadable, _ := sample(fams, "emptydir_unreadable_entries", seedLabels)
+		return ok && unreadable > 0 && int64(used) < wantUsed, fmt.Sprintf("used=%v (found %v, du %d) unreadable=%v", used, ok, wantUsed, unreadable)
+	})
+
+	// HostToContainer propagation: a medium: Memory volume of a pod started after the
+	// exporters is a tmpfs the kubelet mounts later on the host. The manifest's exporter sees
+	// its data; the control sees only the empty folder under it.
+	mem := runPod(ctx, t, c, memoryPod(c, seedNS, "mem-after-exporter"))
+	if _, stderr, err := c.ExecInPod(ctx, seedNS, mem.Name, "test2", "dd", "if=/dev/zero", "of=/mem/f", "bs=1K", "count=2000"); err != nil {
+		t.Fatalf("dd into the memory volume: %v (%s)", err, stderr)
+	}
+	wantMem := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(mem.UID), "mem"))
+	memLabels := map[string]string{"namespace": seedNS, "pod": mem.Name, "uid": string(mem.UID), "volume": "mem", "medium": "memory"}
+	eventually(t, 60*time.Second, time.Second, "the exporter sees a tmpfs mounted after it started", func() (bool, string) {
+		fams, err := scrape(ctx, c, expURL+"/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		used, ok := sample(fams, "emptydir_used_bytes", memLabels)
+		capacity, _ := sample(fams, "emptydir_capacity_bytes", memLabels)
+		ctl, err := scrape(ctx, c, ctlURL+"/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		ctlUsed, ctlOK := sample(ctl, "emptydir_used_bytes", memLabels)
+		return ok && int64(used) == wantMem && wantMem >= 2048000 && capacity == 64<<20 && ctlOK && ctlUsed < 2048000,
+			fmt.Sprintf("used=%v (found %v, du %d) capacity=%v; control without propagation used=%v (found %v)", used, ok, wantMem, capacity, ctlUsed, ctlOK)
+	})
+	zero := int64(0)
+	if err := c.Client().CoreV1().Pods(ns).Delete(ctx, ctlPod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+
 	// --- remediator ---
 	byName := map[string]*corev1.Pod{}
 	for i, p := range remPods {
