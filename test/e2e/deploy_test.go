@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -53,8 +55,8 @@ const deployImage = "localhost/emptydir-guard:test"
 // not route; in-cluster config then uses KUBERNETES_SERVICE_HOST/PORT = the node IP:6443).
 func TestDeployManifestsOnRealCluster(t *testing.T) {
 	files := map[string]string{
-		"/usr/local/bin/emptydir-exporter":   staticBinary(t, "emptydir-exporter"),
-		"/usr/local/bin/emptydir-remediator": staticBinary(t, "emptydir-remediator"),
+		"/usr/local/bin/emptydir-exporter":   deployStaticBinary(t, "emptydir-exporter"),
+		"/usr/local/bin/emptydir-remediator": deployStaticBinary(t, "emptydir-remediator"),
 	}
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 10*time.Minute)
@@ -72,16 +74,16 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := secretObjs[0].(*corev1.Secret)
-	token := randomToken(t)
+	token := deployToken(t)
 	secret.StringData["token"] = token // "replace the placeholder", as docs/deploy.md says
 	objs = append(objs, secret)
-	apiHost, apiPort := apiServerHostPort(t, c)
+	apiHost, apiPort := deployAPIHostPort(t, c)
 	for _, o := range objs {
 		switch w := o.(type) {
 		case *appsv1.DaemonSet:
-			localizePodSpec(&w.Spec.Template.Spec, c, apiHost, apiPort)
+			deployLocalize(&w.Spec.Template.Spec, c, apiHost, apiPort)
 		case *appsv1.Deployment:
-			localizePodSpec(&w.Spec.Template.Spec, c, apiHost, apiPort)
+			deployLocalize(&w.Spec.Template.Spec, c, apiHost, apiPort)
 		}
 	}
 
@@ -90,7 +92,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	if err := c.EnsureNamespace(ctx, deploy.Namespace); err != nil {
 		t.Fatal(err)
 	}
-	applied := applyObjects(ctx, t, c, objs)
+	applied := deployApply(ctx, t, c, objs)
 	ns := deploy.Namespace
 
 	// A seed pod elsewhere, over its 1Mi limit, with its data in a folder only uid 1234 may
@@ -117,25 +119,25 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expPod := createFromTemplate(ctx, t, c, ns, "emptydir-exporter-"+randSuffix(), ds.Spec.Template, dsObj)
+	expPod := deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-"+randSuffix(), ds.Spec.Template, dsObj)
 	dep, err := c.Client().AppsV1().Deployments(ns).Get(ctx, "emptydir-remediator", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var remPods []*corev1.Pod
 	for i := int32(0); i < *dep.Spec.Replicas; i++ {
-		remPods = append(remPods, createFromTemplate(ctx, t, c, ns, fmt.Sprintf("emptydir-remediator-%s", randSuffix()), dep.Spec.Template, applied["Deployment/emptydir-remediator"]))
+		remPods = append(remPods, deployPodFromTemplate(ctx, t, c, ns, fmt.Sprintf("emptydir-remediator-%s", randSuffix()), dep.Spec.Template, applied["Deployment/emptydir-remediator"]))
 	}
 
 	// --- exporter ---
-	expPod = waitPodReady(ctx, t, c, expPod)
+	expPod = deployWaitReady(ctx, t, c, expPod)
 	if expPod.Spec.ServiceAccountName != "emptydir-exporter" {
 		t.Errorf("exporter pod runs as ServiceAccount %q", expPod.Spec.ServiceAccountName)
 	}
 	// Ready means /readyz answered 200: the pod informer listed and watched pods with the
 	// ServiceAccount's token, so the manifest's ClusterRole is enough (RBAC is on).
 	expSA := "system:serviceaccount:" + ns + ":emptydir-exporter"
-	checkAccess(ctx, t, c, expSA, map[authorizationv1.ResourceAttributes]bool{
+	deployCheckAccess(ctx, t, c, expSA, map[authorizationv1.ResourceAttributes]bool{
 		{Verb: "list", Resource: "pods"}:                                   true,
 		{Verb: "watch", Resource: "pods"}:                                  true,
 		{Verb: "get", Resource: "pods", Namespace: seedNS}:                 false,
@@ -167,7 +169,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		t.Errorf("pod watch errors %v under the manifest's RBAC", errs)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		if code, body := httpGet(ctx, t, c, expURL+path); code != http.StatusOK {
+		if code, body := deployGet(ctx, t, c, expURL+path); code != http.StatusOK {
 			t.Errorf("exporter %s: %d %s", path, code, body)
 		}
 	}
@@ -182,7 +184,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	for i := range control.Spec.Containers[0].VolumeMounts {
 		control.Spec.Containers[0].VolumeMounts[i].MountPropagation = &none
 	}
-	ctlPod := waitPodReady(ctx, t, c, createFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+randSuffix(), *control, dsObj))
+	ctlPod := deployWaitReady(ctx, t, c, deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+randSuffix(), *control, dsObj))
 	ctlURL := "http://" + net.JoinHostPort(ctlPod.Status.PodIP, "9731")
 	eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 folder is unreadable", func() (bool, string) {
 		fams, err := scrape(ctx, c, ctlURL+"/metrics")
@@ -226,17 +228,17 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	// --- remediator ---
 	byName := map[string]*corev1.Pod{}
 	for i, p := range remPods {
-		remPods[i] = waitPodReady(ctx, t, c, p)
+		remPods[i] = deployWaitReady(ctx, t, c, p)
 		byName[remPods[i].Name] = remPods[i]
 		if sa := remPods[i].Spec.ServiceAccountName; sa != "emptydir-remediator" {
 			t.Errorf("remediator pod runs as ServiceAccount %q", sa)
 		}
-		if code, body := httpGet(ctx, t, c, remURL(remPods[i])+"/healthz"); code != http.StatusOK {
+		if code, body := deployGet(ctx, t, c, deployRemURL(remPods[i])+"/healthz"); code != http.StatusOK {
 			t.Errorf("remediator %s /healthz: %d %s", remPods[i].Name, code, body)
 		}
 	}
 	remSA := "system:serviceaccount:" + ns + ":emptydir-remediator"
-	checkAccess(ctx, t, c, remSA, map[authorizationv1.ResourceAttributes]bool{
+	deployCheckAccess(ctx, t, c, remSA, map[authorizationv1.ResourceAttributes]bool{
 		{Verb: "get", Resource: "pods", Namespace: seedNS}:                                       true,
 		{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: seedNS}:           true,
 		{Verb: "create", Resource: "events", Namespace: seedNS}:                                  true,
@@ -273,7 +275,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		}
 	}
 	for _, p := range remPods {
-		_, body := httpGet(ctx, t, c, remURL(p)+"/readyz")
+		_, body := deployGet(ctx, t, c, deployRemURL(p)+"/readyz")
 		want := "standby"
 		if p == leader {
 			want = "leader"
@@ -286,7 +288,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	payload := deployOverLimitPayload(c.NodeName(), seedNS, seed.Name, string(seed.UID), "empty")
 	for _, p := range remPods {
 		for _, tok := range []string{"", "wrong-" + token} {
-			if code, _, body := postAlert(ctx, t, c, remURL(p)+"/webhook", tok, payload); code != http.StatusUnauthorized {
+			if code, _, body := deployPostAlert(ctx, t, c, deployRemURL(p)+"/webhook", tok, payload); code != http.StatusUnauthorized {
 				t.Errorf("%s: webhook with token %q: %d %s, want 401", p.Name, tok, code, body)
 			}
 		}
@@ -295,14 +297,14 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		t.Fatalf("the seed pod is gone after unauthenticated webhooks: %v", err)
 	}
 	if standby != nil {
-		if code, _, body := postAlert(ctx, t, c, remURL(standby)+"/webhook", token, payload); code != http.StatusServiceUnavailable {
+		if code, _, body := deployPostAlert(ctx, t, c, deployRemURL(standby)+"/webhook", token, payload); code != http.StatusServiceUnavailable {
 			t.Errorf("standby %s: webhook %d %s, want 503", standby.Name, code, body)
 		}
 	}
 
 	// The leader: exporter discovery (pods list in its namespace), the live measurement from
 	// the exporter pod, the pod GET, the eviction and the Event, all under the manifests' RBAC.
-	code, resp, body := postAlert(ctx, t, c, remURL(leader)+"/webhook", token, payload)
+	code, resp, body := deployPostAlert(ctx, t, c, deployRemURL(leader)+"/webhook", token, payload)
 	if code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeEvicted {
 		t.Fatalf("leader %s: webhook %d %s, want 200 and outcome evicted", leader.Name, code, body)
 	}
@@ -328,41 +330,74 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d events, none %s", len(evs.Items), remediator.EventEvicted)
 	})
+	// --- components/kubelet-source: the kubelet authorizes /stats/summary as nodes/stats ---
+	// (after the SubjectAccessReviews above, which check that the base alone does not grant it)
+	rbacObjs, err := deploy.DecodeFile("components/kubelet-source/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployApply(ctx, t, c, rbacObjs)
+	expiry := int64(600)
+	tr, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, "emptydir-exporter",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubelet := c.HTTPClient(&tls.Config{RootCAs: c.CAPool()})
+	kubeletGet := func(path string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.KubeletURL()+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tr.Status.Token)
+		resp, err := kubelet.Do(req)
+		if err != nil {
+			t.Fatalf("GET kubelet %s: %v", path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, tail(string(b), 300)
+	}
+	// only_cpu_and_memory: the full summary fails on this cluster (localStorageCapacityIsolation
+	// off, see LOCAL-CLUSTER.md); the authorization is the same.
+	if code, body := kubeletGet("/stats/summary?only_cpu_and_memory=true"); code != http.StatusOK {
+		t.Errorf("exporter token with components/kubelet-source: kubelet /stats/summary %d %s, want 200", code, body)
+	}
+	if code, body := kubeletGet("/pods"); code != http.StatusForbidden {
+		t.Errorf("exporter token: kubelet /pods %d %s, want 403 (no nodes/proxy)", code, body)
+	}
 }
 
 var (
-	staticOnce sync.Once
-	staticDir  string
-	staticErr  error
+	deployStaticOnce sync.Once
+	deployStaticDir  string
+	deployStaticErr  error
 )
 
-// staticBinary is binary(t, name) when that is statically linked (`make build`), else the
+// deployStaticBinary is binary(t, name) when that is statically linked (`make build`), else the
 // command built once with CGO_ENABLED=0: the image has no libc.
-func staticBinary(t *testing.T, name string) string {
+func deployStaticBinary(t *testing.T, name string) string {
 	t.Helper()
 	p := binary(t, name)
-	if isStatic(p) {
+	if deployIsStatic(p) {
 		return p
 	}
-	staticOnce.Do(func() {
-		staticDir, staticErr = os.MkdirTemp("", "emptydir-guard-static-")
-		if staticErr != nil {
+	deployStaticOnce.Do(func() {
+		deployStaticDir, deployStaticErr = os.MkdirTemp("", "emptydir-guard-static-")
+		if deployStaticErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-o", staticDir+"/", "../../cmd/...")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", deployStaticDir+"/", "../../cmd/...")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			staticErr = fmt.Errorf("CGO_ENABLED=0 go build ./cmd/...: %v\n%s", err, out)
+			deployStaticErr = fmt.Errorf("CGO_ENABLED=0 go build ./cmd/...: %v\n%s", err, out)
 		}
 	})
-	if staticErr != nil {
-		t.Fatal(staticErr)
+	if deployStaticErr != nil {
+		t.Fatal(deployStaticErr)
 	}
 	t.Logf("%s is dynamically linked; using a CGO_ENABLED=0 build", p)
-	return filepath.Join(staticDir, name)
+	return filepath.Join(deployStaticDir, name)
 }
 
-func isStatic(p string) bool {
+func deployIsStatic(p string) bool {
 	f, err := elf.Open(p)
 	if err != nil {
 		return false
@@ -376,7 +411,7 @@ func isStatic(p string) bool {
 	return true
 }
 
-func randomToken(t *testing.T) string {
+func deployToken(t *testing.T) string {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatal(err)
@@ -384,7 +419,7 @@ func randomToken(t *testing.T) string {
 	return hex.EncodeToString(b)
 }
 
-func apiServerHostPort(t *testing.T, c *cluster.Cluster) (string, string) {
+func deployAPIHostPort(t *testing.T, c *cluster.Cluster) (string, string) {
 	u, err := url.Parse(c.APIServerURL())
 	if err != nil {
 		t.Fatal(err)
@@ -392,9 +427,9 @@ func apiServerHostPort(t *testing.T, c *cluster.Cluster) (string, string) {
 	return u.Hostname(), u.Port()
 }
 
-// localizePodSpec patches what this cluster needs: the local image, the kubelet root, and
+// deployLocalize patches what this cluster needs: the local image, the kubelet root, and
 // the API server address (see TestDeployManifestsOnRealCluster).
-func localizePodSpec(spec *corev1.PodSpec, c *cluster.Cluster, apiHost, apiPort string) {
+func deployLocalize(spec *corev1.PodSpec, c *cluster.Cluster, apiHost, apiPort string) {
 	for i := range spec.Containers {
 		ct := &spec.Containers[i]
 		ct.Image = deployImage
@@ -412,9 +447,9 @@ func localizePodSpec(spec *corev1.PodSpec, c *cluster.Cluster, apiHost, apiPort 
 	}
 }
 
-// applyObjects server-side applies objs, as `kubectl apply --server-side -k deploy/` would,
+// deployApply server-side applies objs, as `kubectl apply --server-side -k deploy/` would,
 // and returns them as the API server stored them, by Kind/name.
-func applyObjects(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []runtime.Object) map[string]*unstructured.Unstructured {
+func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []runtime.Object) map[string]*unstructured.Unstructured {
 	t.Helper()
 	cfg := c.RESTConfig()
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -463,9 +498,9 @@ func applyObjects(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []
 	return out
 }
 
-// createFromTemplate does what the DaemonSet or Deployment controller would: a pod from the
+// deployPodFromTemplate does what the DaemonSet or Deployment controller would: a pod from the
 // template, controlled by owner, here bound to the only node.
-func createFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string, tmpl corev1.PodTemplateSpec, owner *unstructured.Unstructured) *corev1.Pod {
+func deployPodFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string, tmpl corev1.PodTemplateSpec, owner *unstructured.Unstructured) *corev1.Pod {
 	t.Helper()
 	yes := true
 	pod := &corev1.Pod{
@@ -489,9 +524,9 @@ func createFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster, n
 	return created
 }
 
-// waitPodReady waits for the pod's Ready condition; on timeout it reports the pod's status,
+// deployWaitReady waits for the pod's Ready condition; on timeout it reports the pod's status,
 // its events and the container log tail.
-func waitPodReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
+func deployWaitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	var last *corev1.Pod
@@ -529,9 +564,9 @@ func waitPodReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *co
 	return nil
 }
 
-// checkAccess asks the API server's authorizer (SubjectAccessReview) what the ServiceAccount
+// deployCheckAccess asks the API server's authorizer (SubjectAccessReview) what the ServiceAccount
 // user may do, with the groups its token carries, so default bindings count too.
-func checkAccess(ctx context.Context, t *testing.T, c *cluster.Cluster, user string, want map[authorizationv1.ResourceAttributes]bool) {
+func deployCheckAccess(ctx context.Context, t *testing.T, c *cluster.Cluster, user string, want map[authorizationv1.ResourceAttributes]bool) {
 	t.Helper()
 	ns := strings.Split(user, ":")[2]
 	for attrs, allowed := range want {
@@ -552,9 +587,9 @@ func checkAccess(ctx context.Context, t *testing.T, c *cluster.Cluster, user str
 	}
 }
 
-func remURL(p *corev1.Pod) string { return "http://" + net.JoinHostPort(p.Status.PodIP, "9732") }
+func deployRemURL(p *corev1.Pod) string { return "http://" + net.JoinHostPort(p.Status.PodIP, "9732") }
 
-func httpGet(ctx context.Context, t *testing.T, c *cluster.Cluster, u string) (int, string) {
+func deployGet(ctx context.Context, t *testing.T, c *cluster.Cluster, u string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -580,7 +615,7 @@ func deployOverLimitPayload(node, ns, pod, uid, volume string) []byte {
 	return b
 }
 
-func postAlert(ctx context.Context, t *testing.T, c *cluster.Cluster, u, token string, body []byte) (int, remediator.WebhookResponse, string) {
+func deployPostAlert(ctx context.Context, t *testing.T, c *cluster.Cluster, u, token string, body []byte) (int, remediator.WebhookResponse, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
