@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -63,6 +65,7 @@ type MonitoringOptions struct {
 type Monitoring struct {
 	c                *Cluster
 	client           *http.Client
+	procs            []*exec.Cmd
 	PrometheusAddr   string
 	AlertmanagerAddr string
 	// PrometheusConfigFile and AlertmanagerConfigFile are the generated configurations.
@@ -116,8 +119,15 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (*Mo
 		return nil, errors.New("monitoring: WebhookURL is required")
 	}
 
-	dir := filepath.Join(c.workDir, "monitoring")
-	for _, d := range []string{dir, filepath.Join(dir, "prometheus-data"), filepath.Join(dir, "alertmanager-data")} {
+	// A fresh folder per call: a cluster may run several stacks one after the other.
+	if err := os.MkdirAll(c.workDir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(c.workDir, "monitoring-")
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{filepath.Join(dir, "prometheus-data"), filepath.Join(dir, "alertmanager-data")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -147,6 +157,7 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (*Mo
 	if err := c.StartProcess("alertmanager", am); err != nil {
 		return nil, err
 	}
+	m.procs = append(m.procs, am)
 
 	// Prometheus.
 	var rules []string
@@ -174,8 +185,10 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (*Mo
 		"--web.listen-address="+o.PrometheusAddr,
 		"--web.external-url=http://"+o.PrometheusAddr+"/")
 	if err := c.StartProcess("prometheus", prom); err != nil {
+		m.Stop()
 		return nil, err
 	}
+	m.procs = append(m.procs, prom)
 
 	wctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
 	defer cancel()
@@ -184,11 +197,34 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (*Mo
 		{"alertmanager", m.AlertmanagerURL() + "/-/ready"},
 	} {
 		if err := m.waitReady(wctx, w.url); err != nil {
+			m.Stop()
 			return nil, fmt.Errorf("%s not ready: %w\n%s", w.name, err, tailFile(c.LogPath(w.name), 3000))
 		}
 	}
 	c.logf("prometheus at %s, alertmanager at %s (inside %s)", m.PrometheusURL(), m.AlertmanagerURL(), c.netnsPath)
 	return m, nil
+}
+
+// Stop ends Prometheus and Alertmanager (SIGTERM, then SIGKILL after 5s) before the cluster
+// stops, so that another stack can use the same addresses. Idempotent; Cluster.Stop also
+// ends them.
+func (m *Monitoring) Stop() {
+	for _, cmd := range m.procs {
+		if cmd.Process == nil {
+			continue
+		}
+		pid := cmd.Process.Pid
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		deadline := time.Now().Add(5 * time.Second)
+		// The harness reaps the process; once it has, the pid no longer exists.
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if syscall.Kill(pid, 0) == nil {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	m.procs = nil
 }
 
 func (m *Monitoring) waitReady(ctx context.Context, u string) error {

@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,9 +53,10 @@ const deployImage = "localhost/emptydir-guard:test"
 // in the pods' environment (no kube-proxy runs, so the `kubernetes` Service's ClusterIP does
 // not route; in-cluster config then uses KUBERNETES_SERVICE_HOST/PORT = the node IP:6443).
 func TestDeployManifestsOnRealCluster(t *testing.T) {
+	static := t.TempDir()
 	files := map[string]string{
-		"/usr/local/bin/emptydir-exporter":   deployStaticBinary(t, "emptydir-exporter"),
-		"/usr/local/bin/emptydir-remediator": deployStaticBinary(t, "emptydir-remediator"),
+		"/usr/local/bin/emptydir-exporter":   deployStaticBinary(t, "emptydir-exporter", static),
+		"/usr/local/bin/emptydir-remediator": deployStaticBinary(t, "emptydir-remediator", static),
 	}
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 10*time.Minute)
@@ -365,36 +365,23 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	}
 }
 
-var (
-	deployStaticOnce sync.Once
-	deployStaticDir  string
-	deployStaticErr  error
-)
-
 // deployStaticBinary is binary(t, name) when that is statically linked (`make build`), else the
-// command built once with CGO_ENABLED=0: the image has no libc.
-func deployStaticBinary(t *testing.T, name string) string {
+// command built with CGO_ENABLED=0 into dir (once per test): the image has no libc.
+func deployStaticBinary(t *testing.T, name, dir string) string {
 	t.Helper()
 	p := binary(t, name)
 	if deployIsStatic(p) {
 		return p
 	}
-	deployStaticOnce.Do(func() {
-		deployStaticDir, deployStaticErr = os.MkdirTemp("", "emptydir-guard-static-")
-		if deployStaticErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-trimpath", "-o", deployStaticDir+"/", "../../cmd/...")
+	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+		cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "../../cmd/...")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			deployStaticErr = fmt.Errorf("CGO_ENABLED=0 go build ./cmd/...: %v\n%s", err, out)
+			t.Fatalf("CGO_ENABLED=0 go build ./cmd/...: %v\n%s", err, out)
 		}
-	})
-	if deployStaticErr != nil {
-		t.Fatal(deployStaticErr)
 	}
 	t.Logf("%s is dynamically linked; using a CGO_ENABLED=0 build", p)
-	return filepath.Join(deployStaticDir, name)
+	return filepath.Join(dir, name)
 }
 
 func deployIsStatic(p string) bool {

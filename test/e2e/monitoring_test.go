@@ -135,6 +135,7 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		s.mon.Stop()
 		if t.Failed() {
 			for _, n := range []string{"prometheus", "alertmanager"} {
 				if b, err := os.ReadFile(c.LogPath(n)); err == nil {

@@ -229,6 +229,14 @@ func scenarioBothEnforce(t *testing.T) []timing {
 			t.Errorf("stop second cluster: %v", err)
 		}
 	})
+	// TestMain stops only the shared cluster on SIGINT/SIGTERM; stop this one too (Stop is
+	// idempotent and safe concurrently; what an exit cuts short, CleanupStale finishes).
+	go func() {
+		<-ctx.Done()
+		if rootCtx.Err() != nil {
+			_ = c.Stop()
+		}
+	}()
 	nsRace, nsKubelet := "race-"+randSuffix(), "kubelet-only-"+randSuffix()
 	for _, ns := range []string{nsRace, nsKubelet} {
 		if err := c.EnsureNamespace(ctx, ns); err != nil {
