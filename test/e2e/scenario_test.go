@@ -627,6 +627,7 @@ func TestDemo(t *testing.T) {
 		name  string
 		check func() (time.Time, string, bool)
 		done  bool
+		at    time.Time
 	}
 	steps := []*step{
 		{name: "metric seen", check: func() (time.Time, string, bool) {
@@ -705,7 +706,7 @@ func TestDemo(t *testing.T) {
 				continue
 			}
 			if x, detail, ok := st.check(); ok {
-				st.done = true
+				st.done, st.at = true, x
 				say("%s  %-17s %s", at(x), st.name, detail)
 			} else {
 				left++
@@ -719,6 +720,12 @@ func TestDemo(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at.Before(steps[j].at) })
+	var recap []string
+	for _, st := range steps {
+		recap = append(recap, fmt.Sprintf("%s %.1fs", st.name, st.at.Sub(w.t0).Seconds()))
+	}
+	say("in order: %s", strings.Join(recap, " -> "))
 	fams, err := scrape(ctx, c, "http://"+scnRemediatorAddr+"/metrics")
 	if err == nil {
 		n, _ := sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"})
