@@ -688,11 +688,12 @@ func TestDemo(t *testing.T) {
 			}
 			for _, e := range list.Items {
 				if string(e.InvolvedObject.UID) == uid && e.Reason == remediator.EventEvicted {
-					res := ""
+					when, res := eventTime(e), ""
 					if e.EventTime.IsZero() {
-						res = " (Event timestamps have 1 s resolution)"
+						// core/v1 timestamps are cut to the second: show when it was seen instead.
+						when, res = time.Now(), " (seen by polling; Event timestamps have 1 s resolution)"
 					}
-					return eventTime(e), fmt.Sprintf("Event %s %s: %s%s", e.Type, e.Reason, e.Message, res), true
+					return when, fmt.Sprintf("Event %s %s: %s%s", e.Type, e.Reason, e.Message, res), true
 				}
 			}
 			return time.Time{}, "", false
