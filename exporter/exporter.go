@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -75,7 +77,7 @@ func New(cfg Config) (*Exporter, error) {
 		now = time.Now
 	}
 	constLabels := prometheus.Labels{"node": cfg.NodeName}
-	return &Exporter{
+	e := &Exporter{
 		cfg: cfg,
 		now: now,
 		log: cfg.Logger,
@@ -100,7 +102,18 @@ func New(cfg Config) (*Exporter, error) {
 			ConstLabels: constLabels,
 		}, []string{"code"}),
 		liveSlots: make(chan struct{}, cfg.LiveConcurrency),
-	}, nil
+	}
+	// Series that exist at 0 before the first failure let rate() and increase()
+	// see the first one, and keep dashboards from showing "no data" on a healthy node.
+	for _, r := range sourceReasons[cfg.Source.Name()] {
+		e.measureErrors.WithLabelValues(cfg.Source.Name(), r)
+	}
+	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusServiceUnavailable} {
+		e.liveRequests.WithLabelValues(strconv.Itoa(code))
+	}
+	e.collections.WithLabelValues("success")
+	e.collections.WithLabelValues("error")
+	return e, nil
 }
 
 // Run refreshes the snapshot now and then every interval until ctx ends.

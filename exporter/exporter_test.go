@@ -190,6 +190,8 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 emptydir_exporter_last_success_timestamp_seconds{node="node-1",source="filesystem"} 1.7962308e+09
 # HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
 # TYPE emptydir_exporter_measurement_errors_total counter
+emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 0
 emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 1
 # HELP emptydir_exporter_collections_total Collection cycles, by result.
 # TYPE emptydir_exporter_collections_total counter

@@ -47,6 +47,12 @@ const (
 	ReasonKubeletError       = "kubelet_error"
 )
 
+// sourceReasons lists the reasons each source can report.
+var sourceReasons = map[string][]string{
+	"filesystem": {ReasonNotFound, ReasonPermission, ReasonIO},
+	"kubelet":    {ReasonNotFound, ReasonKubeletUnreachable, ReasonKubeletError},
+}
+
 // MeasureError says why a volume could not be measured.
 type MeasureError struct {
 	Reason string

@@ -53,7 +53,7 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 		slog.String("message", res.Message),
 	}
 	if res.UsedBytes != nil {
-		attrs = append(attrs, slog.Int64("used_bytes", *res.UsedBytes), slog.String("source", res.Source))
+		attrs = append(attrs, slog.Int64("used_bytes", *res.UsedBytes), slog.String("measurement_source", res.Source))
 	}
 	if res.LimitBytes != nil {
 		attrs = append(attrs, slog.Int64("limit_bytes", *res.LimitBytes))
