@@ -26,6 +26,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -35,7 +36,7 @@ func run(args []string) int {
 	app := newApp(&cfg)
 	app.Version(version.Print("emptydir-exporter"))
 	app.HelpFlag.Short('h')
-	if _, err := app.Parse(args); err != nil {
+	if err := cliflag.Parse(app, args); err != nil {
 		fmt.Fprintf(os.Stderr, "emptydir-exporter: %v\n", err)
 		return 2
 	}

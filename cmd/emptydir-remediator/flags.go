@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
 
@@ -119,7 +120,7 @@ func parseFlags(args []string) (*config, *promslog.Config, *web.FlagConfig, erro
 	promslogflag.AddFlags(app, logCfg)
 	app.Version(version.Print("emptydir-remediator"))
 	app.HelpFlag.Short('h')
-	if _, err := app.Parse(args); err != nil {
+	if err := cliflag.Parse(app, args); err != nil {
 		return nil, nil, nil, err
 	}
 	return c, logCfg, webFlags, nil
