@@ -3,9 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,39 +20,16 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
-// remWebhook posts a version-4 payload with one firing EmptyDirOverLimit alert for
-// pod/uid/volume to a remediator and returns the status and decoded answer.
-func remWebhook(ctx context.Context, t *testing.T, c *cluster.Cluster, url, token string, pod *corev1.Pod, uid, volume string) (int, remediator.WebhookResponse) {
+// remWebhook posts one firing EmptyDirOverLimit alert for pod/uid/volume to a
+// remediator and returns the status and decoded answer.
+func remWebhook(ctx context.Context, t *testing.T, c *cluster.Cluster, addr, token string, pod *corev1.Pod, uid, volume string) (int, remediator.WebhookResponse) {
 	t.Helper()
-	labels := map[string]string{"alertname": "EmptyDirOverLimit", "severity": "critical", "remediation": "evict",
-		"namespace": pod.Namespace, "pod": pod.Name, "uid": uid, "volume": volume, "node": c.NodeName()}
-	payload := remediator.Payload{Version: remediator.PayloadVersion, Status: "firing", Receiver: "emptydir-remediator",
-		GroupKey: "{}:{}", CommonLabels: labels, GroupLabels: map[string]string{},
-		Alerts: []remediator.Alert{{Status: "firing", Labels: labels, Annotations: map[string]string{},
-			StartsAt: time.Now().Add(-time.Minute), Fingerprint: "f" + uid[:8]}}}
-	body, err := json.Marshal(payload)
+	code, wr, raw, err := postWebhook(ctx, c, addr, token, overLimitPayload(c.NodeName(), pod.Namespace, pod.Name, uid, volume))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("POST webhook to %s: %v", addr, err)
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.HTTPClient(nil).Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var wr remediator.WebhookResponse
-	if resp.StatusCode != http.StatusUnauthorized {
-		if err := json.Unmarshal(raw, &wr); err != nil {
-			t.Fatalf("webhook answer %s %q: %v", resp.Status, raw, err)
-		}
-	}
-	t.Logf("webhook %s/%s uid %s → %d %s", pod.Namespace, pod.Name, uid, resp.StatusCode, raw)
-	return resp.StatusCode, wr
+	t.Logf("webhook %s/%s uid %s → %d %s", pod.Namespace, pod.Name, uid, code, raw)
+	return code, wr
 }
 
 // podState tells whether the pod instance uid still runs.
@@ -118,7 +93,7 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 			return resp.StatusCode == http.StatusOK, resp.Status
 		})
 	}
-	live, dry := "http://"+liveAddr+"/webhook", "http://"+dryAddr+"/webhook"
+	live, dry := liveAddr, dryAddr
 
 	over := runPod(ctx, t, c, c.SeedPod(ns, "over"))
 	guarded := c.SeedPod(ns, "guarded")

@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,16 +149,12 @@ func eventually(t testing.TB, timeout, interval time.Duration, what string, cond
 	}
 }
 
-// duBytes is the oracle: GNU du -s -B1 of a folder.
+// duBytes is the oracle: GNU du -s -B1 of a folder (duOf, failing the test on error).
 func duBytes(t testing.TB, dir string) int64 {
 	t.Helper()
-	out, err := exec.Command("du", "-s", "-B1", dir).Output()
+	n, err := duOf(dir)
 	if err != nil {
-		t.Fatalf("du %s: %v", dir, err)
-	}
-	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("parse du output %q: %v", out, err)
+		t.Fatal(err)
 	}
 	return n
 }
