@@ -12,13 +12,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 )
 
@@ -599,38 +597,10 @@ func (m *Monitoring) getJSON(ctx context.Context, u string, v any) error {
 // can serve processes that run there (e.g. a recording proxy in front of a webhook).
 // Accepted connections belong to that namespace whatever thread serves them.
 func (c *Cluster) Listen(network, addr string) (net.Listener, error) {
-	type result struct {
-		l   net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		l, err := listenInNetns(c.netnsPath, network, addr)
-		ch <- result{l, err}
-	}()
-	r := <-ch
-	return r.l, r.err
-}
-
-func listenInNetns(nsPath, network, addr string) (net.Listener, error) {
-	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
+	var l net.Listener
+	var listenErr error
+	if err := inNetns(c.netnsPath, func() { l, listenErr = net.Listen(network, addr) }); err != nil {
 		return nil, err
-	}
-	defer orig.Close()
-	target, err := os.Open(nsPath)
-	if err != nil {
-		return nil, fmt.Errorf("open netns: %w", err)
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("setns %s: %w", nsPath, err)
-	}
-	l, listenErr := net.Listen(network, addr)
-	// As in dialInNetns: only a thread back in its own namespace may run other goroutines.
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-		runtime.UnlockOSThread()
 	}
 	return l, listenErr
 }

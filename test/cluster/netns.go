@@ -39,43 +39,48 @@ func createNetns(ctx context.Context, name string, nodeIP net.IP) error {
 // test process itself stays in the host namespace: the socket is created on an OS thread
 // that temporarily joins the namespace. Sockets keep the namespace they were created in.
 func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		// No UnlockOSThread unless we are back in the original namespace: a locked
-		// goroutine that exits takes its thread with it, so a thread stuck in the
-		// cluster's namespace can never run other goroutines.
-		runtime.LockOSThread()
-		conn, err := dialInNetns(ctx, c.netnsPath, network, addr)
-		ch <- result{conn, err}
-	}()
-	r := <-ch
-	return r.conn, r.err
-}
-
-func dialInNetns(ctx context.Context, nsPath, network, addr string) (net.Conn, error) {
-	orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
-	if err != nil {
+	var conn net.Conn
+	var dialErr error
+	if err := inNetns(c.netnsPath, func() {
+		var d net.Dialer
+		conn, dialErr = d.DialContext(ctx, network, addr)
+	}); err != nil {
 		return nil, err
 	}
-	defer orig.Close()
-	target, err := os.Open(nsPath)
-	if err != nil {
-		return nil, fmt.Errorf("open netns: %w", err)
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("setns %s: %w", nsPath, err)
-	}
-	var d net.Dialer
-	conn, dialErr := d.DialContext(ctx, network, addr)
-	if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
-		runtime.UnlockOSThread()
-	}
 	return conn, dialErr
+}
+
+// inNetns runs fn on an OS thread that has joined the namespace at nsPath, then returns
+// the thread to its own namespace. If it cannot return, the thread is never unlocked: a
+// locked goroutine that exits takes its thread with it, so a thread stuck in the
+// cluster's namespace can never run other goroutines.
+func inNetns(nsPath string, fn func()) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open(nsPath)
+		if err != nil {
+			errc <- fmt.Errorf("open netns: %w", err)
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("setns %s: %w", nsPath, err)
+			return
+		}
+		fn()
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- nil
+	}()
+	return <-errc
 }
 
 // HTTPClient returns a client whose connections start inside the cluster's namespace, so
