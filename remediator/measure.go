@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,4 +88,24 @@ func checkFresh(measuredAt, now time.Time, maxAge time.Duration) error {
 		return measureErr(MeasureBadResponse, "measured at %s, %s in the future: clocks disagree", measuredAt.UTC().Format(time.RFC3339Nano), (-age).Round(time.Millisecond))
 	}
 	return nil
+}
+
+// getJSON GETs u through client and returns the status and at most limit bytes of the
+// body. Failing to build, send or read the request is MeasureUnreachable.
+func getJSON(ctx context.Context, client *http.Client, u *url.URL, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, nil, measureErr(MeasureUnreachable, "building request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, measureErr(MeasureUnreachable, "GET %s: %w", u.Redacted(), err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return 0, nil, measureErr(MeasureUnreachable, "reading answer of %s: %w", u.Redacted(), err)
+	}
+	return resp.StatusCode, body, nil
 }

@@ -3,7 +3,6 @@ package remediator
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -127,29 +126,19 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 	u = u.JoinPath("live", "namespaces", pod.Namespace, "pods", pod.Name)
 	u.RawQuery = url.Values{"uid": {string(pod.UID)}, "volume": {volume}}.Encode()
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	status, body, err := getJSON(ctx, m.client, u, maxLiveResponseBytes)
 	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "building request: %w", err)
+		return Measurement{}, err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := m.client.Do(req)
-	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "GET %s: %w", u.Redacted(), err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLiveResponseBytes))
-	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "reading answer of %s: %w", u.Redacted(), err)
-	}
-	if resp.StatusCode != http.StatusOK {
+	if status != http.StatusOK {
 		msg := errorMessage(body)
 		switch {
-		case resp.StatusCode == http.StatusNotFound:
+		case status == http.StatusNotFound:
 			return Measurement{}, measureErr(MeasureNotFound, "exporter on node %q: %s", pod.Spec.NodeName, msg)
-		case resp.StatusCode >= 500:
-			return Measurement{}, measureErr(MeasureUnavailable, "exporter on node %q answered %d: %s", pod.Spec.NodeName, resp.StatusCode, msg)
+		case status >= 500:
+			return Measurement{}, measureErr(MeasureUnavailable, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)
 		default:
-			return Measurement{}, measureErr(MeasureBadResponse, "exporter on node %q answered %d: %s", pod.Spec.NodeName, resp.StatusCode, msg)
+			return Measurement{}, measureErr(MeasureBadResponse, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)
 		}
 	}
 	var lr liveResponse

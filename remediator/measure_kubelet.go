@@ -3,7 +3,6 @@ package remediator
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -48,28 +47,18 @@ func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume s
 		return Measurement{}, measureErr(MeasureUnreachable, "API server URL %q: %w", m.apiServer, err)
 	}
 	u = u.JoinPath("api", "v1", "nodes", node, "proxy", "stats", "summary")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	status, body, err := getJSON(ctx, m.client, u, maxSummaryBytes)
 	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "building request: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := m.client.Do(req)
-	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "GET %s: %w", u.Redacted(), err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSummaryBytes))
-	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "reading summary of node %q: %w", node, err)
+		return Measurement{}, err
 	}
 	switch {
-	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode == http.StatusNotFound:
-		return Measurement{}, measureErr(MeasureNotFound, "summary of node %q: %d: %s", node, resp.StatusCode, errorMessage(body))
-	case resp.StatusCode >= 500:
-		return Measurement{}, measureErr(MeasureUnavailable, "summary of node %q: %d: %s", node, resp.StatusCode, errorMessage(body))
+	case status == http.StatusOK:
+	case status == http.StatusNotFound:
+		return Measurement{}, measureErr(MeasureNotFound, "summary of node %q: %d: %s", node, status, errorMessage(body))
+	case status >= 500:
+		return Measurement{}, measureErr(MeasureUnavailable, "summary of node %q: %d: %s", node, status, errorMessage(body))
 	default:
-		return Measurement{}, measureErr(MeasureBadResponse, "summary of node %q: %d: %s", node, resp.StatusCode, errorMessage(body))
+		return Measurement{}, measureErr(MeasureBadResponse, "summary of node %q: %d: %s", node, status, errorMessage(body))
 	}
 	var summary statsv1alpha1.Summary
 	if err := json.Unmarshal(body, &summary); err != nil {
