@@ -18,25 +18,17 @@ import (
 )
 
 // gnuDU is the oracle: `du -s -B1 -x` of GNU coreutils.
-func gnuDU(t *testing.T, dir string) int64 {
-	t.Helper()
-	out, err := exec.Command("du", "-s", "-B1", "-x", dir).Output()
-	if err != nil {
-		t.Fatalf("du %s: %v", dir, err)
-	}
-	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("parsing du output %q: %v", out, err)
-	}
-	return n
-}
+func gnuDU(t *testing.T, dir string) int64 { return gnuDuTotal(t, "-B1", dir) }
 
 // gnuInodes is `du -s --inodes -x`, which counts hard-linked inodes once as we do.
-func gnuInodes(t *testing.T, dir string) int64 {
+func gnuInodes(t *testing.T, dir string) int64 { return gnuDuTotal(t, "--inodes", dir) }
+
+// gnuDuTotal runs `du -s -x unit dir` and returns its total.
+func gnuDuTotal(t *testing.T, unit, dir string) int64 {
 	t.Helper()
-	out, err := exec.Command("du", "-s", "--inodes", "-x", dir).Output()
+	out, err := exec.Command("du", "-s", "-x", unit, dir).Output()
 	if err != nil {
-		t.Fatalf("du --inodes %s: %v", dir, err)
+		t.Fatalf("du %s %s: %v", unit, dir, err)
 	}
 	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
 	if err != nil {
