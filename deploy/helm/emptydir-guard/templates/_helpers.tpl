@@ -1,0 +1,127 @@
+{{/*
+Names. The exporter and the remediator are called emptydir-exporter and emptydir-remediator,
+like their commands, prefixed with the release name unless the release is called like the
+chart. Both always contain "emptydir-exporter"/"emptydir-remediator", so the scrape jobs the
+Prometheus Operator derives from them match the rules' job selectors (rules/, docs/alerting.md).
+*/}}
+{{- define "emptydir-guard.componentName" -}}
+{{- $root := index . 0 -}}
+{{- $name := index . 1 -}}
+{{- if eq $root.Release.Name $root.Chart.Name -}}
+{{- $name -}}
+{{- else -}}
+{{- printf "%s-%s" $root.Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "emptydir-guard.exporter.fullname" -}}
+{{- include "emptydir-guard.componentName" (list . "emptydir-exporter") -}}
+{{- end -}}
+
+{{- define "emptydir-guard.remediator.fullname" -}}
+{{- include "emptydir-guard.componentName" (list . "emptydir-remediator") -}}
+{{- end -}}
+
+{{- define "emptydir-guard.exporter.serviceAccountName" -}}
+{{- if .Values.exporter.serviceAccount.create -}}
+{{- default (include "emptydir-guard.exporter.fullname" .) .Values.exporter.serviceAccount.name -}}
+{{- else -}}
+{{- required "exporter.serviceAccount.name is required when exporter.serviceAccount.create is false" .Values.exporter.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "emptydir-guard.remediator.serviceAccountName" -}}
+{{- if .Values.remediator.serviceAccount.create -}}
+{{- default (include "emptydir-guard.remediator.fullname" .) .Values.remediator.serviceAccount.name -}}
+{{- else -}}
+{{- required "remediator.serviceAccount.name is required when remediator.serviceAccount.create is false" .Values.remediator.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The webhook token Secret: an existing one, or the one this chart generates. */}}
+{{- define "emptydir-guard.remediator.tokenSecretName" -}}
+{{- default (printf "%s-webhook" (include "emptydir-guard.remediator.fullname" .)) .Values.remediator.webhookToken.existingSecret -}}
+{{- end -}}
+
+{{/* Selector labels: stable for the life of a release (selectors are immutable). */}}
+{{- define "emptydir-guard.exporter.selectorLabels" -}}
+app.kubernetes.io/name: emptydir-exporter
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "emptydir-guard.remediator.selectorLabels" -}}
+app.kubernetes.io/name: emptydir-remediator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/*
+Labels of every object. helmLabels: false leaves out the labels that say Helm manages the
+object, for the plain manifests rendered from this chart (deploy/, the kustomize base).
+*/}}
+{{- define "emptydir-guard.commonLabels" -}}
+app.kubernetes.io/part-of: emptydir-guard
+{{- if .Values.helmLabels }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ (default .Chart.AppVersion .Values.image.tag) | trunc 63 | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 }}
+{{- end }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "emptydir-guard.exporter.labels" -}}
+{{ include "emptydir-guard.exporter.selectorLabels" . }}
+app.kubernetes.io/component: exporter
+{{ include "emptydir-guard.commonLabels" . }}
+{{- end -}}
+
+{{- define "emptydir-guard.remediator.labels" -}}
+{{ include "emptydir-guard.remediator.selectorLabels" . }}
+app.kubernetes.io/component: remediator
+{{ include "emptydir-guard.commonLabels" . }}
+{{- end -}}
+
+{{- define "emptydir-guard.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{/*
+Probe handler for a web server with an exporter-toolkit web config: HTTPS with TLS, a TCP
+check when basic auth would answer the kubelet's probe with 401.
+Arguments: (list webConfig path portName).
+*/}}
+{{- define "emptydir-guard.probe" -}}
+{{- $web := index . 0 -}}
+{{- if and $web $web.basic_auth_users -}}
+tcpSocket:
+  port: {{ index . 2 }}
+{{- else -}}
+httpGet:
+  path: {{ index . 1 }}
+  port: {{ index . 2 }}
+  {{- if and $web $web.tls_server_config }}
+  scheme: HTTPS
+  {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The optional tuning flags: --flag=value lines, only for the values that are set. Booleans are
+--flag or --no-flag: kingpin takes no value after a boolean flag.
+*/}}
+{{- define "emptydir-guard.flags" -}}
+{{- $lines := list -}}
+{{- range $flag, $value := . -}}
+{{- if kindIs "bool" $value -}}
+{{- $lines = append $lines (printf "- --%s%s" (ternary "" "no-" $value) $flag) -}}
+{{- else if kindIs "slice" $value -}}
+{{- range $value -}}
+{{- $lines = append $lines (printf "- --%s=%v" $flag .) -}}
+{{- end -}}
+{{- else if not (kindIs "invalid" $value) -}}
+{{- $lines = append $lines (printf "- --%s=%v" $flag $value) -}}
+{{- end -}}
+{{- end -}}
+{{- join "\n" $lines -}}
+{{- end -}}

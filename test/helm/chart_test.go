@@ -1,0 +1,242 @@
+package helmchart_test
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/emptydir-guard/emptydir-guard/deploy"
+	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
+)
+
+// root is the repository root, seen from this package's folder.
+const root = "../.."
+
+// rendered is one rendering of the chart, decoded strictly into typed objects.
+type rendered struct {
+	files map[string]string
+	objs  []runtime.Object
+}
+
+func render(t *testing.T, r helmchart.Release) rendered {
+	t.Helper()
+	files, err := helmchart.Render(root, r)
+	if err != nil {
+		t.Fatalf("helm template: %v", err)
+	}
+	var objs []runtime.Object
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if !strings.HasSuffix(name, ".yaml") {
+			continue
+		}
+		o, err := deploy.Decode([]byte(files[name]))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		objs = append(objs, o...)
+	}
+	return rendered{files, objs}
+}
+
+func find[T runtime.Object](r rendered, name string) T {
+	var zero T
+	for _, o := range r.objs {
+		if v, ok := o.(T); ok && o.(metav1.Object).GetName() == name {
+			return v
+		}
+	}
+	return zero
+}
+
+func kindNames(r rendered) []string {
+	var out []string
+	for _, o := range r.objs {
+		out = append(out, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.(metav1.Object).GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+func valuesFile(name string) string {
+	return filepath.Join(root, helmchart.ChartPath, "ci", name)
+}
+
+func release(name string, files ...string) helmchart.Release {
+	r := helmchart.Release{Name: name, Namespace: "guard"}
+	for _, f := range files {
+		r.ValuesFiles = append(r.ValuesFiles, valuesFile(f))
+	}
+	return r
+}
+
+// TestGeneratedFilesAreCurrent: deploy/ (the kustomize base) is what the chart renders with
+// deploy/helm/kustomize-base-values.yaml, and the chart's copies of rules/ and dashboards/
+// are current, so nothing is written twice by hand.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	files, err := helmchart.Generated(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		got, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil || !bytes.Equal(got, files[name]) {
+			t.Errorf("%s is not what the chart generates (%v); run: cd test/helm && go run ./cmd/gen-deploy", name, err)
+		}
+	}
+	// Every dashboard copy in the chart has its source.
+	copied, err := filepath.Glob(filepath.Join(root, helmchart.ChartPath, "files/dashboards/*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copied {
+		rel, _ := filepath.Rel(root, c)
+		if _, ok := files[filepath.ToSlash(rel)]; !ok {
+			t.Errorf("%s has no source in dashboards/: remove it", rel)
+		}
+	}
+}
+
+// TestGeneratedRejectsAnUnmappedTemplate: a template the base values render but no file of
+// deploy/ takes (say a NetworkPolicy added to the chart) fails the generation.
+func TestGeneratedRejectsAnUnmappedTemplate(t *testing.T) {
+	// A root with only what the generation reads: the chart, the rules, the dashboards.
+	fake := t.TempDir()
+	if err := os.CopyFS(filepath.Join(fake, "deploy/helm"), os.DirFS(filepath.Join(root, "deploy/helm"))); err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := filepath.Glob(filepath.Join(root, "dashboards/*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(inputs, filepath.Join(root, "rules/prometheusrule.yaml")) {
+		rel, _ := filepath.Rel(root, f)
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(fake, filepath.Dir(rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fake, rel), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := helmchart.Generated(fake); err != nil {
+		t.Fatalf("the copied tree does not generate: %v", err)
+	}
+	extra := "{{- if .Values.exporter.enabled }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n{{- end }}\n"
+	if err := os.WriteFile(filepath.Join(fake, helmchart.ChartPath, "templates/exporter/extra.yaml"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = helmchart.Generated(fake)
+	if err == nil || !strings.Contains(err.Error(), "templates/exporter/extra.yaml") {
+		t.Errorf("an unmapped template: err %v, want one naming it", err)
+	}
+}
+
+func TestLint(t *testing.T) {
+	files, err := filepath.Glob(valuesFile("*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("only %d values files in ci/", len(files))
+	}
+	cases := map[string]helmchart.Release{
+		"defaults": release("emptydir-guard"),
+		"base":     helmchart.BaseRelease(root, nil),
+	}
+	for _, f := range files {
+		cases[filepath.Base(f)] = release("guard", filepath.Base(f))
+	}
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			if err := helmchart.Lint(root, r); err != nil {
+				t.Errorf("helm lint --strict: %v", err)
+			}
+		})
+	}
+}
+
+// TestLintFailsOnBadValues: the lint checks the values against the schema (it is not a no-op).
+func TestLintFailsOnBadValues(t *testing.T) {
+	r := release("guard")
+	r.Values = map[string]any{"exporter": map[string]any{"source": "kubelt"}}
+	if err := helmchart.Lint(root, r); err == nil || !strings.Contains(err.Error(), "source") {
+		t.Errorf("lint with exporter.source=kubelt: %v, want a schema error", err)
+	}
+}
+
+func TestSchemaRejectsTypos(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values string
+		want   string // in the error
+	}{
+		{"top-level typo", "remediatr: {enabled: false}", "remediatr"},
+		{"nested typo", "exporter: {tolerration: []}", "tolerration"},
+		{"flag typo", "remediator: {flags: {max-eviction: 3}}", "max-eviction"},
+		{"unknown source", "exporter: {source: kubelt}", "source"},
+		{"wrong type", "remediator: {replicas: two}", "replicas"},
+		{"bad duration", "remediator: {flags: {cooldown: 10 minutes}}", "cooldown"},
+		{"extraArgs not a flag", "exporter: {extraArgs: [collection.interval=1s]}", "extraArgs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var v map[string]any
+			if err := yaml.Unmarshal([]byte(tc.values), &v); err != nil {
+				t.Fatal(err)
+			}
+			r := release("guard")
+			r.Values = v
+			_, err := helmchart.Render(root, r)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("values %s: err %v, want a schema error naming %q", tc.values, err, tc.want)
+			}
+		})
+	}
+	// The control: the same keys spelled right pass.
+	r := release("guard")
+	r.Values = map[string]any{"exporter": map[string]any{"tolerations": []any{}, "source": "kubelet", "extraArgs": []any{"--collection.interval=1s"}},
+		"remediator": map[string]any{"replicas": 1, "flags": map[string]any{"max-evictions": 3, "cooldown": "10m"}}}
+	if _, err := helmchart.Render(root, r); err != nil {
+		t.Errorf("valid values rejected: %v", err)
+	}
+}
+
+// TestKubeletSourceComponentMatchesTheChart: the kustomize component's args patch (written by
+// hand: a JSON patch is not a manifest the chart can render) gives the exporter the arguments
+// the chart gives it for exporter.source=kubelet.
+func TestKubeletSourceComponentMatchesTheChart(t *testing.T) {
+	k, err := deploy.ReadKustomization("components/kubelet-source")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patched []string
+	for _, p := range k.Patches {
+		var ops []struct {
+			Path  string   `json:"path"`
+			Value []string `json:"value"`
+		}
+		if err := yaml.Unmarshal([]byte(p.Patch), &ops); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range ops {
+			if p.Target.Kind == "DaemonSet" && op.Path == "/spec/template/spec/containers/0/args" {
+				patched = op.Value
+			}
+		}
+	}
+	r := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"source": "kubelet"}}))
+	want := exporterDS(t, r, "emptydir-exporter").Spec.Template.Spec.Containers[0].Args
+	if !slices.Equal(patched, want) {
+		t.Errorf("components/kubelet-source patches the exporter's args to\n %v\nthe chart renders for source kubelet\n %v", patched, want)
+	}
+}

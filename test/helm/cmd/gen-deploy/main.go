@@ -1,0 +1,28 @@
+// Command gen-deploy writes the generated files around the Helm chart: the chart's copies of
+// rules/prometheusrule.yaml and dashboards/*.json, and the kustomize base (deploy/exporter.yaml,
+// deploy/remediator.yaml, the components' manifests) rendered from the chart with
+// deploy/helm/kustomize-base-values.yaml. Run it from test/helm:
+//
+//	go run ./cmd/gen-deploy
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
+)
+
+func main() {
+	root := flag.String("root", "../..", "the repository root")
+	flag.Parse()
+	changed, err := helmchart.WriteGenerated(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gen-deploy:", err)
+		os.Exit(1)
+	}
+	for _, f := range changed {
+		fmt.Println("wrote", f)
+	}
+}

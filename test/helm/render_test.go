@@ -1,0 +1,540 @@
+package helmchart_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+
+	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
+)
+
+func exporterDS(t *testing.T, r rendered, name string) *appsv1.DaemonSet {
+	t.Helper()
+	ds := find[*appsv1.DaemonSet](r, name)
+	if ds == nil {
+		t.Fatalf("no DaemonSet %s in %v", name, kindNames(r))
+	}
+	return ds
+}
+
+func remediatorDeploy(t *testing.T, r rendered, name string) *appsv1.Deployment {
+	t.Helper()
+	d := find[*appsv1.Deployment](r, name)
+	if d == nil {
+		t.Fatalf("no Deployment %s in %v", name, kindNames(r))
+	}
+	return d
+}
+
+func argValues(args []string, flag string) []string {
+	var out []string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
+			out = append(out, v)
+		} else if a == "--"+flag {
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+func wantArgs(t *testing.T, what string, args []string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			t.Errorf("%s args %v lack %s", what, args, w)
+		}
+	}
+}
+
+func grants(r rendered, sa, resource, verb string) bool {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range r.objs {
+		switch v := o.(type) {
+		case *rbacv1.ClusterRole:
+			roles["ClusterRole/"+v.Name] = v.Rules
+		case *rbacv1.Role:
+			roles["Role/"+v.Name] = v.Rules
+		}
+	}
+	for _, o := range r.objs {
+		var ref rbacv1.RoleRef
+		var subjects []rbacv1.Subject
+		switch v := o.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			ref, subjects = v.RoleRef, v.Subjects
+		case *rbacv1.RoleBinding:
+			ref, subjects = v.RoleRef, v.Subjects
+		default:
+			continue
+		}
+		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return s.Kind == "ServiceAccount" && s.Name == sa }) {
+			continue
+		}
+		for _, rule := range roles[ref.Kind+"/"+ref.Name] {
+			if slices.Contains(rule.Resources, resource) && slices.Contains(rule.Verbs, verb) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkWiring: what holds for every rendering with both components: the remediator finds
+// the exporter pods, Services and PodMonitors select their pods, the token volume has its
+// Secret, and the ServiceAccounts are bound in the release namespace.
+func checkWiring(t *testing.T, r rendered, ns, exp, rem string) {
+	t.Helper()
+	ds, d := exporterDS(t, r, exp), remediatorDeploy(t, r, rem)
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if sel := argValues(args, "exporter.selector"); len(sel) == 1 {
+		s, err := labels.Parse(sel[0])
+		if err != nil || !s.Matches(labels.Set(ds.Spec.Template.Labels)) {
+			t.Errorf("--exporter.selector=%s (%v) does not select the exporter pods %v", sel[0], err, ds.Spec.Template.Labels)
+		}
+		if s.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("--exporter.selector=%s selects the remediator pods", sel[0])
+		}
+		var port int32
+		for _, p := range ds.Spec.Template.Spec.Containers[0].Ports {
+			port = p.ContainerPort
+		}
+		if got := argValues(args, "exporter.port"); len(got) != 1 || got[0] != strconv.Itoa(int(port)) {
+			t.Errorf("--exporter.port %v, the exporter listens on %d", got, port)
+		}
+	}
+	for _, o := range r.objs {
+		m := o.(metav1.Object)
+		if m.GetLabels()["app.kubernetes.io/part-of"] != "emptydir-guard" {
+			t.Errorf("%T %s lacks app.kubernetes.io/part-of", o, m.GetName())
+		}
+		if _, isNS := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}[o.GetObjectKind().GroupVersionKind().Kind]; !isNS && m.GetNamespace() != ns {
+			t.Errorf("%T %s in namespace %q, want %q", o, m.GetName(), m.GetNamespace(), ns)
+		}
+		switch v := o.(type) {
+		case *corev1.Service:
+			s := labels.SelectorFromSet(v.Spec.Selector)
+			if !s.Matches(labels.Set(ds.Spec.Template.Labels)) && !s.Matches(labels.Set(d.Spec.Template.Labels)) {
+				t.Errorf("Service %s selects no pods", v.Name)
+			}
+		case *policyv1.PodDisruptionBudget:
+			if s, _ := metav1.LabelSelectorAsSelector(v.Spec.Selector); !s.Matches(labels.Set(d.Spec.Template.Labels)) {
+				t.Errorf("PodDisruptionBudget %s does not select the remediator pods", v.Name)
+			}
+		case *rbacv1.ClusterRoleBinding:
+			for _, s := range v.Subjects {
+				if s.Namespace != ns {
+					t.Errorf("ClusterRoleBinding %s binds %s/%s", v.Name, s.Namespace, s.Name)
+				}
+			}
+		case *unstructured.Unstructured:
+			if v.GetKind() == "PodMonitor" || v.GetKind() == "ServiceMonitor" {
+				ml, _, _ := unstructured.NestedStringMap(v.Object, "spec", "selector", "matchLabels")
+				target := labels.Set(ds.Spec.Template.Labels)
+				if strings.Contains(v.GetName(), "remediator") {
+					target = labels.Set(d.Spec.Template.Labels)
+				}
+				if len(ml) == 0 || !labels.SelectorFromSet(ml).Matches(target) {
+					t.Errorf("%s %s selector %v", v.GetKind(), v.GetName(), ml)
+				}
+				// The rules' job selectors (rules/emptydir-guard.rules.yml): the operator names
+				// the job <namespace>/<name> (PodMonitor) or after the Service.
+				if strings.Contains(v.GetName(), "exporter") && !strings.Contains(v.GetName(), "emptydir-exporter") {
+					t.Errorf("%s %s: the job would not match the rules' .*emptydir-exporter.*", v.GetKind(), v.GetName())
+				}
+			}
+		}
+	}
+	var secretName, key string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "webhook-token" && v.Secret != nil && len(v.Secret.Items) == 1 {
+			secretName, key = v.Secret.SecretName, v.Secret.Items[0].Key
+		}
+	}
+	if secretName == "" {
+		t.Fatalf("the remediator mounts no webhook token Secret")
+	}
+	if s := find[*corev1.Secret](r, secretName); s != nil && len(s.Data[key]) < 32 {
+		t.Errorf("generated Secret %s: key %q holds %d bytes", secretName, key, len(s.Data[key]))
+	}
+	for _, pair := range [][2]string{{exp, "DaemonSet"}, {rem, "Deployment"}} {
+		if find[*corev1.ServiceAccount](r, pair[0]) == nil {
+			t.Errorf("no ServiceAccount %s for the %s", pair[0], pair[1])
+		}
+	}
+	if ds.Spec.Template.Spec.ServiceAccountName != exp || d.Spec.Template.Spec.ServiceAccountName != rem {
+		t.Errorf("pods run as %s and %s", ds.Spec.Template.Spec.ServiceAccountName, d.Spec.Template.Spec.ServiceAccountName)
+	}
+	if !grants(r, exp, "pods", "watch") || !grants(r, rem, "pods/eviction", "create") || !grants(r, rem, "leases", "update") {
+		t.Error("a ServiceAccount lacks what it needs (pods watch, pods/eviction create, leases update)")
+	}
+	for _, sa := range []string{exp, rem} {
+		for _, rv := range [][2]string{{"pods", "delete"}, {"secrets", "get"}, {"pods/exec", "create"}} {
+			if grants(r, sa, rv[0], rv[1]) {
+				t.Errorf("%s may %s %s", sa, rv[1], rv[0])
+			}
+		}
+	}
+}
+
+func podSpecs(r rendered) map[string]corev1.PodSpec {
+	out := map[string]corev1.PodSpec{}
+	for _, o := range r.objs {
+		switch v := o.(type) {
+		case *appsv1.DaemonSet:
+			out["DaemonSet/"+v.Name] = v.Spec.Template.Spec
+		case *appsv1.Deployment:
+			out["Deployment/"+v.Name] = v.Spec.Template.Spec
+		}
+	}
+	return out
+}
+
+func hostPaths(spec corev1.PodSpec) []string {
+	var out []string
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil {
+			out = append(out, v.HostPath.Path)
+		}
+	}
+	return out
+}
+
+func TestRender(t *testing.T) {
+	rulesWant := func(t *testing.T) map[string]any {
+		b, err := os.ReadFile(filepath.Join(root, "rules/prometheusrule.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pr map[string]any
+		if err := yaml.Unmarshal(b, &pr); err != nil {
+			t.Fatal(err)
+		}
+		return pr["spec"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		name     string
+		release  helmchart.Release
+		exp, rem string
+		check    func(t *testing.T, r rendered)
+	}{{
+		name: "defaults, release named like the chart", release: release("emptydir-guard"),
+		exp: "emptydir-exporter", rem: "emptydir-remediator",
+		check: func(t *testing.T, r rendered) {
+			want := []string{"ClusterRole/emptydir-exporter", "ClusterRole/emptydir-remediator",
+				"ClusterRoleBinding/emptydir-exporter", "ClusterRoleBinding/emptydir-remediator",
+				"DaemonSet/emptydir-exporter", "Deployment/emptydir-remediator", "PodDisruptionBudget/emptydir-remediator",
+				"Role/emptydir-remediator", "RoleBinding/emptydir-remediator", "Secret/emptydir-remediator-webhook",
+				"Service/emptydir-exporter", "Service/emptydir-remediator", "ServiceAccount/emptydir-exporter", "ServiceAccount/emptydir-remediator"}
+			if got := kindNames(r); !slices.Equal(got, want) {
+				t.Errorf("objects\n got %v\nwant %v", got, want)
+			}
+			ds := exporterDS(t, r, "emptydir-exporter")
+			if got := hostPaths(ds.Spec.Template.Spec); !slices.Equal(got, []string{"/var/lib/kubelet/pods"}) {
+				t.Errorf("hostPaths %v", got)
+			}
+			if tol := ds.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Operator != corev1.TolerationOpExists || tol[0].Key != "" {
+				t.Errorf("exporter tolerations %v, want every taint", tol)
+			}
+			if ds.Labels["app.kubernetes.io/managed-by"] != "Helm" || ds.Spec.Template.Spec.Containers[0].Image != "ghcr.io/emptydir-guard/emptydir-guard:latest" {
+				t.Errorf("labels %v, image %s", ds.Labels, ds.Spec.Template.Spec.Containers[0].Image)
+			}
+			if c := ds.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities; !slices.Equal(c.Add, []corev1.Capability{"DAC_READ_SEARCH"}) {
+				t.Errorf("exporter capabilities %v", c)
+			}
+			if grants(r, "emptydir-exporter", "nodes/stats", "get") || grants(r, "emptydir-remediator", "nodes/proxy", "get") {
+				t.Error("the kubelet rights are granted without the kubelet source")
+			}
+		},
+	}, {
+		name: "another release name prefixes every name", release: release("guard"),
+		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
+		check: func(t *testing.T, r rendered) {
+			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
+			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args,
+				"--leader-elect.lease-name=guard-emptydir-remediator", "--exporter.selector=app.kubernetes.io/name=emptydir-exporter,app.kubernetes.io/instance=guard")
+		},
+	}, {
+		name: "kube-prometheus-stack", release: release("guard", "kube-prometheus-stack-values.yaml"),
+		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
+		check: func(t *testing.T, r rendered) {
+			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
+			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--dry-run",
+				"--namespace-deny=kube-system", "--namespace-deny=monitoring", "--max-evictions-per-node=2", "--cooldown=15m")
+			var monitors, rules int
+			dashboards := map[string]string{}
+			for _, o := range r.objs {
+				switch v := o.(type) {
+				case *unstructured.Unstructured:
+					if v.GetLabels()["release"] != "kube-prometheus-stack" {
+						t.Errorf("%s %s lacks the operator's selector label", v.GetKind(), v.GetName())
+					}
+					switch v.GetKind() {
+					case "PodMonitor":
+						monitors++
+					case "PrometheusRule":
+						rules++
+						if !reflect.DeepEqual(v.Object["spec"], rulesWant(t)) {
+							t.Error("the PrometheusRule's spec differs from rules/prometheusrule.yaml")
+						}
+					}
+				case *corev1.ConfigMap:
+					if v.Labels["grafana_dashboard"] != "1" || v.Annotations["grafana_folder"] != "emptyDir guard" {
+						t.Errorf("ConfigMap %s: labels %v annotations %v", v.Name, v.Labels, v.Annotations)
+					}
+					for k, data := range v.Data {
+						dashboards[k] = data
+					}
+				}
+			}
+			if monitors != 2 || rules != 1 {
+				t.Errorf("%d PodMonitors, %d PrometheusRules", monitors, rules)
+			}
+			src, _ := filepath.Glob(filepath.Join(root, "dashboards/*.json"))
+			if len(src) == 0 || len(dashboards) != len(src) {
+				t.Errorf("%d dashboard ConfigMap entries for %d dashboards", len(dashboards), len(src))
+			}
+			for _, f := range src {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := dashboards[filepath.Base(f)]; strings.TrimSpace(got) != strings.TrimSpace(string(b)) {
+					t.Errorf("dashboard %s: the ConfigMap does not hold dashboards/%s", filepath.Base(f), filepath.Base(f))
+				}
+			}
+		},
+	}, {
+		name: "kubelet source", release: release("guard", "kubelet-source-values.yaml"),
+		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
+		check: func(t *testing.T, r rendered) {
+			ds := exporterDS(t, r, "guard-emptydir-exporter")
+			c := ds.Spec.Template.Spec.Containers[0]
+			wantArgs(t, "exporter", c.Args, "--source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
+			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 0 {
+				t.Errorf("kubelet source: hostPaths %v, mounts %v", hp, c.VolumeMounts)
+			}
+			if !grants(r, "guard-emptydir-exporter", "nodes/stats", "get") || grants(r, "guard-emptydir-exporter", "nodes/proxy", "get") {
+				t.Error("kubelet source: want get nodes/stats and not nodes/proxy")
+			}
+			if find[*unstructured.Unstructured](r, "guard-emptydir-exporter") == nil {
+				t.Error("no ServiceMonitor for the exporter")
+			}
+		},
+	}, {
+		name: "hardened", release: release("guard", "hardened-values.yaml"),
+		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
+		check: func(t *testing.T, r rendered) {
+			if s := find[*corev1.Secret](r, "guard-emptydir-remediator-webhook"); s != nil {
+				t.Error("a token Secret is generated although webhookToken.existingSecret is set")
+			}
+			for name, spec := range podSpecs(r) {
+				c := spec.Containers[0]
+				if c.Image != "registry.example/emptydir-guard:v0.1.0" || len(spec.ImagePullSecrets) != 1 {
+					t.Errorf("%s: image %s, pull secrets %v", name, c.Image, spec.ImagePullSecrets)
+				}
+				for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+					if p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+						t.Errorf("%s: probe %+v, want HTTPS with tls_server_config", name, p.ProbeHandler)
+					}
+				}
+				files := argValues(c.Args, "web.config.file")
+				if len(files) != 1 {
+					t.Errorf("%s: --web.config.file %v", name, files)
+					continue
+				}
+				mounted := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return filepath.Dir(files[0]) == m.MountPath })
+				if !mounted {
+					t.Errorf("%s: nothing mounted at %s", name, filepath.Dir(files[0]))
+				}
+			}
+			for _, n := range []string{"guard-emptydir-exporter-web-config", "guard-emptydir-remediator-web-config"} {
+				s := find[*corev1.Secret](r, n)
+				if s == nil || !strings.Contains(s.StringData["web-config.yml"], "cert_file:") {
+					t.Errorf("web config Secret %s: %v", n, s)
+				}
+			}
+			ds := exporterDS(t, r, "guard-emptydir-exporter")
+			if got := hostPaths(ds.Spec.Template.Spec); !slices.Equal(got, []string{"/var/lib/k0s/kubelet/pods"}) {
+				t.Errorf("hostPaths %v", got)
+			}
+			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
+			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
+			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--namespace-allow=batch", "--namespace-allow=ci",
+				"--pod-selector=emptydir-guard/evict!=false", "--threshold-ratio=1.1", "--max-evictions=10", "--cap-window=30m",
+				"--allow-daemonset-pods", "--log.level=debug", "--exporter.scheme=https")
+			if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" {
+				t.Errorf("replicas %d, priorityClassName %q", *d.Spec.Replicas, d.Spec.Template.Spec.PriorityClassName)
+			}
+			for _, o := range r.objs {
+				if o.(metav1.Object).GetLabels()["team"] != "platform" {
+					t.Errorf("%T %s lacks commonLabels", o, o.(metav1.Object).GetName())
+				}
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := render(t, tc.release)
+			checkWiring(t, r, tc.release.Namespace, tc.exp, tc.rem)
+			tc.check(t, r)
+		})
+	}
+}
+
+// TestToggles: each component, each optional object and the kubelet rights come and go with
+// their values.
+func TestToggles(t *testing.T) {
+	with := func(v string) helmchart.Release {
+		r := release("guard")
+		if err := yaml.Unmarshal([]byte(v), &r.Values); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		values  string
+		present []string
+		absent  []string
+	}{
+		{"exporter: {enabled: false}", []string{"Deployment/guard-emptydir-remediator"},
+			[]string{"DaemonSet/guard-emptydir-exporter", "ServiceAccount/guard-emptydir-exporter", "ClusterRole/guard-emptydir-exporter", "Service/guard-emptydir-exporter"}},
+		{"remediator: {enabled: false}", []string{"DaemonSet/guard-emptydir-exporter"},
+			[]string{"Deployment/guard-emptydir-remediator", "Secret/guard-emptydir-remediator-webhook", "Role/guard-emptydir-remediator", "PodDisruptionBudget/guard-emptydir-remediator"}},
+		{"{remediator: {podDisruptionBudget: {enabled: false}}, exporter: {service: {enabled: false}}}", nil,
+			[]string{"PodDisruptionBudget/guard-emptydir-remediator", "Service/guard-emptydir-exporter"}},
+		{"{remediator: {serviceAccount: {create: false, name: byo}}}", nil, []string{"ServiceAccount/guard-emptydir-remediator"}},
+		{"{serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboards: {enabled: true}}",
+			[]string{"ServiceMonitor/guard-emptydir-exporter", "ServiceMonitor/guard-emptydir-remediator", "PrometheusRule/guard-emptydir-guard", "ConfigMap/guard-emptydir-fleet"},
+			[]string{"PodMonitor/guard-emptydir-exporter"}},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			got := kindNames(render(t, with(tc.values)))
+			for _, p := range tc.present {
+				if !slices.Contains(got, p) {
+					t.Errorf("%s missing from %v", p, got)
+				}
+			}
+			for _, a := range tc.absent {
+				if slices.Contains(got, a) {
+					t.Errorf("%s rendered", a)
+				}
+			}
+		})
+	}
+	// The remediator's kubelet measurement is the only way it gets nodes/proxy.
+	r := render(t, with("remediator: {measurementSource: kubelet}"))
+	if !grants(r, "guard-emptydir-remediator", "nodes/proxy", "get") {
+		t.Error("measurementSource kubelet: no get nodes/proxy")
+	}
+	wantArgs(t, "remediator", remediatorDeploy(t, r, "guard-emptydir-remediator").Spec.Template.Spec.Containers[0].Args, "--measurement.source=kubelet")
+	// Basic auth answers the kubelet's HTTP probes with 401: the probes check the port instead.
+	r = render(t, with("remediator: {webConfig: {basic_auth_users: {prometheus: $2y$10$abc}}}"))
+	if p := remediatorDeploy(t, r, "guard-emptydir-remediator").Spec.Template.Spec.Containers[0].ReadinessProbe; p.TCPSocket == nil {
+		t.Errorf("basic auth: readiness probe %+v, want tcpSocket", p.ProbeHandler)
+	}
+}
+
+// ---- the rendered arguments parse in the real commands ----
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func commandBinary(t *testing.T, name string) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "emptydir-guard-helm-test-"); buildErr != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/...")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{err, out}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, name)
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string {
+	return "go build ./cmd/...: " + e.err.Error() + "\n" + string(e.out)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// TestRenderedArgsParse: every argument the chart renders, with every tuning flag set, is one
+// the commands accept (kingpin rejects unknown flags and bad values before --version exits 0).
+func TestRenderedArgsParse(t *testing.T) {
+	all := release("guard")
+	if err := yaml.Unmarshal([]byte(`
+exporter:
+  flags: {fs.walk-concurrency: 4, live.concurrency: 2, kubelet.timeout: 10s, log.level: debug, log.format: json}
+remediator:
+  dryRun: true
+  namespaceAllow: [a, b]
+  podSelector: app=x
+  flags: {threshold-ratio: 0.9, cooldown: 10m, max-evictions-per-node: 1, max-evictions-per-namespace: 2, max-evictions: 3,
+    cap-window: 1h, eviction.grace-period: 30, max-measurement-age: 1m, measurement.timeout: 3s, web.alert-timeout: 20s,
+    opt-out-annotation: example.com/no-evict, allow-daemonset-pods: true, allow-critical-pods: false, allow-mirror-pods: true,
+    log.level: warn, log.format: logfmt}
+`), &all.Values); err != nil {
+		t.Fatal(err)
+	}
+	releases := map[string]helmchart.Release{"every flag": all, "base": helmchart.BaseRelease(root, nil)}
+	files, _ := filepath.Glob(valuesFile("*-values.yaml"))
+	for _, f := range files {
+		releases[filepath.Base(f)] = release("guard", filepath.Base(f))
+	}
+	for name, rel := range releases {
+		t.Run(name, func(t *testing.T) {
+			for what, spec := range podSpecs(render(t, rel)) {
+				c := spec.Containers[0]
+				args := make([]string, 0, len(c.Args)+1)
+				for _, a := range c.Args {
+					args = append(args, strings.ReplaceAll(a, "$(NODE_IP)", "192.0.2.10"))
+				}
+				bin := commandBinary(t, filepath.Base(c.Command[0]))
+				if out, err := exec.Command(bin, append(args, "--version")...).CombinedOutput(); err != nil {
+					t.Errorf("%s: %s %v --version: %v\n%s", what, filepath.Base(bin), args, err, out)
+				}
+			}
+		})
+	}
+	// The controls: a flag the command does not have, and a value after a boolean flag, fail.
+	for _, bad := range []string{"--max-eviction=3", "--allow-daemonset-pods=true"} {
+		if out, err := exec.Command(commandBinary(t, "emptydir-remediator"), bad, "--version").CombinedOutput(); err == nil {
+			t.Errorf("%s parsed: %s", bad, out)
+		}
+	}
+}
