@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/emptydir-guard/emptydir-guard/deploy"
+)
+
+// helmTemplate renders the chart (deploy/helm/emptydir-guard) with `helm template`, Helm
+// being the pinned tool of the test/helm module (`go tool helm`), and decodes the objects.
+func helmTemplate(t *testing.T, release, ns, values string) []runtime.Object {
+	t.Helper()
+	vf := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(vf, []byte(values), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chart, err := filepath.Abs("../../deploy/helm/emptydir-guard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "tool", "helm", "template", release, chart, "--namespace", ns, "--values", vf)
+	cmd.Dir = "../helm"
+	// Helm's own state stays in the test's temp dir.
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("helm template: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("helm template: %v", err)
+	}
+	objs, err := deploy.Decode(out)
+	if err != nil {
+		t.Fatalf("decoding helm template's output: %v", err)
+	}
+	return objs
+}
+
+// TestHelmChartOnRealCluster renders the Helm chart for a release whose name differs from the
+// chart's (so every name, label selector and RBAC subject comes from the templates, none
+// coincides with the kustomize base's), applies it to the real API server, and runs the same
+// checks as the kustomize base's test: the exporter and remediator pods from the project's
+// image under the chart's ServiceAccounts and RBAC, the SubjectAccessReviews, leader election,
+// the chart-generated webhook token, and the seed pod's eviction through them.
+//
+// Through values, not patches: the image, its pull policy and the kubelet root. Patched,
+// because this cluster has no kube-proxy: the API server address (deployAPIEnv).
+func TestHelmChartOnRealCluster(t *testing.T) {
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
+	defer cancel()
+
+	const release, ns = "guard", "helm-guard"
+	objs := helmTemplate(t, release, ns, `
+image:
+  repository: localhost/emptydir-guard
+  tag: test
+  pullPolicy: Never
+exporter:
+  kubeletRootDir: `+c.KubeletRootDir()+`
+remediator:
+  replicas: 2
+`)
+	in := install{ns: ns, exporter: "guard-emptydir-exporter", remediator: "guard-emptydir-remediator"}
+	for _, o := range objs {
+		if s, ok := o.(*corev1.Secret); ok && s.Name == in.remediator+"-webhook" {
+			in.token = string(s.Data["token"])
+		}
+	}
+	if len(in.token) < 32 {
+		t.Fatalf("the chart generated no webhook token Secret (token %q)", in.token)
+	}
+	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
+	seed := installed.startSeed(ctx, t, "helm")
+	exp, rems := installed.createPods(ctx, t)
+	installed.checkExporter(ctx, t, exp, seed)
+	installed.evictSeed(ctx, t, rems, seed)
+}
