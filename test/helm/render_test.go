@@ -260,6 +260,13 @@ func TestRender(t *testing.T) {
 			if grants(r, "emptydir-exporter", "nodes/stats", "get") || grants(r, "emptydir-remediator", "nodes/proxy", "get") {
 				t.Error("the kubelet rights are granted without the kubelet source")
 			}
+			// NOTES.txt says how to check it and where Alertmanager posts, with the real names.
+			for _, want := range []string{"rollout status daemonset/emptydir-exporter", "rollout status deployment/emptydir-remediator",
+				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook"} {
+				if !strings.Contains(r.files["templates/NOTES.txt"], want) {
+					t.Errorf("NOTES.txt lacks %q:\n%s", want, r.files["templates/NOTES.txt"])
+				}
+			}
 		},
 	}, {
 		name: "another release name prefixes every name", release: release("guard"),
