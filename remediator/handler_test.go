@@ -26,7 +26,6 @@ const (
 )
 
 func TestWebhookAlertOutcomes(t *testing.T) {
-	pdbBlocked := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
 	tests := []struct {
 		name       string
 		cfg        func(*Config)
@@ -78,8 +77,10 @@ func TestWebhookAlertOutcomes(t *testing.T) {
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantGone: true, wantEvent: EventEvicted},
 		{name: "critical pod", pod: newPod("default", "web-0", uid1).priorityClass(SystemClusterCritical).build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
 			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipCritical, wantEvent: EventOverLimit},
-		{name: "PDB blocks: 429, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: pdbBlocked,
+		{name: "PDB blocks: 429 naming the DisruptionBudget, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: pdbRefusal(),
 			wantCode: 503, wantOut: OutcomePDBBlocked, wantReason: "pdb", wantEvicts: 1, wantEvent: EventEvictionBlocked},
+		{name: "API Priority and Fairness throttles: 429 without a cause, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apfThrottle(),
+			wantCode: 503, wantOut: OutcomeThrottled, wantReason: "throttled", wantEvicts: 1},
 		{name: "eviction 404: gone", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-0"),
 			wantCode: 200, wantOut: OutcomeGone, wantReason: "not_found", wantEvicts: 1},
 		{name: "eviction API error: retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewInternalError(errors.New("etcd leader changed")),

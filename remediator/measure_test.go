@@ -69,7 +69,7 @@ func TestExporterMeasurer(t *testing.T) {
 			if gotURL != wantURL {
 				t.Errorf("requested %q, want %q", gotURL, wantURL)
 			}
-			checkMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
+			assertMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
 			if err == nil && (got.Source != SourceExporter || got.MeasuredAt.IsZero() || got.Node != "node-1") {
 				t.Errorf("measurement %+v", got)
 			}
@@ -83,10 +83,10 @@ func TestExporterMeasurerUnreachable(t *testing.T) {
 	ts.Close()
 	m := NewExporterMeasurer(ts.Client(), StaticLocator(url), 5*time.Second)
 	_, err := m.Measure(t.Context(), newPod("default", "p", uid1).build(), "empty")
-	checkMeasurement(t, Measurement{}, err, 0, MeasureUnreachable)
+	assertMeasurement(t, Measurement{}, err, 0, MeasureUnreachable)
 }
 
-func checkMeasurement(t *testing.T, got Measurement, err error, wantUsed int64, wantReason string) {
+func assertMeasurement(t *testing.T, got Measurement, err error, wantUsed int64, wantReason string) {
 	t.Helper()
 	if wantReason == "" {
 		if err != nil {
@@ -134,7 +134,7 @@ func TestPodLocator(t *testing.T) {
 	for _, tt := range tests {
 		got, err := loc.Locate(context.Background(), tt.node)
 		if tt.wantReason != "" {
-			checkMeasurement(t, Measurement{}, err, 0, tt.wantReason)
+			assertMeasurement(t, Measurement{}, err, 0, tt.wantReason)
 			continue
 		}
 		if err != nil || got != tt.want {
@@ -213,7 +213,7 @@ func TestKubeletMeasurer(t *testing.T) {
 			if gotPath != "/api/v1/nodes/node-1/proxy/stats/summary" {
 				t.Errorf("requested %q", gotPath)
 			}
-			checkMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
+			assertMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
 			if err == nil && got.Source != SourceKubelet {
 				t.Errorf("source %q", got.Source)
 			}

@@ -36,7 +36,7 @@ func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult 
 // audit writes the one structured log line per alert.
 func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error) {
 	level := slog.LevelInfo
-	if res.Outcome == OutcomeError || res.Outcome == OutcomePDBBlocked {
+	if res.Outcome.Retryable() {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -54,6 +54,9 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 	}
 	if res.UsedBytes != nil {
 		attrs = append(attrs, slog.Int64("used_bytes", *res.UsedBytes), slog.String("measurement_source", res.Source))
+	}
+	if res.UnreadableEntries > 0 {
+		attrs = append(attrs, slog.Int64("unreadable_entries", res.UnreadableEntries))
 	}
 	if res.LimitBytes != nil {
 		attrs = append(attrs, slog.Int64("limit_bytes", *res.LimitBytes))
@@ -104,12 +107,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	res.LimitBytes = &limit
 
 	// 2. A live measurement: never the alert's numbers, never a stale value.
-	start := time.Now()
-	m, err := s.measurer.Measure(ctx, pod, t.Volume)
-	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
-	if err == nil {
-		err = checkFresh(m.MeasuredAt, s.now(), s.cfg.MaxMeasurementAge)
-	}
+	m, err := s.liveMeasurement(ctx, pod, t.Volume)
 	if err != nil {
 		reason := measurementReason(err)
 		s.metrics.measureErrors.WithLabelValues(reason).Inc()
@@ -117,15 +115,25 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return fmt.Errorf("measuring volume %q of pod %s/%s: %w", t.Volume, t.Namespace, t.Pod, err)
 	}
 	used := m.UsedBytes
-	res.UsedBytes, res.Source = &used, m.Source
+	res.UsedBytes, res.Source, res.UnreadableEntries = &used, m.Source, m.UnreadableEntries
 	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, humanBytes(used),
 		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	if m.UnreadableEntries > 0 {
+		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%d entries unreadable; measured %s by %s), limit %s", t.Volume,
+			humanBytes(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	}
 	if s.cfg.ThresholdRatio != 1 {
 		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
 	}
 
-	// 3. Over the pod's current limit?
+	// 3. Over the pod's current limit? A lower bound above the limit proves it; a lower bound
+	// at or below the limit proves nothing.
 	if !overLimit(used, limit, s.cfg.ThresholdRatio) {
+		if m.UnreadableEntries > 0 {
+			s.metrics.measureErrors.WithLabelValues(MeasureIncomplete).Inc()
+			set(OutcomeError, "measurement_"+MeasureIncomplete, "%s: cannot decide whether it is over the limit; nothing done, retry", usage)
+			return measureErr(MeasureIncomplete, "%d entries of volume %q could not be read", m.UnreadableEntries, t.Volume)
+		}
 		set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
 		return nil
 	}
@@ -146,6 +154,13 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return nil
 	}
 
+	// Leadership may have moved while this payload was worked through (measurements take
+	// long): only the leader acts, so ask again right before acting.
+	if !s.IsLeader() {
+		slot.release()
+		set(OutcomeNotLeader, "not_leader", "%s; not evicted: this replica is no longer the leader, retry", usage)
+		return nil
+	}
 	if s.cfg.DryRun {
 		slot.commit(t.UID, OutcomeDryRun, now)
 		s.metrics.evictions.WithLabelValues(EvictionDryRun).Inc()
@@ -172,12 +187,39 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		set(OutcomePDBBlocked, "pdb", "%s; eviction blocked by a PodDisruptionBudget, retry later", usage)
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionBlocked, "%s; eviction blocked: %s", usage, errorText(err))
 		return err
+	case EvictionThrottled:
+		// The API server protecting itself says nothing about the pod: no Event on it.
+		slot.release()
+		set(OutcomeThrottled, "throttled", "%s; eviction throttled by the API server (%s), retry later", usage, errorText(err))
+		return err
 	default:
 		slot.release()
 		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionFailed, "%s; eviction failed: %s", usage, errorText(err))
 		return err
 	}
+}
+
+// liveMeasurement returns a fresh measurement of the volume of pod: the last one of the same
+// pod UID and volume while it is still fresh, else a new one from the measurer. Every
+// measurement is checked (the pod's node, freshness) before it is used or kept.
+func (s *Server) liveMeasurement(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+	if m, ok := s.measurements.get(string(pod.UID), volume, s.now()); ok {
+		s.metrics.measureReused.Inc()
+		return m, nil
+	}
+	start := time.Now()
+	m, err := s.measurer.Measure(ctx, pod, volume)
+	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return Measurement{}, err
+	}
+	now := s.now()
+	if err := checkMeasurement(m, pod, now, s.cfg.MaxMeasurementAge); err != nil {
+		return Measurement{}, err
+	}
+	s.measurements.put(string(pod.UID), volume, m, now)
+	return m, nil
 }
 
 // errorText is the API server's message of err, without the wrapping.

@@ -41,6 +41,8 @@ type Server struct {
 	metrics  *metrics
 	ledger   *ledger
 	locks    keyedMutex
+	// measurements keeps fresh live measurements for the retries of refused evictions.
+	measurements *measurementCache
 
 	leader      atomic.Bool // this replica may act
 	leaderKnown atomic.Bool // leader election has told who leads
@@ -85,6 +87,7 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		s.reg = newRegistry()
 	}
 	s.metrics = newMetrics(s.reg)
+	s.measurements = newMeasurementCache(cfg.MaxMeasurementAge)
 	if s.recorder == nil {
 		b := record.NewBroadcaster()
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
