@@ -18,6 +18,9 @@ type Config struct {
 	MaxRequestBytes int64
 	// BearerToken, when set, is required as "Authorization: Bearer <token>" on the webhook.
 	BearerToken string
+	// BearerTokenFile, when set, holds that token instead; it is read again when it changes
+	// (Secret rotation).
+	BearerTokenFile string
 	// AlertTimeout bounds the handling of one alert (pod GET, live measurement, eviction).
 	AlertTimeout time.Duration
 
@@ -80,6 +83,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max request size %d must be at least 1024 bytes", c.MaxRequestBytes))
+	}
+	if c.BearerToken != "" && c.BearerTokenFile != "" {
+		errs = append(errs, errors.New("set the bearer token or its file, not both"))
 	}
 	if c.AlertTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("alert timeout %s must be positive", c.AlertTimeout))

@@ -43,6 +43,8 @@ type Server struct {
 	locks    keyedMutex
 	// measurements keeps fresh live measurements for the retries of refused evictions.
 	measurements *measurementCache
+	// bearerFile is Config.BearerTokenFile, re-read when it is rotated.
+	bearerFile *tokenFile
 
 	leader      atomic.Bool // this replica may act
 	leaderKnown atomic.Bool // leader election has told who leads
@@ -82,6 +84,17 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case cfg.BearerTokenFile != "":
+		tf, err := loadTokenFile(cfg.BearerTokenFile, s.logger)
+		if err != nil {
+			return nil, err
+		}
+		s.bearerFile = tf
+	case cfg.BearerToken == "":
+		s.logger.Warn("the webhook requires no bearer token: whoever reaches it can make the remediator evict pods, "+
+			"unless the web configuration requires basic auth or client certificates", "webhook_path", cfg.WebhookPath)
 	}
 	if s.reg == nil {
 		s.reg = newRegistry()
@@ -165,13 +178,17 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok: standby\n"))
 }
 
-// requireBearer rejects requests without the configured bearer token with 401.
+// requireBearer rejects requests without the configured bearer token with 401. A token
+// file is checked for rotation on each request.
 func (s *Server) requireBearer(next http.Handler) http.Handler {
-	if s.cfg.BearerToken == "" {
+	if s.cfg.BearerToken == "" && s.bearerFile == nil {
 		return next
 	}
-	want := []byte(s.cfg.BearerToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := []byte(s.cfg.BearerToken)
+		if s.bearerFile != nil {
+			want = s.bearerFile.current()
+		}
 		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			s.logger.Warn("webhook request rejected", "reason", "unauthenticated", "remote", r.RemoteAddr, "has_authorization", ok)

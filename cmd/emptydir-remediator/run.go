@@ -82,16 +82,8 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 	if err != nil {
 		return err
 	}
-	if c.bearerTokenFile != "" {
-		b, err := os.ReadFile(c.bearerTokenFile)
-		if err != nil {
-			return fmt.Errorf("reading --web.bearer-token-file: %w", err)
-		}
-		rc.BearerToken = strings.TrimSpace(string(b))
-		if rc.BearerToken == "" {
-			return fmt.Errorf("--web.bearer-token-file %q is empty", c.bearerTokenFile)
-		}
-	}
+	// Read by the server, and again whenever the Secret behind it is rotated.
+	rc.BearerTokenFile = c.bearerTokenFile
 	restCfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading Kubernetes client configuration: %w", err)
