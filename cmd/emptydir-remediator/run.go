@@ -155,6 +155,9 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (remediator.LiveMeasurer, error) {
 	switch c.source {
 	case remediator.SourceKubelet:
+		if err := checkKubeletCredentials(restCfg); err != nil {
+			return nil, err
+		}
 		hc, err := rest.HTTPClientFor(restCfg)
 		if err != nil {
 			return nil, fmt.Errorf("creating API server HTTP client: %w", err)
@@ -167,6 +170,9 @@ func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (
 			hcfg, _, err := promconfig.LoadHTTPConfigFile(c.exporterHTTPCfg)
 			if err != nil {
 				return nil, fmt.Errorf("loading --exporter.http-config.file: %w", err)
+			}
+			if err := checkExporterCredentials(c, *hcfg); err != nil {
+				return nil, err
 			}
 			hc, err = promconfig.NewClientFromConfig(*hcfg, remediator.Component)
 			if err != nil {
