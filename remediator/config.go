@@ -21,14 +21,16 @@ type Config struct {
 	// BearerTokenFile, when set, holds that token instead; it is read again when it changes
 	// (Secret rotation).
 	BearerTokenFile string
-	// AlertTimeout bounds the handling of one alert (pod GET, live measurement, eviction).
+	// AlertTimeout bounds the handling of one alert (pod GET, live measurement, eviction);
+	// the live measurement, a walk of the volume, takes most of it.
 	AlertTimeout time.Duration
 
 	// DryRun does everything except the Eviction API call.
 	DryRun bool
 	// ThresholdRatio scales the sizeLimit: evict when used > sizeLimit × ThresholdRatio.
 	ThresholdRatio float64
-	// MaxMeasurementAge is the oldest live measurement that is acted on.
+	// MaxMeasurementAge is the oldest live measurement that is acted on, counted from when
+	// it was complete (the end of the walk), so that a long walk of a big volume counts.
 	MaxMeasurementAge time.Duration
 
 	// NamespaceAllow, when not empty, lists the only namespaces that are remediated.
@@ -61,7 +63,7 @@ func DefaultConfig() Config {
 	return Config{
 		WebhookPath:        "/webhook",
 		MaxRequestBytes:    1 << 20,
-		AlertTimeout:       20 * time.Second,
+		AlertTimeout:       45 * time.Second,
 		ThresholdRatio:     1.0,
 		MaxMeasurementAge:  5 * time.Second,
 		OptOutAnnotation:   DefaultOptOutAnnotation,

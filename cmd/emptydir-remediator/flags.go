@@ -25,6 +25,10 @@ import (
 const (
 	defaultListenAddress = ":9732"
 	defaultExporterPort  = 9731
+	// defaultMeasureTimeout lets a live walk of a big volume finish: the exporter bounds a
+	// live walk at 30 s and then answers 503 itself, which says more than a cut connection.
+	// It is independent of --max-measurement-age, which is judged on the walk's end.
+	defaultMeasureTimeout = 35 * time.Second
 )
 
 // config is everything the flags say.
@@ -86,9 +90,9 @@ func parseFlags(args []string) (*config, *promslog.Config, *web.FlagConfig, erro
 
 	app.Flag("dry-run", "Do everything except the Eviction API call: re-check, policy, Events (\"dry run: would evict\"), metrics, audit log.").Default("false").BoolVar(&c.dryRun)
 	app.Flag("threshold-ratio", "Evict when the live usage exceeds sizeLimit × this ratio.").Default("1.0").Float64Var(&c.thresholdRatio)
-	app.Flag("max-measurement-age", "Oldest live measurement acted on; older ones are rejected and the alert is retried.").Default(d.MaxMeasurementAge.String()).DurationVar(&c.maxAge)
+	app.Flag("max-measurement-age", "Oldest live measurement acted on, counted from the end of its walk; older ones are rejected and the alert is retried.").Default(d.MaxMeasurementAge.String()).DurationVar(&c.maxAge)
 	app.Flag("measurement.source", "Where live measurements come from: exporter (its live endpoint on the pod's node) or kubelet (Summary API through the API server's node proxy).").Default(remediator.SourceExporter).EnumVar(&c.source, remediator.SourceExporter, remediator.SourceKubelet)
-	app.Flag("measurement.timeout", "Timeout of one live measurement request.").Default("5s").DurationVar(&c.measureTimeout)
+	app.Flag("measurement.timeout", "Timeout of one live measurement request: long enough for the walk of a big volume; shorter than --web.alert-timeout.").Default(defaultMeasureTimeout.String()).DurationVar(&c.measureTimeout)
 	app.Flag("exporter.url", "Static base URL of the exporter (single-node clusters, testing); overrides the discovery of the exporter pod on the pod's node.").Default("").StringVar(&c.exporterURL)
 	app.Flag("exporter.namespace", "Namespace of the exporter pods; empty: the remediator's own namespace.").Default("").StringVar(&c.exporterNS)
 	app.Flag("exporter.selector", "Label selector of the exporter pods.").Default("app.kubernetes.io/name=emptydir-exporter").StringVar(&c.exporterSelector)

@@ -28,6 +28,11 @@ func TestParseFlagsDefaults(t *testing.T) {
 		c.source != "exporter" || c.dryRun || c.leaderElect || c.gracePeriod != -1 || c.optOutAnnotation != "emptydir-guard.io/evict" {
 		t.Errorf("defaults: %+v", c)
 	}
+	// The live re-check may take as long as the exporter allows a live walk (30 s) and
+	// still fits in the alert's time; freshness does not depend on it.
+	if c.measureTimeout <= 30*time.Second || c.measureTimeout >= c.alertTimeout {
+		t.Errorf("--measurement.timeout %s must exceed the exporter's 30 s live bound and stay under --web.alert-timeout %s", c.measureTimeout, c.alertTimeout)
+	}
 	if logCfg == nil || webFlags == nil || (*webFlags.WebListenAddresses)[0] != defaultListenAddress {
 		t.Errorf("log/web flags not registered")
 	}

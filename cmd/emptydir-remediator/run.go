@@ -123,6 +123,14 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 		close(leDone)
 	}
 
+	// The alerts of a payload are handled one after the other, each within
+	// --web.alert-timeout (which holds the --measurement.timeout of its live walk).
+	// WriteTimeout runs from the end of the request headers to the end of the answer, so it
+	// must cover the whole payload: ten alerts at their slowest, plus 30 s for reading the
+	// body (ReadTimeout) and writing the answer. A larger payload that is that slow loses its
+	// answer (the connection is closed); Alertmanager then retries, and what was done is not
+	// done twice (the ledger), so nothing is lost but time. With the documented grouping
+	// (one pod volume per group, docs/alerting.md) a payload holds one alert.
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
