@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,11 @@ import (
 
 // testNow is the fixed time of the handler tests.
 var testNow = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+
+// testUID returns a UID of the API server's form (a lowercase UUID), the same for a name.
+func testUID(name string) string {
+	return fmt.Sprintf("%08x-0000-4000-8000-000000000000", crc32.ChecksumIEEE([]byte(name)))
+}
 
 // podBuilder builds test pods: by default scheduled on node-1 with an emptyDir "empty" of 1Mi.
 type podBuilder struct{ pod *corev1.Pod }

@@ -43,47 +43,47 @@ func TestMetricsLint(t *testing.T) {
 // After a scenario, the counters say exactly what happened.
 func TestMetricsAfterScenario(t *testing.T) {
 	e := newEnv(t, testConfig(),
-		newPod("default", "evict-me", "uid-a").build(),
-		newPod("default", "small", "uid-b").build(),
-		newPod("default", "recreated", "uid-new").build(),
-		newPod("kube-system", "ds", "uid-ds").ownedBy("apps/v1", "DaemonSet").build(),
-		newPod("default", "blocked", "uid-pdb").build(),
-		newPod("default", "throttled", "uid-apf").build(),
+		newPod("default", "evict-me", testUID("a")).build(),
+		newPod("default", "small", testUID("b")).build(),
+		newPod("default", "recreated", testUID("new")).build(),
+		newPod("kube-system", "ds", testUID("ds")).ownedBy("apps/v1", "DaemonSet").build(),
+		newPod("default", "blocked", testUID("pdb")).build(),
+		newPod("default", "throttled", testUID("apf")).build(),
 	)
-	for uid, used := range map[string]int64{"uid-a": 10 * mib, "uid-b": 10, "uid-new": 10 * mib, "uid-ds": 10 * mib, "uid-pdb": 10 * mib, "uid-apf": 10 * mib} {
+	for uid, used := range map[string]int64{testUID("a"): 10 * mib, testUID("b"): 10, testUID("new"): 10 * mib, testUID("ds"): 10 * mib, testUID("pdb"): 10 * mib, testUID("apf"): 10 * mib} {
 		e.measurer.used[uid] = used
 	}
 	e.client.PrependReactor("create", "pods", evictionErrorFor("blocked", pdbRefusal()))
 	e.client.PrependReactor("create", "pods", evictionErrorFor("throttled", apfThrottle()))
 
 	if code, _ := e.post(payloadJSON(t,
-		firing("default", "evict-me", "uid-a"),
-		firing("default", "small", "uid-b"),
-		firing("default", "recreated", "uid-old"),
-		firing("kube-system", "ds", "uid-ds"),
-		firing("default", "gone", "uid-gone"),
-		resolved(firing("default", "evict-me", "uid-a")),
+		firing("default", "evict-me", testUID("a")),
+		firing("default", "small", testUID("b")),
+		firing("default", "recreated", testUID("old")),
+		firing("kube-system", "ds", testUID("ds")),
+		firing("default", "gone", testUID("gone")),
+		resolved(firing("default", "evict-me", testUID("a"))),
 	)); code != http.StatusOK {
 		t.Fatalf("first webhook: %d", code)
 	}
-	if code, _ := e.post(payloadJSON(t, firing("default", "blocked", "uid-pdb"))); code != http.StatusServiceUnavailable {
+	if code, _ := e.post(payloadJSON(t, firing("default", "blocked", testUID("pdb")))); code != http.StatusServiceUnavailable {
 		t.Fatalf("PDB webhook: %d", code)
 	}
 	// Alertmanager's retry of the blocked eviction reuses the fresh measurement.
-	if code, _ := e.post(payloadJSON(t, firing("default", "blocked", "uid-pdb"))); code != http.StatusServiceUnavailable {
+	if code, _ := e.post(payloadJSON(t, firing("default", "blocked", testUID("pdb")))); code != http.StatusServiceUnavailable {
 		t.Fatalf("PDB webhook retry: %d", code)
 	}
-	if code, _ := e.post(payloadJSON(t, firing("default", "throttled", "uid-apf"))); code != http.StatusServiceUnavailable {
+	if code, _ := e.post(payloadJSON(t, firing("default", "throttled", testUID("apf")))); code != http.StatusServiceUnavailable {
 		t.Fatalf("throttled webhook: %d", code)
 	}
 	// The repeat finds the evicted pod gone.
-	if code, _ := e.post(payloadJSON(t, firing("default", "evict-me", "uid-a"))); code != http.StatusOK {
+	if code, _ := e.post(payloadJSON(t, firing("default", "evict-me", testUID("a")))); code != http.StatusOK {
 		t.Fatalf("repeat webhook: %d", code)
 	}
 	// Past the maximum age, so that the measurement of the first webhook is not reused.
 	e.advance(time.Minute)
 	e.measurer.err = measureErr(MeasureStale, "old")
-	if code, _ := e.post(payloadJSON(t, firing("default", "small", "uid-b"))); code != http.StatusServiceUnavailable {
+	if code, _ := e.post(payloadJSON(t, firing("default", "small", testUID("b")))); code != http.StatusServiceUnavailable {
 		t.Fatalf("stale webhook: %d", code)
 	}
 	if code, _ := e.post([]byte(`{"version":"3"}`)); code != http.StatusBadRequest {
