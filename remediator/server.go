@@ -42,6 +42,8 @@ type Server struct {
 	ledger   *ledger
 	locks    keyedMutex
 
+	ledgerStore ledgerStore
+
 	leader      atomic.Bool // this replica may act
 	leaderKnown atomic.Bool // leader election has told who leads
 }
@@ -58,6 +60,12 @@ func WithEventRecorder(r record.EventRecorder) Option { return func(s *Server) {
 
 // WithClock sets the clock used for cooldowns and caps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithLedgerConfigMap keeps the eviction ledger (caps, cooldowns, duplicates) in the named
+// ConfigMap, shared by every replica and kept across restarts (default: in memory only).
+func WithLedgerConfigMap(namespace, name string) Option {
+	return func(s *Server) { s.ledgerStore = &configMapStore{client: s.client, namespace: namespace, name: name} }
+}
 
 // WithRegistry sets the registry the metrics are registered in (default: a new registry
 // with the Go and process collectors and build_info). Handler serves it on /metrics.
@@ -91,7 +99,10 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 		s.stopRec = b.Shutdown
 	}
-	s.ledger = newLedger(max(cfg.Cooldown, cfg.Caps.Window))
+	if s.ledgerStore == nil {
+		s.ledgerStore = &memoryStore{}
+	}
+	s.ledger = newLedger(s.ledgerStore, cfg.Cooldown, cfg.Caps.Window)
 	if !cfg.LeaderElection {
 		s.leader.Store(true)
 		s.leaderKnown.Store(true)
