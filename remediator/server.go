@@ -44,8 +44,11 @@ type Server struct {
 
 	ledgerStore ledgerStore
 
-	leader      atomic.Bool // this replica may act
-	leaderKnown atomic.Bool // leader election has told who leads
+	leader      atomic.Bool            // this replica may act
+	leaderKnown atomic.Bool            // leader election has told who leads
+	identity    atomic.Pointer[string] // this replica's leader election identity
+	leaderID    atomic.Pointer[string] // the identity leader election last reported leading
+	forward     *forwarder             // hands a standby's webhooks to the leader; nil: off
 }
 
 // Option changes how New builds a Server.

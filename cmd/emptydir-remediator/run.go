@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,6 +26,10 @@ import (
 )
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaderPortName is the container port through which a standby forwards webhooks to the
+// leader's pod (the leader election identity is the pod name).
+const leaderPortName = "http"
 
 // run parses the flags, serves until SIGINT/SIGTERM and returns the exit code:
 // 0 after a clean shutdown, 1 on a runtime error, 2 on bad flags.
@@ -112,6 +117,20 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 		opts = append(opts, remediator.WithLedgerConfigMap(c.leaseNamespace, c.ledgerConfigMap))
 	} else {
 		logger.Warn("eviction ledger in memory only: caps and cooldowns are forgotten on restart", "ledger_configmap", c.ledgerConfigMap)
+	}
+	if c.leaderElect {
+		if webFlags.WebConfigFile != nil && *webFlags.WebConfigFile != "" {
+			// The leader would be reached without the TLS and auth the web config sets up.
+			logger.Warn("standbys answer webhooks with 503 instead of forwarding them to the leader: --web.config.file is set")
+		} else {
+			opts = append(opts, remediator.WithLeaderForwarding(
+				remediator.PodLeaderResolver{Client: client, Namespace: c.leaseNamespace, PortName: leaderPortName},
+				&http.Client{Transport: &http.Transport{
+					DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+					MaxIdleConnsPerHost: 4,
+					IdleConnTimeout:     90 * time.Second,
+				}}))
+		}
 	}
 	srv, err := remediator.New(rc, client, measurer, opts...)
 	if err != nil {
