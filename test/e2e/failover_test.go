@@ -155,7 +155,7 @@ func TestRemediatorFailover(t *testing.T) {
 		"--web.bearer-token-file=" + tokenFile, "--namespace-allow=" + ns, "--log.level=debug"}
 
 	var pods []*corev1.Pod
-	for i := range 3 {
+	for i := range 4 {
 		p := runPod(ctx, t, c, c.SeedPod(ns, fmt.Sprintf("over-%d", i)))
 		fill(ctx, t, c, p, 2000)
 		pods = append(pods, p)
@@ -199,7 +199,7 @@ func TestRemediatorFailover(t *testing.T) {
 	t.Run("cooldown holds after a graceful handover", func(t *testing.T) {
 		leader, standby := startReplicas(t, c, remediatorBin, ns, "cooldown", [2]int{19764, 19765},
 			append(common, "--dry-run", "--cooldown=10m")...)
-		p := pods[2]
+		p := pods[3]
 		if res := deliver(leader, p); res.Outcome != remediator.OutcomeDryRun {
 			t.Fatalf("leader %s: %s/%s %q, want dry_run", leader.name, res.Outcome, res.Reason, res.Message)
 		}
