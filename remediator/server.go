@@ -46,8 +46,13 @@ type Server struct {
 	// bearerFile is Config.BearerTokenFile, re-read when it is rotated.
 	bearerFile *tokenFile
 
-	leader      atomic.Bool // this replica may act
-	leaderKnown atomic.Bool // leader election has told who leads
+	ledgerStore ledgerStore
+
+	leader      atomic.Bool            // this replica may act
+	leaderKnown atomic.Bool            // leader election has told who leads
+	identity    atomic.Pointer[string] // this replica's leader election identity
+	leaderID    atomic.Pointer[string] // the identity leader election last reported leading
+	forward     *forwarder             // hands a standby's webhooks to the leader; nil: off
 }
 
 // Option changes how New builds a Server.
@@ -62,6 +67,12 @@ func WithEventRecorder(r record.EventRecorder) Option { return func(s *Server) {
 
 // WithClock sets the clock used for cooldowns and caps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithLedgerConfigMap keeps the eviction ledger (caps, cooldowns, duplicates) in the named
+// ConfigMap, shared by every replica and kept across restarts (default: in memory only).
+func WithLedgerConfigMap(namespace, name string) Option {
+	return func(s *Server) { s.ledgerStore = &configMapStore{client: s.client, namespace: namespace, name: name} }
+}
 
 // WithRegistry sets the registry the metrics are registered in (default: a new registry
 // with the Go and process collectors and build_info). Handler serves it on /metrics.
@@ -107,7 +118,10 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 		s.stopRec = b.Shutdown
 	}
-	s.ledger = newLedger(max(cfg.Cooldown, cfg.Caps.Window))
+	if s.ledgerStore == nil {
+		s.ledgerStore = &memoryStore{}
+	}
+	s.ledger = newLedger(s.ledgerStore, cfg.Cooldown, cfg.Caps.Window)
 	if !cfg.LeaderElection {
 		s.leader.Store(true)
 		s.leaderKnown.Store(true)

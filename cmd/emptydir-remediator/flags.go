@@ -71,6 +71,7 @@ type config struct {
 	leaseDuration    time.Duration
 	renewDeadline    time.Duration
 	retryPeriod      time.Duration
+	ledgerConfigMap  string
 }
 
 // parseFlags parses args into the configuration, the logging and the web flags.
@@ -121,6 +122,7 @@ func parseFlags(args []string) (*config, *promslog.Config, *web.FlagConfig, erro
 	app.Flag("leader-elect.lease-duration", "Lease duration.").Default("15s").DurationVar(&c.leaseDuration)
 	app.Flag("leader-elect.renew-deadline", "Time the leader keeps trying to renew before giving up leadership.").Default("10s").DurationVar(&c.renewDeadline)
 	app.Flag("leader-elect.retry-period", "Time between attempts to acquire or renew the Lease.").Default("2s").DurationVar(&c.retryPeriod)
+	app.Flag("ledger.configmap", "ConfigMap in the Lease's namespace (--leader-elect.lease-namespace) that keeps the evictions counted against the caps and cooldown, shared by the replicas and kept across restarts; empty, or no namespace outside a pod: in memory only.").Default("emptydir-remediator-ledger").StringVar(&c.ledgerConfigMap)
 
 	logCfg := &promslog.Config{}
 	promslogflag.AddFlags(app, logCfg)
@@ -206,6 +208,9 @@ func validate(c *config) error {
 	if c.leaderElect {
 		if c.leaseNamespace == "" || c.leaseName == "" || c.leaseIdentity == "" {
 			errs = append(errs, errors.New("--leader-elect needs a lease namespace, name and identity"))
+		}
+		if c.ledgerConfigMap == "" {
+			errs = append(errs, errors.New("--leader-elect needs --ledger.configmap: replicas must share the caps and cooldowns"))
 		}
 		if c.leaseDuration <= c.renewDeadline {
 			errs = append(errs, fmt.Errorf("--leader-elect.lease-duration %s must be longer than --leader-elect.renew-deadline %s", c.leaseDuration, c.renewDeadline))

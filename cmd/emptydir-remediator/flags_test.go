@@ -73,6 +73,9 @@ func TestValidate(t *testing.T) {
 		{"allowed and denied", func(c *config) { c.namespaceAllow = []string{"a"}; c.namespaceDeny = []string{"a"} }, "both allowed and denied"},
 		{"leader election without namespace", func(c *config) { c.leaderElect = true; c.leaseIdentity = "me" }, "lease namespace"},
 		{"leader election ok", func(c *config) { c.leaderElect = true; c.leaseNamespace = "ns"; c.leaseIdentity = "me" }, ""},
+		{"leader election without a shared ledger", func(c *config) {
+			c.leaderElect, c.leaseNamespace, c.leaseIdentity, c.ledgerConfigMap = true, "ns", "me", ""
+		}, "--ledger.configmap"},
 		{"lease shorter than renew", func(c *config) {
 			c.leaderElect, c.leaseNamespace, c.leaseIdentity = true, "ns", "me"
 			c.leaseDuration = 5 * time.Second
