@@ -70,7 +70,7 @@ func newApp(cfg *config) *kingpin.Application {
 		BoolVar(&cfg.kubeletViaAPIServer)
 	app.Flag("kubelet.ca-file", "CA bundle that signed the kubelet's serving certificate; system roots when empty.").
 		StringVar(&cfg.kubeletCAFile)
-	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates.").
+	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates; empty sends none, as an http:// --kubelet.url requires.").
 		Default("/var/run/secrets/kubernetes.io/serviceaccount/token").StringVar(&cfg.kubeletTokenFile)
 	app.Flag("kubelet.insecure-skip-tls-verify", "Do not verify the kubelet's serving certificate. Only for test clusters.").
 		BoolVar(&cfg.kubeletInsecure)
@@ -116,8 +116,15 @@ func (c *config) validate() error {
 			errs = append(errs, errors.New("--source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
 		case c.kubeletURL != "":
 			u, err := url.Parse(c.kubeletURL)
-			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			switch {
+			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 				errs = append(errs, fmt.Errorf("--kubelet.url=%q is not an http(s) URL with a host", c.kubeletURL))
+			case u.Scheme == "http" && c.kubeletTokenFile != "":
+				// The token is a service account credential: over plain HTTP anyone on the
+				// path reads it. Only a kubelet port without authentication may be plain.
+				errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http but --kubelet.token-file is set: the bearer token would travel in clear text; use https:// or, for a kubelet port that needs no token, --kubelet.token-file=\"\"", c.kubeletURL))
+			case u.Scheme == "http" && (c.kubeletInsecure || c.kubeletCAFile != ""):
+				errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http: --kubelet.ca-file and --kubelet.insecure-skip-tls-verify apply only to https", c.kubeletURL))
 			}
 			if c.kubeletInsecure && c.kubeletCAFile != "" {
 				errs = append(errs, errors.New("--kubelet.ca-file and --kubelet.insecure-skip-tls-verify exclude each other"))
