@@ -12,8 +12,9 @@ import (
 // LivePath is the route of the live endpoint, in net/http ServeMux pattern syntax.
 const LivePath = "GET /live/namespaces/{namespace}/pods/{pod}"
 
-// liveTimeout bounds one live measurement: the remediator waits for it inline.
-const liveTimeout = 30 * time.Second
+// LiveTimeout bounds one live request, the wait for a measurement slot included: the
+// remediator waits for it inline.
+const LiveTimeout = 30 * time.Second
 
 // LiveResponse is the body of a successful live measurement (docs/metrics.md).
 type LiveResponse struct {
@@ -88,7 +89,7 @@ func (e *Exporter) live(r *http.Request) (int, any) {
 		pv.Volumes = only
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), liveTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), LiveTimeout)
 	defer cancel()
 	select {
 	case e.liveSlots <- struct{}{}:

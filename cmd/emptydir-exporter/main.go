@@ -121,7 +121,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		mux.Handle("/", landing)
 	}
 
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := newServer(mux, defaultServerTimeouts, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- web.ListenAndServe(server, cfg.web, logger) }()
 
