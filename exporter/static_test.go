@@ -92,7 +92,7 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler())
+	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	f := &liveFixture{root: root, exp: exp, srv: srv}
@@ -100,7 +100,7 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	if r.UID != mirrorUID || len(r.Volumes) != 1 || r.Volumes[0].UsedBytes != want {
 		t.Errorf("live answer %+v, want uid %s and usedBytes %d", r, mirrorUID, want)
 	}
-	if code, body := f.get(t, "/live/namespaces/kube-system/pods/etcd-node-1?uid="+configHash); code != http.StatusNotFound {
-		t.Errorf("live request by config hash: %d %s, want 404: only the API UID names the pod", code, body)
+	if code, body := f.get(t, "/live/namespaces/kube-system/pods/etcd-node-1?uid="+configHash); code != http.StatusBadRequest {
+		t.Errorf("live request by config hash: %d %s, want 400: only the API UID names the pod", code, body)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
 )
 
 const (
@@ -42,6 +44,7 @@ type config struct {
 	kubeletTimeout      time.Duration
 
 	liveConcurrency int
+	liveMaxWait     time.Duration
 }
 
 // newApp declares the flags; parsing fills cfg.
@@ -78,6 +81,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("10s").DurationVar(&cfg.kubeletTimeout)
 	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once.").
 		Default("2").IntVar(&cfg.liveConcurrency)
+	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After).").
+		Default(exporter.DefaultLiveMaxWait.String()).DurationVar(&cfg.liveMaxWait)
 	return app
 }
 
@@ -93,6 +98,9 @@ func (c *config) validate() error {
 	}
 	if c.liveConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--live.concurrency=%d must be at least 1", c.liveConcurrency))
+	}
+	if c.liveMaxWait <= 0 || c.liveMaxWait >= exporter.LiveTimeout {
+		errs = append(errs, fmt.Errorf("--live.max-wait=%s must be positive and below the live endpoint's %s timeout, which it is part of", c.liveMaxWait, exporter.LiveTimeout))
 	}
 	if len(c.telemetryPath) == 0 || c.telemetryPath[0] != '/' {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path=%q must start with /", c.telemetryPath))
