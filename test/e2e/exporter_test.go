@@ -259,8 +259,8 @@ func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
 	}{
 		{"/metrics", "", "", http.StatusUnauthorized},
 		{"/metrics", "prometheus", "wrong", http.StatusUnauthorized},
-		{"/live/namespaces/default/pods/x?uid=y", "", "", http.StatusUnauthorized},
-		{"/live/namespaces/default/pods/x?uid=y", "prometheus", "s3cret", http.StatusNotFound},
+		{"/live/namespaces/default/pods/x?uid=00000000-0000-0000-0000-000000000000", "", "", http.StatusUnauthorized},
+		{"/live/namespaces/default/pods/x?uid=00000000-0000-0000-0000-000000000000", "prometheus", "s3cret", http.StatusNotFound},
 	} {
 		if code, err := get(tc.path, tc.user, tc.pass); err != nil || code != tc.want {
 			t.Errorf("GET %s as %q: %d %v, want %d", tc.path, tc.user, code, err, tc.want)
