@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -46,7 +47,11 @@ type LiveVolume struct {
 
 type liveError struct {
 	Error string `json:"error"`
-	// retryAfter, when set, becomes the Retry-After header of a refusal.
+}
+
+// liveRefusal is a liveError that tells the caller when to retry (Retry-After).
+type liveRefusal struct {
+	liveError
 	retryAfter time.Duration
 }
 
@@ -79,8 +84,8 @@ func (e *Exporter) LiveHandler(opts LiveOptions) http.Handler {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		if le, ok := body.(liveError); ok && le.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(le.retryAfter.Seconds()))))
+		if lr, ok := body.(liveRefusal); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(lr.retryAfter.Seconds()))))
 		}
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(body)
@@ -108,7 +113,7 @@ func checkLiveRequest(r *http.Request) error {
 		return fmt.Errorf("pod %q is not a valid pod name: %s", name, strings.Join(msgs, "; "))
 	}
 	if uid == "" {
-		return fmt.Errorf("query parameter uid is required: a live measurement must name the exact pod instance")
+		return errors.New("query parameter uid is required: a live measurement must name the exact pod instance")
 	}
 	if !uidPattern.MatchString(uid) {
 		return fmt.Errorf("uid %q is not a pod UID (lower-case 8-4-4-4-12 hex, as metadata.uid)", uid)
@@ -123,22 +128,22 @@ func checkLiveRequest(r *http.Request) error {
 
 func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Duration) (int, any) {
 	if err := checkLiveRequest(r); err != nil {
-		return http.StatusBadRequest, liveError{Error: err.Error()}
+		return http.StatusBadRequest, liveError{err.Error()}
 	}
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
 	uid, volume := r.URL.Query().Get("uid"), r.URL.Query().Get("volume")
 	if !e.cfg.Pods.HasSynced() {
-		return http.StatusServiceUnavailable, liveError{Error: "pod informer has not synced yet"}
+		return http.StatusServiceUnavailable, liveError{"pod informer has not synced yet"}
 	}
 	pv, ok, err := e.cfg.Pods.Get(ns, name)
 	if err != nil {
-		return http.StatusServiceUnavailable, liveError{Error: err.Error()}
+		return http.StatusServiceUnavailable, liveError{err.Error()}
 	}
 	if !ok {
-		return http.StatusNotFound, liveError{Error: fmt.Sprintf("pod %s/%s is not on node %s, or has no emptyDir volume in use there: ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
+		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s is not on node %s, or has no emptyDir volume in use there: ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
 	}
 	if pv.UID != uid {
-		return http.StatusNotFound, liveError{Error: fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
+		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
 	}
 	if volume != "" {
 		var only []Volume
@@ -148,7 +153,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 			}
 		}
 		if len(only) == 0 {
-			return http.StatusNotFound, liveError{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volume)}
+			return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volume)}
 		}
 		pv.Volumes = only
 	}
@@ -160,17 +165,17 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	caller := callerOf(r)
 	release, ok := callers.acquire(waitCtx, caller)
 	if !ok {
-		return http.StatusTooManyRequests, liveError{Error: fmt.Sprintf(
-			"caller %s already has a live measurement running on node %s: one at a time per caller", caller, e.cfg.NodeName),
-			retryAfter: maxWait}
+		return http.StatusTooManyRequests, liveRefusal{liveError{fmt.Sprintf(
+			"caller %s already has a live measurement running on node %s: one at a time per caller", caller, e.cfg.NodeName)},
+			maxWait}
 	}
 	defer release()
 	select {
 	case e.liveSlots <- struct{}{}:
 		defer func() { <-e.liveSlots }()
 	case <-waitCtx.Done():
-		return http.StatusServiceUnavailable, liveError{Error: fmt.Sprintf(
-			"too many live measurements in progress on node %s", e.cfg.NodeName), retryAfter: maxWait}
+		return http.StatusServiceUnavailable, liveRefusal{liveError{fmt.Sprintf(
+			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
 	resp := LiveResponse{Node: e.cfg.NodeName, Namespace: ns, Pod: name, UID: uid,
@@ -178,7 +183,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	for _, res := range e.cfg.Source.Measure(ctx, []PodVolumes{pv}) {
 		if res.Err != nil {
 			e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
-			return http.StatusServiceUnavailable, liveError{Error: fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
+			return http.StatusServiceUnavailable, liveError{fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
 		}
 		m := res.Measurement
 		resp.Volumes = append(resp.Volumes, LiveVolume{
