@@ -144,7 +144,8 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	if time.Since(lr.MeasuredAt) > 30*time.Second {
 		t.Errorf("live measuredAt %s is not from the request", lr.MeasuredAt)
 	}
-	getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=not-the-uid", addr, ns, seed.Name), http.StatusNotFound)
+	getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=00000000-0000-0000-0000-000000000000", addr, ns, seed.Name), http.StatusNotFound)
+	getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=not-a-uid", addr, ns, seed.Name), http.StatusBadRequest)
 
 	// A deleted pod's series vanish.
 	zero := int64(0)
