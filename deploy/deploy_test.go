@@ -89,6 +89,7 @@ func TestBaseDecodesIntoTypedObjects(t *testing.T) {
 		"ServiceAccount/emptydir-remediator", "ClusterRole/emptydir-remediator", "ClusterRoleBinding/emptydir-remediator",
 		"Role/emptydir-remediator", "RoleBinding/emptydir-remediator", "Deployment/emptydir-remediator",
 		"Service/emptydir-remediator", "PodDisruptionBudget/emptydir-remediator",
+		"NetworkPolicy/emptydir-exporter", "NetworkPolicy/emptydir-remediator",
 	}
 	var got []string
 	for _, o := range m.objs {

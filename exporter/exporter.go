@@ -108,7 +108,7 @@ func New(cfg Config) (*Exporter, error) {
 	for _, r := range sourceReasons[cfg.Source.Name()] {
 		e.measureErrors.WithLabelValues(cfg.Source.Name(), r)
 	}
-	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusServiceUnavailable} {
+	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code))
 	}
 	e.collections.WithLabelValues("success")

@@ -31,7 +31,7 @@ func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []Vol
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			m, err := s.measure(ctx, Dir(s.KubeletRootDir, p.UID, v.Name))
+			m, err := s.measure(ctx, Dir(s.KubeletRootDir, p.KubeletUID(), v.Name))
 			if err != nil {
 				r.Err = err
 			} else {

@@ -108,7 +108,7 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 	stats, fetchErr := s.summary(ctx)
 	var out []VolumeResult
 	for _, p := range pods {
-		byName := stats[p.UID]
+		byName := stats[p.KubeletUID()]
 		for _, v := range p.Volumes {
 			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 			vs, found := byName[v.Name]

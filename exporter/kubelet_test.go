@@ -472,3 +472,21 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 		t.Errorf("reason %q, want %q (err %v)", reason, exporter.ReasonKubeletUnreachable, got[0].Err)
 	}
 }
+
+// TestKubeletSourceStaticPod: the Summary API reports a static pod under the UID the kubelet
+// knows it by, its config hash; the result carries the mirror pod's API UID.
+func TestKubeletSourceStaticPod(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
+	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	static := podWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", vol("scratch", exporter.MediumMemory))
+	static.ConfigHash = summaryCacheUID // as testdata/summary.json's pod reference has it
+
+	got := src.Measure(context.Background(), []exporter.PodVolumes{static})
+
+	if len(got) != 1 || got[0].Err != nil || got[0].Measurement.UsedBytes != 12582912 {
+		t.Fatalf("got %+v, want the summary's 12582912 bytes for the static pod", got)
+	}
+	if got[0].UID != static.UID {
+		t.Errorf("result UID %q, want the API UID %q (the uid label)", got[0].UID, static.UID)
+	}
+}

@@ -50,6 +50,7 @@ func TestParseDefaults(t *testing.T) {
 		{"--kubelet.insecure-skip-tls-verify", cfg.kubeletInsecure, false},
 		{"--kubelet.timeout", cfg.kubeletTimeout, 10 * time.Second},
 		{"--live.concurrency", cfg.liveConcurrency, 2},
+		{"--live.max-wait", cfg.liveMaxWait, 10 * time.Second},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -101,6 +102,8 @@ func TestValidate(t *testing.T) {
 		{"walk concurrency 65", []string{"--node-name=n", "--fs.walk-concurrency=65"}, []string{"--fs.walk-concurrency"}},
 		{"relative root dir", []string{"--node-name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
 		{"live concurrency 0", []string{"--node-name=n", "--live.concurrency=0"}, []string{"--live.concurrency"}},
+		{"live max wait 0", []string{"--node-name=n", "--live.max-wait=0s"}, []string{"--live.max-wait"}},
+		{"live max wait as long as the live timeout", []string{"--node-name=n", "--live.max-wait=30s"}, []string{"--live.max-wait", "30s"}},
 		{"telemetry path without slash", []string{"--node-name=n", "--web.telemetry-path=metrics"}, []string{"--web.telemetry-path"}},
 		{"kubelet source without URL", kubelet, []string{"--kubelet.url", "--kubelet.via-apiserver"}},
 		{"URL and via API server", append(kubelet, "--kubelet.url=https://10.0.0.5:10250", "--kubelet.via-apiserver"),
@@ -108,6 +111,14 @@ func TestValidate(t *testing.T) {
 		{"URL scheme not http(s)", append(kubelet, "--kubelet.url=tcp://10.0.0.5:10250"), []string{"--kubelet.url"}},
 		{"URL without host", append(kubelet, "--kubelet.url=https://"), []string{"--kubelet.url"}},
 		{"URL without scheme", append(kubelet, "--kubelet.url=10.0.0.5:10250"), []string{"--kubelet.url"}},
+		{"plain http without token: a read-only kubelet port", append(kubelet, "--kubelet.url=http://10.0.0.5:10255",
+			"--kubelet.token-file="), nil},
+		{"plain http with the default token file", append(kubelet, "--kubelet.url=http://10.0.0.5:10255"),
+			[]string{"--kubelet.url", "--kubelet.token-file", "clear text"}},
+		{"plain http with a token file", append(kubelet, "--kubelet.url=HTTP://10.0.0.5:10255",
+			"--kubelet.token-file=/tmp/token"), []string{"--kubelet.url", "--kubelet.token-file", "clear text"}},
+		{"plain http with TLS settings", append(kubelet, "--kubelet.url=http://10.0.0.5:10255",
+			"--kubelet.token-file=", "--kubelet.insecure-skip-tls-verify"), []string{"--kubelet.url", "only to https"}},
 		{"insecure and CA file", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
 			"--kubelet.insecure-skip-tls-verify", "--kubelet.ca-file=/etc/kubelet-ca.crt"),
 			[]string{"--kubelet.ca-file", "--kubelet.insecure-skip-tls-verify"}},
