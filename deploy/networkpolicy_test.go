@@ -124,11 +124,13 @@ func TestNetworkPolicies(t *testing.T) {
 		{"Prometheus scrapes the exporter", prometheus, exporterPod, expC, expPort, true},
 		{"Prometheus scrapes the remediator", prometheus, remediatorPod, remC, remPort, true},
 		{"Alertmanager delivers webhooks", alertmanager, remediatorPod, remC, remPort, true},
+		{"a standby forwards a webhook to the leader", remediatorPod, remediatorPod, remC, remPort, true},
 
 		{"any tenant pod to the exporter", tenant, exporterPod, expC, expPort, false},
 		{"any tenant pod to the webhook", tenant, remediatorPod, remC, remPort, false},
 		{"a tenant pod labelled like Prometheus", endpoint{"shop", prometheus.labels}, exporterPod, expC, expPort, false},
 		{"a tenant pod labelled like the remediator", endpoint{"shop", remediatorPod.labels}, exporterPod, expC, expPort, false},
+		{"a tenant pod labelled like the remediator to the webhook", endpoint{"shop", remediatorPod.labels}, remediatorPod, remC, remPort, false},
 		{"a tenant pod labelled like Alertmanager", endpoint{"shop", alertmanager.labels}, remediatorPod, remC, remPort, false},
 		{"another pod of the monitoring namespace", endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "grafana"}}, exporterPod, expC, expPort, false},
 		{"Alertmanager to the exporter", alertmanager, exporterPod, expC, expPort, false},
