@@ -23,7 +23,7 @@ const (
 const (
 	MeasureStale       = "stale"        // the measurement is older than the allowed age
 	MeasureNotFound    = "not_found"    // the source does not know the pod, its UID or the volume
-	MeasureUnavailable = "unavailable"  // the source answered that it cannot measure now (5xx)
+	MeasureUnavailable = "unavailable"  // the source answered that it cannot measure now (5xx, 429)
 	MeasureUnreachable = "unreachable"  // the source could not be reached
 	MeasureBadResponse = "bad_response" // the source answered something unusable
 	MeasureNoExporter  = "no_exporter"  // no ready exporter pod runs on the pod's node

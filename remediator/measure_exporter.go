@@ -150,7 +150,8 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		switch {
 		case status == http.StatusNotFound:
 			return Measurement{}, measureErr(MeasureNotFound, "exporter on node %q: %s", pod.Spec.NodeName, msg)
-		case status >= 500:
+		case status >= 500, status == http.StatusTooManyRequests:
+			// 429: the exporter bounds live walks per caller and in all; it is busy, not wrong.
 			return Measurement{}, measureErr(MeasureUnavailable, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)
 		default:
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)

@@ -49,6 +49,7 @@ func TestExporterMeasurer(t *testing.T) {
 		{name: "volume missing in answer", status: 200, body: liveJSON(uid1, now, 10244096), volume: "data", wantReason: MeasureNotFound},
 		{name: "unknown pod", status: 404, body: `{"error": "pod default/empty-test1 is not on node node-1"}`, volume: "empty", wantReason: MeasureNotFound},
 		{name: "cannot measure", status: 503, body: `{"error": "permission denied"}`, volume: "empty", wantReason: MeasureUnavailable},
+		{name: "exporter busy with this caller", status: 429, body: `{"error": "one live measurement per caller at a time"}`, volume: "empty", wantReason: MeasureUnavailable},
 		{name: "bad request", status: 400, body: `{"error": "uid is required"}`, volume: "empty", wantReason: MeasureBadResponse},
 		{name: "malformed JSON", status: 200, body: `{"node": "node-1", "volumes": [`, volume: "empty", wantReason: MeasureBadResponse},
 		{name: "no usedBytes", status: 200, body: strings.Replace(liveJSON(uid1, now, 5), `"usedBytes": 5,`, ``, 1), volume: "empty", wantReason: MeasureBadResponse},
