@@ -64,5 +64,6 @@ func (s *FilesystemSource) measure(ctx context.Context, dir string) (Measurement
 		CapacityBytes:     int64(sfs.Blocks) * sfs.Bsize,
 		AvailableBytes:    int64(sfs.Bavail) * sfs.Bsize,
 		MeasuredAt:        started,
+		CompletedAt:       now(),
 	}, nil
 }

@@ -230,7 +230,7 @@ func TestLiveHandlerRejects(t *testing.T) {
 }
 
 // volumeKeys are the fields docs/metrics.md gives a live volume.
-var volumeKeys = []string{"capacityBytes", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
+var volumeKeys = []string{"capacityBytes", "completedAt", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
 
 func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 	f := newLiveFixture(t, true)
@@ -317,6 +317,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 			t.Errorf("%s: unreadableEntries %d, want 0", v.Name, v.UnreadableEntries)
 		}
 		inWindow(t, v.Name+" measuredAt", v.MeasuredAt, before, after)
+		inWindow(t, v.Name+" completedAt", v.CompletedAt, v.MeasuredAt, after)
 	}
 	// empty: root folder, a.bin (hard-linked once), nested, deeper, b.bin, the symlink.
 	if got := r.Volumes[0].InodesUsed; got != 6 {

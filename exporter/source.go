@@ -18,6 +18,10 @@ type Measurement struct {
 	// MeasuredAt is when the numbers were true: the start of a walk, or the time the
 	// kubelet stamped on its (cached) volume stats.
 	MeasuredAt time.Time
+	// CompletedAt is when the measurement ended: the end of a walk, or MeasuredAt for
+	// the kubelet's stats. Freshness is judged by it, so that a long honest walk of a
+	// big volume is not taken for stale.
+	CompletedAt time.Time
 }
 
 // VolumeResult is the outcome of measuring one volume of one pod.
