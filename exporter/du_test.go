@@ -438,8 +438,10 @@ func swapVictim(t *testing.T, s swapTree, replace func(path string) error) *[]st
 		if name != "victim" {
 			return
 		}
+		// Moved away, not deleted: its inode stays in use, so that what replaces it
+		// cannot reuse the inode number.
 		victim := filepath.Join(s.root, "victim")
-		if err := os.RemoveAll(victim); err != nil {
+		if err := os.Rename(victim, filepath.Join(s.outside, "moved-away")); err != nil {
 			t.Error(err)
 		}
 		if err := replace(victim); err != nil {

@@ -391,6 +391,7 @@ emptydir_exporter_live_requests_total{code="503",node="node-1"} 1
 emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
 emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 1
 emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 0
 `
 	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want),
 		"emptydir_exporter_live_requests_total", "emptydir_exporter_measurement_errors_total"); err != nil {
