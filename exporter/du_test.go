@@ -554,3 +554,44 @@ func TestMeasureDiskUsageBoundsHardLinkMemory(t *testing.T) {
 			du, wantBytes, wantInodes)
 	}
 }
+
+// TestMeasureDiskUsageAncestorMovedDuringDeepWalk moves a folder while the walk is
+// deeper below it than it keeps fds open for: on the way back up, ".." is no longer
+// the folder the walk came from, so the walk must re-open that folder by name from
+// an ancestor, checked, and go on with the rest of it.
+func TestMeasureDiskUsageAncestorMovedDuringDeepWalk(t *testing.T) {
+	dir := t.TempDir()
+	for c := range 20 {
+		p := filepath.Join(dir, "a", fmt.Sprintf("c%02d", c))
+		for range heldDirs + 2 {
+			p = filepath.Join(p, "d")
+		}
+		writeFile(t, filepath.Join(p, "bottom", "data"), 8192)
+	}
+	wantBytes, wantInodes := gnuDU(t, dir), gnuInodes(t, dir)
+
+	var chain string // the first chain the walk enters: moved out from under it
+	var moved bool
+	testHookBeforeOpen = func(name string) {
+		switch {
+		case chain == "" && strings.HasPrefix(name, "c"):
+			chain = name
+		case name == "bottom" && !moved:
+			moved = true
+			if err := os.Rename(filepath.Join(dir, "a", chain), filepath.Join(dir, "moved")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookBeforeOpen = nil })
+
+	du := measure(t, dir, 1)
+	if !moved {
+		t.Fatal("the hook never moved the chain")
+	}
+	// The move stays within the volume: the totals are the same before and after.
+	if du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.Unreadable != 0 {
+		t.Errorf("got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du): the folders after the moved one were lost",
+			du, wantBytes, wantInodes)
+	}
+}
