@@ -136,7 +136,7 @@ func New(cfg Config) (*Exporter, error) {
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
 	if vs, ok := cfg.Source.(VolumeSource); ok {
-		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, e.walkDone)
+		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, e.noteMeasured)
 	}
 	return e, nil
 }
@@ -234,10 +234,8 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context) {
 		"success", success, "duration", next.duration)
 }
 
-// walkDone is called once per completed walk of a VolumeSource.
-func (e *Exporter) walkDone(r VolumeResult) { e.noteMeasured(r) }
-
-// noteMeasured counts and logs what one measurement found wrong.
+// noteMeasured counts and logs what one measurement found wrong: once per cycle
+// for a Source, once per completed walk for a VolumeSource.
 func (e *Exporter) noteMeasured(r VolumeResult) {
 	if r.Err == nil {
 		if n := r.Measurement.UncheckedLinks; n > 0 {
