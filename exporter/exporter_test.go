@@ -479,3 +479,18 @@ func poll(t *testing.T, cond func() bool) bool {
 	}
 	return true
 }
+
+// TestUncheckedHardLinksCounted: a walk that ran out of hard-link memory says so in
+// a counter, since its usage may be over-counted.
+func TestUncheckedHardLinksCounted(t *testing.T) {
+	pods, src, now := fixture()
+	m := src.byVolume[volumeKey{"uid-front", "tmp"}]
+	m.UncheckedLinks = 7
+	src.byVolume[volumeKey{"uid-front", "tmp"}] = m
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+	e.Refresh(context.Background())
+	if got := testutil.ToFloat64(e.uncheckedLinks); got != 14 {
+		t.Errorf("emptydir_exporter_unchecked_hard_links_total = %v after two cycles with 7 each, want 14", got)
+	}
+}
