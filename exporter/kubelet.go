@@ -128,6 +128,7 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 					AvailableBytes: int64(deref(vs.AvailableBytes)),
 					InodesUsed:     int64(deref(vs.InodesUsed)),
 					MeasuredAt:     vs.Time.Time,
+					CompletedAt:    vs.Time.Time,
 				}
 			}
 			out = append(out, r)

@@ -43,6 +43,7 @@ type LiveVolume struct {
 	InodesUsed        int64     `json:"inodesUsed"`
 	UnreadableEntries int64     `json:"unreadableEntries"`
 	MeasuredAt        time.Time `json:"measuredAt"`
+	CompletedAt       time.Time `json:"completedAt"`
 }
 
 type liveError struct {
@@ -189,7 +190,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 		resp.Volumes = append(resp.Volumes, LiveVolume{
 			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
-			UnreadableEntries: m.UnreadableEntries, MeasuredAt: m.MeasuredAt,
+			UnreadableEntries: m.UnreadableEntries, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
 	e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,

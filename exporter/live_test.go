@@ -244,7 +244,7 @@ func TestLiveHandlerRejects(t *testing.T) {
 }
 
 // volumeKeys are the fields docs/metrics.md gives a live volume.
-var volumeKeys = []string{"capacityBytes", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
+var volumeKeys = []string{"capacityBytes", "completedAt", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
 
 func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 	f := newLiveFixture(t, true)
@@ -331,6 +331,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 			t.Errorf("%s: unreadableEntries %d, want 0", v.Name, v.UnreadableEntries)
 		}
 		inWindow(t, v.Name+" measuredAt", v.MeasuredAt, before, after)
+		inWindow(t, v.Name+" completedAt", v.CompletedAt, v.MeasuredAt, after)
 	}
 	// empty: root folder, a.bin (hard-linked once), nested, deeper, b.bin, the symlink.
 	if got := r.Volumes[0].InodesUsed; got != 6 {
@@ -405,6 +406,7 @@ emptydir_exporter_live_requests_total{code="503",node="node-1"} 1
 emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
 emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 1
 emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 0
 `
 	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want),
 		"emptydir_exporter_live_requests_total", "emptydir_exporter_measurement_errors_total"); err != nil {

@@ -33,8 +33,10 @@ type config struct {
 	source     string
 	interval   time.Duration
 
-	kubeletRootDir  string
-	walkConcurrency int
+	kubeletRootDir    string
+	walkConcurrency   int
+	volumeConcurrency int
+	volumeTimeout     time.Duration
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -67,6 +69,10 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("/var/lib/kubelet").StringVar(&cfg.kubeletRootDir)
 	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").
 		Default("4").IntVar(&cfg.walkConcurrency)
+	app.Flag("collection.concurrency", "Volumes walked at once by the collection (source filesystem); above 1, one slow volume cannot hold up the others.").
+		Default("2").IntVar(&cfg.volumeConcurrency)
+	app.Flag("collection.volume-timeout", "Time one volume's walk may take (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
+		Default("1m").DurationVar(&cfg.volumeTimeout)
 	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver).").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
@@ -109,6 +115,12 @@ func (c *config) validate() error {
 	case sourceFilesystem:
 		if c.walkConcurrency < 1 || c.walkConcurrency > 64 {
 			errs = append(errs, fmt.Errorf("--fs.walk-concurrency=%d must be between 1 and 64", c.walkConcurrency))
+		}
+		if c.volumeConcurrency < 1 || c.volumeConcurrency > 16 {
+			errs = append(errs, fmt.Errorf("--collection.concurrency=%d must be between 1 and 16", c.volumeConcurrency))
+		}
+		if c.volumeTimeout < time.Second {
+			errs = append(errs, fmt.Errorf("--collection.volume-timeout=%s is below 1s", c.volumeTimeout))
 		}
 		if !filepath.IsAbs(c.kubeletRootDir) {
 			errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", c.kubeletRootDir))

@@ -43,6 +43,8 @@ func TestParseDefaults(t *testing.T) {
 		{"--collection.interval", cfg.interval, 10 * time.Second},
 		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
 		{"--fs.walk-concurrency", cfg.walkConcurrency, 4},
+		{"--collection.concurrency", cfg.volumeConcurrency, 2},
+		{"--collection.volume-timeout", cfg.volumeTimeout, time.Minute},
 		{"--kubelet.url", cfg.kubeletURL, ""},
 		{"--kubelet.via-apiserver", cfg.kubeletViaAPIServer, false},
 		{"--kubelet.ca-file", cfg.kubeletCAFile, ""},
@@ -86,7 +88,8 @@ func TestValidate(t *testing.T) {
 		want []string
 	}{
 		{"good filesystem config", []string{"--node-name=node-1", "--kubelet.root-dir=/host/var/lib/kubelet",
-			"--fs.walk-concurrency=64", "--collection.interval=1s"}, nil},
+			"--fs.walk-concurrency=64", "--collection.interval=1s", "--collection.concurrency=16",
+			"--collection.volume-timeout=1s"}, nil},
 		{"good kubelet config", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
 			"--kubelet.ca-file=/etc/kubelet-ca.crt"), nil},
 		{"good kubelet config, insecure", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
@@ -100,6 +103,9 @@ func TestValidate(t *testing.T) {
 		{"interval below 1s", []string{"--node-name=n", "--collection.interval=999ms"}, []string{"--collection.interval"}},
 		{"walk concurrency 0", []string{"--node-name=n", "--fs.walk-concurrency=0"}, []string{"--fs.walk-concurrency"}},
 		{"walk concurrency 65", []string{"--node-name=n", "--fs.walk-concurrency=65"}, []string{"--fs.walk-concurrency"}},
+		{"collection concurrency 0", []string{"--node-name=n", "--collection.concurrency=0"}, []string{"--collection.concurrency"}},
+		{"collection concurrency 17", []string{"--node-name=n", "--collection.concurrency=17"}, []string{"--collection.concurrency"}},
+		{"volume timeout below 1s", []string{"--node-name=n", "--collection.volume-timeout=500ms"}, []string{"--collection.volume-timeout"}},
 		{"relative root dir", []string{"--node-name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
 		{"live concurrency 0", []string{"--node-name=n", "--live.concurrency=0"}, []string{"--live.concurrency"}},
 		{"live max wait 0", []string{"--node-name=n", "--live.max-wait=0s"}, []string{"--live.max-wait"}},

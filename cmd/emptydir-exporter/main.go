@@ -82,6 +82,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	exp, err := exporter.New(exporter.Config{
 		NodeName: cfg.nodeName, Source: source, Pods: pods,
 		Logger: logger, LiveConcurrency: cfg.liveConcurrency,
+		VolumeConcurrency: cfg.volumeConcurrency, VolumeTimeout: cfg.volumeTimeout,
 	})
 	if err != nil {
 		return err

@@ -81,7 +81,7 @@ func (m *gateMeasurer) Measure(_ context.Context, pod *corev1.Pod, volume string
 func TestShutdownDrainsBeforeReleasingTheLease(t *testing.T) {
 	limit := resource.MustParse("1Mi")
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0", UID: "uid-1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0", UID: "0b7c61f5-6f4e-4a59-9d0a-2f7f7d5c3a11"},
 		Spec: corev1.PodSpec{NodeName: "node-1", Volumes: []corev1.Volume{{Name: "empty",
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}}},
 	}
@@ -128,7 +128,7 @@ func TestShutdownDrainsBeforeReleasingTheLease(t *testing.T) {
 
 	body, _ := json.Marshal(remediator.Payload{Version: remediator.PayloadVersion, Status: remediator.StatusFiring,
 		Receiver: "r", GroupKey: "g", Alerts: []remediator.Alert{{Status: remediator.StatusFiring, StartsAt: time.Now(),
-			Labels: map[string]string{"alertname": "EmptyDirOverLimit", "namespace": "default", "pod": "web-0", "uid": "uid-1", "volume": "empty"}}}})
+			Labels: map[string]string{"alertname": "EmptyDirOverLimit", "namespace": "default", "pod": "web-0", "uid": "0b7c61f5-6f4e-4a59-9d0a-2f7f7d5c3a11", "volume": "empty"}}}})
 	answered := make(chan int, 1)
 	go func() {
 		resp, err := http.Post("http://"+ln.Addr().String()+"/webhook", "application/json", bytes.NewReader(body))
@@ -140,7 +140,11 @@ func TestShutdownDrainsBeforeReleasingTheLease(t *testing.T) {
 		resp.Body.Close()
 		answered <- resp.StatusCode
 	}()
-	<-m.entered
+	select {
+	case <-m.entered:
+	case code := <-answered:
+		t.Fatalf("webhook answered %d before its live measurement started", code)
+	}
 	sigterm()
 	// Give a release that does not wait for the drain every chance to show: hold the
 	// in-flight webhook until the Lease is released or a second has passed.
