@@ -714,10 +714,8 @@ func (p perm) String() string {
 	return fmt.Sprintf("%s %s.%s (%s)", p.verb, p.resource, p.group, ns)
 }
 
-func ruleAllows(r rbacv1.PolicyRule, p perm) bool { return ruleAllowsName(r, p, "") }
-
-// ruleAllowsName is ruleAllows for the object name (any object when name is ""): a rule
-// limited by resourceNames allows only those names.
+// ruleAllowsName reports whether rule r grants p on the object name (any object when name
+// is ""): a rule limited by resourceNames allows only those names.
 func ruleAllowsName(r rbacv1.PolicyRule, p perm, name string) bool {
 	if len(r.ResourceNames) > 0 && (name == "" || !slices.Contains(r.ResourceNames, name)) {
 		return false

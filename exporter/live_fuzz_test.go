@@ -85,7 +85,7 @@ func FuzzLiveRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler())
+	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{}))
 
 	f.Fuzz(func(t *testing.T, target string) {
 		raw := "GET " + target + " HTTP/1.1\r\nHost: exporter\r\n\r\n"

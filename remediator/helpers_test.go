@@ -51,10 +51,6 @@ func newPod(ns, name, uid string) *podBuilder {
 }
 
 func (b *podBuilder) node(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
-func (b *podBuilder) label(k, v string) *podBuilder {
-	b.pod.Labels[k] = v
-	return b
-}
 func (b *podBuilder) annotate(k, v string) *podBuilder {
 	if b.pod.Annotations == nil {
 		b.pod.Annotations = map[string]string{}

@@ -35,7 +35,7 @@ func TestWithoutEvictionRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	evict := func(wrap bool) (error, int32) {
+	evict := func(wrap bool) (int32, error) {
 		requests.Store(0)
 		cfg := &rest.Config{Host: srv.URL}
 		if wrap {
@@ -48,14 +48,14 @@ func TestWithoutEvictionRetries(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 		defer cancel()
 		err = client.PolicyV1().Evictions("ns").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}})
-		return err, requests.Load()
+		return requests.Load(), err
 	}
 
-	err, n := evict(true)
+	n, err := evict(true)
 	if !apierrors.IsTooManyRequests(err) || n != 1 {
 		t.Errorf("wrapped: err=%v after %d requests, want a 429 StatusError after 1", err, n)
 	}
-	err, n = evict(false)
+	n, err = evict(false)
 	if n < 2 {
 		t.Errorf("unwrapped: %d requests (err=%v); client-go no longer retries 429s, so the wrapper may be dropped", n, err)
 	}
