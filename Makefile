@@ -3,6 +3,10 @@ GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Every go command runs on go.mod's toolchain line (fetched through the Go module proxy the first
+# time): the machine's own Go may be older, with standard-library vulnerabilities.
+GOTOOLCHAIN ?= $(shell awk '$$1 == "toolchain" {print $$2}' go.mod)
+export GOTOOLCHAIN
 LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Version=$(VERSION) \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
