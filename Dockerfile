@@ -6,7 +6,7 @@
 #          --build-arg REVISION=$(git rev-parse HEAD) -t emptydir-guard:dev .
 # The build flags mirror the Makefile's `build` target; deploy/dockerfile_test.go keeps them in step.
 
-ARG GO_VERSION=1.26
+ARG GO_VERSION=1.27.3
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 ARG TARGETOS=linux

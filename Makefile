@@ -3,12 +3,23 @@ GO        ?= go
 BIN       := bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Every go command runs on go.mod's toolchain line (fetched through the Go module proxy the first
+# time): the machine's own Go may be older, with standard-library vulnerabilities.
+GOTOOLCHAIN ?= $(shell awk '$$1 == "toolchain" {print $$2}' go.mod)
+export GOTOOLCHAIN
 LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Version=$(VERSION) \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build deps k8s-binaries vet unit test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build deps k8s-binaries vet tools staticcheck vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+
+# Go modules with code of our own, for staticcheck and govulncheck (test/k8sbin only pins
+# Kubernetes; tools/ only pins the tools).
+GO_MODULES := . dashboards/generator
+TOOLS_BIN  := $(BIN)/tools
+# Inputs each fuzz target tries in `make test` (a count, see hack/fuzz.sh).
+FUZZTIME   ?= 20000x
 
 all: build
 
@@ -25,8 +36,23 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
+# The pinned analysis tools (tools/go.mod), built into $(TOOLS_BIN).
+tools:
+	cd tools && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ honnef.co/go/tools/cmd/staticcheck golang.org/x/vuln/cmd/govulncheck
+
+staticcheck: tools
+	@status=0; for m in $(GO_MODULES); do echo "staticcheck $$m"; (cd $$m && $(CURDIR)/$(TOOLS_BIN)/staticcheck ./...) || status=1; done; exit $$status
+
+# Against a local copy of the Go vulnerability database; see docs/security.md.
+vulncheck: tools
+	GO=$(GO) ./hack/vulncheck.sh $(TOOLS_BIN)/govulncheck $(GO_MODULES)
+
 unit:
 	$(GO) test -race -count=1 ./...
+
+# Every fuzz target for FUZZTIME inputs; a crasher lands in <package>/testdata/fuzz/ to be committed.
+fuzz:
+	GO=$(GO) ./hack/fuzz.sh $(FUZZTIME)
 
 test-rules:
 	./rules/test.sh
@@ -46,7 +72,7 @@ test-cluster: deps k8s-binaries build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 
-test: deps vet unit test-rules test-dashboards test-helm test-cluster
+test: deps vet staticcheck vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
 
 demo: deps k8s-binaries build
 	./hack/demo.sh

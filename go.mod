@@ -2,6 +2,10 @@ module github.com/emptydir-guard/emptydir-guard
 
 go 1.26.0
 
+// The toolchain that builds and tests the product (Makefile, Dockerfile, .ci/run): go1.26.8's
+// standard library has known vulnerabilities (docs/security.md).
+toolchain go1.27.3
+
 require (
 	github.com/alecthomas/kingpin/v2 v2.4.0
 	github.com/alecthomas/units v0.0.0-20240927000941-0f3dac36c52b

@@ -32,7 +32,7 @@ var (
 	durationDesc = prometheus.NewDesc("emptydir_exporter_collection_duration_seconds",
 		"Wall time of the last collection cycle.", []string{"node", "source"}, nil)
 	successDesc = prometheus.NewDesc("emptydir_exporter_collection_success",
-		"1 when the last collection cycle measured every volume it should have, else 0.", []string{"node", "source"}, nil)
+		"1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.", []string{"node", "source"}, nil)
 	lastSuccessDesc = prometheus.NewDesc("emptydir_exporter_last_success_timestamp_seconds",
 		"Unix time of the last fully successful collection cycle.", []string{"node", "source"}, nil)
 	podsDesc = prometheus.NewDesc("emptydir_exporter_pods",
@@ -52,6 +52,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	}
 	e.collections.Describe(ch)
 	e.measureErrors.Describe(ch)
+	e.uncheckedLinks.Describe(ch)
 	e.watchErrors.Describe(ch)
 	e.liveRequests.Describe(ch)
 }
@@ -96,6 +97,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 
 	e.collections.Collect(ch)
 	e.measureErrors.Collect(ch)
+	e.uncheckedLinks.Collect(ch)
 	e.watchErrors.Collect(ch)
 	e.liveRequests.Collect(ch)
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -112,8 +114,9 @@ func TestMeasureDiskUsageMatchesGNUDu(t *testing.T) {
 			}
 			writeFile(t, filepath.Join(dir, "own"), 10000)
 		}},
-		{"wide folder beyond one read batch", func(t *testing.T, dir string) {
-			for i := range 3*readDirBatch + 7 {
+		{"wide folder beyond one getdents buffer", func(t *testing.T, dir string) {
+			// A short name takes a 24-byte dirent: this spans several buffers.
+			for i := range 3*direntBufSize/24 + 7 {
 				writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i)), 1)
 			}
 		}},
@@ -314,5 +317,281 @@ func TestMeasureDiskUsageToleratesVanishingEntries(t *testing.T) {
 	}
 	if got, want := measure(t, dir, 4).UsedBytes, gnuDU(t, dir); got != want {
 		t.Errorf("after the deletions: %d bytes, GNU du says %d", got, want)
+	}
+}
+
+// mkdirDeep builds depth folders named name, one inside the other, below dir,
+// fd-relative so that it works beyond PATH_MAX, and writes size bytes into a file
+// at the bottom.
+func mkdirDeep(t *testing.T, dir string, depth int, name string, size int) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		if err := unix.Mkdirat(fd, name, 0o755); err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+		next, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	defer unix.Close(fd)
+	f, err := unix.Openat(fd, "data", unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(f)
+	if _, err := unix.Write(f, make([]byte, size)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMeasureDiskUsageBeyondPathMax: data below PATH_MAX (4096 bytes of path) must
+// be counted, as GNU du counts it; a walk by full paths cannot open it.
+func TestMeasureDiskUsageBeyondPathMax(t *testing.T) {
+	dir := t.TempDir()
+	// 30 levels of 200-byte names: about 6000 bytes of path.
+	mkdirDeep(t, dir, 30, strings.Repeat("x", 200), 1<<20)
+	wantBytes, wantInodes := gnuDU(t, dir), gnuInodes(t, dir)
+	if wantBytes < 1<<20 {
+		t.Fatalf("GNU du counts %d bytes, less than the hidden file: the oracle is broken", wantBytes)
+	}
+	for _, conc := range []int{1, 4} {
+		got := measure(t, dir, conc)
+		if got.UsedBytes != wantBytes || got.Inodes != wantInodes || got.Unreadable != 0 {
+			t.Errorf("concurrency %d: got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du)", conc, got, wantBytes, wantInodes)
+		}
+	}
+}
+
+// TestMeasureDiskUsageDeepTreeBoundsFDs walks a tree thousands of levels deep
+// with the fd limit lowered far below its depth: the walk must keep few folders
+// open and still count everything, as GNU du does.
+func TestMeasureDiskUsageDeepTreeBoundsFDs(t *testing.T) {
+	const depth = 3000
+	dir := t.TempDir()
+	mkdirDeep(t, dir, depth, "d", 64<<10)
+	wantBytes, wantInodes := gnuDU(t, dir), gnuInodes(t, dir)
+
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	// The test process holds a handful of fds; a walk holding one per level fails.
+	const limit = 256
+	if old.Cur < limit {
+		t.Skipf("RLIMIT_NOFILE is %d already", old.Cur)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: limit, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	var got [2]DiskUsage
+	for i, conc := range []int{1, 4} {
+		got[i], _ = MeasureDiskUsage(context.Background(), dir, conc)
+	}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	for i, conc := range []int{1, 4} {
+		if got[i].UsedBytes != wantBytes || got[i].Inodes != wantInodes || got[i].Unreadable != 0 {
+			t.Errorf("concurrency %d, %d fds at most: got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du)",
+				conc, limit, got[i], wantBytes, wantInodes)
+		}
+	}
+}
+
+// swapTree is a volume with a folder "victim" to be swapped during the walk, and
+// a folder outside the volume on the same filesystem holding much more data.
+type swapTree struct {
+	root, outside string
+	// before is what GNU du counts in root before the swap.
+	beforeBytes, beforeInodes int64
+}
+
+func newSwapTree(t *testing.T) swapTree {
+	t.Helper()
+	base := t.TempDir()
+	s := swapTree{root: filepath.Join(base, "volume"), outside: filepath.Join(base, "host")}
+	writeFile(t, filepath.Join(s.root, "own"), 10000)
+	writeFile(t, filepath.Join(s.root, "victim", "small"), 5000)
+	writeFile(t, filepath.Join(s.outside, "secret", "huge"), 8<<20)
+	s.beforeBytes, s.beforeInodes = gnuDU(t, s.root), gnuInodes(t, s.root)
+	return s
+}
+
+// swapVictim makes the walk meet replace(path of victim) in the window between
+// the listing's fstatat and the open, and records every folder the walk opens.
+func swapVictim(t *testing.T, s swapTree, replace func(path string) error) *[]string {
+	t.Helper()
+	var opened []string
+	var mu sync.Mutex
+	testHookBeforeOpen = func(name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		opened = append(opened, name)
+		if name != "victim" {
+			return
+		}
+		// Moved away, not deleted: its inode stays in use, so that what replaces it
+		// cannot reuse the inode number.
+		victim := filepath.Join(s.root, "victim")
+		if err := os.Rename(victim, filepath.Join(s.outside, "moved-away")); err != nil {
+			t.Error(err)
+		}
+		if err := replace(victim); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { testHookBeforeOpen = nil })
+	return &opened
+}
+
+// measureOrHang fails the test if the walk does not end: a hang detector, not a
+// timing assertion.
+func measureOrHang(t *testing.T, dir string) DiskUsage {
+	t.Helper()
+	done := make(chan DiskUsage, 1)
+	go func() {
+		du, err := MeasureDiskUsage(context.Background(), dir, 1)
+		if err != nil {
+			t.Errorf("MeasureDiskUsage: %v", err)
+		}
+		done <- du
+	}()
+	select {
+	case du := <-done:
+		return du
+	case <-time.After(10 * time.Second):
+		t.Fatal("the walk hangs on the swapped-in entry")
+		return DiskUsage{}
+	}
+}
+
+// TestMeasureDiskUsageSwappedFolder swaps the folder "victim" for something else
+// after the walk listed it as a folder and before it opens it. The walk must not
+// follow a symbolic link out of the volume, must not block on a FIFO, and must not
+// call a changed entry unreadable.
+func TestMeasureDiskUsageSwappedFolder(t *testing.T) {
+	cases := []struct {
+		name    string
+		replace func(s swapTree) func(path string) error
+	}{
+		{"symlink to a folder outside the volume", func(s swapTree) func(string) error {
+			return func(p string) error { return os.Symlink(s.outside, p) }
+		}},
+		{"FIFO", func(swapTree) func(string) error {
+			return func(p string) error { return unix.Mkfifo(p, 0o644) }
+		}},
+		{"regular file", func(swapTree) func(string) error {
+			return func(p string) error { return os.WriteFile(p, []byte("x"), 0o644) }
+		}},
+		{"another folder", func(swapTree) func(string) error {
+			return func(p string) error {
+				if err := os.Mkdir(p, 0o755); err != nil {
+					return err
+				}
+				// More than the volume held: entering it would show.
+				return os.WriteFile(filepath.Join(p, "new"), make([]byte, 1<<20), 0o644)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSwapTree(t)
+			opened := swapVictim(t, s, tc.replace(s))
+
+			du := measureOrHang(t, s.root)
+
+			if du.UsedBytes > s.beforeBytes || du.Inodes > s.beforeInodes {
+				t.Errorf("got %+v, more than the volume held before the swap (%d bytes, %d inodes): the walk counted what it should not",
+					du, s.beforeBytes, s.beforeInodes)
+			}
+			if slices.Contains(*opened, "secret") {
+				t.Errorf("the walk entered the symlink's target outside the volume (opened %v)", *opened)
+			}
+			if du.Unreadable != 0 {
+				t.Errorf("Unreadable = %d: a folder that changed during the walk is not unreadable", du.Unreadable)
+			}
+		})
+	}
+}
+
+// TestMeasureDiskUsageBoundsHardLinkMemory: the tenant decides how many hard-linked
+// inodes there are. Past the bound the walk counts further links at every sighting
+// and says so: over, never under.
+func TestMeasureDiskUsageBoundsHardLinkMemory(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 6 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		writeFile(t, p, 8192)
+		for j := range 2 {
+			if err := os.Link(p, fmt.Sprintf("%s.link%d", p, j)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wantBytes, wantInodes := gnuDU(t, dir), gnuInodes(t, dir)
+	if du := measure(t, dir, 1); du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.UncheckedLinks != 0 {
+		t.Errorf("within the bound: got %+v, want UsedBytes=%d Inodes=%d UncheckedLinks=0 (GNU du)", du, wantBytes, wantInodes)
+	}
+
+	old := maxRememberedLinks
+	maxRememberedLinks = 2
+	t.Cleanup(func() { maxRememberedLinks = old })
+	du := measure(t, dir, 1)
+	// 2 inodes remembered; the 3 links of each of the other 4 count every time.
+	if du.UncheckedLinks != 4*3 {
+		t.Errorf("UncheckedLinks = %d, want 12", du.UncheckedLinks)
+	}
+	if du.UsedBytes <= wantBytes || du.Inodes <= wantInodes {
+		t.Errorf("past the bound: got %+v, want more than GNU du's %d bytes and %d inodes (over-counted, never under)",
+			du, wantBytes, wantInodes)
+	}
+}
+
+// TestMeasureDiskUsageAncestorMovedDuringDeepWalk moves a folder while the walk is
+// deeper below it than it keeps fds open for: on the way back up, ".." is no longer
+// the folder the walk came from, so the walk must re-open that folder by name from
+// an ancestor, checked, and go on with the rest of it.
+func TestMeasureDiskUsageAncestorMovedDuringDeepWalk(t *testing.T) {
+	dir := t.TempDir()
+	for c := range 20 {
+		p := filepath.Join(dir, "a", fmt.Sprintf("c%02d", c))
+		for range heldDirs + 2 {
+			p = filepath.Join(p, "d")
+		}
+		writeFile(t, filepath.Join(p, "bottom", "data"), 8192)
+	}
+	wantBytes, wantInodes := gnuDU(t, dir), gnuInodes(t, dir)
+
+	var chain string // the first chain the walk enters: moved out from under it
+	var moved bool
+	testHookBeforeOpen = func(name string) {
+		switch {
+		case chain == "" && strings.HasPrefix(name, "c"):
+			chain = name
+		case name == "bottom" && !moved:
+			moved = true
+			if err := os.Rename(filepath.Join(dir, "a", chain), filepath.Join(dir, "moved")); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookBeforeOpen = nil })
+
+	du := measure(t, dir, 1)
+	if !moved {
+		t.Fatal("the hook never moved the chain")
+	}
+	// The move stays within the volume: the totals are the same before and after.
+	if du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.Unreadable != 0 {
+		t.Errorf("got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du): the folders after the moved one were lost",
+			du, wantBytes, wantInodes)
 	}
 }

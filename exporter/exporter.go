@@ -26,6 +26,13 @@ type Config struct {
 	Logger *slog.Logger
 	// LiveConcurrency bounds live measurements running at once; 0 means 2.
 	LiveConcurrency int
+	// VolumeConcurrency bounds the volumes a VolumeSource measures at once in the
+	// collection; 0 means 2. Above 1, one slow volume cannot hold up the others.
+	VolumeConcurrency int
+	// VolumeTimeout bounds one volume's measurement by a VolumeSource; 0 means 1m.
+	// It may exceed the collection interval: a walk outlives its cycle, and the
+	// cycles publish the last completed result meanwhile.
+	VolumeTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -41,11 +48,15 @@ type Exporter struct {
 	mu   sync.RWMutex
 	snap snapshot
 
-	collections   *prometheus.CounterVec
-	measureErrors *prometheus.CounterVec
-	watchErrors   prometheus.Counter
-	liveRequests  *prometheus.CounterVec
-	liveSlots     chan struct{}
+	// walks is set when the source measures volume by volume.
+	walks *volumeWalks
+
+	collections    *prometheus.CounterVec
+	measureErrors  *prometheus.CounterVec
+	uncheckedLinks prometheus.Counter
+	watchErrors    prometheus.Counter
+	liveRequests   *prometheus.CounterVec
+	liveSlots      chan struct{}
 }
 
 // snapshot is what one collection cycle produced.
@@ -72,6 +83,12 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.LiveConcurrency <= 0 {
 		cfg.LiveConcurrency = 2
 	}
+	if cfg.VolumeConcurrency <= 0 {
+		cfg.VolumeConcurrency = 2
+	}
+	if cfg.VolumeTimeout <= 0 {
+		cfg.VolumeTimeout = time.Minute
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -91,6 +108,11 @@ func New(cfg Config) (*Exporter, error) {
 			Help:        "Volumes that could not be measured, by source and reason.",
 			ConstLabels: constLabels,
 		}, []string{"source", "reason"}),
+		uncheckedLinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "emptydir_exporter_unchecked_hard_links_total",
+			Help:        "Hard links counted without checking whether their inode was counted already, because a walk remembered as many hard-linked inodes as it may; the volume's emptydir_used_bytes may be over by them, never under.",
+			ConstLabels: constLabels,
+		}),
 		watchErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_pod_watch_errors_total",
 			Help:        "Errors of the pod list/watch against the API server; the exporter keeps serving from its cache meanwhile.",
@@ -108,21 +130,26 @@ func New(cfg Config) (*Exporter, error) {
 	for _, r := range sourceReasons[cfg.Source.Name()] {
 		e.measureErrors.WithLabelValues(cfg.Source.Name(), r)
 	}
-	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusServiceUnavailable} {
+	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code))
 	}
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
+	if vs, ok := cfg.Source.(VolumeSource); ok {
+		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, e.noteMeasured)
+	}
 	return e, nil
 }
 
-// Run refreshes the snapshot now and then every interval until ctx ends.
+// Run refreshes the snapshot now and then every interval until ctx ends. A cycle
+// waits for its measurements at most one interval; a volume's walk may go on for
+// up to Config.VolumeTimeout, and its result is published by a later cycle.
 func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		cycleCtx, cancel := context.WithTimeout(ctx, interval)
-		e.Refresh(cycleCtx)
+		e.refresh(cycleCtx, ctx)
 		cancel()
 		select {
 		case <-ctx.Done():
@@ -132,10 +159,15 @@ func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Refresh runs one collection cycle and replaces the snapshot. A volume that fails
-// keeps its last good measurement, with its old time, so that
+// Refresh runs one collection cycle, waiting for its measurements until they end
+// or ctx does, and replaces the snapshot. Walks it starts may outlive ctx, each
+// bounded by Config.VolumeTimeout. A volume that fails, or whose walk is still
+// running, keeps its last good measurement with its old time, so that
 // emptydir_measurement_age_seconds shows it is not fresh.
-func (e *Exporter) Refresh(ctx context.Context) {
+func (e *Exporter) Refresh(ctx context.Context) { e.refresh(ctx, context.WithoutCancel(ctx)) }
+
+// refresh is Refresh with walks started under walksCtx.
+func (e *Exporter) refresh(ctx, walksCtx context.Context) {
 	start := e.now()
 	success := true
 	var pods []PodVolumes
@@ -158,8 +190,15 @@ func (e *Exporter) Refresh(ctx context.Context) {
 	prev := e.snap
 	e.mu.RUnlock()
 
-	source := e.cfg.Source.Name()
-	results := e.cfg.Source.Measure(ctx, pods)
+	var results []VolumeResult
+	if e.walks != nil {
+		results = e.walks.cycle(ctx, walksCtx, pods) // each walk was counted as it ended
+	} else {
+		results = e.cfg.Source.Measure(ctx, pods)
+		for _, r := range results {
+			e.noteMeasured(r)
+		}
+	}
 	kept := make([]VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
@@ -167,10 +206,6 @@ func (e *Exporter) Refresh(ctx context.Context) {
 			continue
 		}
 		success = false
-		reason := reasonOf(r.Err)
-		e.measureErrors.WithLabelValues(source, reason).Inc()
-		e.log.Warn("measuring volume", "namespace", r.Namespace, "pod", r.Pod, "uid", r.UID,
-			"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
 		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {
 			old.Volume = r.Volume // the spec (limit) may have changed; the numbers have not been re-read
 			kept = append(kept, old)
@@ -197,6 +232,24 @@ func (e *Exporter) Refresh(ctx context.Context) {
 	e.mu.Unlock()
 	e.log.Debug("collection cycle done", "pods", next.pods, "volumes", next.volumeCount,
 		"success", success, "duration", next.duration)
+}
+
+// noteMeasured counts and logs what one measurement found wrong: once per cycle
+// for a Source, once per completed walk for a VolumeSource.
+func (e *Exporter) noteMeasured(r VolumeResult) {
+	if r.Err == nil {
+		if n := r.Measurement.UncheckedLinks; n > 0 {
+			e.uncheckedLinks.Add(float64(n))
+			e.log.Warn("volume has more hard-linked inodes than a walk remembers; usage may be over-counted",
+				"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name, "unchecked_links", n)
+		}
+		return
+	}
+	source := e.cfg.Source.Name()
+	reason := reasonOf(r.Err)
+	e.measureErrors.WithLabelValues(source, reason).Inc()
+	e.log.Warn("measuring volume", "namespace", r.Namespace, "pod", r.Pod, "uid", r.UID,
+		"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
 }
 
 // WatchErrorHandler counts list/watch failures of the pod informer; hand it to

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,7 +183,7 @@ emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid=
 emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 33
 emptydir_measurement_age_seconds{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 3
 emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 3
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume it should have, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_last_success_timestamp_seconds Unix time of the last fully successful collection cycle.
@@ -193,6 +194,7 @@ emptydir_exporter_last_success_timestamp_seconds{node="node-1",source="filesyste
 emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
 emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 0
 emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 1
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 0
 # HELP emptydir_exporter_collections_total Collection cycles, by result.
 # TYPE emptydir_exporter_collections_total counter
 emptydir_exporter_collections_total{node="node-1",result="error"} 1
@@ -212,7 +214,7 @@ func TestUnsyncedInformerPublishesNoVolumes(t *testing.T) {
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	want := `
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume it should have, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_pod_informer_synced 1 when the pod informer has synced with the API server.
@@ -280,5 +282,215 @@ func TestMetricsMatchDocs(t *testing.T) {
 		if !published[name] {
 			t.Errorf("%s is documented in docs/metrics.md but not published", name)
 		}
+	}
+}
+
+// clock is a settable clock safe to read from walks in flight.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// slowSource is a VolumeSource on which the volume "slow" blocks until released or
+// its context ends, as a huge or hostile volume's walk does; the others answer at
+// once, stamped with the clock. fastDone is called after each fast measurement.
+type slowSource struct {
+	clock    *clock
+	release  chan struct{}
+	fastDone func()
+
+	mu         sync.Mutex
+	slowWalks  int
+	slowCtxErr error
+}
+
+func (s *slowSource) Name() string { return "filesystem" }
+
+func (s *slowSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+	var out []VolumeResult
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			r.Measurement, r.Err = s.MeasureVolume(ctx, p, v)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume) (Measurement, error) {
+	start := s.clock.Now()
+	if v.Name == "slow" {
+		s.mu.Lock()
+		s.slowWalks++
+		s.mu.Unlock()
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.slowCtxErr = ctx.Err()
+			s.mu.Unlock()
+			return Measurement{}, fsError(ctx.Err())
+		}
+		return Measurement{UsedBytes: 1 << 30, MeasuredAt: start, CompletedAt: s.clock.Now()}, nil
+	}
+	if err := ctx.Err(); err != nil { // a real walk stops when its context ends
+		return Measurement{}, fsError(err)
+	}
+	defer s.fastDone()
+	return Measurement{UsedBytes: 4096, MeasuredAt: start, CompletedAt: start}, nil
+}
+
+// TestSlowVolumeDoesNotStarveOthers: a volume whose walk takes longer than the
+// interval must not keep the other volumes of the node from being measured every
+// cycle, and its own staleness must show in its age.
+func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk}}},
+		{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []Volume{{Name: "tmp", Medium: MediumDisk}}},
+	}}
+	var fastCount atomic.Int32
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() { fastCount.Add(1) }}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks, stopWalks := context.WithCancel(context.Background())
+	t.Cleanup(stopWalks)
+	// One cycle, whose interval ends once both fast volumes are measured and only
+	// the slow one is still in flight.
+	cycle := func() {
+		fastCount.Store(0)
+		ctx, cancel := context.WithCancel(walks)
+		defer cancel()
+		go func() {
+			defer cancel()
+			poll(t, func() bool {
+				e.walks.mu.Lock()
+				defer e.walks.mu.Unlock()
+				_, slow := e.walks.running[volumeKey{"uid-slow", "slow"}]
+				return fastCount.Load() == 2 && len(e.walks.running) == 1 && slow
+			})
+		}()
+		e.refresh(ctx, walks)
+	}
+
+	for i := range 3 {
+		cycle()
+		want := `
+# HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
+# TYPE emptydir_measurement_age_seconds gauge
+emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 0
+emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 0
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
+# TYPE emptydir_exporter_collection_success gauge
+emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
+# HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
+# TYPE emptydir_exporter_measurement_errors_total counter
+emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 0
+`
+		if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_measurement_age_seconds",
+			"emptydir_exporter_collection_success", "emptydir_exporter_measurement_errors_total"); err != nil {
+			t.Errorf("cycle %d, slow walk in flight: %v", i+1, err)
+		}
+		clk.Add(10 * time.Second)
+	}
+	src.mu.Lock()
+	if src.slowWalks != 1 {
+		t.Errorf("%d walks of the slow volume were started in 3 cycles, want 1 (one in flight per volume)", src.slowWalks)
+	}
+	src.mu.Unlock()
+
+	// The slow walk completes; the next cycle publishes it with its true age (it
+	// started 30 s ago) and starts the next walk of it, slow again.
+	src.release <- struct{}{}
+	if !poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 }) {
+		t.FailNow()
+	}
+	cycle()
+	want := `
+# HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
+# TYPE emptydir_measurement_age_seconds gauge
+emptydir_measurement_age_seconds{medium="disk",namespace="big",node="node-1",pod="hoarder",uid="uid-slow",volume="slow"} 30
+emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 0
+emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 0
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_measurement_age_seconds"); err != nil {
+		t.Errorf("after the slow walk completed: %v", err)
+	}
+}
+
+// TestVolumeTimeoutEndsWalk: a walk that exceeds the volume timeout ends, counts
+// as a timeout once, and the volume is walked again by a later cycle.
+func TestVolumeTimeoutEndsWalk(t *testing.T) {
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+	}}
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		e.Refresh(context.Background()) // waits for the walk, which its timeout ends
+	}
+	src.mu.Lock()
+	walks, ctxErr := src.slowWalks, src.slowCtxErr
+	src.mu.Unlock()
+	if walks != 2 || !errors.Is(ctxErr, context.DeadlineExceeded) {
+		t.Errorf("%d walks, ended by %v; want 2 walks, each ended by its deadline", walks, ctxErr)
+	}
+	want := `
+# HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
+# TYPE emptydir_exporter_measurement_errors_total counter
+emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 2
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_exporter_measurement_errors_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// poll waits until cond holds and reports whether it did; the bound only keeps a
+// broken exporter from hanging the test. Safe from any goroutine.
+func poll(t *testing.T, cond func() bool) bool {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Error("condition not reached")
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
+}
+
+// TestUncheckedHardLinksCounted: a walk that ran out of hard-link memory says so in
+// a counter, since its usage may be over-counted.
+func TestUncheckedHardLinksCounted(t *testing.T) {
+	pods, src, now := fixture()
+	m := src.byVolume[volumeKey{"uid-front", "tmp"}]
+	m.UncheckedLinks = 7
+	src.byVolume[volumeKey{"uid-front", "tmp"}] = m
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+	e.Refresh(context.Background())
+	if got := testutil.ToFloat64(e.uncheckedLinks); got != 14 {
+		t.Errorf("emptydir_exporter_unchecked_hard_links_total = %v after two cycles with 7 each, want 14", got)
 	}
 }

@@ -25,25 +25,22 @@ type FilesystemSource struct {
 func (s *FilesystemSource) Name() string { return "filesystem" }
 
 // Measure implements Source. Volumes are measured one after another, each walk in
-// parallel, so the exporter's load on the node stays bounded by WalkConcurrency.
+// parallel, so the load on the node stays bounded by WalkConcurrency.
 func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
 	var out []VolumeResult
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			m, err := s.measure(ctx, Dir(s.KubeletRootDir, p.UID, v.Name))
-			if err != nil {
-				r.Err = err
-			} else {
-				r.Measurement = m
-			}
+			r.Measurement, r.Err = s.MeasureVolume(ctx, p, v)
 			out = append(out, r)
 		}
 	}
 	return out
 }
 
-func (s *FilesystemSource) measure(ctx context.Context, dir string) (Measurement, error) {
+// MeasureVolume implements VolumeSource.
+func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume) (Measurement, error) {
+	dir := Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -61,8 +58,10 @@ func (s *FilesystemSource) measure(ctx context.Context, dir string) (Measurement
 		UsedBytes:         du.UsedBytes,
 		InodesUsed:        du.Inodes,
 		UnreadableEntries: du.Unreadable,
+		UncheckedLinks:    du.UncheckedLinks,
 		CapacityBytes:     int64(sfs.Blocks) * sfs.Bsize,
 		AvailableBytes:    int64(sfs.Bavail) * sfs.Bsize,
 		MeasuredAt:        started,
+		CompletedAt:       now(),
 	}, nil
 }

@@ -108,7 +108,7 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 	stats, fetchErr := s.summary(ctx)
 	var out []VolumeResult
 	for _, p := range pods {
-		byName := stats[p.UID]
+		byName := stats[p.KubeletUID()]
 		for _, v := range p.Volumes {
 			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 			vs, found := byName[v.Name]
@@ -128,6 +128,7 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 					AvailableBytes: int64(deref(vs.AvailableBytes)),
 					InodesUsed:     int64(deref(vs.InodesUsed)),
 					MeasuredAt:     vs.Time.Time,
+					CompletedAt:    vs.Time.Time,
 				}
 			}
 			out = append(out, r)

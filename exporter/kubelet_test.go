@@ -143,11 +143,11 @@ func at(h, m, s int) time.Time { return time.Date(2026, 12, 2, h, m, s, 0, time.
 // wantSummaryNumbers are the numbers testdata/summary.json holds for summaryPods.
 var wantSummaryNumbers = []wantVolume{
 	{summaryEmptyTestUID, "empty", exporter.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12)}},
+		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12)}},
 	{summaryCacheUID, "scratch", exporter.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
-		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50)}},
+		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50)}},
 	{summaryPromUID, "config-out", exporter.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1)}},
+		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1)}},
 }
 
 func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume) {
@@ -169,7 +169,10 @@ func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume
 		if !g.MeasuredAt.Equal(w.m.MeasuredAt) {
 			t.Errorf("%s: MeasuredAt = %s, want the volume's time %s", w.volume, g.MeasuredAt, w.m.MeasuredAt)
 		}
-		g.MeasuredAt = w.m.MeasuredAt
+		if !g.CompletedAt.Equal(g.MeasuredAt) {
+			t.Errorf("%s: CompletedAt = %s, want MeasuredAt %s: the kubelet's stats are one moment", w.volume, g.CompletedAt, g.MeasuredAt)
+		}
+		g.MeasuredAt, g.CompletedAt = w.m.MeasuredAt, w.m.CompletedAt
 		if g != w.m {
 			t.Errorf("%s: measurement = %+v, want %+v", w.volume, g, w.m)
 		}
@@ -470,5 +473,23 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 	}
 	if reason := reasonOfErr(got[0].Err); reason != exporter.ReasonKubeletUnreachable {
 		t.Errorf("reason %q, want %q (err %v)", reason, exporter.ReasonKubeletUnreachable, got[0].Err)
+	}
+}
+
+// TestKubeletSourceStaticPod: the Summary API reports a static pod under the UID the kubelet
+// knows it by, its config hash; the result carries the mirror pod's API UID.
+func TestKubeletSourceStaticPod(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
+	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	static := podWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", vol("scratch", exporter.MediumMemory))
+	static.ConfigHash = summaryCacheUID // as testdata/summary.json's pod reference has it
+
+	got := src.Measure(context.Background(), []exporter.PodVolumes{static})
+
+	if len(got) != 1 || got[0].Err != nil || got[0].Measurement.UsedBytes != 12582912 {
+		t.Fatalf("got %+v, want the summary's 12582912 bytes for the static pod", got)
+	}
+	if got[0].UID != static.UID {
+		t.Errorf("result UID %q, want the API UID %q (the uid label)", got[0].UID, static.UID)
 	}
 }

@@ -3,17 +3,24 @@ package exporter
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // LivePath is the route of the live endpoint, in net/http ServeMux pattern syntax.
 const LivePath = "GET /live/namespaces/{namespace}/pods/{pod}"
 
-// liveTimeout bounds one live measurement: the remediator waits for it inline.
-const liveTimeout = 30 * time.Second
+// LiveTimeout bounds one live request, the wait for a measurement slot included: the
+// remediator waits for it inline.
+const LiveTimeout = 30 * time.Second
 
 // LiveResponse is the body of a successful live measurement (docs/metrics.md).
 type LiveResponse struct {
@@ -36,32 +43,96 @@ type LiveVolume struct {
 	InodesUsed        int64     `json:"inodesUsed"`
 	UnreadableEntries int64     `json:"unreadableEntries"`
 	MeasuredAt        time.Time `json:"measuredAt"`
+	CompletedAt       time.Time `json:"completedAt"`
 }
 
 type liveError struct {
 	Error string `json:"error"`
 }
 
+// liveRefusal is a liveError that tells the caller when to retry (Retry-After).
+type liveRefusal struct {
+	liveError
+	retryAfter time.Duration
+}
+
+// LiveOptions bound the live endpoint's queue.
+type LiveOptions struct {
+	// MaxWait bounds how long a request waits for its caller's turn and then for a
+	// measurement slot; 0 means DefaultLiveMaxWait.
+	MaxWait time.Duration
+}
+
+// DefaultLiveMaxWait is LiveOptions.MaxWait's default: well within LiveTimeout, so a
+// request that got its turn late still has time to walk.
+const DefaultLiveMaxWait = 10 * time.Second
+
 // LiveHandler serves LivePath: it measures the named pod's volumes at request time,
 // never from the collection snapshot, because the remediator must not act on stale
-// numbers.
-func (e *Exporter) LiveHandler() http.Handler {
+// numbers. Mount one handler per exporter: it holds the per-caller queue.
+//
+// Any pod that can reach the port may call it, so each caller (remote IP) gets one
+// measurement at a time and a short queue; beyond that it gets 429. The global bound
+// (Config.LiveConcurrency) keeps the node's I/O in check; a single caller can hold at most
+// one of its slots, so it cannot starve the remediator.
+func (e *Exporter) LiveHandler(opts LiveOptions) http.Handler {
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultLiveMaxWait
+	}
+	callers := newCallerQueue()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code, body := e.live(r)
+		code, body := e.live(r, callers, opts.MaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
+		if lr, ok := body.(liveRefusal); ok {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(lr.retryAfter.Seconds()))))
+		}
 		w.WriteHeader(code)
 		_ = json.NewEncoder(w).Encode(body)
 	})
 }
 
-func (e *Exporter) live(r *http.Request) (int, any) {
+// uidPattern is the form of the UIDs the API server assigns.
+var uidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// checkLiveRequest rejects what cannot name a pod instance and its volume. Nothing of a
+// request ever reaches a path: the folder is built from the informer's UID and the spec's
+// volume name; this only keeps nonsense from the cache lookup and gives a clear reason.
+func checkLiveRequest(r *http.Request) error {
+	q := r.URL.Query()
+	for _, k := range []string{"uid", "volume"} {
+		if len(q[k]) > 1 {
+			return fmt.Errorf("query parameter %s is given %d times: give it once", k, len(q[k]))
+		}
+	}
+	ns, name, uid, volume := r.PathValue("namespace"), r.PathValue("pod"), q.Get("uid"), q.Get("volume")
+	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+		return fmt.Errorf("namespace %q is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return fmt.Errorf("pod %q is not a valid pod name: %s", name, strings.Join(msgs, "; "))
+	}
+	if uid == "" {
+		return errors.New("query parameter uid is required: a live measurement must name the exact pod instance")
+	}
+	if !uidPattern.MatchString(uid) {
+		return fmt.Errorf("uid %q is not a pod UID (lower-case 8-4-4-4-12 hex, as metadata.uid)", uid)
+	}
+	if volume != "" {
+		if msgs := validation.IsDNS1123Label(volume); len(msgs) > 0 {
+			return fmt.Errorf("volume %q is not a valid volume name: %s", volume, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}
+
+func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Duration) (int, any) {
+	if err := checkLiveRequest(r); err != nil {
+		return http.StatusBadRequest, liveError{err.Error()}
+	}
 	ns, name := r.PathValue("namespace"), r.PathValue("pod")
 	uid, volume := r.URL.Query().Get("uid"), r.URL.Query().Get("volume")
-	if uid == "" {
-		return http.StatusBadRequest, liveError{"query parameter uid is required: a live measurement must name the exact pod instance"}
-	}
 	if !e.cfg.Pods.HasSynced() {
 		return http.StatusServiceUnavailable, liveError{"pod informer has not synced yet"}
 	}
@@ -70,7 +141,7 @@ func (e *Exporter) live(r *http.Request) (int, any) {
 		return http.StatusServiceUnavailable, liveError{err.Error()}
 	}
 	if !ok {
-		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s is not running on node %s with an emptyDir volume in use", ns, name, e.cfg.NodeName)}
+		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s is not on node %s, or has no emptyDir volume in use there: ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
 	}
 	if pv.UID != uid {
 		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
@@ -88,13 +159,24 @@ func (e *Exporter) live(r *http.Request) (int, any) {
 		pv.Volumes = only
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), liveTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), LiveTimeout)
 	defer cancel()
+	waitCtx, cancelWait := context.WithTimeout(ctx, maxWait)
+	defer cancelWait()
+	caller := callerOf(r)
+	release, ok := callers.acquire(waitCtx, caller)
+	if !ok {
+		return http.StatusTooManyRequests, liveRefusal{liveError{fmt.Sprintf(
+			"caller %s already has a live measurement running on node %s: one at a time per caller", caller, e.cfg.NodeName)},
+			maxWait}
+	}
+	defer release()
 	select {
 	case e.liveSlots <- struct{}{}:
 		defer func() { <-e.liveSlots }()
-	case <-ctx.Done():
-		return http.StatusServiceUnavailable, liveError{"too many live measurements in progress"}
+	case <-waitCtx.Done():
+		return http.StatusServiceUnavailable, liveRefusal{liveError{fmt.Sprintf(
+			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
 	resp := LiveResponse{Node: e.cfg.NodeName, Namespace: ns, Pod: name, UID: uid,
@@ -108,7 +190,7 @@ func (e *Exporter) live(r *http.Request) (int, any) {
 		resp.Volumes = append(resp.Volumes, LiveVolume{
 			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
-			UnreadableEntries: m.UnreadableEntries, MeasuredAt: m.MeasuredAt,
+			UnreadableEntries: m.UnreadableEntries, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
 	e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,

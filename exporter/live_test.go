@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,9 +70,21 @@ func livePods() []exporter.PodVolumes {
 }
 
 type liveFixture struct {
-	root string
-	exp  *exporter.Exporter
-	srv  *httptest.Server
+	root   string
+	source *countingSource
+	exp    *exporter.Exporter
+	srv    *httptest.Server
+}
+
+// countingSource counts the Measure calls that reach the real source.
+type countingSource struct {
+	exporter.Source
+	calls atomic.Int64
+}
+
+func (s *countingSource) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
+	s.calls.Add(1)
+	return s.Source.Measure(ctx, pods)
 }
 
 // newLiveFixture builds a kubelet root dir with real files, an exporter over it
@@ -92,9 +105,10 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	}
 	writeBytes(t, filepath.Join(f.dir(liveUID, "cache"), "c.bin"), 3000)
 
+	f.source = &countingSource{Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}}
 	exp, err := exporter.New(exporter.Config{
 		NodeName: "node-1",
-		Source:   &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2},
+		Source:   f.source,
 		Pods:     staticPods{synced: synced, pods: livePods()},
 	})
 	if err != nil {
@@ -102,7 +116,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	}
 	f.exp = exp
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler())
+	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{}))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -192,8 +206,8 @@ func TestLiveHandlerRejects(t *testing.T) {
 			http.StatusBadRequest, []string{"uid"}},
 		{"uid empty", "/live/namespaces/default/pods/empty-test1?uid=", true,
 			http.StatusBadRequest, []string{"uid"}},
-		{"unknown pod", "/live/namespaces/default/pods/gone?uid=" + liveUID, true,
-			http.StatusNotFound, []string{"default/gone", "node-1"}},
+		{"unknown pod, or a pod on another node", "/live/namespaces/default/pods/gone?uid=" + liveUID, true,
+			http.StatusNotFound, []string{"default/gone", "not on node node-1", "exporter of the pod's node"}},
 		{"pod in another namespace", "/live/namespaces/other/pods/empty-test1?uid=" + liveUID, true,
 			http.StatusNotFound, []string{"other/empty-test1"}},
 		{"UID of an earlier instance", "/live/namespaces/default/pods/empty-test1?uid=00000000-dead-beef-0000-000000000000", true,
@@ -230,7 +244,7 @@ func TestLiveHandlerRejects(t *testing.T) {
 }
 
 // volumeKeys are the fields docs/metrics.md gives a live volume.
-var volumeKeys = []string{"capacityBytes", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
+var volumeKeys = []string{"capacityBytes", "completedAt", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
 
 func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 	f := newLiveFixture(t, true)
@@ -317,6 +331,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 			t.Errorf("%s: unreadableEntries %d, want 0", v.Name, v.UnreadableEntries)
 		}
 		inWindow(t, v.Name+" measuredAt", v.MeasuredAt, before, after)
+		inWindow(t, v.Name+" completedAt", v.CompletedAt, v.MeasuredAt, after)
 	}
 	// empty: root folder, a.bin (hard-linked once), nested, deeper, b.bin, the symlink.
 	if got := r.Volumes[0].InodesUsed; got != 6 {
@@ -370,8 +385,8 @@ func TestLiveHandlerCountsRequestsByCode(t *testing.T) {
 		base + "empty-test1?uid=" + liveUID,
 		base + "empty-test1?uid=" + liveUID + "&volume=empty",
 		base + "empty-test1",
-		base + "gone?uid=x",
-		base + "empty-test1?uid=other",
+		base + "gone?uid=" + liveUID,
+		base + "empty-test1?uid=00000000-dead-beef-0000-000000000000",
 		base + "empty-test1?uid=" + liveUID + "&volume=nope",
 		base + "no-folder?uid=" + liveNoDirUID,
 	} {
@@ -384,12 +399,14 @@ func TestLiveHandlerCountsRequestsByCode(t *testing.T) {
 emptydir_exporter_live_requests_total{code="200",node="node-1"} 2
 emptydir_exporter_live_requests_total{code="400",node="node-1"} 1
 emptydir_exporter_live_requests_total{code="404",node="node-1"} 3
+emptydir_exporter_live_requests_total{code="429",node="node-1"} 0
 emptydir_exporter_live_requests_total{code="503",node="node-1"} 1
 # HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
 # TYPE emptydir_exporter_measurement_errors_total counter
 emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
 emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 1
 emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 0
 `
 	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want),
 		"emptydir_exporter_live_requests_total", "emptydir_exporter_measurement_errors_total"); err != nil {

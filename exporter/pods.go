@@ -31,6 +31,7 @@ type PodLister interface {
 // PodWatcher is a PodLister fed by an informer scoped to one node with a
 // spec.nodeName field selector.
 type PodWatcher struct {
+	nodeName string
 	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	lister   corelisters.PodLister
@@ -49,7 +50,7 @@ func NewPodWatcher(client kubernetes.Interface, nodeName string, resync time.Dur
 	if err := informer.SetTransform(trimPod); err != nil {
 		return nil, fmt.Errorf("setting pod transform: %w", err)
 	}
-	return &PodWatcher{factory: factory, informer: informer, lister: pods.Lister()}, nil
+	return &PodWatcher{nodeName: nodeName, factory: factory, informer: informer, lister: pods.Lister()}, nil
 }
 
 // Start runs the informer until ctx ends and waits for its first sync or ctx.
@@ -75,6 +76,9 @@ func (w *PodWatcher) List() ([]PodVolumes, error) {
 	}
 	out := make([]PodVolumes, 0, len(pods))
 	for _, p := range pods {
+		if p.Spec.NodeName != w.nodeName {
+			continue // see Get
+		}
 		if pv, ok := podVolumes(p); ok {
 			out = append(out, pv)
 		}
@@ -97,18 +101,28 @@ func (w *PodWatcher) Get(namespace, name string) (PodVolumes, bool, error) {
 	if err != nil {
 		return PodVolumes{}, false, fmt.Errorf("getting pod %s/%s from cache: %w", namespace, name, err)
 	}
+	// The field selector already keeps other nodes' pods out; checking again costs
+	// nothing and keeps this node's exporter from ever walking for a pod it does not host.
+	if p.Spec.NodeName != w.nodeName {
+		return PodVolumes{}, false, nil
+	}
 	pv, ok := podVolumes(p)
 	return pv, ok, nil
 }
 
-// trimPod drops what podVolumes never reads.
+// trimPod drops what podVolumes never reads. Of the annotations it keeps the mirror pod's
+// config hash: the kubelet keeps a static pod's volumes under it.
 func trimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil // tombstones pass through untouched
 	}
 	p.ManagedFields = nil
-	p.Annotations = nil
+	if hash, static := p.Annotations[corev1.MirrorPodAnnotationKey]; static {
+		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: hash}
+	} else {
+		p.Annotations = nil
+	}
 	p.Status = corev1.PodStatus{Phase: p.Status.Phase}
 	return p, nil
 }

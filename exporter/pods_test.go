@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,6 +61,8 @@ func (b *podBuilder) initMount(name string) *podBuilder {
 
 func (b *podBuilder) node(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
 
+func (b *podBuilder) annotate(k, v string) *podBuilder { b.pod.Annotations[k] = v; return b }
+
 func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder { b.pod.Status.Phase = p; return b }
 
 func TestPodVolumes(t *testing.T) {
@@ -110,11 +113,59 @@ func TestPodVolumes(t *testing.T) {
 	}
 }
 
+// The kubelet's static pod hash: hex of a 128-bit FNV (pkg/kubelet/config applyDefaults).
+const staticHash = "6c3a0ff2b15a4cd8e7b6f9b1f7a0c2d4"
+
+func TestPodVolumesOfStaticPods(t *testing.T) {
+	tests := []struct {
+		name, hash string
+		wantOK     bool
+	}{
+		{"kubelet's hex hash", staticHash, true},
+		{"metadata.uid from the manifest", "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", true},
+		{"empty", "", false},
+		{"parent folder", "..", false},
+		{"path", "../../../etc", false},
+		{"slash", "a/b", false},
+		{"dot", ".", false},
+		{"NUL", "a\x00b", false},
+		{"too long", strings.Repeat("a", 129), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := newPod("kube-system", "etcd-node-1", "api-uid").annotate(corev1.MirrorPodAnnotationKey, tc.hash).
+				emptyDir("data", "", "").mount("data").pod
+
+			got, ok := podVolumes(pod)
+
+			if ok != tc.wantOK {
+				t.Fatalf("listed: %v, want %v", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			if got.UID != "api-uid" || got.ConfigHash != tc.hash || got.KubeletUID() != tc.hash {
+				t.Errorf("UID %q, ConfigHash %q, KubeletUID %q; want the API UID api-uid and the hash %q for the folder",
+					got.UID, got.ConfigHash, got.KubeletUID(), tc.hash)
+			}
+		})
+	}
+
+	plain, _ := podVolumes(newPod("a", "b", "api-uid").emptyDir("v", "", "").mount("v").pod)
+	if plain.ConfigHash != "" || plain.KubeletUID() != "api-uid" {
+		t.Errorf("a pod from the API: ConfigHash %q, KubeletUID %q; want none and the API UID", plain.ConfigHash, plain.KubeletUID())
+	}
+}
+
 func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	client := fake.NewClientset(
 		newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod,
 		newPod("shop", "plain", "uid-plain").configMap("cfg").pod,
 		newPod("web", "front", "uid-front").emptyDir("tmp", corev1.StorageMediumMemory, "64Mi").mount("tmp").pod,
+		newPod("kube-system", "etcd-node-1", "uid-mirror").annotate(corev1.MirrorPodAnnotationKey, staticHash).
+			emptyDir("data", "", "").mount("data").pod,
+		// The fake tracker ignores the field selector; the watcher must not trust it either.
+		newPod("web", "elsewhere", "uid-elsewhere").node("node-2").emptyDir("tmp", "", "").mount("tmp").pod,
 	)
 	// The fake tracker ignores field selectors; record what the informer asks for,
 	// which is what a real API server filters on.
@@ -153,8 +204,14 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	for _, p := range got {
 		names = append(names, p.Namespace+"/"+p.Pod)
 	}
-	if want := []string{"shop/cart-0", "web/front"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("List = %v, want %v (sorted, only pods with emptyDir volumes)", names, want)
+	if want := []string{"kube-system/etcd-node-1", "shop/cart-0", "web/front"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("List = %v, want %v (sorted, only this node's pods with emptyDir volumes)", names, want)
+	}
+	if _, ok, err := w.Get("web", "elsewhere"); ok || err != nil {
+		t.Errorf("Get of a pod on node-2: ok=%v err=%v, want false, nil", ok, err)
+	}
+	if pv, ok, _ := w.Get("kube-system", "etcd-node-1"); !ok || pv.UID != "uid-mirror" || pv.KubeletUID() != staticHash {
+		t.Errorf("static pod through the cache: %+v (ok=%v), want API UID uid-mirror and kubelet UID %s", pv, ok, staticHash)
 	}
 
 	pv, ok, err := w.Get("web", "front")
@@ -174,6 +231,10 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	if cached.Status.Phase != corev1.PodRunning {
 		t.Errorf("trim lost the phase: %q", cached.Status.Phase)
 	}
+	obj, _, _ = w.informer.GetIndexer().GetByKey("kube-system/etcd-node-1")
+	if got, want := obj.(*corev1.Pod).Annotations, map[string]string{corev1.MirrorPodAnnotationKey: staticHash}; !reflect.DeepEqual(got, want) {
+		t.Errorf("static pod's cached annotations %v, want only %v", got, want)
+	}
 
 	// A pod deleted on the API server leaves the list.
 	if err := client.CoreV1().Pods("shop").Delete(ctx, "cart-0", metav1.DeleteOptions{}); err != nil {
@@ -182,7 +243,7 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		got, _ := w.List()
-		if len(got) == 1 && got[0].Pod == "front" {
+		if len(got) == 2 && got[0].Pod == "etcd-node-1" && got[1].Pod == "front" {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -18,6 +18,13 @@ type Measurement struct {
 	// MeasuredAt is when the numbers were true: the start of a walk, or the time the
 	// kubelet stamped on its (cached) volume stats.
 	MeasuredAt time.Time
+	// CompletedAt is when the measurement ended: the end of a walk, or MeasuredAt for
+	// the kubelet's stats. Freshness is judged by it, so that a long honest walk of a
+	// big volume is not taken for stale.
+	CompletedAt time.Time
+	// UncheckedLinks counts hard links counted without checking whether their inode
+	// was counted already (DiskUsage.UncheckedLinks); above 0, UsedBytes may be over.
+	UncheckedLinks int64
 }
 
 // VolumeResult is the outcome of measuring one volume of one pod.
@@ -38,18 +45,28 @@ type Source interface {
 	Measure(ctx context.Context, pods []PodVolumes) []VolumeResult
 }
 
+// VolumeSource is a Source that measures one volume at a time, by walking it. The
+// collection gives each volume its own walk, bounded in time, so that a slow or
+// hostile volume cannot starve the others.
+type VolumeSource interface {
+	Source
+	// MeasureVolume measures one volume of a pod now.
+	MeasureVolume(ctx context.Context, pod PodVolumes, v Volume) (Measurement, error)
+}
+
 // Reasons a volume could not be measured, as the reason label spells them.
 const (
 	ReasonNotFound           = "not_found"
 	ReasonPermission         = "permission"
 	ReasonIO                 = "io"
+	ReasonTimeout            = "timeout"
 	ReasonKubeletUnreachable = "kubelet_unreachable"
 	ReasonKubeletError       = "kubelet_error"
 )
 
 // sourceReasons lists the reasons each source can report.
 var sourceReasons = map[string][]string{
-	"filesystem": {ReasonNotFound, ReasonPermission, ReasonIO},
+	"filesystem": {ReasonNotFound, ReasonPermission, ReasonIO, ReasonTimeout},
 	"kubelet":    {ReasonNotFound, ReasonKubeletUnreachable, ReasonKubeletError},
 }
 
@@ -74,6 +91,8 @@ func reasonOf(err error) string {
 // fsError classifies a filesystem error.
 func fsError(err error) *MeasureError {
 	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &MeasureError{Reason: ReasonTimeout, Err: err}
 	case errors.Is(err, fs.ErrNotExist):
 		return &MeasureError{Reason: ReasonNotFound, Err: err}
 	case errors.Is(err, fs.ErrPermission):

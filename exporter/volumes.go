@@ -26,11 +26,26 @@ type Volume struct {
 type PodVolumes struct {
 	Namespace string
 	Pod       string
-	UID       string
-	Volumes   []Volume
+	// UID is the pod's UID in the API: the uid label, and what the remediator evicts by.
+	UID string
+	// ConfigHash is set for a static pod only: the kubelet knows such a pod by the hash
+	// of its manifest, not by the UID of the mirror pod the API server shows.
+	ConfigHash string
+	Volumes    []Volume
 }
 
-// Dir is where the kubelet keeps one emptyDir volume of a pod below its root dir.
+// KubeletUID is the UID the kubelet knows the pod by: the name of its folder below
+// <root-dir>/pods and the UID in the Summary API's pod reference.
+func (p PodVolumes) KubeletUID() string {
+	if p.ConfigHash != "" {
+		return p.ConfigHash
+	}
+	return p.UID
+}
+
+// Dir is where the kubelet keeps one emptyDir volume of a pod below its root dir; podUID
+// is the pod's KubeletUID. Both names come from the API server (a UID it assigned or a
+// checked config hash, a volume name it validated as a DNS label), never from a request.
 func Dir(kubeletRootDir, podUID, volume string) string {
 	return filepath.Join(kubeletRootDir, "pods", podUID, "volumes", "kubernetes.io~empty-dir", volume)
 }
@@ -60,6 +75,15 @@ func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
 		}
 	}
 	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID)}
+	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
+		// Anyone who may create pods may set this annotation, and it becomes a folder
+		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
+		// own metadata.uid), never a path.
+		if !isConfigHash(hash) {
+			return PodVolumes{}, false
+		}
+		pv.ConfigHash = hash
+	}
 	for _, v := range pod.Spec.Volumes {
 		if v.EmptyDir == nil || !mounted[v.Name] {
 			continue
@@ -73,6 +97,19 @@ func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
 		pv.Volumes = append(pv.Volumes, vol)
 	}
 	return pv, len(pv.Volumes) > 0
+}
+
+// isConfigHash reports whether s can be a static pod's config hash: one safe path element.
+func isConfigHash(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && r != '-' && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 func mediumLabel(m corev1.StorageMedium) string {

@@ -18,14 +18,19 @@ type Config struct {
 	MaxRequestBytes int64
 	// BearerToken, when set, is required as "Authorization: Bearer <token>" on the webhook.
 	BearerToken string
-	// AlertTimeout bounds the handling of one alert (pod GET, live measurement, eviction).
+	// BearerTokenFile, when set, holds that token instead; it is read again when it changes
+	// (Secret rotation).
+	BearerTokenFile string
+	// AlertTimeout bounds the handling of one alert (pod GET, live measurement, eviction);
+	// the live measurement, a walk of the volume, takes most of it.
 	AlertTimeout time.Duration
 
 	// DryRun does everything except the Eviction API call.
 	DryRun bool
 	// ThresholdRatio scales the sizeLimit: evict when used > sizeLimit × ThresholdRatio.
 	ThresholdRatio float64
-	// MaxMeasurementAge is the oldest live measurement that is acted on.
+	// MaxMeasurementAge is the oldest live measurement that is acted on, counted from when
+	// it was complete (the end of the walk), so that a long walk of a big volume counts.
 	MaxMeasurementAge time.Duration
 
 	// NamespaceAllow, when not empty, lists the only namespaces that are remediated.
@@ -58,7 +63,7 @@ func DefaultConfig() Config {
 	return Config{
 		WebhookPath:        "/webhook",
 		MaxRequestBytes:    1 << 20,
-		AlertTimeout:       20 * time.Second,
+		AlertTimeout:       45 * time.Second,
 		ThresholdRatio:     1.0,
 		MaxMeasurementAge:  5 * time.Second,
 		OptOutAnnotation:   DefaultOptOutAnnotation,
@@ -80,6 +85,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRequestBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max request size %d must be at least 1024 bytes", c.MaxRequestBytes))
+	}
+	if c.BearerToken != "" && c.BearerTokenFile != "" {
+		errs = append(errs, errors.New("set the bearer token or its file, not both"))
 	}
 	if c.AlertTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("alert timeout %s must be positive", c.AlertTimeout))

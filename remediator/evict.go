@@ -2,6 +2,7 @@ package remediator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,11 +33,35 @@ func (s *Server) evict(ctx context.Context, pod *corev1.Pod, uid types.UID, reas
 	switch {
 	case err == nil:
 		return EvictionEvicted, nil
+	case apierrors.IsTooManyRequests(err) && disruptionBudgetRefusal(err):
+		return EvictionPDBBlocked, fmt.Errorf("eviction of pod %s/%s blocked by a PodDisruptionBudget: %w", pod.Namespace, pod.Name, err)
 	case apierrors.IsTooManyRequests(err):
-		return EvictionPDBBlocked, fmt.Errorf("eviction of pod %s/%s blocked: %w", pod.Namespace, pod.Name, err)
+		return EvictionThrottled, fmt.Errorf("eviction of pod %s/%s throttled by the API server: %w", pod.Namespace, pod.Name, err)
 	case apierrors.IsNotFound(err):
 		return EvictionNotFound, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	default:
 		return EvictionError, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+}
+
+// disruptionBudgetRefusal reports whether a 429 is the Eviction API's PodDisruptionBudget
+// refusal. The Eviction API names the budget in a status cause of type DisruptionBudget
+// (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go); API Priority and Fairness
+// and the max-inflight filter answer 429 with Retry-After and no Status at all. The cause is
+// in the body, so it survives WithoutEvictionRetries stripping Retry-After.
+func disruptionBudgetRefusal(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	if d == nil {
+		return false
+	}
+	for _, c := range d.Causes {
+		if c.Type == policyv1.DisruptionBudgetCause {
+			return true
+		}
+	}
+	return false
 }

@@ -26,7 +26,6 @@ const (
 )
 
 func TestWebhookAlertOutcomes(t *testing.T) {
-	pdbBlocked := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 10)
 	tests := []struct {
 		name       string
 		cfg        func(*Config)
@@ -78,8 +77,10 @@ func TestWebhookAlertOutcomes(t *testing.T) {
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantGone: true, wantEvent: EventEvicted},
 		{name: "critical pod", pod: newPod("default", "web-0", uid1).priorityClass(SystemClusterCritical).build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
 			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipCritical, wantEvent: EventOverLimit},
-		{name: "PDB blocks: 429, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: pdbBlocked,
+		{name: "PDB blocks: 429 naming the DisruptionBudget, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: pdbRefusal(),
 			wantCode: 503, wantOut: OutcomePDBBlocked, wantReason: "pdb", wantEvicts: 1, wantEvent: EventEvictionBlocked},
+		{name: "API Priority and Fairness throttles: 429 without a cause, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apfThrottle(),
+			wantCode: 503, wantOut: OutcomeThrottled, wantReason: "throttled", wantEvicts: 1},
 		{name: "eviction 404: gone", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-0"),
 			wantCode: 200, wantOut: OutcomeGone, wantReason: "not_found", wantEvicts: 1},
 		{name: "eviction API error: retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewInternalError(errors.New("etcd leader changed")),
@@ -203,8 +204,8 @@ func TestWebhookManyAlertsHandledOnTheirOwn(t *testing.T) {
 	code, resp := e.post(payloadJSON(t,
 		firing("default", "a", uid1),
 		firing("default", "b", uid2),
-		resolved(firing("default", "c", "old")),
-		firing("default", "gone", "x"),
+		resolved(firing("default", "c", testUID("old"))),
+		firing("default", "gone", testUID("x")),
 	))
 	if code != http.StatusOK {
 		t.Fatalf("code %d", code)
@@ -227,6 +228,14 @@ func TestWebhookRejectsBadPayloads(t *testing.T) {
 		{"not JSON", `{"version": "4", `, http.StatusBadRequest, "invalid JSON"},
 		{"wrong version", `{"version": "3", "alerts": []}`, http.StatusBadRequest, "unsupported payload version"},
 		{"missing labels", `{"version": "4", "alerts": [{"status": "firing", "labels": {"namespace": "default", "pod": "web-0"}}]}`, http.StatusUnprocessableEntity, "malformed alerts"},
+		{"namespace not a DNS label", badLabel(t, LabelNamespace, "Default"), http.StatusUnprocessableEntity, "label namespace=\"Default\" is not a valid name"},
+		{"namespace path traversal", badLabel(t, LabelNamespace, "../kube-system"), http.StatusUnprocessableEntity, "label namespace="},
+		{"pod not a DNS subdomain", badLabel(t, LabelPod, "web_0"), http.StatusUnprocessableEntity, "label pod=\"web_0\" is not a valid name"},
+		{"pod with a slash", badLabel(t, LabelPod, "web-0/eviction"), http.StatusUnprocessableEntity, "label pod="},
+		{"volume not a DNS label", badLabel(t, LabelVolume, "data.cache"), http.StatusUnprocessableEntity, "label volume=\"data.cache\" is not a valid name"},
+		{"uid not a UUID", badLabel(t, LabelUID, "uid-1"), http.StatusUnprocessableEntity, "label uid=\"uid-1\" is not a valid UID"},
+		{"uid in upper case", badLabel(t, LabelUID, strings.ToUpper(uid1)), http.StatusUnprocessableEntity, "not a valid UID"},
+		{"uid with a query", badLabel(t, LabelUID, uid1+"&volume=x"), http.StatusUnprocessableEntity, "not a valid UID"},
 		{"too large", `{"version": "4", "receiver": "` + strings.Repeat("x", 4096) + `"}`, http.StatusRequestEntityTooLarge, "larger than"},
 	}
 	for _, tt := range tests {
@@ -236,14 +245,25 @@ func TestWebhookRejectsBadPayloads(t *testing.T) {
 			e := newEnv(t, cfg, newPod("default", "web-0", uid1).build())
 			e.measurer.used[uid1] = 10 * mib
 			code, resp := e.post([]byte(tt.body))
-			if code != tt.wantCode || !strings.Contains(resp.Error, tt.wantErr) {
-				t.Errorf("code %d error %q, want %d containing %q", code, resp.Error, tt.wantCode, tt.wantErr)
+			reason := resp.Error
+			for _, p := range resp.Problems {
+				reason += "; " + p.Error
 			}
-			if n := e.evictions(); n != 0 {
-				t.Errorf("%d evictions on a bad payload", n)
+			if code != tt.wantCode || !strings.Contains(reason, tt.wantErr) {
+				t.Errorf("code %d reason %q, want %d containing %q", code, reason, tt.wantCode, tt.wantErr)
+			}
+			if n := len(e.client.Actions()); n != 0 || e.measurer.calls != 0 {
+				t.Errorf("a bad payload made %d API calls and %d measurements", n, e.measurer.calls)
 			}
 		})
 	}
+}
+
+// badLabel is a payload with one firing alert for web-0 whose label is set to value.
+func badLabel(t *testing.T, label, value string) string {
+	a := firing("default", "web-0", uid1)
+	a.Labels[label] = value
+	return string(payloadJSON(t, a))
 }
 
 // A payload with one malformed firing alert changes nothing, not even for its valid alerts.
@@ -383,7 +403,7 @@ func TestCaps(t *testing.T) {
 		{"b", "p6", "n3"}, {"b", "p7", "n3"}, // p6 is the 4th: ok; p7: cap_global
 	}
 	for i, s := range specs {
-		uid := "uid-" + s.name
+		uid := testUID(s.name)
 		pods = append(pods, newPod(s.ns, s.name, uid).node(s.node).build())
 		alerts = append(alerts, firing(s.ns, s.name, uid))
 		_ = i
@@ -404,7 +424,7 @@ func TestCaps(t *testing.T) {
 	}
 	// A blocked eviction does not use up a slot; the window slides.
 	e.advance(time.Hour)
-	_, resp = e.post(payloadJSON(t, firing("a", "p3", "uid-p3")))
+	_, resp = e.post(payloadJSON(t, firing("a", "p3", testUID("p3"))))
 	if resp.Alerts[0].Outcome != OutcomeEvicted {
 		t.Errorf("after the window: %+v", resp.Alerts[0])
 	}

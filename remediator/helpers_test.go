@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -29,6 +30,11 @@ import (
 // testNow is the fixed time of the handler tests.
 var testNow = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
 
+// testUID returns a UID of the API server's form (a lowercase UUID), the same for a name.
+func testUID(name string) string {
+	return fmt.Sprintf("%08x-0000-4000-8000-000000000000", crc32.ChecksumIEEE([]byte(name)))
+}
+
 // podBuilder builds test pods: by default scheduled on node-1 with an emptyDir "empty" of 1Mi.
 type podBuilder struct{ pod *corev1.Pod }
 
@@ -45,10 +51,6 @@ func newPod(ns, name, uid string) *podBuilder {
 }
 
 func (b *podBuilder) node(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
-func (b *podBuilder) label(k, v string) *podBuilder {
-	b.pod.Labels[k] = v
-	return b
-}
 func (b *podBuilder) annotate(k, v string) *podBuilder {
 	if b.pod.Annotations == nil {
 		b.pod.Annotations = map[string]string{}
@@ -169,6 +171,12 @@ type env struct {
 
 func newEnv(t *testing.T, cfg Config, pods ...*corev1.Pod) *env {
 	t.Helper()
+	return newEnvMeasuring(t, cfg, nil, pods...)
+}
+
+// newEnvMeasuring is newEnv with measurer instead of the fake measurer (nil: the fake).
+func newEnvMeasuring(t *testing.T, cfg Config, measurer LiveMeasurer, pods ...*corev1.Pod) *env {
+	t.Helper()
 	objs := make([]runtime.Object, 0, len(pods))
 	for _, p := range pods {
 		objs = append(objs, p)
@@ -181,7 +189,10 @@ func newEnv(t *testing.T, cfg Config, pods ...*corev1.Pod) *env {
 		}
 		return evictionSimulator(e.client)(action)
 	})
-	srv, err := New(cfg, e.client, e.measurer, WithEventRecorder(e.recorder), WithClock(e.clock))
+	if measurer == nil {
+		measurer = e.measurer
+	}
+	srv, err := New(cfg, e.client, measurer, WithEventRecorder(e.recorder), WithClock(e.clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +208,22 @@ func (e *env) advance(d time.Duration) {
 	e.measurer.mu.Lock()
 	e.measurer.at = e.now.Add(-time.Second)
 	e.measurer.mu.Unlock()
+}
+
+// pdbRefusal is the Eviction API's answer when a PodDisruptionBudget forbids the eviction
+// (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go).
+func pdbRefusal() error {
+	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: policyv1.DisruptionBudgetCause, Message: "The disruption budget web needs 1 healthy pods and has 1 currently"})
+	return err
+}
+
+// apfThrottle is what client-go makes of API Priority and Fairness rejecting a request:
+// 429, a plain-text body, Retry-After.
+func apfThrottle() error {
+	return apierrors.NewGenericServerResponse(http.StatusTooManyRequests, "post", schema.GroupResource{Resource: "pods"},
+		"web-0", "Too many requests, please try again later.", 1, true)
 }
 
 // injectEvictionError makes every eviction fail with err (before the simulator).

@@ -21,13 +21,15 @@ type LeaderElectionConfig struct {
 }
 
 // RunLeaderElection competes for the Lease until ctx ends. While this replica holds it the
-// server acts on webhooks; otherwise it answers them with 503 so that Alertmanager retries
-// (reaching the leader through the Service). After losing the lease it competes again.
+// server acts on webhooks; otherwise it forwards them to the leader (WithLeaderForwarding) or
+// answers 503 and closes the connection, so that Alertmanager's retry may reach the leader
+// through the Service. After losing the lease it competes again.
 // The Server must have been created with Config.LeaderElection.
 func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig) error {
 	if !s.cfg.LeaderElection {
 		return errors.New("leader election is not enabled in the remediator configuration")
 	}
+	s.identity.Store(&lec.Identity)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: lec.Namespace, Name: lec.Name},
 		Client:     s.client.CoordinationV1(),
@@ -43,6 +45,7 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
 				s.logger.Info("leader election: now leading", "lease", lec.Namespace+"/"+lec.Name, "identity", lec.Identity)
+				s.leaderID.Store(&lec.Identity)
 				s.setLeader(true)
 			},
 			OnStoppedLeading: func() {
@@ -50,6 +53,7 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 				s.setLeader(false)
 			},
 			OnNewLeader: func(identity string) {
+				s.leaderID.Store(&identity)
 				if identity != lec.Identity {
 					s.logger.Info("leader election: another replica leads", "leader", identity)
 					s.setLeader(false)

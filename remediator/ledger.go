@@ -1,101 +1,205 @@
 package remediator
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"k8s.io/client-go/util/retry"
 )
 
-// ledger remembers recent evictions: per pod UID (for duplicates and the cooldown) and as a
-// list of records counted against the caps. A slot is reserved before the Eviction API call
-// and committed or released after it, so concurrent alerts for different pods never exceed
-// a cap together.
-type ledger struct {
-	mu      sync.Mutex
-	byUID   map[string]uidEntry
-	records []*evictionRecord
-	horizon time.Duration // how long entries are kept: max(cooldown, cap window)
+// Bounds of the ledger. Duplicate suppression needs some memory even when the cooldown and
+// the cap window are both 0, and the stored copy must stay well under a ConfigMap's 1 MiB.
+const (
+	// MinLedgerHorizon is the shortest time an eviction is remembered for.
+	MinLedgerHorizon = time.Hour
+	// MaxLedgerEntries bounds the entries kept; the oldest go first.
+	MaxLedgerEntries = 2000
+)
+
+// outcomeReserved marks an entry whose eviction was being attempted: it counts against the
+// caps and the cooldown, because a replica that crashed after the Eviction API call could
+// not record that it happened.
+const outcomeReserved Outcome = "reserved"
+
+// ledgerEntry is one eviction (or dry-run eviction, or attempt) the remediator made.
+type ledgerEntry struct {
+	ID        string    `json:"id"`
+	At        time.Time `json:"at"`
+	UID       string    `json:"uid"`
+	Node      string    `json:"node,omitempty"`
+	Namespace string    `json:"ns,omitempty"`
+	Outcome   Outcome   `json:"outcome"`
 }
 
-// uidEntry is the last eviction the remediator made (or would have made) of one pod UID.
+// ledgerState is what the ledger stores: entries oldest first.
+type ledgerState struct {
+	Entries []ledgerEntry `json:"entries"`
+}
+
+// ledgerStore keeps the ledger's state with optimistic concurrency: save fails with a
+// Kubernetes Conflict error when the state changed since load returned version.
+type ledgerStore interface {
+	load(ctx context.Context) (st ledgerState, version string, err error)
+	save(ctx context.Context, st ledgerState, version string) error
+}
+
+// ledger remembers recent evictions: per pod UID (for duplicates and the cooldown) and as
+// records counted against the caps. A slot is reserved (and stored) before the Eviction API
+// call and committed or released after it, so concurrent alerts never exceed a cap together
+// and a replica that crashes mid-eviction leaves its slot held. With a ConfigMap store every
+// decision reads the stored copy, so replicas share caps and cooldowns across restarts and
+// leader changes.
+type ledger struct {
+	store    ledgerStore
+	horizon  time.Duration // how long entries are kept: max(cooldown, cap window, MinLedgerHorizon)
+	cooldown time.Duration
+	mu       sync.Mutex // serializes this process's read-modify-write cycles: fewer conflicts
+}
+
+// uidEntry is the last eviction the remediator made (or would have made, or attempted) of
+// one pod UID.
 type uidEntry struct {
 	At      time.Time
-	Outcome Outcome // OutcomeEvicted or OutcomeDryRun
+	Outcome Outcome // OutcomeEvicted, OutcomeDryRun or outcomeReserved
 }
 
-func newLedger(horizon time.Duration) *ledger {
-	return &ledger{byUID: map[string]uidEntry{}, horizon: horizon}
+func newLedger(store ledgerStore, cooldown, capWindow time.Duration) *ledger {
+	return &ledger{store: store, cooldown: cooldown, horizon: max(cooldown, capWindow, MinLedgerHorizon)}
 }
 
 // last returns the last eviction of uid, if remembered.
-func (l *ledger) last(uid string) (uidEntry, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e, ok := l.byUID[uid]
-	return e, ok
+func (l *ledger) last(ctx context.Context, uid string) (uidEntry, bool, error) {
+	st, _, err := l.store.load(ctx)
+	if err != nil {
+		return uidEntry{}, false, fmt.Errorf("loading the eviction ledger: %w", err)
+	}
+	e, ok := lastOf(st.Entries, uid)
+	return e, ok, nil
+}
+
+// lastOf returns the newest entry of uid.
+func lastOf(entries []ledgerEntry, uid string) (uidEntry, bool) {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].UID == uid {
+			return uidEntry{At: entries[i].At, Outcome: entries[i].Outcome}, true
+		}
+	}
+	return uidEntry{}, false
 }
 
 // reservation is a cap slot held while an eviction is attempted.
 type reservation struct {
-	l   *ledger
-	rec *evictionRecord
+	l  *ledger
+	id string
 }
 
-// reserve checks the caps for one more eviction and, when it fits, holds a slot for it. It
-// returns the skip reason when a cap is reached.
-func (l *ledger) reserve(node, namespace string, now time.Time, caps Caps) (*reservation, string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.gcLocked(now)
-	recs := make([]evictionRecord, 0, len(l.records))
-	for _, r := range l.records {
-		recs = append(recs, *r)
+// reserve checks, on the stored copy, that uid was not evicted nor is in its cooldown and
+// that one more eviction fits the caps, and then stores a slot for it. When the eviction must
+// not happen it returns the skip reason and why.
+func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now time.Time, caps Caps) (*reservation, string, string, error) {
+	id := newEntryID()
+	var reason, why string
+	err := l.update(ctx, now, func(st *ledgerState) bool {
+		reason, why = "", ""
+		if last, ok := lastOf(st.Entries, uid); ok {
+			switch {
+			case last.Outcome == OutcomeEvicted:
+				reason, why = SkipDuplicate, fmt.Sprintf("uid %s was already evicted at %s", uid, last.At.UTC().Format(time.RFC3339))
+				return false
+			case inCooldown(last.At, now, l.cooldown):
+				reason, why = SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", uid, last.Outcome, last.At.UTC().Format(time.RFC3339), l.cooldown)
+				return false
+			}
+		}
+		recs := make([]evictionRecord, 0, len(st.Entries))
+		for _, e := range st.Entries {
+			recs = append(recs, evictionRecord{At: e.At, Node: e.Node, Namespace: e.Namespace})
+		}
+		if reason = capExceeded(recs, node, namespace, now, caps); reason != "" {
+			why = fmt.Sprintf("eviction cap %s reached within %s", reason, caps.Window)
+			return false
+		}
+		st.Entries = append(st.Entries, ledgerEntry{ID: id, At: now, UID: uid, Node: node, Namespace: namespace, Outcome: outcomeReserved})
+		return true
+	})
+	if err != nil {
+		return nil, "", "", fmt.Errorf("reserving an eviction slot: %w", err)
 	}
-	if reason := capExceeded(recs, node, namespace, now, caps); reason != "" {
-		return nil, reason
+	if reason != "" {
+		return nil, reason, why, nil
 	}
-	rec := &evictionRecord{At: now, Node: node, Namespace: namespace}
-	l.records = append(l.records, rec)
-	return &reservation{l: l, rec: rec}, ""
+	return &reservation{l: l, id: id}, "", "", nil
 }
 
-// commit keeps the slot and remembers the eviction of uid.
-func (r *reservation) commit(uid string, outcome Outcome, at time.Time) {
-	r.l.mu.Lock()
-	defer r.l.mu.Unlock()
-	r.l.byUID[uid] = uidEntry{At: at, Outcome: outcome}
+// commit keeps the slot and records what happened (OutcomeEvicted or OutcomeDryRun) at at.
+func (r *reservation) commit(ctx context.Context, outcome Outcome, at time.Time) error {
+	err := r.l.update(ctx, at, func(st *ledgerState) bool {
+		for i := range st.Entries {
+			if st.Entries[i].ID == r.id {
+				st.Entries[i].Outcome, st.Entries[i].At = outcome, at
+				return true
+			}
+		}
+		return false // pruned meanwhile: nothing left to commit
+	})
+	if err != nil {
+		return fmt.Errorf("recording the eviction in the ledger: %w", err)
+	}
+	return nil
 }
 
 // release gives the slot back: no eviction happened.
-func (r *reservation) release() {
-	r.l.mu.Lock()
-	defer r.l.mu.Unlock()
-	for i, rec := range r.l.records {
-		if rec == r.rec {
-			r.l.records = append(r.l.records[:i], r.l.records[i+1:]...)
-			return
-		}
+func (r *reservation) release(ctx context.Context) error {
+	err := r.l.update(ctx, time.Time{}, func(st *ledgerState) bool {
+		n := len(st.Entries)
+		st.Entries = slices.DeleteFunc(st.Entries, func(e ledgerEntry) bool { return e.ID == r.id })
+		return len(st.Entries) != n
+	})
+	if err != nil {
+		return fmt.Errorf("releasing the eviction slot: %w", err)
 	}
+	return nil
 }
 
-func (l *ledger) gcLocked(now time.Time) {
-	if l.horizon <= 0 {
-		return
-	}
-	kept := l.records[:0]
-	for _, r := range l.records {
-		if now.Sub(r.At) < l.horizon {
-			kept = append(kept, r)
+// update loads the state, prunes it at now (unless zero), applies change and saves the
+// result when change or the pruning modified it, retrying on conflicts with another writer.
+func (l *ledger) update(ctx context.Context, now time.Time, change func(*ledgerState) bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		st, version, err := l.store.load(ctx)
+		if err != nil {
+			return err
 		}
-	}
-	for i := len(kept); i < len(l.records); i++ {
-		l.records[i] = nil
-	}
-	l.records = kept
-	for uid, e := range l.byUID {
-		if now.Sub(e.At) >= l.horizon {
-			delete(l.byUID, uid)
+		pruned := !now.IsZero() && l.prune(&st, now)
+		if changed := change(&st); !changed && !pruned {
+			return nil
 		}
+		return l.store.save(ctx, st, version)
+	})
+}
+
+// prune drops entries past the horizon and the oldest beyond MaxLedgerEntries. It reports
+// whether it dropped any.
+func (l *ledger) prune(st *ledgerState, now time.Time) bool {
+	n := len(st.Entries)
+	st.Entries = slices.DeleteFunc(st.Entries, func(e ledgerEntry) bool { return now.Sub(e.At) >= l.horizon })
+	if extra := len(st.Entries) - MaxLedgerEntries; extra > 0 {
+		slices.SortStableFunc(st.Entries, func(a, b ledgerEntry) int { return a.At.Compare(b.At) })
+		st.Entries = slices.Delete(st.Entries, 0, extra)
 	}
+	return len(st.Entries) != n
+}
+
+func newEntryID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // keyedMutex serializes work per key (a pod UID) without one lock for everything.

@@ -1,10 +1,20 @@
 package remediator
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestKeyedMutexSerializesPerKey(t *testing.T) {
@@ -45,32 +55,233 @@ func TestKeyedMutexSerializesPerKey(t *testing.T) {
 }
 
 func TestLedgerReserveCommitRelease(t *testing.T) {
-	l := newLedger(time.Hour)
+	ctx := t.Context()
+	l := newLedger(&memoryStore{}, 0, time.Hour)
 	caps := Caps{Global: 2, Window: time.Hour}
-	r1, why := l.reserve("n1", "a", testNow, caps)
-	if why != "" {
-		t.Fatal(why)
+	r1, why, _, err := l.reserve(ctx, "uid-1", "n1", "a", testNow, caps)
+	if err != nil || why != "" {
+		t.Fatal(why, err)
 	}
-	r2, why := l.reserve("n2", "b", testNow, caps)
-	if why != "" {
-		t.Fatal(why)
+	r2, why, _, err := l.reserve(ctx, "uid-2", "n2", "b", testNow, caps)
+	if err != nil || why != "" {
+		t.Fatal(why, err)
 	}
-	if _, why := l.reserve("n3", "c", testNow, caps); why != SkipCapGlobal {
+	if _, why, _, _ := l.reserve(ctx, "uid-3", "n3", "c", testNow, caps); why != SkipCapGlobal {
 		t.Fatalf("third reservation: %q, want cap_global", why)
 	}
-	r2.release() // the eviction did not happen: the slot is free again
-	if _, why := l.reserve("n3", "c", testNow, caps); why != "" {
+	if err := r2.release(ctx); err != nil { // the eviction did not happen: the slot is free again
+		t.Fatal(err)
+	}
+	if _, why, _, _ := l.reserve(ctx, "uid-3", "n3", "c", testNow, caps); why != "" {
 		t.Fatalf("after release: %q", why)
 	}
-	r1.commit("uid-1", OutcomeEvicted, testNow)
-	if e, ok := l.last("uid-1"); !ok || e.Outcome != OutcomeEvicted {
-		t.Fatalf("last = %+v, %v", e, ok)
+	if err := r1.commit(ctx, OutcomeEvicted, testNow); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok, err := l.last(ctx, "uid-1"); err != nil || !ok || e.Outcome != OutcomeEvicted {
+		t.Fatalf("last = %+v, %v, %v", e, ok, err)
+	}
+	if _, why, _, _ := l.reserve(ctx, "uid-1", "n9", "z", testNow, Caps{}); why != SkipDuplicate {
+		t.Fatalf("evicted uid reserved again: %q, want duplicate", why)
 	}
 	// Past the horizon, everything is forgotten.
-	if _, why := l.reserve("n1", "a", testNow.Add(2*time.Hour), caps); why != "" {
+	later := testNow.Add(MinLedgerHorizon + time.Minute)
+	if _, why, _, _ := l.reserve(ctx, "uid-4", "n1", "a", later, caps); why != "" {
 		t.Fatalf("after the horizon: %q", why)
 	}
-	if _, ok := l.last("uid-1"); ok {
+	if _, ok, _ := l.last(ctx, "uid-1"); ok {
 		t.Error("uid remembered past the horizon")
+	}
+}
+
+// With cooldown and cap window both 0, the duplicate memory still ends (after
+// MinLedgerHorizon) and never holds more than MaxLedgerEntries.
+func TestLedgerBoundedWithoutCooldownAndWindow(t *testing.T) {
+	ctx := t.Context()
+	store := &memoryStore{}
+	l := newLedger(store, 0, 0)
+	for i := range MaxLedgerEntries + 50 {
+		r, why, _, err := l.reserve(ctx, fmt.Sprintf("uid-%d", i), "n1", "a", testNow.Add(time.Duration(i)*time.Millisecond), Caps{})
+		if err != nil || why != "" {
+			t.Fatalf("reservation %d: %q %v", i, why, err)
+		}
+		if err := r.commit(ctx, OutcomeEvicted, testNow.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(store.st.Entries); n != MaxLedgerEntries {
+		t.Errorf("%d entries kept, want at most %d", n, MaxLedgerEntries)
+	}
+	if _, ok, _ := l.last(ctx, "uid-0"); ok {
+		t.Error("the oldest entry was kept beyond MaxLedgerEntries")
+	}
+	if _, ok, _ := l.last(ctx, fmt.Sprintf("uid-%d", MaxLedgerEntries+49)); !ok {
+		t.Error("the newest entry was dropped")
+	}
+	// One more write after the horizon prunes everything older.
+	if _, why, _, err := l.reserve(ctx, "late", "n1", "a", testNow.Add(MinLedgerHorizon+time.Minute), Caps{}); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+	if n := len(store.st.Entries); n != 1 {
+		t.Errorf("%d entries after the horizon, want only the new one", n)
+	}
+}
+
+// ledgerCM returns the ledger ConfigMap's entries as stored in the fake clientset.
+func ledgerCM(t *testing.T, client *fake.Clientset) []ledgerEntry {
+	t.Helper()
+	cm, err := client.CoreV1().ConfigMaps("emptydir-guard").Get(t.Context(), "ledger", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st ledgerState
+	if err := json.Unmarshal([]byte(cm.Data[ledgerDataKey]), &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Entries
+}
+
+// A replica that restarts, or the standby that takes over, sees the caps, the cooldown and
+// the evictions of the one before: they live in the ConfigMap, not in the process.
+func TestLedgerConfigMapSharedAcrossReplicas(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	newReplica := func() *ledger {
+		return newLedger(&configMapStore{client: client, namespace: "emptydir-guard", name: "ledger"}, 10*time.Minute, 10*time.Minute)
+	}
+	caps := Caps{Global: 2, Window: 10 * time.Minute}
+	first := newReplica()
+	for _, uid := range []string{"uid-a", "uid-b"} {
+		r, why, _, err := first.reserve(ctx, uid, "n1", "ns", testNow, caps)
+		if err != nil || why != "" {
+			t.Fatalf("%s: %q %v", uid, why, err)
+		}
+		if err := r.commit(ctx, OutcomeDryRun, testNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A crash between the reservation and the commit leaves the slot held.
+	if _, why, _, err := newReplica().reserve(ctx, "uid-c", "n1", "ns", testNow, Caps{}); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+
+	second := newReplica()
+	tests := []struct {
+		uid, want string
+		at        time.Time
+	}{
+		{"uid-a", SkipCooldown, testNow.Add(time.Minute)},
+		{"uid-c", SkipCooldown, testNow.Add(time.Minute)}, // reserved, outcome unknown: cooldown all the same
+		{"uid-d", SkipCapGlobal, testNow.Add(time.Minute)},
+		{"uid-d", "", testNow.Add(11 * time.Minute)}, // window and cooldown over
+	}
+	for _, tc := range tests {
+		_, why, _, err := second.reserve(ctx, tc.uid, "n2", "other", tc.at, caps)
+		if err != nil || why != tc.want {
+			t.Errorf("%s at +%s: %q, %v; want %q", tc.uid, tc.at.Sub(testNow), why, err, tc.want)
+		}
+	}
+	if e, ok, err := second.last(ctx, "uid-b"); err != nil || !ok || e.Outcome != OutcomeDryRun {
+		t.Errorf("second replica's last(uid-b) = %+v %v %v", e, ok, err)
+	}
+	if n := len(ledgerCM(t, client)); n != 4 {
+		t.Errorf("%d entries stored, want 4", n)
+	}
+}
+
+// Two leaders for a moment (a lease handover): the write based on an outdated copy gets
+// Conflict, is redone on the fresh copy, and the cap holds.
+func TestLedgerConfigMapConflictRereads(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	store := &configMapStore{client: client, namespace: "emptydir-guard", name: "ledger"}
+	caps := Caps{Global: 1, Window: 10 * time.Minute}
+	var conflicts atomic.Int32
+	l := newLedger(store, 0, caps.Window)
+	// Creates the ConfigMap (no conflict), so the next write is an update.
+	if _, why, _, err := l.reserve(ctx, "seed", "n0", "ns0", testNow.Add(-time.Hour), Caps{}); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+	// The other replica's eviction lands between our read and our write.
+	client.PrependReactor("update", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts.Add(1) > 1 {
+			return false, nil, nil
+		}
+		// (Through the tracker: the fake clientset is locked while a reactor runs.)
+		cmGVR := corev1.SchemeGroupVersion.WithResource("configmaps")
+		obj, err := client.Tracker().Get(cmGVR, "emptydir-guard", "ledger")
+		if err != nil {
+			t.Error(err)
+			return true, nil, err
+		}
+		cm := obj.(*corev1.ConfigMap)
+		var st ledgerState
+		_ = json.Unmarshal([]byte(cm.Data[ledgerDataKey]), &st)
+		st.Entries = append(st.Entries, ledgerEntry{ID: "other", At: testNow, UID: "other-uid", Node: "n1", Namespace: "ns", Outcome: OutcomeEvicted})
+		raw, _ := json.Marshal(st)
+		cm.Data[ledgerDataKey] = string(raw)
+		if err := client.Tracker().Update(cmGVR, cm, "emptydir-guard"); err != nil {
+			t.Error(err)
+		}
+		return true, nil, apierrors.NewConflict(configMapsResource, "ledger", fmt.Errorf("the object has been modified"))
+	})
+	_, why, _, err := l.reserve(ctx, "our-uid", "n2", "ns2", testNow, caps)
+	if err != nil || why != SkipCapGlobal {
+		t.Fatalf("reservation after a conflict: %q, %v; want cap_global from the fresh copy", why, err)
+	}
+	if conflicts.Load() < 2 {
+		t.Errorf("%d update attempts: the conflict was not retried", conflicts.Load())
+	}
+	for _, e := range ledgerCM(t, client) {
+		if e.UID == "our-uid" {
+			t.Error("our reservation was stored over the cap")
+		}
+	}
+}
+
+// A stored ledger that cannot be read is an error (retry), never "nothing was evicted".
+func TestLedgerConfigMapUnreadableRefuses(t *testing.T) {
+	client := fake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "emptydir-guard", Name: "ledger"},
+		Data: map[string]string{ledgerDataKey: "{not json"}})
+	l := newLedger(&configMapStore{client: client, namespace: "emptydir-guard", name: "ledger"}, 0, 0)
+	if _, _, err := l.last(t.Context(), "uid"); err == nil {
+		t.Error("last: no error on a broken ledger")
+	}
+	if r, why, _, err := l.reserve(t.Context(), "uid", "n", "ns", testNow, Caps{}); err == nil || r != nil {
+		t.Errorf("reserve on a broken ledger: %v %q %v", r, why, err)
+	}
+	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd down")
+	})
+	if _, _, err := l.last(context.Background(), "uid"); err == nil {
+		t.Error("last: no error when the API server fails")
+	}
+}
+
+// The standby that takes over (a second Server on the same API server) refuses what the
+// caps forbid after the first one's evictions; with the old in-memory ledger it evicted.
+func TestCapsHoldAcrossServers(t *testing.T) {
+	cfg := testConfig()
+	cfg.Caps = Caps{Global: 1, Window: 10 * time.Minute}
+	e := newEnv(t, cfg, newPod("default", "web-0", uid1).build(), newPod("default", "web-1", uid2).build())
+	e.measurer.used[uid1], e.measurer.used[uid2] = 10*mib, 10*mib
+	replica := func() *Server {
+		s, err := New(cfg, e.client, e.measurer, WithEventRecorder(e.recorder), WithClock(e.clock),
+			WithLedgerConfigMap("emptydir-guard", "emptydir-remediator-ledger"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	first, second := replica(), replica()
+	if res := first.handleAlert(t.Context(), 0, firing("default", "web-0", uid1)); res.Outcome != OutcomeEvicted {
+		t.Fatalf("first replica: %+v, want evicted", res)
+	}
+	res := second.handleAlert(t.Context(), 0, firing("default", "web-1", uid2))
+	if res.Outcome != OutcomeSkipped || res.Reason != SkipCapGlobal {
+		t.Fatalf("second replica: %s/%s %q, want skipped/cap_global", res.Outcome, res.Reason, res.Message)
+	}
+	if n := e.evictions(); n != 1 {
+		t.Errorf("%d evictions, want 1", n)
 	}
 }

@@ -23,21 +23,32 @@ const (
 const (
 	MeasureStale       = "stale"        // the measurement is older than the allowed age
 	MeasureNotFound    = "not_found"    // the source does not know the pod, its UID or the volume
-	MeasureUnavailable = "unavailable"  // the source answered that it cannot measure now (5xx)
+	MeasureUnavailable = "unavailable"  // the source answered that it cannot measure now (5xx, 429)
 	MeasureUnreachable = "unreachable"  // the source could not be reached
 	MeasureBadResponse = "bad_response" // the source answered something unusable
 	MeasureNoExporter  = "no_exporter"  // no ready exporter pod runs on the pod's node
+	MeasureWrongNode   = "wrong_node"   // the answer is about another node than the pod's
+	// MeasureIncomplete: the walk could not read every entry and the lower bound it found is
+	// not above the limit, so whether the volume is over its limit cannot be decided.
+	MeasureIncomplete = "incomplete"
 )
 
 // AllMeasureReasons lists every live measurement error reason.
-var AllMeasureReasons = []string{MeasureStale, MeasureNotFound, MeasureUnavailable, MeasureUnreachable, MeasureBadResponse, MeasureNoExporter}
+var AllMeasureReasons = []string{MeasureStale, MeasureNotFound, MeasureUnavailable, MeasureUnreachable, MeasureBadResponse, MeasureNoExporter, MeasureWrongNode, MeasureIncomplete}
 
 // Measurement is a live measurement of one emptyDir volume.
 type Measurement struct {
-	Source     string
-	Node       string
-	Volume     string
-	UsedBytes  int64
+	Source string
+	// Node is the node the source says it measured on.
+	Node      string
+	Volume    string
+	UsedBytes int64
+	// UnreadableEntries counts entries the walk could not read: when it is not 0, UsedBytes
+	// is a lower bound.
+	UnreadableEntries int64
+	// MeasuredAt is when the measured value was complete: the end of the exporter's walk
+	// (its completedAt), or the kubelet's stats time. Freshness is judged on it, so a long
+	// honest walk of a big volume is as fresh as a short one when it ends.
 	MeasuredAt time.Time
 }
 
@@ -71,6 +82,15 @@ func measurementReason(err error) string {
 		return me.Reason
 	}
 	return MeasureBadResponse
+}
+
+// checkMeasurement checks what every source's answer must satisfy before it is acted on:
+// it is about the pod's own node and fresh.
+func checkMeasurement(m Measurement, pod *corev1.Pod, now time.Time, maxAge time.Duration) error {
+	if m.Node != pod.Spec.NodeName {
+		return measureErr(MeasureWrongNode, "%s answered for node %q, the pod runs on node %q", m.Source, m.Node, pod.Spec.NodeName)
+	}
+	return checkFresh(m.MeasuredAt, now, maxAge)
 }
 
 // checkFresh rejects a measurement taken more than maxAge before now. A zero measuredAt is

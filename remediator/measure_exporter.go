@@ -91,23 +91,38 @@ func NewExporterMeasurer(client *http.Client, locator ExporterLocator, maxAge ti
 	return &ExporterMeasurer{client: client, locator: locator, maxAge: maxAge, now: time.Now}
 }
 
-// liveResponse is the live endpoint's answer.
+// liveResponse is the live endpoint's answer. measuredAt is when the walk started,
+// completedAt when it ended (absent from exporters before it was added).
 type liveResponse struct {
-	Node       string       `json:"node"`
-	Namespace  string       `json:"namespace"`
-	Pod        string       `json:"pod"`
-	UID        string       `json:"uid"`
-	Source     string       `json:"source"`
-	MeasuredAt time.Time    `json:"measuredAt"`
-	Volumes    []liveVolume `json:"volumes"`
+	Node        string       `json:"node"`
+	Namespace   string       `json:"namespace"`
+	Pod         string       `json:"pod"`
+	UID         string       `json:"uid"`
+	Source      string       `json:"source"`
+	MeasuredAt  time.Time    `json:"measuredAt"`
+	CompletedAt time.Time    `json:"completedAt"`
+	Volumes     []liveVolume `json:"volumes"`
 }
 
 type liveVolume struct {
-	Name       string    `json:"name"`
-	Medium     string    `json:"medium"`
-	UsedBytes  *int64    `json:"usedBytes"`
-	LimitBytes *int64    `json:"limitBytes,omitempty"`
-	MeasuredAt time.Time `json:"measuredAt"`
+	Name              string    `json:"name"`
+	Medium            string    `json:"medium"`
+	UsedBytes         *int64    `json:"usedBytes"`
+	LimitBytes        *int64    `json:"limitBytes,omitempty"`
+	UnreadableEntries int64     `json:"unreadableEntries"`
+	MeasuredAt        time.Time `json:"measuredAt"`
+	CompletedAt       time.Time `json:"completedAt"`
+}
+
+// completedAt is when the volume's value was complete: the first of the volume's and the
+// answer's completedAt, else (older exporters) measuredAt, the walk's start — stricter.
+func (lr *liveResponse) completedAt(v liveVolume) time.Time {
+	for _, t := range []time.Time{v.CompletedAt, lr.CompletedAt, v.MeasuredAt, lr.MeasuredAt} {
+		if !t.IsZero() {
+			return t
+		}
+	}
+	return time.Time{}
 }
 
 // Measure asks the exporter on the pod's node for a live measurement of volume.
@@ -135,7 +150,8 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		switch {
 		case status == http.StatusNotFound:
 			return Measurement{}, measureErr(MeasureNotFound, "exporter on node %q: %s", pod.Spec.NodeName, msg)
-		case status >= 500:
+		case status >= 500, status == http.StatusTooManyRequests:
+			// 429: the exporter bounds live walks per caller and in all; it is busy, not wrong.
 			return Measurement{}, measureErr(MeasureUnavailable, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)
 		default:
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)
@@ -148,6 +164,11 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 	if lr.UID != string(pod.UID) || lr.Namespace != pod.Namespace || lr.Pod != pod.Name {
 		return Measurement{}, measureErr(MeasureBadResponse, "exporter answered for %s/%s uid %q, asked for %s/%s uid %q", lr.Namespace, lr.Pod, lr.UID, pod.Namespace, pod.Name, pod.UID)
 	}
+	if lr.Node != pod.Spec.NodeName {
+		// Discovery or a static URL led to another node's exporter: its numbers are not
+		// about this pod's volume.
+		return Measurement{}, measureErr(MeasureWrongNode, "exporter answered from node %q, the pod runs on node %q", lr.Node, pod.Spec.NodeName)
+	}
 	for _, v := range lr.Volumes {
 		if v.Name != volume {
 			continue
@@ -155,14 +176,15 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		if v.UsedBytes == nil {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has no usedBytes", volume)
 		}
-		at := v.MeasuredAt
-		if at.IsZero() {
-			at = lr.MeasuredAt
+		if v.UnreadableEntries < 0 {
+			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d", volume, v.UnreadableEntries)
 		}
+		at := lr.completedAt(v)
 		if err := checkFresh(at, m.now(), m.maxAge); err != nil {
 			return Measurement{}, err
 		}
-		return Measurement{Source: SourceExporter, Node: pod.Spec.NodeName, Volume: volume, UsedBytes: *v.UsedBytes, MeasuredAt: at}, nil
+		return Measurement{Source: SourceExporter, Node: lr.Node, Volume: volume, UsedBytes: *v.UsedBytes,
+			UnreadableEntries: v.UnreadableEntries, MeasuredAt: at}, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no volume %q", volume)
 }

@@ -64,6 +64,9 @@ func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume s
 	if err := json.Unmarshal(body, &summary); err != nil {
 		return Measurement{}, measureErr(MeasureBadResponse, "decoding summary of node %q: %w", node, err)
 	}
+	if summary.Node.NodeName != node {
+		return Measurement{}, measureErr(MeasureWrongNode, "summary asked of node %q is of node %q", node, summary.Node.NodeName)
+	}
 	for _, ps := range summary.Pods {
 		if ps.PodRef.Namespace != pod.Namespace || ps.PodRef.Name != pod.Name {
 			continue

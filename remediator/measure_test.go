@@ -49,6 +49,7 @@ func TestExporterMeasurer(t *testing.T) {
 		{name: "volume missing in answer", status: 200, body: liveJSON(uid1, now, 10244096), volume: "data", wantReason: MeasureNotFound},
 		{name: "unknown pod", status: 404, body: `{"error": "pod default/empty-test1 is not on node node-1"}`, volume: "empty", wantReason: MeasureNotFound},
 		{name: "cannot measure", status: 503, body: `{"error": "permission denied"}`, volume: "empty", wantReason: MeasureUnavailable},
+		{name: "exporter busy with this caller", status: 429, body: `{"error": "one live measurement per caller at a time"}`, volume: "empty", wantReason: MeasureUnavailable},
 		{name: "bad request", status: 400, body: `{"error": "uid is required"}`, volume: "empty", wantReason: MeasureBadResponse},
 		{name: "malformed JSON", status: 200, body: `{"node": "node-1", "volumes": [`, volume: "empty", wantReason: MeasureBadResponse},
 		{name: "no usedBytes", status: 200, body: strings.Replace(liveJSON(uid1, now, 5), `"usedBytes": 5,`, ``, 1), volume: "empty", wantReason: MeasureBadResponse},
@@ -69,7 +70,7 @@ func TestExporterMeasurer(t *testing.T) {
 			if gotURL != wantURL {
 				t.Errorf("requested %q, want %q", gotURL, wantURL)
 			}
-			checkMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
+			assertMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
 			if err == nil && (got.Source != SourceExporter || got.MeasuredAt.IsZero() || got.Node != "node-1") {
 				t.Errorf("measurement %+v", got)
 			}
@@ -83,10 +84,10 @@ func TestExporterMeasurerUnreachable(t *testing.T) {
 	ts.Close()
 	m := NewExporterMeasurer(ts.Client(), StaticLocator(url), 5*time.Second)
 	_, err := m.Measure(t.Context(), newPod("default", "p", uid1).build(), "empty")
-	checkMeasurement(t, Measurement{}, err, 0, MeasureUnreachable)
+	assertMeasurement(t, Measurement{}, err, 0, MeasureUnreachable)
 }
 
-func checkMeasurement(t *testing.T, got Measurement, err error, wantUsed int64, wantReason string) {
+func assertMeasurement(t *testing.T, got Measurement, err error, wantUsed int64, wantReason string) {
 	t.Helper()
 	if wantReason == "" {
 		if err != nil {
@@ -134,7 +135,7 @@ func TestPodLocator(t *testing.T) {
 	for _, tt := range tests {
 		got, err := loc.Locate(context.Background(), tt.node)
 		if tt.wantReason != "" {
-			checkMeasurement(t, Measurement{}, err, 0, tt.wantReason)
+			assertMeasurement(t, Measurement{}, err, 0, tt.wantReason)
 			continue
 		}
 		if err != nil || got != tt.want {
@@ -213,7 +214,7 @@ func TestKubeletMeasurer(t *testing.T) {
 			if gotPath != "/api/v1/nodes/node-1/proxy/stats/summary" {
 				t.Errorf("requested %q", gotPath)
 			}
-			checkMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
+			assertMeasurement(t, got, err, tt.wantUsed, tt.wantReason)
 			if err == nil && got.Source != SourceKubelet {
 				t.Errorf("source %q", got.Source)
 			}

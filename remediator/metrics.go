@@ -17,6 +17,7 @@ type metrics struct {
 	evictions       *prometheus.CounterVec
 	measureDuration prometheus.Histogram
 	measureErrors   *prometheus.CounterVec
+	measureReused   prometheus.Counter
 	isLeader        prometheus.Gauge
 }
 
@@ -53,6 +54,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: metricNamespace, Name: "live_measurement_errors_total",
 			Help: "Live re-checks that failed, by reason.",
 		}, []string{"reason"}),
+		measureReused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "live_measurements_reused_total",
+			Help: "Live re-checks answered from a measurement of the same pod UID and volume that was still fresh (retries of refused evictions).",
+		}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: metricNamespace, Name: "is_leader",
 			Help: "1 on the replica that holds the leader lease (always 1 without leader election).",
@@ -73,7 +78,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.measureErrors.WithLabelValues(r)
 	}
 	reg.MustRegister(m.webhookRequests, m.webhookDuration, m.alerts, m.skips, m.evictions,
-		m.measureDuration, m.measureErrors, m.isLeader)
+		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader)
 	return m
 }
 

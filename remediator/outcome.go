@@ -12,18 +12,28 @@ const (
 	OutcomeDryRun     Outcome = "dry_run"
 	OutcomeSkipped    Outcome = "skipped"
 	OutcomePDBBlocked Outcome = "pdb_blocked"
-	OutcomeGone       Outcome = "gone"
-	OutcomeError      Outcome = "error"
-	OutcomeResolved   Outcome = "resolved"
+	// OutcomeThrottled: the API server refused the eviction to protect itself (API Priority
+	// and Fairness, max-inflight), not because of a PodDisruptionBudget.
+	OutcomeThrottled Outcome = "throttled"
+	OutcomeGone      Outcome = "gone"
+	OutcomeError     Outcome = "error"
+	// OutcomeNotLeader: this replica lost leadership while handling the payload and stopped
+	// before acting; the retry reaches the new leader.
+	OutcomeNotLeader Outcome = "not_leader"
+	OutcomeResolved  Outcome = "resolved"
 )
 
 // AllOutcomes lists every outcome, in documentation order.
-var AllOutcomes = []Outcome{OutcomeEvicted, OutcomeDryRun, OutcomeSkipped, OutcomePDBBlocked, OutcomeGone, OutcomeError, OutcomeResolved}
+var AllOutcomes = []Outcome{OutcomeEvicted, OutcomeDryRun, OutcomeSkipped, OutcomePDBBlocked, OutcomeThrottled, OutcomeGone, OutcomeError, OutcomeNotLeader, OutcomeResolved}
 
 // Retryable reports whether a later delivery of the same alert may end differently, so that
 // Alertmanager should retry it.
 func (o Outcome) Retryable() bool {
-	return o == OutcomePDBBlocked || o == OutcomeError
+	switch o {
+	case OutcomePDBBlocked, OutcomeThrottled, OutcomeError, OutcomeNotLeader:
+		return true
+	}
+	return false
 }
 
 // Skip reasons: the `reason` label of emptydir_remediator_skips_total.
@@ -54,12 +64,13 @@ const (
 	EvictionEvicted    = "evicted"
 	EvictionDryRun     = "dry_run"
 	EvictionPDBBlocked = "pdb_blocked"
+	EvictionThrottled  = "throttled"
 	EvictionNotFound   = "not_found"
 	EvictionError      = "error"
 )
 
 // AllEvictionResults lists every eviction result.
-var AllEvictionResults = []string{EvictionEvicted, EvictionDryRun, EvictionPDBBlocked, EvictionNotFound, EvictionError}
+var AllEvictionResults = []string{EvictionEvicted, EvictionDryRun, EvictionPDBBlocked, EvictionThrottled, EvictionNotFound, EvictionError}
 
 // AlertResult reports what happened to one alert of a webhook payload.
 type AlertResult struct {
@@ -75,6 +86,8 @@ type AlertResult struct {
 	UsedBytes  *int64 `json:"usedBytes,omitempty"`
 	LimitBytes *int64 `json:"limitBytes,omitempty"`
 	Source     string `json:"source,omitempty"`
+	// UnreadableEntries > 0 means UsedBytes is a lower bound.
+	UnreadableEntries int64 `json:"unreadableEntries,omitempty"`
 }
 
 // WebhookResponse is the JSON body of every /webhook answer.
@@ -89,7 +102,8 @@ type WebhookResponse struct {
 // StatusCode maps the outcomes of the alerts of one payload to the HTTP status to answer,
 // following Alertmanager's retry contract: Alertmanager retries 5xx (and 429) and gives up on
 // other 4xx. So: 503 when any alert may end differently on a retry (a PodDisruptionBudget
-// blocked the eviction, the API server or the live measurement failed); 200 otherwise
+// blocked the eviction, the API server throttled or failed, the live measurement failed or
+// could not decide, this replica stopped leading); 200 otherwise
 // (evicted, dry run, skipped, gone, resolved — also for a payload without alerts). Alerts
 // that were already handled are not handled twice on the retry: the remediator remembers
 // its evictions per pod UID.

@@ -177,8 +177,29 @@ func validateAlert(a Alert) error {
 			return fmt.Errorf("label %s=%q is not a valid name: %s", c.label, a.Labels[c.label], strings.Join(c.errs, "; "))
 		}
 	}
-	if strings.ContainsAny(a.Labels[LabelUID], "/?#% ") {
-		return fmt.Errorf("label uid=%q is not a valid UID", a.Labels[LabelUID])
+	if !isUID(a.Labels[LabelUID]) {
+		return fmt.Errorf("label uid=%q is not a valid UID: the API server's pod UIDs are lowercase RFC 4122 UUIDs (8-4-4-4-12 hex digits)", a.Labels[LabelUID])
 	}
 	return nil
+}
+
+// isUID reports whether s has the form of the UIDs the API server gives objects: a
+// lowercase RFC 4122 UUID.
+func isUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -36,7 +36,7 @@ func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult 
 // audit writes the one structured log line per alert.
 func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error) {
 	level := slog.LevelInfo
-	if res.Outcome == OutcomeError || res.Outcome == OutcomePDBBlocked {
+	if res.Outcome.Retryable() {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -54,6 +54,9 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 	}
 	if res.UsedBytes != nil {
 		attrs = append(attrs, slog.Int64("used_bytes", *res.UsedBytes), slog.String("measurement_source", res.Source))
+	}
+	if res.UnreadableEntries > 0 {
+		attrs = append(attrs, slog.Int64("unreadable_entries", res.UnreadableEntries))
 	}
 	if res.LimitBytes != nil {
 		attrs = append(attrs, slog.Int64("limit_bytes", *res.LimitBytes))
@@ -91,7 +94,11 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		set(OutcomeGone, "terminating", "pod %s/%s is already terminating", t.Namespace, t.Pod)
 		return nil
 	}
-	last, remembered := s.ledger.last(t.UID)
+	last, remembered, err := s.ledger.last(ctx, t.UID)
+	if err != nil {
+		set(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
+		return err
+	}
 	if remembered && last.Outcome == OutcomeEvicted {
 		set(OutcomeSkipped, SkipDuplicate, "pod %s/%s (uid %s) was already evicted at %s", t.Namespace, t.Pod, t.UID, last.At.UTC().Format(time.RFC3339))
 		return nil
@@ -104,12 +111,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	res.LimitBytes = &limit
 
 	// 2. A live measurement: never the alert's numbers, never a stale value.
-	start := time.Now()
-	m, err := s.measurer.Measure(ctx, pod, t.Volume)
-	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
-	if err == nil {
-		err = checkFresh(m.MeasuredAt, s.now(), s.cfg.MaxMeasurementAge)
-	}
+	m, err := s.liveMeasurement(ctx, pod, t.Volume)
 	if err != nil {
 		reason := measurementReason(err)
 		s.metrics.measureErrors.WithLabelValues(reason).Inc()
@@ -117,15 +119,25 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return fmt.Errorf("measuring volume %q of pod %s/%s: %w", t.Volume, t.Namespace, t.Pod, err)
 	}
 	used := m.UsedBytes
-	res.UsedBytes, res.Source = &used, m.Source
+	res.UsedBytes, res.Source, res.UnreadableEntries = &used, m.Source, m.UnreadableEntries
 	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, humanBytes(used),
 		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	if m.UnreadableEntries > 0 {
+		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%d entries unreadable; measured %s by %s), limit %s", t.Volume,
+			humanBytes(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	}
 	if s.cfg.ThresholdRatio != 1 {
 		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
 	}
 
-	// 3. Over the pod's current limit?
+	// 3. Over the pod's current limit? A lower bound above the limit proves it; a lower bound
+	// at or below the limit proves nothing.
 	if !overLimit(used, limit, s.cfg.ThresholdRatio) {
+		if m.UnreadableEntries > 0 {
+			s.metrics.measureErrors.WithLabelValues(MeasureIncomplete).Inc()
+			set(OutcomeError, "measurement_"+MeasureIncomplete, "%s: cannot decide whether it is over the limit; nothing done, retry", usage)
+			return measureErr(MeasureIncomplete, "%d entries of volume %q could not be read", m.UnreadableEntries, t.Volume)
+		}
 		set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
 		return nil
 	}
@@ -139,15 +151,29 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		}
 		return nil
 	}
-	slot, capReason := s.ledger.reserve(pod.Spec.NodeName, pod.Namespace, now, s.cfg.Caps)
-	if capReason != "" {
-		set(OutcomeSkipped, capReason, "%s; not evicted: eviction cap %s reached within %s", usage, capReason, s.cfg.Caps.Window)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: eviction cap %s reached", usage, capReason)
+	// The stored ledger decides: another replica may have acted since last was read.
+	slot, reason, why, err := s.ledger.reserve(ctx, t.UID, pod.Spec.NodeName, pod.Namespace, now, s.cfg.Caps)
+	if err != nil {
+		set(OutcomeError, "ledger_error", "%s; reserving an eviction slot in the ledger failed; nothing done, retry", usage)
+		return err
+	}
+	if reason != "" {
+		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, why)
+		if reason != SkipCooldown && reason != SkipDuplicate {
+			s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: %s", usage, why)
+		}
 		return nil
 	}
 
+	// Leadership may have moved while this payload was worked through (measurements take
+	// long): only the leader acts, so ask again right before acting.
+	if !s.IsLeader() {
+		s.releaseSlot(ctx, slot)
+		set(OutcomeNotLeader, "not_leader", "%s; not evicted: this replica is no longer the leader, retry", usage)
+		return nil
+	}
 	if s.cfg.DryRun {
-		slot.commit(t.UID, OutcomeDryRun, now)
+		s.commitSlot(ctx, slot, OutcomeDryRun, now)
 		s.metrics.evictions.WithLabelValues(EvictionDryRun).Inc()
 		set(OutcomeDryRun, "", "%s; dry run: would evict", usage)
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; dry run: would evict", usage)
@@ -159,26 +185,77 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	s.metrics.evictions.WithLabelValues(result).Inc()
 	switch result {
 	case EvictionEvicted:
-		slot.commit(t.UID, OutcomeEvicted, now)
+		s.commitSlot(ctx, slot, OutcomeEvicted, now)
 		set(OutcomeEvicted, "", "%s; evicted", usage)
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvicted, "Evicted: %s", usage)
 		return nil
 	case EvictionNotFound:
-		slot.release()
+		s.releaseSlot(ctx, slot)
 		set(OutcomeGone, "not_found", "pod %s/%s disappeared before the eviction", t.Namespace, t.Pod)
 		return nil
 	case EvictionPDBBlocked:
-		slot.release()
+		s.releaseSlot(ctx, slot)
 		set(OutcomePDBBlocked, "pdb", "%s; eviction blocked by a PodDisruptionBudget, retry later", usage)
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionBlocked, "%s; eviction blocked: %s", usage, errorText(err))
 		return err
+	case EvictionThrottled:
+		// The API server protecting itself says nothing about the pod: no Event on it.
+		s.releaseSlot(ctx, slot)
+		set(OutcomeThrottled, "throttled", "%s; eviction throttled by the API server (%s), retry later", usage, errorText(err))
+		return err
 	default:
-		slot.release()
+		s.releaseSlot(ctx, slot)
 		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
 		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionFailed, "%s; eviction failed: %s", usage, errorText(err))
 		return err
 	}
 }
+
+// liveMeasurement returns a fresh measurement of the volume of pod: the last one of the same
+// pod UID and volume while it is still fresh, else a new one from the measurer. Every
+// measurement is checked (the pod's node, freshness) before it is used or kept.
+func (s *Server) liveMeasurement(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+	if m, ok := s.measurements.get(string(pod.UID), volume, s.now()); ok {
+		s.metrics.measureReused.Inc()
+		return m, nil
+	}
+	start := time.Now()
+	m, err := s.measurer.Measure(ctx, pod, volume)
+	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return Measurement{}, err
+	}
+	now := s.now()
+	if err := checkMeasurement(m, pod, now, s.cfg.MaxMeasurementAge); err != nil {
+		return Measurement{}, err
+	}
+	s.measurements.put(string(pod.UID), volume, m, now)
+	return m, nil
+}
+
+// commitSlot records an eviction in the ledger. On failure the slot stays reserved, which
+// counts against the caps and the cooldown all the same.
+func (s *Server) commitSlot(ctx context.Context, slot *reservation, outcome Outcome, at time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+	if err := slot.commit(ctx, outcome, at); err != nil {
+		s.logger.Warn("eviction ledger not updated; the slot stays reserved", "err", err)
+	}
+}
+
+// releaseSlot gives a slot back after no eviction happened. On failure the slot stays held
+// until the cap window ends: fewer evictions, never more.
+func (s *Server) releaseSlot(ctx context.Context, slot *reservation) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+	if err := slot.release(ctx); err != nil {
+		s.logger.Warn("eviction slot not released; it stays held until the cap window ends", "err", err)
+	}
+}
+
+// ledgerWriteTimeout bounds recording the result of an eviction that already happened, even
+// when the alert's own time ran out.
+const ledgerWriteTimeout = 10 * time.Second
 
 // errorText is the API server's message of err, without the wrapping.
 func errorText(err error) string {

@@ -41,9 +41,18 @@ type Server struct {
 	metrics  *metrics
 	ledger   *ledger
 	locks    keyedMutex
+	// measurements keeps fresh live measurements for the retries of refused evictions.
+	measurements *measurementCache
+	// bearerFile is Config.BearerTokenFile, re-read when it is rotated.
+	bearerFile *tokenFile
 
-	leader      atomic.Bool // this replica may act
-	leaderKnown atomic.Bool // leader election has told who leads
+	ledgerStore ledgerStore
+
+	leader      atomic.Bool            // this replica may act
+	leaderKnown atomic.Bool            // leader election has told who leads
+	identity    atomic.Pointer[string] // this replica's leader election identity
+	leaderID    atomic.Pointer[string] // the identity leader election last reported leading
+	forward     *forwarder             // hands a standby's webhooks to the leader; nil: off
 }
 
 // Option changes how New builds a Server.
@@ -58,6 +67,12 @@ func WithEventRecorder(r record.EventRecorder) Option { return func(s *Server) {
 
 // WithClock sets the clock used for cooldowns and caps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithLedgerConfigMap keeps the eviction ledger (caps, cooldowns, duplicates) in the named
+// ConfigMap, shared by every replica and kept across restarts (default: in memory only).
+func WithLedgerConfigMap(namespace, name string) Option {
+	return func(s *Server) { s.ledgerStore = &configMapStore{client: s.client, namespace: namespace, name: name} }
+}
 
 // WithRegistry sets the registry the metrics are registered in (default: a new registry
 // with the Go and process collectors and build_info). Handler serves it on /metrics.
@@ -81,17 +96,32 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	switch {
+	case cfg.BearerTokenFile != "":
+		tf, err := loadTokenFile(cfg.BearerTokenFile, s.logger)
+		if err != nil {
+			return nil, err
+		}
+		s.bearerFile = tf
+	case cfg.BearerToken == "":
+		s.logger.Warn("the webhook requires no bearer token: whoever reaches it can make the remediator evict pods, "+
+			"unless the web configuration requires basic auth or client certificates", "webhook_path", cfg.WebhookPath)
+	}
 	if s.reg == nil {
 		s.reg = newRegistry()
 	}
 	s.metrics = newMetrics(s.reg)
+	s.measurements = newMeasurementCache(cfg.MaxMeasurementAge)
 	if s.recorder == nil {
 		b := record.NewBroadcaster()
 		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 		s.stopRec = b.Shutdown
 	}
-	s.ledger = newLedger(max(cfg.Cooldown, cfg.Caps.Window))
+	if s.ledgerStore == nil {
+		s.ledgerStore = &memoryStore{}
+	}
+	s.ledger = newLedger(s.ledgerStore, cfg.Cooldown, cfg.Caps.Window)
 	if !cfg.LeaderElection {
 		s.leader.Store(true)
 		s.leaderKnown.Store(true)
@@ -162,13 +192,17 @@ func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte("ok: standby\n"))
 }
 
-// requireBearer rejects requests without the configured bearer token with 401.
+// requireBearer rejects requests without the configured bearer token with 401. A token
+// file is checked for rotation on each request.
 func (s *Server) requireBearer(next http.Handler) http.Handler {
-	if s.cfg.BearerToken == "" {
+	if s.cfg.BearerToken == "" && s.bearerFile == nil {
 		return next
 	}
-	want := []byte(s.cfg.BearerToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		want := []byte(s.cfg.BearerToken)
+		if s.bearerFile != nil {
+			want = s.bearerFile.current()
+		}
 		got, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
 			s.logger.Warn("webhook request rejected", "reason", "unauthenticated", "remote", r.RemoteAddr, "has_authorization", ok)

@@ -9,10 +9,11 @@ import (
 // serveWebhook decodes an Alertmanager payload and handles each alert on its own.
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	if !s.leader.Load() {
-		// Alertmanager retries 5xx: the retry may reach the leader through the Service.
-		w.Header().Set("Retry-After", "5")
-		writeJSON(w, http.StatusServiceUnavailable, WebhookResponse{Status: "error", Error: "this replica is not the leader; retry"})
+		s.serveStandby(w, r)
 		return
+	}
+	if id := s.ownIdentity(); id != "" {
+		w.Header().Set(HeaderHandledBy, id)
 	}
 	body := http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes)
 	p, err := DecodePayload(body, s.cfg.MaxRequestBytes)

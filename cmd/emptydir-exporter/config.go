@@ -13,6 +13,8 @@ import (
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
 )
 
 const (
@@ -31,8 +33,10 @@ type config struct {
 	source     string
 	interval   time.Duration
 
-	kubeletRootDir  string
-	walkConcurrency int
+	kubeletRootDir    string
+	walkConcurrency   int
+	volumeConcurrency int
+	volumeTimeout     time.Duration
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -42,6 +46,7 @@ type config struct {
 	kubeletTimeout      time.Duration
 
 	liveConcurrency int
+	liveMaxWait     time.Duration
 }
 
 // newApp declares the flags; parsing fills cfg.
@@ -64,13 +69,17 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("/var/lib/kubelet").StringVar(&cfg.kubeletRootDir)
 	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").
 		Default("4").IntVar(&cfg.walkConcurrency)
+	app.Flag("collection.concurrency", "Volumes walked at once by the collection (source filesystem); above 1, one slow volume cannot hold up the others.").
+		Default("2").IntVar(&cfg.volumeConcurrency)
+	app.Flag("collection.volume-timeout", "Time one volume's walk may take (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
+		Default("1m").DurationVar(&cfg.volumeTimeout)
 	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver).").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
 		BoolVar(&cfg.kubeletViaAPIServer)
 	app.Flag("kubelet.ca-file", "CA bundle that signed the kubelet's serving certificate; system roots when empty.").
 		StringVar(&cfg.kubeletCAFile)
-	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates.").
+	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates; empty sends none, as an http:// --kubelet.url requires.").
 		Default("/var/run/secrets/kubernetes.io/serviceaccount/token").StringVar(&cfg.kubeletTokenFile)
 	app.Flag("kubelet.insecure-skip-tls-verify", "Do not verify the kubelet's serving certificate. Only for test clusters.").
 		BoolVar(&cfg.kubeletInsecure)
@@ -78,6 +87,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("10s").DurationVar(&cfg.kubeletTimeout)
 	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once.").
 		Default("2").IntVar(&cfg.liveConcurrency)
+	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After).").
+		Default(exporter.DefaultLiveMaxWait.String()).DurationVar(&cfg.liveMaxWait)
 	return app
 }
 
@@ -94,6 +105,9 @@ func (c *config) validate() error {
 	if c.liveConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("--live.concurrency=%d must be at least 1", c.liveConcurrency))
 	}
+	if c.liveMaxWait <= 0 || c.liveMaxWait >= exporter.LiveTimeout {
+		errs = append(errs, fmt.Errorf("--live.max-wait=%s must be positive and below the live endpoint's %s timeout, which it is part of", c.liveMaxWait, exporter.LiveTimeout))
+	}
 	if len(c.telemetryPath) == 0 || c.telemetryPath[0] != '/' {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path=%q must start with /", c.telemetryPath))
 	}
@@ -101,6 +115,12 @@ func (c *config) validate() error {
 	case sourceFilesystem:
 		if c.walkConcurrency < 1 || c.walkConcurrency > 64 {
 			errs = append(errs, fmt.Errorf("--fs.walk-concurrency=%d must be between 1 and 64", c.walkConcurrency))
+		}
+		if c.volumeConcurrency < 1 || c.volumeConcurrency > 16 {
+			errs = append(errs, fmt.Errorf("--collection.concurrency=%d must be between 1 and 16", c.volumeConcurrency))
+		}
+		if c.volumeTimeout < time.Second {
+			errs = append(errs, fmt.Errorf("--collection.volume-timeout=%s is below 1s", c.volumeTimeout))
 		}
 		if !filepath.IsAbs(c.kubeletRootDir) {
 			errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", c.kubeletRootDir))
@@ -116,8 +136,15 @@ func (c *config) validate() error {
 			errs = append(errs, errors.New("--source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
 		case c.kubeletURL != "":
 			u, err := url.Parse(c.kubeletURL)
-			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			switch {
+			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 				errs = append(errs, fmt.Errorf("--kubelet.url=%q is not an http(s) URL with a host", c.kubeletURL))
+			case u.Scheme == "http" && c.kubeletTokenFile != "":
+				// The token is a service account credential: over plain HTTP anyone on the
+				// path reads it. Only a kubelet port without authentication may be plain.
+				errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http but --kubelet.token-file is set: the bearer token would travel in clear text; use https:// or, for a kubelet port that needs no token, --kubelet.token-file=\"\"", c.kubeletURL))
+			case u.Scheme == "http" && (c.kubeletInsecure || c.kubeletCAFile != ""):
+				errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http: --kubelet.ca-file and --kubelet.insecure-skip-tls-verify apply only to https", c.kubeletURL))
 			}
 			if c.kubeletInsecure && c.kubeletCAFile != "" {
 				errs = append(errs, errors.New("--kubelet.ca-file and --kubelet.insecure-skip-tls-verify exclude each other"))

@@ -82,6 +82,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	exp, err := exporter.New(exporter.Config{
 		NodeName: cfg.nodeName, Source: source, Pods: pods,
 		Logger: logger, LiveConcurrency: cfg.liveConcurrency,
+		VolumeConcurrency: cfg.volumeConcurrency, VolumeTimeout: cfg.volumeTimeout,
 	})
 	if err != nil {
 		return err
@@ -100,7 +101,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	mux.Handle(cfg.telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.Handle(exporter.LivePath, exp.LiveHandler())
+	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !pods.HasSynced() {
@@ -121,7 +122,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		mux.Handle("/", landing)
 	}
 
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := newServer(mux, defaultServerTimeouts, logger)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- web.ListenAndServe(server, cfg.web, logger) }()
 

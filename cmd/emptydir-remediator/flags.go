@@ -9,12 +9,14 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/alecthomas/units"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
@@ -23,6 +25,10 @@ import (
 const (
 	defaultListenAddress = ":9732"
 	defaultExporterPort  = 9731
+	// defaultMeasureTimeout lets a live walk of a big volume finish: the exporter bounds a
+	// live walk at 30 s and then answers 503 itself, which says more than a cut connection.
+	// It is independent of --max-measurement-age, which is judged on the walk's end.
+	defaultMeasureTimeout = 35 * time.Second
 )
 
 // config is everything the flags say.
@@ -65,6 +71,7 @@ type config struct {
 	leaseDuration    time.Duration
 	renewDeadline    time.Duration
 	retryPeriod      time.Duration
+	ledgerConfigMap  string
 }
 
 // parseFlags parses args into the configuration, the logging and the web flags.
@@ -84,9 +91,9 @@ func parseFlags(args []string) (*config, *promslog.Config, *web.FlagConfig, erro
 
 	app.Flag("dry-run", "Do everything except the Eviction API call: re-check, policy, Events (\"dry run: would evict\"), metrics, audit log.").Default("false").BoolVar(&c.dryRun)
 	app.Flag("threshold-ratio", "Evict when the live usage exceeds sizeLimit × this ratio.").Default("1.0").Float64Var(&c.thresholdRatio)
-	app.Flag("max-measurement-age", "Oldest live measurement acted on; older ones are rejected and the alert is retried.").Default(d.MaxMeasurementAge.String()).DurationVar(&c.maxAge)
+	app.Flag("max-measurement-age", "Oldest live measurement acted on, counted from the end of its walk; older ones are rejected and the alert is retried.").Default(d.MaxMeasurementAge.String()).DurationVar(&c.maxAge)
 	app.Flag("measurement.source", "Where live measurements come from: exporter (its live endpoint on the pod's node) or kubelet (Summary API through the API server's node proxy).").Default(remediator.SourceExporter).EnumVar(&c.source, remediator.SourceExporter, remediator.SourceKubelet)
-	app.Flag("measurement.timeout", "Timeout of one live measurement request.").Default("5s").DurationVar(&c.measureTimeout)
+	app.Flag("measurement.timeout", "Timeout of one live measurement request: long enough for the walk of a big volume; shorter than --web.alert-timeout.").Default(defaultMeasureTimeout.String()).DurationVar(&c.measureTimeout)
 	app.Flag("exporter.url", "Static base URL of the exporter (single-node clusters, testing); overrides the discovery of the exporter pod on the pod's node.").Default("").StringVar(&c.exporterURL)
 	app.Flag("exporter.namespace", "Namespace of the exporter pods; empty: the remediator's own namespace.").Default("").StringVar(&c.exporterNS)
 	app.Flag("exporter.selector", "Label selector of the exporter pods.").Default("app.kubernetes.io/name=emptydir-exporter").StringVar(&c.exporterSelector)
@@ -115,6 +122,7 @@ func parseFlags(args []string) (*config, *promslog.Config, *web.FlagConfig, erro
 	app.Flag("leader-elect.lease-duration", "Lease duration.").Default("15s").DurationVar(&c.leaseDuration)
 	app.Flag("leader-elect.renew-deadline", "Time the leader keeps trying to renew before giving up leadership.").Default("10s").DurationVar(&c.renewDeadline)
 	app.Flag("leader-elect.retry-period", "Time between attempts to acquire or renew the Lease.").Default("2s").DurationVar(&c.retryPeriod)
+	app.Flag("ledger.configmap", "ConfigMap in the Lease's namespace (--leader-elect.lease-namespace) that keeps the evictions counted against the caps and cooldown, shared by the replicas and kept across restarts; empty, or no namespace outside a pod: in memory only.").Default("emptydir-remediator-ledger").StringVar(&c.ledgerConfigMap)
 
 	logCfg := &promslog.Config{}
 	promslogflag.AddFlags(app, logCfg)
@@ -201,6 +209,9 @@ func validate(c *config) error {
 		if c.leaseNamespace == "" || c.leaseName == "" || c.leaseIdentity == "" {
 			errs = append(errs, errors.New("--leader-elect needs a lease namespace, name and identity"))
 		}
+		if c.ledgerConfigMap == "" {
+			errs = append(errs, errors.New("--leader-elect needs --ledger.configmap: replicas must share the caps and cooldowns"))
+		}
 		if c.leaseDuration <= c.renewDeadline {
 			errs = append(errs, fmt.Errorf("--leader-elect.lease-duration %s must be longer than --leader-elect.renew-deadline %s", c.leaseDuration, c.renewDeadline))
 		}
@@ -210,4 +221,59 @@ func validate(c *config) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkExporterCredentials refuses to send the credentials of --exporter.http-config.file
+// (read after validate) to the exporter over plain http, where any host on the path reads them.
+func checkExporterCredentials(c *config, hc promconfig.HTTPClientConfig) error {
+	scheme, flag := c.exporterScheme, "--exporter.scheme=http"
+	if c.exporterURL != "" {
+		u, err := url.Parse(c.exporterURL)
+		if err != nil {
+			return fmt.Errorf("--exporter.url %q: %w", c.exporterURL, err)
+		}
+		scheme, flag = u.Scheme, fmt.Sprintf("--exporter.url=%s", c.exporterURL)
+	}
+	if scheme != "http" {
+		return nil
+	}
+	if what := httpConfigCredentials(hc); what != "" {
+		return fmt.Errorf("%s would send the %s of --exporter.http-config.file in clear text; use https", flag, what)
+	}
+	return nil
+}
+
+// httpConfigCredentials names the credentials a Prometheus HTTP client configuration sends,
+// "" for none.
+func httpConfigCredentials(hc promconfig.HTTPClientConfig) string {
+	switch {
+	case hc.Authorization != nil || hc.BearerToken != "" || hc.BearerTokenFile != "":
+		return "authorization (bearer token)"
+	case hc.BasicAuth != nil:
+		return "basic auth password"
+	case hc.OAuth2 != nil:
+		return "OAuth2 token"
+	}
+	if hc.HTTPHeaders != nil {
+		for name := range hc.HTTPHeaders.Headers {
+			if strings.EqualFold(name, "Authorization") {
+				return "Authorization header"
+			}
+		}
+	}
+	return ""
+}
+
+// checkKubeletCredentials refuses, with --measurement.source=kubelet, an API server reached
+// over plain http with credentials: the Summary API requests would carry them in clear text.
+func checkKubeletCredentials(restCfg *rest.Config) error {
+	u, err := url.Parse(restCfg.Host)
+	if err != nil || u.Scheme != "http" {
+		return nil // client-go defaults a host without scheme to https, and reports bad hosts itself
+	}
+	if restCfg.BearerToken != "" || restCfg.BearerTokenFile != "" || restCfg.Password != "" ||
+		restCfg.ExecProvider != nil || restCfg.AuthProvider != nil {
+		return fmt.Errorf("--measurement.source=kubelet: the API server %s of --kubeconfig is plain http but credentials would be sent to it; use https", restCfg.Host)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -25,6 +26,10 @@ import (
 )
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// leaderPortName is the container port through which a standby forwards webhooks to the
+// leader's pod (the leader election identity is the pod name).
+const leaderPortName = "http"
 
 // run parses the flags, serves until SIGINT/SIGTERM and returns the exit code:
 // 0 after a clean shutdown, 1 on a runtime error, 2 on bad flags.
@@ -82,16 +87,8 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 	if err != nil {
 		return err
 	}
-	if c.bearerTokenFile != "" {
-		b, err := os.ReadFile(c.bearerTokenFile)
-		if err != nil {
-			return fmt.Errorf("reading --web.bearer-token-file: %w", err)
-		}
-		rc.BearerToken = strings.TrimSpace(string(b))
-		if rc.BearerToken == "" {
-			return fmt.Errorf("--web.bearer-token-file %q is empty", c.bearerTokenFile)
-		}
-	}
+	// Read by the server, and again whenever the Secret behind it is rotated.
+	rc.BearerTokenFile = c.bearerTokenFile
 	restCfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading Kubernetes client configuration: %w", err)
@@ -107,30 +104,49 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 	if err != nil {
 		return err
 	}
-	srv, err := remediator.New(rc, client, measurer, remediator.WithLogger(logger))
+	opts := []remediator.Option{remediator.WithLogger(logger)}
+	if c.ledgerConfigMap != "" && c.leaseNamespace != "" {
+		opts = append(opts, remediator.WithLedgerConfigMap(c.leaseNamespace, c.ledgerConfigMap))
+	} else {
+		logger.Warn("eviction ledger in memory only: caps and cooldowns are forgotten on restart", "ledger_configmap", c.ledgerConfigMap)
+	}
+	if c.leaderElect {
+		if webFlags.WebConfigFile != nil && *webFlags.WebConfigFile != "" {
+			// The leader would be reached without the TLS and auth the web config sets up.
+			logger.Warn("standbys answer webhooks with 503 instead of forwarding them to the leader: --web.config.file is set")
+		} else {
+			opts = append(opts, remediator.WithLeaderForwarding(
+				remediator.PodLeaderResolver{Client: client, Namespace: c.leaseNamespace, PortName: leaderPortName},
+				&http.Client{Transport: &http.Transport{
+					DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+					MaxIdleConnsPerHost: 4,
+					IdleConnTimeout:     90 * time.Second,
+				}}))
+		}
+	}
+	srv, err := remediator.New(rc, client, measurer, opts...)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	leDone := make(chan struct{})
+	var lead func(context.Context) error
 	if c.leaderElect {
-		go func() {
-			defer close(leDone)
-			if err := srv.RunLeaderElection(ctx, remediator.LeaderElectionConfig{
-				Namespace: c.leaseNamespace, Name: c.leaseName, Identity: c.leaseIdentity,
-				LeaseDuration: c.leaseDuration, RenewDeadline: c.renewDeadline, RetryPeriod: c.retryPeriod,
-			}); err != nil {
-				logger.Error("leader election failed", "err", err)
-				cancel()
-			}
-		}()
-	} else {
-		close(leDone)
+		lec := remediator.LeaderElectionConfig{
+			Namespace: c.leaseNamespace, Name: c.leaseName, Identity: c.leaseIdentity,
+			LeaseDuration: c.leaseDuration, RenewDeadline: c.renewDeadline, RetryPeriod: c.retryPeriod,
+		}
+		lead = func(ctx context.Context) error { return srv.RunLeaderElection(ctx, lec) }
 	}
 
+	// The alerts of a payload are handled one after the other, each within
+	// --web.alert-timeout (which holds the --measurement.timeout of its live walk).
+	// WriteTimeout runs from the end of the request headers to the end of the answer, so it
+	// must cover the whole payload: ten alerts at their slowest, plus 30 s for reading the
+	// body (ReadTimeout) and writing the answer. A larger payload that is that slow loses its
+	// answer (the connection is closed); Alertmanager then retries, and what was done is not
+	// done twice (the ledger), so nothing is lost but time. With the documented grouping
+	// (one pod volume per group, docs/alerting.md) a payload holds one alert.
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -138,31 +154,57 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 		WriteTimeout:      c.alertTimeout*10 + 30*time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}
-	errCh := make(chan error, 1)
-	go func() { errCh <- web.ListenAndServe(httpSrv, webFlags, logger) }()
+	return serveUntilDone(ctx, httpSrv, func() error { return web.ListenAndServe(httpSrv, webFlags, logger) },
+		lead, c.alertTimeout+5*time.Second)
+}
 
-	var serveErr error
+// serveUntilDone serves HTTP (serve) and runs leader election (lead, when not nil) until ctx
+// ends or either fails, then stops them in the order that keeps a single leader acting: the
+// HTTP server drains first, so in-flight webhooks finish while this replica still holds the
+// Lease, and only then does leader election stop, releasing the Lease (ReleaseOnCancel) for
+// a standby to take at once. Releasing first would let the new leader act on the same alerts
+// while the old one is still evicting.
+func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() error, lead func(context.Context) error, drainTimeout time.Duration) error {
+	leCtx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLeading()
+	leDone := make(chan error, 1)
+	if lead != nil {
+		go func() { leDone <- lead(leCtx) }()
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- serve() }()
+
+	var runErr error
+	leaderStopped := false
 	select {
 	case <-ctx.Done():
-	case err := <-errCh:
+	case err := <-serveDone:
 		if !errors.Is(err, http.ErrServerClosed) {
-			serveErr = fmt.Errorf("serving HTTP: %w", err)
+			runErr = fmt.Errorf("serving HTTP: %w", err)
 		}
+	case err := <-leDone:
+		leaderStopped = true
+		runErr = fmt.Errorf("leader election failed: %w", err)
 	}
-	cancel()
-	shutdownCtx, done := context.WithTimeout(context.Background(), c.alertTimeout+5*time.Second)
+	drainCtx, done := context.WithTimeout(context.Background(), drainTimeout)
 	defer done()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil && serveErr == nil {
-		serveErr = fmt.Errorf("shutting down HTTP server: %w", err)
+	if err := httpSrv.Shutdown(drainCtx); err != nil && runErr == nil {
+		runErr = fmt.Errorf("shutting down HTTP server: %w", err)
 	}
-	<-leDone // releases the Lease (ReleaseOnCancel)
-	return serveErr
+	stopLeading()
+	if lead != nil && !leaderStopped {
+		<-leDone
+	}
+	return runErr
 }
 
 // newMeasurer builds the configured live measurer.
 func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (remediator.LiveMeasurer, error) {
 	switch c.source {
 	case remediator.SourceKubelet:
+		if err := checkKubeletCredentials(restCfg); err != nil {
+			return nil, err
+		}
 		hc, err := rest.HTTPClientFor(restCfg)
 		if err != nil {
 			return nil, fmt.Errorf("creating API server HTTP client: %w", err)
@@ -175,6 +217,9 @@ func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (
 			hcfg, _, err := promconfig.LoadHTTPConfigFile(c.exporterHTTPCfg)
 			if err != nil {
 				return nil, fmt.Errorf("loading --exporter.http-config.file: %w", err)
+			}
+			if err := checkExporterCredentials(c, *hcfg); err != nil {
+				return nil, err
 			}
 			hc, err = promconfig.NewClientFromConfig(*hcfg, remediator.Component)
 			if err != nil {

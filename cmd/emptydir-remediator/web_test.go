@@ -53,7 +53,7 @@ func TestWebConfigBasicAuth(t *testing.T) {
 	go func() { _ = web.Serve(l, httpSrv, flags, slog.New(slog.DiscardHandler)) }()
 	defer httpSrv.Close()
 
-	body := []byte(`{"version":"4","alerts":[{"status":"firing","labels":{"namespace":"default","pod":"p","uid":"u","volume":"empty"}}]}`)
+	body := []byte(`{"version":"4","alerts":[{"status":"firing","labels":{"namespace":"default","pod":"p","uid":"5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d","volume":"empty"}}]}`)
 	tests := []struct {
 		name       string
 		user, pass string

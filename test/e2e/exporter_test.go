@@ -144,7 +144,8 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	if time.Since(lr.MeasuredAt) > 30*time.Second {
 		t.Errorf("live measuredAt %s is not from the request", lr.MeasuredAt)
 	}
-	getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=not-the-uid", addr, ns, seed.Name), http.StatusNotFound)
+	getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=00000000-0000-0000-0000-000000000000", addr, ns, seed.Name), http.StatusNotFound)
+	getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=not-a-uid", addr, ns, seed.Name), http.StatusBadRequest)
 
 	// A deleted pod's series vanish.
 	zero := int64(0)
@@ -259,8 +260,8 @@ func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
 	}{
 		{"/metrics", "", "", http.StatusUnauthorized},
 		{"/metrics", "prometheus", "wrong", http.StatusUnauthorized},
-		{"/live/namespaces/default/pods/x?uid=y", "", "", http.StatusUnauthorized},
-		{"/live/namespaces/default/pods/x?uid=y", "prometheus", "s3cret", http.StatusNotFound},
+		{"/live/namespaces/default/pods/x?uid=00000000-0000-0000-0000-000000000000", "", "", http.StatusUnauthorized},
+		{"/live/namespaces/default/pods/x?uid=00000000-0000-0000-0000-000000000000", "prometheus", "s3cret", http.StatusNotFound},
 	} {
 		if code, err := get(tc.path, tc.user, tc.pass); err != nil || code != tc.want {
 			t.Errorf("GET %s as %q: %d %v, want %d", tc.path, tc.user, code, err, tc.want)

@@ -77,8 +77,6 @@ type stackOptions struct {
 	// with localStorageCapacityIsolation=false its Summary API fails, so the measurement
 	// error metrics and their dashboard panel have data.
 	brokenKubeletExporter bool
-	// logf receives progress (t.Logf by default).
-	logf func(string, ...any)
 }
 
 func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOptions) *stack {

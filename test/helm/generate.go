@@ -34,6 +34,7 @@ var renderings = []rendering{
 	{"deploy/remediator.yaml", nil, []string{
 		"templates/remediator/rbac.yaml", "templates/remediator/deployment.yaml",
 		"templates/remediator/service.yaml", "templates/remediator/pdb.yaml"}},
+	{"deploy/networkpolicy.yaml", nil, []string{"templates/networkpolicy.yaml"}},
 	{"deploy/components/monitoring/podmonitors.yaml", map[string]any{"podMonitor": map[string]any{"enabled": true}},
 		[]string{"templates/monitoring/podmonitor.yaml"}},
 	{"deploy/components/kubelet-source/rbac.yaml", map[string]any{"exporter": map[string]any{"source": "kubelet"}},

@@ -238,7 +238,8 @@ func TestRender(t *testing.T) {
 		check: func(t *testing.T, r rendered) {
 			want := []string{"ClusterRole/emptydir-exporter", "ClusterRole/emptydir-remediator",
 				"ClusterRoleBinding/emptydir-exporter", "ClusterRoleBinding/emptydir-remediator",
-				"DaemonSet/emptydir-exporter", "Deployment/emptydir-remediator", "PodDisruptionBudget/emptydir-remediator",
+				"DaemonSet/emptydir-exporter", "Deployment/emptydir-remediator",
+				"NetworkPolicy/emptydir-exporter", "NetworkPolicy/emptydir-remediator", "PodDisruptionBudget/emptydir-remediator",
 				"Role/emptydir-remediator", "RoleBinding/emptydir-remediator", "Secret/emptydir-remediator-webhook",
 				"Service/emptydir-exporter", "Service/emptydir-remediator", "ServiceAccount/emptydir-exporter", "ServiceAccount/emptydir-remediator"}
 			if got := kindNames(r); !slices.Equal(got, want) {
@@ -425,6 +426,8 @@ func TestToggles(t *testing.T) {
 		{"{remediator: {podDisruptionBudget: {enabled: false}}, exporter: {service: {enabled: false}}}", nil,
 			[]string{"PodDisruptionBudget/guard-emptydir-remediator", "Service/guard-emptydir-exporter"}},
 		{"{remediator: {serviceAccount: {create: false, name: byo}}}", nil, []string{"ServiceAccount/guard-emptydir-remediator"}},
+		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, nil},
+		{"networkPolicy: {enabled: false}", nil, []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}},
 		{"{serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboards: {enabled: true}}",
 			[]string{"ServiceMonitor/guard-emptydir-exporter", "ServiceMonitor/guard-emptydir-remediator", "PrometheusRule/guard-emptydir-guard", "ConfigMap/guard-emptydir-fleet"},
 			[]string{"PodMonitor/guard-emptydir-exporter"}},
@@ -506,7 +509,7 @@ func TestRenderedArgsParse(t *testing.T) {
 	all := release("guard")
 	if err := yaml.Unmarshal([]byte(`
 exporter:
-  flags: {fs.walk-concurrency: 4, live.concurrency: 2, kubelet.timeout: 10s, log.level: debug, log.format: json}
+  flags: {collection.concurrency: 2, collection.volume-timeout: 2m, live.max-wait: 5s, fs.walk-concurrency: 4, live.concurrency: 2, kubelet.timeout: 10s, log.level: debug, log.format: json}
 remediator:
   dryRun: true
   namespaceAllow: [a, b]

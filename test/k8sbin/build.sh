@@ -3,6 +3,9 @@
 # k8s.io/kubernetes module in this folder. The first build takes ~13 minutes on
 # 2 cores; the Go build cache and the output folder make later runs instant.
 set -euo pipefail
+# These are test tools, never shipped: build them with the machine's own Go, the verified path
+# (the Makefile exports go.mod's newer toolchain for the product).
+export GOTOOLCHAIN=local
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$here/go.mod")
 minor=$(echo "$version" | cut -d. -f2)

@@ -1,0 +1,225 @@
+package deploy_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/emptydir-guard/emptydir-guard/deploy"
+)
+
+// endpoint is one side of a connection as NetworkPolicy sees it.
+type endpoint struct {
+	namespace string
+	labels    labels.Set
+}
+
+// nsLabels are the labels the API server gives every namespace.
+func (e endpoint) nsLabels() labels.Set {
+	return labels.Set{"kubernetes.io/metadata.name": e.namespace}
+}
+
+// admits evaluates networking.k8s.io/v1 ingress semantics over policies for a TCP connection
+// from src to port of dst (whose container is c): a pod no Ingress policy selects takes all
+// traffic; a selected pod takes what at least one rule of one selecting policy allows.
+func admits(t *testing.T, policies []*networkingv1.NetworkPolicy, src, dst endpoint, c corev1.Container, port int32) bool {
+	t.Helper()
+	selector := func(ls *metav1.LabelSelector) labels.Selector {
+		s, err := metav1.LabelSelectorAsSelector(ls)
+		if err != nil {
+			t.Fatalf("selector %v: %v", ls, err)
+		}
+		return s
+	}
+	isolated := false
+	for _, np := range policies {
+		if np.Namespace != dst.namespace || !selector(&np.Spec.PodSelector).Matches(dst.labels) {
+			continue
+		}
+		ingressType := false
+		for _, pt := range np.Spec.PolicyTypes {
+			ingressType = ingressType || pt == networkingv1.PolicyTypeIngress
+		}
+		if !ingressType {
+			continue
+		}
+		isolated = true
+		for _, rule := range np.Spec.Ingress {
+			peerOK := len(rule.From) == 0
+			for _, peer := range rule.From {
+				if peer.IPBlock != nil {
+					t.Fatalf("%s: ipBlock peers are not evaluated here", np.Name)
+				}
+				nsOK := peer.NamespaceSelector == nil && src.namespace == np.Namespace ||
+					peer.NamespaceSelector != nil && selector(peer.NamespaceSelector).Matches(src.nsLabels())
+				podOK := peer.PodSelector == nil || selector(peer.PodSelector).Matches(src.labels)
+				peerOK = peerOK || nsOK && podOK
+			}
+			portOK := len(rule.Ports) == 0
+			for _, p := range rule.Ports {
+				if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
+					continue
+				}
+				switch {
+				case p.Port == nil:
+					portOK = true
+				case p.Port.StrVal != "":
+					n, ok := namedPort(c, p.Port.StrVal)
+					if !ok {
+						t.Errorf("%s: port name %q is not a port of container %s", np.Name, p.Port.StrVal, c.Name)
+					}
+					portOK = portOK || ok && n == port
+				default:
+					portOK = portOK || p.Port.IntVal == port
+				}
+			}
+			if peerOK && portOK {
+				return true
+			}
+		}
+	}
+	return !isolated
+}
+
+func TestNetworkPolicies(t *testing.T) {
+	m := loadBase(t)
+	var policies []*networkingv1.NetworkPolicy
+	for _, o := range m.objs {
+		if np, ok := o.(*networkingv1.NetworkPolicy); ok {
+			policies = append(policies, np)
+		}
+	}
+	ds, d := exporterDS(t, m), remediatorDeploy(t, m)
+	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
+	expPort, _ := namedPort(expC, "metrics")
+	remPort, _ := namedPort(remC, "http")
+	exporterPod := endpoint{deploy.Namespace, ds.Spec.Template.Labels}
+	remediatorPod := endpoint{deploy.Namespace, d.Spec.Template.Labels}
+	// As the Prometheus Operator labels its pods, in the namespace docs/deploy.md assumes.
+	prometheus := endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}}
+	alertmanager := endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "alertmanager", "alertmanager": "main"}}
+	tenant := endpoint{"shop", labels.Set{"app": "cart"}}
+
+	// The remediator dials the exporter on --exporter.port: that is the port the policy opens.
+	if v, _ := argValue(remC.Args, "exporter.port"); v != "9731" || expPort != 9731 {
+		t.Fatalf("remediator dials --exporter.port=%s, exporter serves %d: this test assumes 9731 for both", v, expPort)
+	}
+
+	tests := []struct {
+		name string
+		src  endpoint
+		dst  endpoint
+		c    corev1.Container
+		port int32
+		want bool
+	}{
+		{"remediator re-checks on the exporter", remediatorPod, exporterPod, expC, expPort, true},
+		{"Prometheus scrapes the exporter", prometheus, exporterPod, expC, expPort, true},
+		{"Prometheus scrapes the remediator", prometheus, remediatorPod, remC, remPort, true},
+		{"Alertmanager delivers webhooks", alertmanager, remediatorPod, remC, remPort, true},
+		{"a standby forwards a webhook to the leader", remediatorPod, remediatorPod, remC, remPort, true},
+
+		{"any tenant pod to the exporter", tenant, exporterPod, expC, expPort, false},
+		{"any tenant pod to the webhook", tenant, remediatorPod, remC, remPort, false},
+		{"a tenant pod labelled like Prometheus", endpoint{"shop", prometheus.labels}, exporterPod, expC, expPort, false},
+		{"a tenant pod labelled like the remediator", endpoint{"shop", remediatorPod.labels}, exporterPod, expC, expPort, false},
+		{"a tenant pod labelled like the remediator to the webhook", endpoint{"shop", remediatorPod.labels}, remediatorPod, remC, remPort, false},
+		{"a tenant pod labelled like Alertmanager", endpoint{"shop", alertmanager.labels}, remediatorPod, remC, remPort, false},
+		{"another pod of the monitoring namespace", endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "grafana"}}, exporterPod, expC, expPort, false},
+		{"Alertmanager to the exporter", alertmanager, exporterPod, expC, expPort, false},
+		{"exporter to the webhook", exporterPod, remediatorPod, remC, remPort, false},
+		{"remediator to another exporter port", remediatorPod, exporterPod, expC, expPort + 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
+				t.Errorf("admitted: %v, want %v", got, tc.want)
+			}
+		})
+	}
+
+	// Each policy selects exactly its workload's pods.
+	for _, np := range policies {
+		s, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || s.Empty() {
+			t.Fatalf("%s: empty or bad pod selector (%v) would isolate the whole namespace", np.Name, err)
+		}
+		want := map[string]labels.Set{"emptydir-exporter": exporterPod.labels, "emptydir-remediator": remediatorPod.labels}[np.Name]
+		for name, l := range map[string]labels.Set{"exporter": exporterPod.labels, "remediator": remediatorPod.labels} {
+			if s.Matches(l) != (labels.Equals(l, want)) {
+				t.Errorf("NetworkPolicy %s selects the %s pods: %v", np.Name, name, s.Matches(l))
+			}
+		}
+	}
+}
+
+// TestNetworkPolicyPatchInDocs renders the overlay docs/deploy.md shows for other monitoring
+// peers and checks that it moves the admitted peers and nothing else.
+func TestNetworkPolicyPatchInDocs(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl not on PATH: kustomize rendering not checked")
+	}
+	doc, err := os.ReadFile("../docs/deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const marker = "# my-overlay/kustomization.yaml — network peers\n"
+	_, rest, ok := strings.Cut(string(doc), marker)
+	if !ok {
+		t.Fatalf("docs/deploy.md has no block starting with %q", marker)
+	}
+	overlay, _, _ := strings.Cut(rest, "```")
+	deployDir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rel, err := filepath.Rel(dir, deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay = strings.Replace(overlay, "resources: [../deploy]", "resources: ["+rel+"]", 1)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rendered := manifests{kustomize(t, dir)}
+	var policies []*networkingv1.NetworkPolicy
+	for _, o := range rendered.objs {
+		if np, ok := o.(*networkingv1.NetworkPolicy); ok {
+			policies = append(policies, np)
+		}
+	}
+	ds, d := exporterDS(t, rendered), remediatorDeploy(t, rendered)
+	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
+	exporterPod := endpoint{deploy.Namespace, ds.Spec.Template.Labels}
+	remediatorPod := endpoint{deploy.Namespace, d.Spec.Template.Labels}
+	theirPrometheus := endpoint{"observability", labels.Set{"app": "prometheus-server"}}
+	theirAlertmanager := endpoint{"observability", labels.Set{"app": "alertmanager"}}
+	operatorPrometheus := endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "prometheus"}}
+
+	for _, tc := range []struct {
+		name     string
+		src, dst endpoint
+		c        corev1.Container
+		port     int32
+		want     bool
+	}{
+		{"patched Prometheus scrapes the exporter", theirPrometheus, exporterPod, expC, 9731, true},
+		{"patched Prometheus scrapes the remediator", theirPrometheus, remediatorPod, remC, 9732, true},
+		{"patched Alertmanager delivers webhooks", theirAlertmanager, remediatorPod, remC, 9732, true},
+		{"the remediator rule is untouched", remediatorPod, exporterPod, expC, 9731, true},
+		{"the default Prometheus peer is gone", operatorPrometheus, exporterPod, expC, 9731, false},
+		{"patched Alertmanager still not on the exporter", theirAlertmanager, exporterPod, expC, 9731, false},
+	} {
+		if got := admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
+			t.Errorf("%s: admitted %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package exporter_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+)
+
+// heldSource measures only when the test lets it: each Measure reports the pod it started
+// for and then waits for release (or its context).
+type heldSource struct {
+	started chan string
+	release chan struct{}
+}
+
+func (s *heldSource) Name() string { return "filesystem" }
+
+func (s *heldSource) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
+	s.started <- pods[0].Pod
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	var out []exporter.VolumeResult
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			out = append(out, exporter.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v,
+				Measurement: exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}})
+		}
+	}
+	return out
+}
+
+type liveCall struct {
+	code       int
+	retryAfter string
+	err        string
+}
+
+// limitFixture serves the live endpoint of an exporter over heldSource with two global
+// slots, and calls it as any remote address.
+type limitFixture struct {
+	src      *heldSource
+	exp      *exporter.Exporter
+	mux      *http.ServeMux
+	finished sync.Once
+}
+
+func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
+	t.Helper()
+	src := &heldSource{started: make(chan string, 16), release: make(chan struct{})}
+	exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
+		Pods: staticPods{synced: true, pods: livePods()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{MaxWait: maxWait}))
+	f := &limitFixture{src: src, exp: exp, mux: mux}
+	t.Cleanup(f.finishAll) // also on failure: no measurement stays held
+	return f
+}
+
+// call requests a live measurement of empty-test1 from remote (ip:port) and returns the
+// answer on the channel.
+func (f *limitFixture) call(remote string) <-chan liveCall {
+	out := make(chan liveCall, 1)
+	go func() {
+		r := httptest.NewRequest(http.MethodGet, "/live/namespaces/default/pods/empty-test1?uid="+liveUID+"&volume=empty", nil)
+		r.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		f.mux.ServeHTTP(w, r)
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(w.Body.Bytes(), &e)
+		out <- liveCall{w.Code, w.Header().Get("Retry-After"), e.Error}
+	}()
+	return out
+}
+
+// finishAll lets every held and later measurement finish.
+func (f *limitFixture) finishAll() { f.finished.Do(func() { close(f.src.release) }) }
+
+func TestLiveHandlerBoundsEachCaller(t *testing.T) {
+	f := newLimitFixture(t, 100*time.Millisecond)
+
+	// A pod holds one measurement...
+	first := f.call("10.0.0.66:40001")
+	<-f.src.started
+	// ...and asks again from another port of the same IP: refused once its wait is over,
+	// without taking the second slot.
+	again := <-f.call("10.0.0.66:40002")
+	if again.code != http.StatusTooManyRequests || again.retryAfter != "1" {
+		t.Errorf("second concurrent request of one caller: %d Retry-After %q (%s), want 429 with Retry-After 1",
+			again.code, again.retryAfter, again.err)
+	}
+	if !strings.Contains(again.err, "10.0.0.66") || !strings.Contains(again.err, "one at a time") {
+		t.Errorf("429 reason %q does not name the caller and the rule", again.err)
+	}
+	// The remediator still gets the other slot.
+	remediator := f.call("10.0.0.7:50000")
+	if pod := <-f.src.started; pod != "empty-test1" {
+		t.Fatalf("started %q", pod)
+	}
+	f.finishAll()
+	for name, c := range map[string]<-chan liveCall{"first": first, "remediator": remediator} {
+		if got := <-c; got.code != http.StatusOK {
+			t.Errorf("%s request: %d %s, want 200", name, got.code, got.err)
+		}
+	}
+
+	want := `
+# HELP emptydir_exporter_live_requests_total Live measurement requests, by HTTP status code.
+# TYPE emptydir_exporter_live_requests_total counter
+emptydir_exporter_live_requests_total{code="200",node="node-1"} 2
+emptydir_exporter_live_requests_total{code="400",node="node-1"} 0
+emptydir_exporter_live_requests_total{code="404",node="node-1"} 0
+emptydir_exporter_live_requests_total{code="429",node="node-1"} 1
+emptydir_exporter_live_requests_total{code="503",node="node-1"} 0
+`
+	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want), "emptydir_exporter_live_requests_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLiveHandlerQueuesACallersRequests: a caller's second request waits for its first
+// (within the wait bound) instead of being refused, as concurrent webhook deliveries of
+// the remediator do.
+func TestLiveHandlerQueuesACallersRequests(t *testing.T) {
+	f := newLimitFixture(t, time.Minute)
+	first := f.call("10.0.0.7:50000")
+	<-f.src.started
+	second := f.call("10.0.0.7:50001")
+
+	f.finishAll()
+
+	for name, c := range map[string]<-chan liveCall{"first": first, "second": second} {
+		if got := <-c; got.code != http.StatusOK {
+			t.Errorf("%s request: %d %s, want 200", name, got.code, got.err)
+		}
+	}
+}
+
+// TestLiveHandlerKeepsTheGlobalBound: with both slots held by two callers, a third waits
+// and is refused with 503 and Retry-After once its wait is over.
+func TestLiveHandlerKeepsTheGlobalBound(t *testing.T) {
+	f := newLimitFixture(t, 100*time.Millisecond)
+	a, b := f.call("10.0.0.1:1"), f.call("10.0.0.2:1")
+	<-f.src.started
+	<-f.src.started
+
+	third := <-f.call("10.0.0.3:1")
+
+	if third.code != http.StatusServiceUnavailable || third.retryAfter != "1" || !strings.Contains(third.err, "too many live measurements") {
+		t.Errorf("third caller: %d Retry-After %q (%s), want 503, Retry-After 1, too many live measurements",
+			third.code, third.retryAfter, third.err)
+	}
+	f.finishAll()
+	for _, c := range []<-chan liveCall{a, b} {
+		if got := <-c; got.code != http.StatusOK {
+			t.Errorf("held request: %d %s, want 200", got.code, got.err)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package remediator
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// leaderLosingMeasurer measures with the env's fake measurer and makes the server lose the
+// Lease while it measures the pod named losingOn: leadership moves mid-payload.
+type leaderLosingMeasurer struct {
+	e        **env
+	losingOn string
+}
+
+func (m leaderLosingMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+	if pod.Name == m.losingOn {
+		(*m.e).srv.setLeader(false)
+	}
+	return (*m.e).measurer.Measure(ctx, pod, volume)
+}
+
+// A replica that loses leadership while working through a payload stops before acting:
+// the alerts after the loss are not evicted (nor dry-run evicted) and Alertmanager is told
+// to retry, on the new leader.
+func TestLeadershipLostMidPayloadStopsEvicting(t *testing.T) {
+	tests := []struct {
+		name          string
+		dryRun        bool
+		wantFirst     Outcome
+		wantEvictions int     // Eviction API calls
+		wantDryRuns   float64 // evictions_total{result="dry_run"}
+	}{
+		{name: "evicting", wantFirst: OutcomeEvicted, wantEvictions: 1},
+		{name: "dry run", dryRun: true, wantFirst: OutcomeDryRun, wantDryRuns: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.LeaderElection = true
+			cfg.DryRun = tt.dryRun
+			var e *env
+			e = newEnvMeasuring(t, cfg, leaderLosingMeasurer{e: &e, losingOn: "b"},
+				newPod("default", "a", uid1).build(), newPod("default", "b", uid2).build())
+			e.measurer.used[uid1], e.measurer.used[uid2] = 10*mib, 10*mib
+			e.srv.setLeader(true)
+
+			code, resp := e.post(payloadJSON(t, firing("default", "a", uid1), firing("default", "b", uid2)))
+			if code != http.StatusServiceUnavailable || len(resp.Alerts) != 2 {
+				t.Fatalf("code %d, %+v; want 503 so that Alertmanager retries on the new leader", code, resp)
+			}
+			if got := resp.Alerts[0].Outcome; got != tt.wantFirst {
+				t.Errorf("alert handled while leading: %s, want %s", got, tt.wantFirst)
+			}
+			if got := resp.Alerts[1]; got.Outcome != OutcomeNotLeader || got.Reason != "not_leader" {
+				t.Errorf("alert after the loss: %s/%q (%s), want not_leader", got.Outcome, got.Reason, got.Message)
+			}
+			if n := e.evictions(); n != tt.wantEvictions {
+				t.Errorf("%d eviction calls, want %d", n, tt.wantEvictions)
+			}
+			if _, err := e.client.CoreV1().Pods("default").Get(t.Context(), "b", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				t.Error("pod b was evicted after leadership was lost")
+			}
+			if got := testutil.ToFloat64(e.srv.metrics.evictions.WithLabelValues(EvictionDryRun)); got != tt.wantDryRuns {
+				t.Errorf("dry-run evictions %g, want %g", got, tt.wantDryRuns)
+			}
+			if got := testutil.ToFloat64(e.srv.metrics.alerts.WithLabelValues(string(OutcomeNotLeader))); got != 1 {
+				t.Errorf("alerts_total{outcome=not_leader} = %g, want 1", got)
+			}
+			// The new leader is not held back by a cooldown or cap the old one never used.
+			e.srv.setLeader(true)
+			if code, resp := e.post(payloadJSON(t, firing("default", "b", uid2))); code != http.StatusOK || resp.Alerts[0].Outcome != tt.wantFirst {
+				t.Errorf("retry as leader: code %d, %+v", code, resp.Alerts)
+			}
+		})
+	}
+}
