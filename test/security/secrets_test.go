@@ -6,6 +6,7 @@ package security
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
@@ -13,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +86,10 @@ func TestSecretsNeverLogged(t *testing.T) {
 
 	kubeconfig := writeFile(t, dir, "kubeconfig", kubeconfigFor(api.URL, caPEM(t, api.Certificate().Raw), sec.kubeToken))
 	exporterAddr, remediatorAddr := freeAddr(t), freeAddr(t)
-	exporterURL := "http://" + exporterAddr
+	// The exporter serves TLS: the remediator refuses to send its basic auth password over
+	// plain http, and so does every client here.
+	exporterCert, exporterKey, exporterCA := serverCert(t)
+	exporterURL := "https://" + exporterAddr
 	remediatorURL := "http://" + remediatorAddr
 
 	exporter := start(t, dir, "emptydir-exporter",
@@ -97,7 +102,9 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"--collection.interval=1s",
 		"--web.listen-address="+exporterAddr,
 		"--web.config.file="+writeFile(t, dir, "exporter-web.yml",
-			fmt.Sprintf("basic_auth_users:\n  %s: %s\n", exporterUser, sec.exporterHash)),
+			fmt.Sprintf("tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  %s: %s\n",
+				writeFile(t, dir, "exporter.crt", exporterCert), writeFile(t, dir, "exporter.key", exporterKey),
+				exporterUser, sec.exporterHash)),
 		"--log.level=debug",
 	)
 	remediator := start(t, dir, "emptydir-remediator",
@@ -106,7 +113,8 @@ func TestSecretsNeverLogged(t *testing.T) {
 		"--web.bearer-token-file="+writeFile(t, dir, "webhook-token", sec.webhookToken+"\n"),
 		"--exporter.url="+exporterURL,
 		"--exporter.http-config.file="+writeFile(t, dir, "exporter-client.yml",
-			fmt.Sprintf("basic_auth:\n  username: %s\n  password: %s\n", exporterUser, sec.exporterPassword)),
+			fmt.Sprintf("basic_auth:\n  username: %s\n  password: %s\ntls_config:\n  ca_file: %s\n",
+				exporterUser, sec.exporterPassword, writeFile(t, dir, "exporter-ca.pem", exporterCA))),
 		"--log.level=debug",
 	)
 
@@ -190,8 +198,7 @@ func do(t *testing.T, method, url, body string, header ...string) served {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client := &http.Client{Timeout: 30 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return served{method: method, url: url, body: err.Error()}
 	}
@@ -280,6 +287,25 @@ func (p *process) stop(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// testClient asks the binaries; it trusts the certificate serverCert made.
+var testClient = &http.Client{Timeout: 30 * time.Second}
+
+// serverCert returns the PEM certificate and key of httptest's TLS server (valid for
+// 127.0.0.1) and the same certificate as the CA to trust, and makes testClient trust it.
+func serverCert(t *testing.T) (certPEM, keyPEM, caPEM string) {
+	t.Helper()
+	ts := httptest.NewTLSServer(http.NotFoundHandler())
+	defer ts.Close()
+	testClient.Transport = ts.Client().Transport
+	c := ts.TLS.Certificates[0]
+	key, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}))
+	return cert, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})), cert
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
