@@ -41,7 +41,7 @@ func fleet() *dashboard.DashboardBuilder {
 		WithRow(row("Exporter health")).
 		WithPanel(timeseriesPanel("Exporter up", "1 when Prometheus scraped the exporter; see EmptyDirExporterDown.", units.Short, 8, 7,
 			query(`up{`+exporterJob+`}`, "{{instance}}")).Min(0).Max(1)).
-		WithPanel(timeseriesPanel("Collection success", "1 when the last cycle measured every volume it should have.", units.Short, 8, 7,
+		WithPanel(timeseriesPanel("Collection success", "1 when every volume had a measurement and none's latest walk failed; a walk still running keeps its earlier result (its age shows it).", units.Short, 8, 7,
 			query(`min by (node, source) (emptydir_exporter_collection_success)`, "{{node}} {{source}}")).Min(0).Max(1)).
 		WithPanel(timeseriesPanel("Pod informer synced", "1 when the exporter's node-scoped pod informer has synced.", units.Short, 8, 7,
 			query(`min by (node) (emptydir_exporter_pod_informer_synced)`, "{{node}}")).Min(0).Max(1)).
