@@ -108,6 +108,7 @@ func (s *Server) serveStandby(w http.ResponseWriter, r *http.Request) {
 	leader := s.currentLeader()
 	err := s.forwardToLeader(w, r, leader)
 	if err == nil {
+		s.metrics.standby.WithLabelValues(StandbyForwarded).Inc()
 		return
 	}
 	var tooLarge *http.MaxBytesError
@@ -116,6 +117,7 @@ func (s *Server) serveStandby(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Warn("webhook not handled: this replica is a standby", "leader", leader, "reason", err, "remote", r.RemoteAddr)
+	s.metrics.standby.WithLabelValues(StandbyRefused).Inc()
 	w.Header().Set("Connection", "close")
 	w.Header().Set("Retry-After", "5")
 	writeJSON(w, http.StatusServiceUnavailable, WebhookResponse{Status: "error", Error: "this replica is not the leader; retry"})

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -159,6 +160,12 @@ func TestStandbyForwardsToTheLeader(t *testing.T) {
 	}
 	if n := e.evictions(); n != 1 {
 		t.Errorf("%d evictions after the refused deliveries, want 1", n)
+	}
+	// The unauthenticated delivery is not counted: the standby answered it 401 itself.
+	for result, want := range map[string]float64{StandbyForwarded: 1, StandbyRefused: 3} {
+		if got := testutil.ToFloat64(standby.metrics.standby.WithLabelValues(result)); got != want {
+			t.Errorf("standby_requests_total{result=%q} = %v, want %v", result, got, want)
+		}
 	}
 }
 

@@ -19,7 +19,14 @@ type metrics struct {
 	measureErrors   *prometheus.CounterVec
 	measureReused   prometheus.Counter
 	isLeader        prometheus.Gauge
+	standby         *prometheus.CounterVec
 }
+
+// Results of a webhook delivered to a standby replica: the standby_requests_total label.
+const (
+	StandbyForwarded = "forwarded" // handed to the leader; the leader's answer was returned
+	StandbyRefused   = "refused"   // answered 503 (Connection: close) so that Alertmanager retries
+)
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
@@ -62,6 +69,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: metricNamespace, Name: "is_leader",
 			Help: "1 on the replica that holds the leader lease (always 1 without leader election).",
 		}),
+		standby: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "standby_requests_total",
+			Help: "Authenticated webhooks that reached this replica while a standby, by whether they were forwarded to the leader.",
+		}, []string{"result"}),
 	}
 	m.webhookDuration.WithLabelValues()
 	// Every known label value starts at 0 so that rate() and absent() work from the start.
@@ -77,8 +88,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range AllMeasureReasons {
 		m.measureErrors.WithLabelValues(r)
 	}
+	m.standby.WithLabelValues(StandbyForwarded)
+	m.standby.WithLabelValues(StandbyRefused)
 	reg.MustRegister(m.webhookRequests, m.webhookDuration, m.alerts, m.skips, m.evictions,
-		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader)
+		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader, m.standby)
 	return m
 }
 
