@@ -314,15 +314,7 @@ type slowSource struct {
 func (s *slowSource) Name() string { return "filesystem" }
 
 func (s *slowSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
-	var out []VolumeResult
-	for _, p := range pods {
-		for _, v := range p.Volumes {
-			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			r.Measurement, r.Err = s.MeasureVolume(ctx, p, v)
-			out = append(out, r)
-		}
-	}
-	return out
+	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
 func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume) (Measurement, error) {

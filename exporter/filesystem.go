@@ -27,15 +27,7 @@ func (s *FilesystemSource) Name() string { return "filesystem" }
 // Measure implements Source. Volumes are measured one after another, each walk in
 // parallel, so the load on the node stays bounded by WalkConcurrency.
 func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
-	var out []VolumeResult
-	for _, p := range pods {
-		for _, v := range p.Volumes {
-			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			r.Measurement, r.Err = s.MeasureVolume(ctx, p, v)
-			out = append(out, r)
-		}
-	}
-	return out
+	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
 // MeasureVolume implements VolumeSource.

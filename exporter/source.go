@@ -54,6 +54,20 @@ type VolumeSource interface {
 	MeasureVolume(ctx context.Context, pod PodVolumes, v Volume) (Measurement, error)
 }
 
+// measureEach measures the volumes of pods one after another with measure: Source.Measure
+// of a VolumeSource.
+func measureEach(ctx context.Context, pods []PodVolumes, measure func(context.Context, PodVolumes, Volume) (Measurement, error)) []VolumeResult {
+	var out []VolumeResult
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			r.Measurement, r.Err = measure(ctx, p, v)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Reasons a volume could not be measured, as the reason label spells them.
 const (
 	ReasonNotFound           = "not_found"
