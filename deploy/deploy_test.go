@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 )
 
 // manifests is the decoded base, by kind and name.
@@ -197,37 +197,9 @@ func TestKustomizationsListTheirFiles(t *testing.T) {
 
 // ---- flags ----
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// commandBinary builds the project's commands once from the working tree.
-func commandBinary(t *testing.T, name string) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "emptydir-guard-deploy-test-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "../cmd/...")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ../cmd/...: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, name)
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
@@ -284,7 +256,7 @@ func checkArgs(t *testing.T, where string, c corev1.Container, args []string) {
 		t.Fatalf("%s: command %v, want exactly the binary", where, c.Command)
 	}
 	name := path.Base(c.Command[0])
-	bin := commandBinary(t, name)
+	bin := testbin.Path(t, name)
 	flags := helpFlags(t, bin)
 	var expanded []string
 	for _, a := range args {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
@@ -53,7 +54,7 @@ func runPod(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.P
 // API server and kubelet (localStorageCapacityIsolation off, so the kubelet's own
 // Summary API is broken and enforces nothing) and checks its numbers against du.
 func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
-	bin := binary(t, "emptydir-exporter")
+	bin := testbin.Path(t, "emptydir-exporter")
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 6*time.Minute)
 	defer cancel()
@@ -166,7 +167,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 // the kubelet's Summary API fails; the exporter must say so in its error metrics,
 // not crash and not publish numbers.
 func TestExporterKubeletSourceWithoutIsolation(t *testing.T) {
-	bin := binary(t, "emptydir-exporter")
+	bin := testbin.Path(t, "emptydir-exporter")
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
@@ -222,7 +223,7 @@ func getLive(ctx context.Context, t *testing.T, c *cluster.Cluster, url string, 
 // exporter-toolkit web config holding basic auth: metrics and the live endpoint
 // answer 401 without the password.
 func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
-	bin := binary(t, "emptydir-exporter")
+	bin := testbin.Path(t, "emptydir-exporter")
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 3*time.Minute)
 	defer cancel()

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -132,7 +133,7 @@ func ledgerEntries(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, na
 // (cap_global); a dry-run leader handles a pod and hands over gracefully (SIGTERM), the new
 // leader refuses it (cooldown). With the old in-memory ledger the new leader evicted.
 func TestRemediatorFailover(t *testing.T) {
-	exporterBin, remediatorBin := binary(t, "emptydir-exporter"), binary(t, "emptydir-remediator")
+	exporterBin, remediatorBin := testbin.Path(t, "emptydir-exporter"), testbin.Path(t, "emptydir-remediator")
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -319,11 +320,11 @@ func deployExporterURL(p *corev1.Pod) string {
 	return "http://" + net.JoinHostPort(p.Status.PodIP, "9731")
 }
 
-// deployStaticBinary is binary(t, name) when that is statically linked (`make build`), else the
+// deployStaticBinary is testbin.Path(t, name) when that is statically linked (`make build`), else the
 // command built with CGO_ENABLED=0 into dir (once per test): the image has no libc.
 func deployStaticBinary(t *testing.T, name, dir string) string {
 	t.Helper()
-	p := binary(t, name)
+	p := testbin.Path(t, name)
 	if deployIsStatic(p) {
 		return p
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
@@ -60,6 +61,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	stopShared()
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

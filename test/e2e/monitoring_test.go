@@ -24,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -81,7 +82,7 @@ type stackOptions struct {
 
 func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOptions) *stack {
 	t.Helper()
-	exporterBin, remediatorBin := binary(t, "emptydir-exporter"), binary(t, "emptydir-remediator")
+	exporterBin, remediatorBin := testbin.Path(t, "emptydir-exporter"), testbin.Path(t, "emptydir-remediator")
 	s := &stack{c: c, token: "e2e-" + randSuffix() + randSuffix(), exporterLg: "scn-exporter", remediLg: "scn-remediator", dryRunLg: "scn-remediator-dry-run"}
 	s.tokenFile = filepath.Join(c.WorkDir(), "scn-webhook-token")
 	if err := os.WriteFile(s.tokenFile, []byte(s.token), 0o600); err != nil {

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -63,7 +64,7 @@ func fill(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod
 // re-check: what must be evicted is, through the Eviction API; what must not be
 // (a PDB forbids it, a recreated pod, under the limit, dry-run) is not.
 func TestRemediatorOnRealAPIServer(t *testing.T) {
-	exporterBin, remediatorBin := binary(t, "emptydir-exporter"), binary(t, "emptydir-remediator")
+	exporterBin, remediatorBin := testbin.Path(t, "emptydir-exporter"), testbin.Path(t, "emptydir-remediator")
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
 	defer cancel()

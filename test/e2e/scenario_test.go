@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -212,7 +213,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 
 func scenarioBothEnforce(t *testing.T) []timing {
 	requireCluster(t)
-	binary(t, "emptydir-exporter")
+	testbin.Path(t, "emptydir-exporter")
 	ctx, cancel := context.WithTimeout(rootCtx, 15*time.Minute)
 	defer cancel()
 	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
@@ -23,7 +24,7 @@ import (
 // the kubelet keeps it — under the config hash — and publishes it, live too, under the
 // mirror pod's API UID.
 func TestExporterStaticPodOnRealKubelet(t *testing.T) {
-	bin := binary(t, "emptydir-exporter")
+	bin := testbin.Path(t, "emptydir-exporter")
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()

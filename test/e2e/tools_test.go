@@ -6,9 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,43 +15,6 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
-
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binary returns the path of one of the project's commands, built once per test run
-// from the working tree, so the tests always exercise the code under test.
-func binary(t testing.TB, name string) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		// `make test-cluster` builds them first and says where.
-		if dir := os.Getenv("EMPTYDIR_GUARD_BIN_DIR"); dir != "" {
-			binDir = dir
-			return
-		}
-		binDir, buildErr = os.MkdirTemp("", "emptydir-guard-bin-")
-		if buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "../../cmd/...")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
-		}
-		// Binaries are run by nobody but root here; still, let any user execute them.
-		_ = os.Chmod(binDir, 0o755)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	p := filepath.Join(binDir, name)
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("binary %s: %v (run `make build` or unset EMPTYDIR_GUARD_BIN_DIR)", name, err)
-	}
-	return p
-}
 
 // startInNetns starts one of the project's commands inside the cluster's network
 // namespace; the cluster's Stop (and the test's cleanup) kills it.

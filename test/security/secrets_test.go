@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 )
 
 // secrets are the credentials one run hands to the binaries, each distinct and random so that
@@ -251,7 +253,7 @@ func start(t *testing.T, dir, name string, args ...string) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary(t, name), args...)
+	cmd := exec.Command(testbin.Path(t, name), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		_ = out.Close()
