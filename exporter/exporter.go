@@ -115,7 +115,7 @@ func New(cfg Config) (*Exporter, error) {
 		}),
 		watchErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_pod_watch_errors_total",
-			Help:        "Errors of the pod list/watch against the API server; the exporter keeps serving from its cache meanwhile.",
+			Help:        "Pod list and watch requests to the API server that failed, each retry counted; the exporter keeps serving from its cache meanwhile.",
 			ConstLabels: constLabels,
 		}),
 		liveRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -252,8 +252,8 @@ func (e *Exporter) noteMeasured(r VolumeResult) {
 		"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
 }
 
-// WatchErrorHandler counts list/watch failures of the pod informer; hand it to
-// the informer's SetWatchErrorHandler.
+// WatchErrorHandler counts failed list and watch requests of the pod informer; hand it
+// to the PodWatcher's SetWatchErrorHandler.
 func (e *Exporter) WatchErrorHandler(err error) {
 	e.watchErrors.Inc()
 	e.log.Warn("pod watch failed; serving pods from cache", "err", err)

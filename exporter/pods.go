@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -35,22 +38,55 @@ type PodWatcher struct {
 	factory  informers.SharedInformerFactory
 	informer cache.SharedIndexInformer
 	lister   corelisters.PodLister
+	// onError receives every failed list or watch request (SetWatchErrorHandler).
+	onError atomic.Pointer[func(error)]
 }
 
 // NewPodWatcher prepares an informer over the pods of nodeName. Call Start to run it.
 func NewPodWatcher(client kubernetes.Interface, nodeName string, resync time.Duration) (*PodWatcher, error) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, resync,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-		}))
-	pods := factory.Core().V1().Pods()
-	informer := pods.Informer()
+	w := &PodWatcher{nodeName: nodeName, factory: informers.NewSharedInformerFactory(client, resync)}
+	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	// The requests are made here, rather than by the generated pod informer, so that each
+	// failure is seen: client-go's reflector retries a watch the API server refuses (it is
+	// down, or throttling) without telling its watch error handler, so an API server outage
+	// would go unnoticed.
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			list, err := pods.List(ctx, o)
+			w.requestFailed(ctx, err)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			wi, err := pods.Watch(ctx, o)
+			w.requestFailed(ctx, err)
+			return wi, err
+		},
+	}
+	w.informer = w.factory.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{},
+			cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	})
+	w.lister = corelisters.NewPodLister(w.informer.GetIndexer())
 	// Keep only what the exporter reads: a node may run hundreds of pods whose
 	// managed fields and status details would otherwise sit in memory.
-	if err := informer.SetTransform(trimPod); err != nil {
+	if err := w.informer.SetTransform(trimPod); err != nil {
 		return nil, fmt.Errorf("setting pod transform: %w", err)
 	}
-	return &PodWatcher{nodeName: nodeName, factory: factory, informer: informer, lister: pods.Lister()}, nil
+	return w, nil
+}
+
+// requestFailed hands a failed list or watch request to the error handler; the end of the
+// informer's own context is no failure.
+func (w *PodWatcher) requestFailed(ctx context.Context, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	if h := w.onError.Load(); h != nil {
+		(*h)(err)
+	}
 }
 
 // Start runs the informer until ctx ends and waits for its first sync or ctx.
@@ -127,10 +163,9 @@ func trimPod(obj any) (any, error) {
 	return p, nil
 }
 
-// SetWatchErrorHandler reports list/watch failures to handler; call before Start.
-func (w *PodWatcher) SetWatchErrorHandler(handler func(err error)) error {
-	if err := w.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { handler(err) }); err != nil {
-		return fmt.Errorf("setting pod watch error handler: %w", err)
-	}
-	return nil
+// SetWatchErrorHandler reports every failed list or watch request of the informer to
+// handler, retries included (client-go retries them with a backoff of up to 30s). Call it
+// before Start.
+func (w *PodWatcher) SetWatchErrorHandler(handler func(err error)) {
+	w.onError.Store(&handler)
 }

@@ -2,9 +2,14 @@ package exporter
 
 import (
 	"context"
+	"errors"
+	"net"
+	"net/url"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -250,5 +256,56 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 			t.Fatalf("deleted pod still listed: %+v", got)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestPodWatcherReportsRefusedWatches: while the API server is down its connections are
+// refused, and client-go's reflector retries the watch without calling its watch error
+// handler. Every failed request must still reach the handler (the exporter counts them in
+// emptydir_exporter_pod_watch_errors_total), while the cache keeps serving.
+func TestPodWatcherReportsRefusedWatches(t *testing.T) {
+	client := fake.NewClientset(newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod)
+	refused := &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/pods?watch=true",
+		Err: &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}}
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		return true, nil, refused
+	})
+	w, err := NewPodWatcher(client, "node-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var reported []error
+	w.SetWatchErrorHandler(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, err)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer func() { cancel(); w.Shutdown() }()
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		mu.Lock()
+		n := len(reported)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d refused watches reported, want every retry (at least 2)", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	for _, err := range reported {
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("reported %v, want the refused connection", err)
+		}
+	}
+	mu.Unlock()
+	if got, err := w.List(); err != nil || len(got) != 1 || got[0].Pod != "cart-0" {
+		t.Errorf("List while the watch is refused = %+v, %v; want the cached pod", got, err)
 	}
 }

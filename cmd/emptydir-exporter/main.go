@@ -87,9 +87,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if err := pods.SetWatchErrorHandler(exp.WatchErrorHandler); err != nil {
-		return err
-	}
+	pods.SetWatchErrorHandler(exp.WatchErrorHandler)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(exp,
