@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Config wires an Exporter.
@@ -141,10 +142,19 @@ func New(cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-// Run refreshes the snapshot now and then every interval until ctx ends. A cycle
-// waits for its measurements at most one interval; a volume's walk may go on for
-// up to Config.VolumeTimeout, and its result is published by a later cycle.
+// Run refreshes the snapshot once the pod informer has synced (or one interval has
+// passed) and then every interval until ctx ends. A cycle waits for its measurements at
+// most one interval; a volume's walk may go on for up to Config.VolumeTimeout, and its
+// result is published by a later cycle.
 func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
+	// A started (or restarted) exporter's informer syncs within moments: a first cycle
+	// before that would publish nothing, and the next one would come a whole interval later.
+	// Past one interval, cycles run anyway, reporting that the pods are not known yet.
+	syncCtx, cancelSync := context.WithTimeout(ctx, interval)
+	_ = wait.PollUntilContextCancel(syncCtx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return e.cfg.Pods.HasSynced(), nil
+	})
+	cancelSync()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

@@ -486,3 +486,28 @@ func TestUncheckedHardLinksCounted(t *testing.T) {
 		t.Errorf("emptydir_exporter_unchecked_hard_links_total = %v after two cycles with 7 each, want 14", got)
 	}
 }
+
+// syncsLater is a PodLister whose informer syncs when the test says so.
+type syncsLater struct {
+	*collPods
+	synced atomic.Bool
+}
+
+func (p *syncsLater) HasSynced() bool { return p.synced.Load() }
+
+// TestRunMeasuresAsSoonAsPodsSync: a (re)started exporter measures as soon as its pod
+// informer has synced, not only one interval after an empty first cycle.
+func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
+	pods, src, now := fixture()
+	lister := &syncsLater{collPods: pods}
+	e := newTestExporter(t, lister, src, now)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx, time.Hour); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(100 * time.Millisecond) // the first cycle's moment, before the sync
+	lister.synced.Store(true)
+	if !poll(t, func() bool { return testutil.CollectAndCount(e, "emptydir_used_bytes") == 3 }) {
+		t.Fatal("with a 1h interval, the volumes must be measured once the informer has synced, not an hour later")
+	}
+}
