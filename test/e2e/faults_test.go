@@ -29,12 +29,14 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
-// The big volumes: bigFolders × bigFilesPerFolder empty files, walked by an exporter held to
-// exporterMillicores of CPU (its request in deploy/, what it gets on a busy node). Sized so
-// that one honest live walk takes several seconds, longer than the 5 s the remediator once
-// allowed for a whole live measurement.
+// The big volumes: folders of bigFilesPerFolder empty files each, walked by an exporter held
+// to exporterMillicores of CPU (its request in deploy/, what it gets on a busy node). Sized
+// so that one honest live walk takes several seconds: big-under's (the faults' witness) a
+// few, big-over's (the freshness case) well over the 5 s the remediator once allowed for a
+// whole live measurement.
 const (
-	bigFolders         = 60
+	bigUnderFolders    = 100
+	bigOverFolders     = 140
 	bigFilesPerFolder  = 1000
 	exporterMillicores = 50
 )
@@ -208,13 +210,13 @@ func podWithLimit(c *cluster.Cluster, ns, name, limit string) *corev1.Pod {
 	return p
 }
 
-// addFiles fills a volume with bigFolders × bigFilesPerFolder empty files, written from the
+// addFiles fills a volume with folders × bigFilesPerFolder empty files, written from the
 // node: the walk sees the same as if the pod had written them, and this is much faster than
 // creating them through exec.
-func addFiles(t *testing.T, c *cluster.Cluster, pod *corev1.Pod) {
+func addFiles(t *testing.T, c *cluster.Cluster, pod *corev1.Pod, folders int) {
 	t.Helper()
 	dir := exporter.Dir(c.KubeletRootDir(), string(pod.UID), "empty")
-	for i := range bigFolders {
+	for i := range folders {
 		sub := filepath.Join(dir, fmt.Sprintf("d%03d", i))
 		if err := os.Mkdir(sub, 0o755); err != nil {
 			t.Fatal(err)
@@ -278,8 +280,8 @@ func TestFaults(t *testing.T) {
 	for _, p := range []*corev1.Pod{bigOver, apiOver, kubeletOver, killOver} {
 		fill(ctx, t, c, p, 2000)
 	}
-	addFiles(t, c, bigUnder)
-	addFiles(t, c, bigOver)
+	addFiles(t, c, bigUnder, bigUnderFolders)
+	addFiles(t, c, bigOver, bigOverFolders)
 	wantUnder := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
 	wantOver := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
 	eventually(t, 2*time.Minute, time.Second, "exporter publishes du's numbers of the big volumes", func() (bool, string) {
@@ -304,8 +306,8 @@ func TestFaults(t *testing.T) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Last run of `TestFaults` (one exporter held to %dm CPU, big volumes of %d files; figures are seconds, measured, not asserted):\n\n",
-		exporterMillicores, bigFolders*bigFilesPerFolder)
+	fmt.Fprintf(&b, "Last run of `TestFaults` (one exporter held to %dm CPU; big-under %d files, big-over %d files; times measured, not asserted):\n\n",
+		exporterMillicores, bigUnderFolders*bigFilesPerFolder, bigOverFolders*bigFilesPerFolder)
 	b.WriteString("| fault | checked | result |\n| --- | --- | --- |\n")
 	for _, r := range f.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.fault, r.checked, r.result)
@@ -493,6 +495,9 @@ func (f *faultEnv) kubeletRestart(t *testing.T, bigUnder, over *corev1.Pod, want
 // remediator refuses to act meanwhile, and a new exporter publishes only complete values.
 func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUnder int64) {
 	c := f.c
+	// The remediator reuses a live measurement while it is fresh (--max-measurement-age, 5 s
+	// from the walk's end): let the last one of big-under expire, so that this delivery walks.
+	time.Sleep(6 * time.Second)
 	pending := f.asyncDeliver(bigUnder)
 	time.Sleep(1500 * time.Millisecond) // the live walk is under way
 	f.killExporter(t)
@@ -524,40 +529,59 @@ func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUn
 	f.startExporter(t)
 	restarted := time.Now()
 	// Until its first walk of big-under completes, the new exporter must not publish the
-	// volume at all: absent, never a partial number.
-	var absent, complete int
-	var republished time.Time
-	eventually(t, 2*time.Minute, 300*time.Millisecond, "new exporter republishes big-under", func() (bool, string) {
-		fams, err := f.scrapeExporter()
-		if err != nil {
-			return false, err.Error()
+	// volume at all: absent, never a partial number. Watched while the alert is retried.
+	type republish struct {
+		absent int
+		at     time.Time
+		err    error
+	}
+	watched := make(chan republish, 1)
+	go func() {
+		var r republish
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			fams, err := f.scrapeExporter()
+			if err != nil { // the port is open before the handler serves: retry
+				time.Sleep(300 * time.Millisecond)
+				continue
+			}
+			u, ok := used(fams, bigUnder)
+			switch {
+			case !ok:
+				r.absent++
+			case u != wantUnder:
+				r.err = fmt.Errorf("new exporter published big-under = %d, not du's %d: a partial value", u, wantUnder)
+				watched <- r
+				return
+			default:
+				r.at = time.Now()
+				watched <- r
+				return
+			}
+			time.Sleep(300 * time.Millisecond)
 		}
-		u, ok := used(fams, bigUnder)
-		switch {
-		case !ok:
-			absent++
-		case u != wantUnder:
-			t.Errorf("new exporter published big-under = %d, not du's %d: a partial value", u, wantUnder)
-		default:
-			complete++
-			republished = time.Now()
-		}
-		return ok, fmt.Sprintf("absent in %d scrapes", absent)
-	})
+		r.err = fmt.Errorf("new exporter did not publish big-under within 2m (absent in %d scrapes)", r.absent)
+		watched <- r
+	}()
 	final, retried := f.deliverUntilDone(t, over, time.Minute)
 	evicted := time.Now()
 	if final.Outcome != remediator.OutcomeEvicted {
 		t.Fatalf("after the exporter's restart: %s/%s %q, want evicted", final.Outcome, final.Reason, final.Message)
 	}
+	rp := <-watched
+	if rp.err != nil {
+		t.Fatal(rp.err)
+	}
+	absent, republished := rp.absent, rp.at
 	requireNotEvicted(f.ctx, t, c, bigUnder, nil)
 
 	fault := "exporter SIGKILLed during a live walk and its periodic walks, started again"
 	f.row(fault, "the cut live re-check of an under-limit pod", "%d %s/%s; not evicted", d.code, d.res.Outcome, d.res.Reason)
 	f.row(fault, "an over-limit pod while no exporter runs", "%d %s/%s, `live_measurement_errors_total{reason=\"unreachable\"}` counted; not evicted", code, res.Outcome, res.Reason)
-	f.row(fault, "new exporter publishes only complete values",
-		"big-under absent in %d scrapes, then du's %d bytes %s after the start; no other value seen", absent, wantUnder, since(restarted, republished))
-	f.row(fault, "the same over-limit delivery after the restart",
+	f.row(fault, "the same over-limit delivery, retried from the restart on",
 		"evicted %s after the start (%d 5xx before: %s); %s after the kill", since(restarted, evicted), len(retried), strings.Join(uniq(retried), ", "), since(killed, evicted))
+	f.row(fault, "new exporter publishes only complete values",
+		"big-under absent in %d scrapes during its first walk, then du's %d bytes %s after the start; no other value seen", absent, wantUnder, since(restarted, republished))
 }
 
 // bigVolume: a volume whose live walk takes longer than the 5 s the remediator once allowed
@@ -627,7 +651,7 @@ func (f *faultEnv) bigVolume(t *testing.T, big *corev1.Pod) {
 	requireEvent(f.ctx, t, c, big, remediator.EventEvicted)
 	t.Logf("big volume: live walk %s; retry reused it (%v → %v); evicted after %d more refusals %v", walk.Round(time.Millisecond), reused0, reused, len(retried), retried)
 
-	fault := fmt.Sprintf("big volume (%d files, over its 1Mi limit), default remediator flags", bigFolders*bigFilesPerFolder)
+	fault := fmt.Sprintf("big volume (%d files, over its 1Mi limit), default remediator flags", bigOverFolders*bigFilesPerFolder)
 	f.row(fault, "live re-check of a walk longer than the old 5 s bound", "walk %.1f s: accepted as fresh (max age counts from the walk's end); 503 pdb_blocked behind a PDB", walk.Seconds())
 	f.row(fault, "Alertmanager's quick retry", "`live_measurements_reused_total` +%v, exporter walked once (`live_requests_total{code=\"200\"}` +%v)", reused-reused0, live2-live0)
 	f.row(fault, "PDB removed, delivered again", "%s (%d 5xx before); Event `EmptyDirEvicted`", final.Outcome, len(retried))
