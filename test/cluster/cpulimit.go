@@ -31,6 +31,9 @@ func (c *Cluster) LimitCPU(pid int, name string, millicores int) (undo func() er
 	case exists("/sys/fs/cgroup/cgroup.controllers"):
 		dir = filepath.Join("/sys/fs/cgroup", c.cgroupName, name)
 		files = map[string]string{"cpu.max": quota + " " + strconv.Itoa(period)}
+		// A v2 child has cpu.max only when its parent delegates the controller (the kubelet
+		// may have done so already; writing it again is harmless).
+		_ = os.WriteFile(filepath.Join("/sys/fs/cgroup", c.cgroupName, "cgroup.subtree_control"), []byte("+cpu"), 0o644)
 	default:
 		return nil, errors.New("LimitCPU: no cgroup v1 cpu hierarchy or cgroup v2 at /sys/fs/cgroup")
 	}
