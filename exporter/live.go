@@ -181,7 +181,8 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	started := e.now()
 	resp := LiveResponse{Node: e.cfg.NodeName, Namespace: ns, Pod: name, UID: uid,
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
-	for _, res := range e.cfg.Source.Measure(ctx, []PodVolumes{pv}) {
+	results := e.measureLive(ctx, pv)
+	for _, res := range results {
 		if res.Err != nil {
 			e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
 			return http.StatusServiceUnavailable, liveError{fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
@@ -196,4 +197,20 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,
 		"duration", e.now().Sub(started))
 	return http.StatusOK, resp
+}
+
+// measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
+// place of their periodic walks (volumeWalks.beginLive) and its results are published too.
+func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes) []VolumeResult {
+	if e.walks == nil {
+		return e.cfg.Source.Measure(ctx, []PodVolumes{pv})
+	}
+	keys := make([]volumeKey, 0, len(pv.Volumes))
+	for _, v := range pv.Volumes {
+		keys = append(keys, volumeKey{pv.UID, v.Name})
+	}
+	end := e.walks.beginLive(keys)
+	results := e.cfg.Source.Measure(ctx, []PodVolumes{pv})
+	end(results)
+	return results
 }

@@ -23,14 +23,57 @@ type volumeWalks struct {
 	done func(VolumeResult)
 
 	mu      sync.Mutex
-	running map[volumeKey]chan struct{} // closed when the walk has completed
+	running map[volumeKey]*inflight
 	latest  map[volumeKey]VolumeResult
+}
+
+// inflight is the walk of one volume under way: a periodic one, or a live request's.
+type inflight struct {
+	done   chan struct{}      // closed when a periodic walk has ended; nil for a live one
+	cancel context.CancelFunc // ends a periodic walk early; nil for a live one
 }
 
 func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration, done func(VolumeResult)) *volumeWalks {
 	return &volumeWalks{
 		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), done: done,
-		running: map[volumeKey]chan struct{}{}, latest: map[volumeKey]VolumeResult{},
+		running: map[volumeKey]*inflight{}, latest: map[volumeKey]VolumeResult{},
+	}
+}
+
+// beginLive hands the volumes keys to a live walk that is about to start. A periodic walk
+// of them in flight is cancelled, since the live walk redoes its work and both would share
+// the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
+// starts until the live walk ends. end records the live walk's successful results as the
+// volumes' latest measurement, which the next cycle publishes, and gives the volumes back.
+func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	mine := map[volumeKey]*inflight{}
+	for _, k := range keys {
+		f := w.running[k]
+		if f != nil && f.cancel == nil {
+			continue // another live walk has it: both measure, that one records
+		}
+		if f != nil {
+			f.cancel()
+		}
+		mine[k] = &inflight{}
+		w.running[k] = mine[k]
+	}
+	return func(results []VolumeResult) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, r := range results {
+			k := volumeKey{r.UID, r.Volume.Name}
+			if _, ok := mine[k]; ok && r.Err == nil {
+				w.latest[k] = r
+			}
+		}
+		for k, f := range mine {
+			if w.running[k] == f {
+				delete(w.running, k)
+			}
+		}
 	}
 }
 
@@ -49,10 +92,11 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			if _, inFlight := w.running[k]; inFlight {
 				continue
 			}
-			ch := make(chan struct{})
-			w.running[k] = ch
-			started = append(started, ch)
-			go w.walk(walksCtx, k, p, v, ch)
+			ctx, cancel := context.WithCancel(walksCtx)
+			f := &inflight{done: make(chan struct{}), cancel: cancel}
+			w.running[k] = f
+			started = append(started, f.done)
+			go w.walk(ctx, k, p, v, f)
 		}
 	}
 	for k := range w.latest {
@@ -86,13 +130,17 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	return out
 }
 
-// walk measures one volume once a slot is free, within its own timeout.
-func (w *volumeWalks) walk(ctx context.Context, k volumeKey, p PodVolumes, v Volume, ch chan struct{}) {
+// walk measures one volume once a slot is free, within its own timeout. A walk whose
+// context ends early (shutdown, or a live walk took the volume over) leaves no result.
+func (w *volumeWalks) walk(ctx context.Context, k volumeKey, p PodVolumes, v Volume, f *inflight) {
 	defer func() {
 		w.mu.Lock()
-		delete(w.running, k)
+		if w.running[k] == f {
+			delete(w.running, k)
+		}
 		w.mu.Unlock()
-		close(ch)
+		f.cancel()
+		close(f.done)
 	}()
 	select {
 	case w.slots <- struct{}{}:
@@ -105,7 +153,7 @@ func (w *volumeWalks) walk(ctx context.Context, k volumeKey, p PodVolumes, v Vol
 	r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, p, v)
 	if ctx.Err() != nil {
-		return // shutting down: not a result
+		return // shutting down, or taken over by a live walk: not a result
 	}
 	w.mu.Lock()
 	w.latest[k] = r

@@ -1,0 +1,87 @@
+package exporter
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestLiveWalkTakesOverPeriodicWalk: a live request for a volume whose periodic walk is under
+// way cancels that walk instead of walking the volume a second time beside it (both would
+// share the exporter's CPU, and a big volume's live walk could then outlast its bound), and
+// its result is what the next cycle publishes.
+func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
+	const uid = "0a1b2c3d-0000-4000-8000-000000000001"
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: uid, Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+	}}
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks, stopWalks := context.WithCancel(context.Background())
+	t.Cleanup(stopWalks)
+	cycle := func() {
+		ctx, cancel := context.WithCancel(walks)
+		cancel() // publish what has completed, do not wait for the walks started
+		e.refresh(ctx, walks)
+	}
+	cycle()
+	k := volumeKey{uid, "slow"}
+	if !poll(t, func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.slowWalks == 1 }) {
+		t.Fatal("the periodic walk did not start")
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(LivePath, e.LiveHandler(LiveOptions{}))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	answer := make(chan int, 1)
+	go func() {
+		resp, err := http.Get(srv.URL + "/live/namespaces/big/pods/hoarder?uid=" + uid + "&volume=slow")
+		if err != nil {
+			answer <- 0
+			return
+		}
+		resp.Body.Close()
+		answer <- resp.StatusCode
+	}()
+	if !poll(t, func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.slowCtxErr != nil && src.slowWalks == 2 }) {
+		src.mu.Lock()
+		t.Errorf("live walk started beside the periodic one: %d walks, the periodic one's context error %v; want it cancelled",
+			src.slowWalks, src.slowCtxErr)
+		src.mu.Unlock()
+	}
+	src.release <- struct{}{} // the live walk completes
+	if code := <-answer; code != http.StatusOK {
+		t.Fatalf("live request answered %d", code)
+	}
+
+	e.walks.mu.Lock()
+	got, inFlight := e.walks.latest[k], e.walks.running[k] != nil
+	e.walks.mu.Unlock()
+	if got.Measurement.UsedBytes != 1<<30 || inFlight {
+		t.Errorf("after the live walk: latest %+v, in flight %v; want the live result and the volume free", got.Measurement, inFlight)
+	}
+	cycle()
+	want := `
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="big",node="node-1",pod="hoarder",uid="` + uid + `",volume="slow"} 1.073741824e+09
+# HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
+# TYPE emptydir_exporter_measurement_errors_total counter
+emptydir_exporter_measurement_errors_total{node="node-1",reason="io",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="not_found",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="permission",source="filesystem"} 0
+emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source="filesystem"} 0
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes", "emptydir_exporter_measurement_errors_total"); err != nil {
+		t.Errorf("the cycle after the live walk (the cancelled walk is no error): %v", err)
+	}
+}
