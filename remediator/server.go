@@ -48,11 +48,13 @@ type Server struct {
 
 	ledgerStore ledgerStore
 
-	leader      atomic.Bool            // this replica may act
-	leaderKnown atomic.Bool            // leader election has told who leads
-	identity    atomic.Pointer[string] // this replica's leader election identity
-	leaderID    atomic.Pointer[string] // the identity leader election last reported leading
-	forward     *forwarder             // hands a standby's webhooks to the leader; nil: off
+	leader       atomic.Bool                 // this replica may act
+	leaderKnown  atomic.Bool                 // leader election has told who leads
+	identity     atomic.Pointer[string]      // this replica's leader election identity
+	leaderID     atomic.Pointer[string]      // the identity leader election last reported leading
+	leaseTiming  atomic.Pointer[leaseTiming] // of the running leader election
+	leaseRenewed atomic.Int64                // unix ns: start of this replica's last write of the Lease as holder
+	forward      *forwarder                  // hands a standby's webhooks to the leader; nil: off
 }
 
 // Option changes how New builds a Server.
