@@ -87,9 +87,9 @@ func TestLeadershipLostMidPayloadStopsEvicting(t *testing.T) {
 // even while the flag still says it leads; within the deadline it does.
 func TestStaleLeaseRenewalStopsEvicting(t *testing.T) {
 	tests := []struct {
-		name         string
-		renewedAgo   time.Duration
-		want         Outcome
+		name          string
+		renewedAgo    time.Duration
+		want          Outcome
 		wantEvictions int
 	}{
 		{name: "renewed recently", renewedAgo: time.Second, want: OutcomeEvicted, wantEvictions: 1},

@@ -47,6 +47,7 @@ type Server struct {
 	bearerFile *tokenFile
 
 	ledgerStore ledgerStore
+	stopLedger  chan struct{} // ends the ledger ConfigMap's watch
 
 	leader       atomic.Bool                 // this replica may act
 	leaderKnown  atomic.Bool                 // leader election has told who leads
@@ -120,8 +121,13 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 		s.stopRec = b.Shutdown
 	}
-	if s.ledgerStore == nil {
+	switch store := s.ledgerStore.(type) {
+	case nil:
 		s.ledgerStore = &memoryStore{}
+	case *configMapStore:
+		store.observe = func(op, result string) { s.metrics.ledgerOps.WithLabelValues(op, result).Inc() }
+		s.stopLedger = make(chan struct{})
+		store.start(s.stopLedger)
 	}
 	s.ledger = newLedger(s.ledgerStore, cfg.Cooldown, cfg.Caps.Window)
 	if !cfg.LeaderElection {
@@ -132,8 +138,12 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 	return s, nil
 }
 
-// Close stops the event broadcaster New started, flushing what it can.
+// Close stops the event broadcaster New started, flushing what it can, and the ledger's watch.
 func (s *Server) Close() {
+	if s.stopLedger != nil {
+		close(s.stopLedger)
+		s.stopLedger = nil
+	}
 	if s.stopRec != nil {
 		s.stopRec()
 	}
