@@ -66,15 +66,15 @@ func (n *FakeNode) Name() string { return n.name }
 func (n *FakeNode) RootDir() string { return n.root }
 
 // Pod returns a pod bound to the node with one container that mounts one emptyDir
-// volume per name in volumes, without sizeLimit. It is only built, not created.
+// volume per name in volumes, without sizeLimit. It is only built, not created. Its
+// default termination grace period makes a user's delete graceful, as on a real node:
+// the pod stays, terminating, until FinishDeletion.
 func (n *FakeNode) Pod(namespace, name string, volumes ...string) *corev1.Pod {
-	zero := int64(0)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.PodSpec{
-			NodeName:                      n.name,
-			TerminationGracePeriodSeconds: &zero,
-			Containers:                    []corev1.Container{{Name: "app", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever}},
+			NodeName:   n.name,
+			Containers: []corev1.Container{{Name: "app", Image: BusyboxImage, ImagePullPolicy: corev1.PullNever}},
 		},
 	}
 	for _, v := range volumes {
@@ -165,15 +165,25 @@ func (n *FakeNode) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 	return n.FinishDeletion(ctx, pod)
 }
 
-// FinishDeletion plays the kubelet ending a pod: it removes the pod's folder (volumes
-// torn down) and then deletes the pod with grace period 0, for this UID only, so that
-// a pod recreated under the same name is left alone. A pod already gone is no error.
-func (n *FakeNode) FinishDeletion(ctx context.Context, pod *corev1.Pod) error {
+// TearDown plays the kubelet tearing down a terminating pod's volumes: it removes the
+// pod's folder. Until FinishDeletion the pod is still in the API, terminating, with no
+// folders: the moment a real kubelet spends between unmounting and its final delete.
+func (n *FakeNode) TearDown(pod *corev1.Pod) error {
 	if pod.UID == "" {
 		return fmt.Errorf("fake node %s: pod %s/%s has no UID", n.name, pod.Namespace, pod.Name)
 	}
 	if err := os.RemoveAll(n.podDir(pod.UID)); err != nil {
 		return fmt.Errorf("fake node %s: tear down pod %s/%s: %w", n.name, pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// FinishDeletion plays the kubelet ending a pod: TearDown, then a delete with grace
+// period 0, for this UID only, so that a pod recreated under the same name is left
+// alone. A pod already gone is no error.
+func (n *FakeNode) FinishDeletion(ctx context.Context, pod *corev1.Pod) error {
+	if err := n.TearDown(pod); err != nil {
+		return err
 	}
 	zero := int64(0)
 	err := n.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{

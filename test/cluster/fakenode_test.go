@@ -92,6 +92,16 @@ func TestFakeNodeLifecycle(t *testing.T) {
 		t.Error("fill of a pod that has no folder: want an error")
 	}
 
+	// TearDown is the kubelet's unmount: folder gone, pod still in the API until FinishDeletion.
+	if err := n.TearDown(running); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "pods", "uid-1")); !os.IsNotExist(err) {
+		t.Errorf("pod folder after TearDown: %v, want none", err)
+	}
+	if _, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{}); err != nil {
+		t.Errorf("pod after TearDown: %v, want still there", err)
+	}
 	if err := n.DeletePod(ctx, running); err != nil {
 		t.Fatal(err)
 	}
