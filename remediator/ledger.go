@@ -58,6 +58,9 @@ type ledger struct {
 	store    ledgerStore
 	horizon  time.Duration // how long entries are kept: max(cooldown, cap window, MinLedgerHorizon)
 	cooldown time.Duration
+	// inProgress is how long a reserved slot may stand for an eviction still under way
+	// (the handling of one alert); an older one was left by a replica that crashed.
+	inProgress time.Duration
 	// writing is held by the one caller writing a batch: this process's read-modify-write
 	// cycles never race each other (fewer conflicts).
 	writing chan struct{}
@@ -80,7 +83,8 @@ type uidEntry struct {
 }
 
 func newLedger(store ledgerStore, cooldown, capWindow time.Duration) *ledger {
-	return &ledger{store: store, cooldown: cooldown, horizon: max(cooldown, capWindow, MinLedgerHorizon), writing: make(chan struct{}, 1)}
+	return &ledger{store: store, cooldown: cooldown, horizon: max(cooldown, capWindow, MinLedgerHorizon),
+		inProgress: time.Minute, writing: make(chan struct{}, 1)}
 }
 
 // last returns the last eviction of uid, if remembered.
@@ -124,6 +128,11 @@ func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now t
 				return false
 			case inCooldown(last.At, now, l.cooldown):
 				reason, why = SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", uid, last.Outcome, last.At.UTC().Format(time.RFC3339), l.cooldown)
+				return false
+			case last.Outcome == outcomeReserved && now.Sub(last.At) < l.inProgress:
+				// Another replica (a leader that has not yet noticed losing the Lease) is
+				// evicting it right now, even with no cooldown.
+				reason, why = SkipDuplicate, fmt.Sprintf("uid %s is being evicted (slot reserved at %s)", uid, last.At.UTC().Format(time.RFC3339))
 				return false
 			}
 		}

@@ -362,3 +362,32 @@ func TestLedgerBatchesConcurrentChanges(t *testing.T) {
 		t.Errorf("%d entries stored, want %d", n, caps.Global)
 	}
 }
+
+// Without a cooldown, a slot another replica reserved and has not yet committed (it is
+// evicting that pod right now: two replicas both believing they lead) keeps the UID from a
+// second eviction; a reservation older than the handling of one alert was left by a replica
+// that crashed and holds nothing back.
+func TestLedgerReservationInProgressIsDuplicate(t *testing.T) {
+	store := &memoryStore{}
+	oldLeader, newLeader := newLedger(store, 0, time.Hour), newLedger(store, 0, time.Hour)
+	ctx := t.Context()
+	if _, why, _, err := oldLeader.reserve(ctx, "uid-x", "n1", "ns", testNow, Caps{}); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+	tests := []struct {
+		after time.Duration
+		want  string
+	}{
+		{time.Second, SkipDuplicate},
+		{oldLeader.inProgress + time.Second, ""},
+	}
+	for _, tt := range tests {
+		slot, why, _, err := newLeader.reserve(ctx, "uid-x", "n1", "ns", testNow.Add(tt.after), Caps{})
+		if err != nil || why != tt.want {
+			t.Errorf("+%s: %q %v, want %q", tt.after, why, err, tt.want)
+		}
+		if slot != nil {
+			_ = slot.release(ctx)
+		}
+	}
+}

@@ -130,6 +130,7 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		store.start(s.stopLedger)
 	}
 	s.ledger = newLedger(s.ledgerStore, cfg.Cooldown, cfg.Caps.Window)
+	s.ledger.inProgress = cfg.AlertTimeout + ledgerWriteTimeout
 	if !cfg.LeaderElection {
 		s.leader.Store(true)
 		s.leaderKnown.Store(true)
