@@ -38,7 +38,7 @@ type configMapStore struct {
 	client    kubernetes.Interface
 	namespace string
 	name      string
-	// observe counts each operation (ledgerOp*) and its result (ledgerResult*); nil: not counted.
+	// observe counts each operation (LedgerOp*) and its result (LedgerResult*); nil: not counted.
 	observe func(op, result string)
 
 	informer cache.SharedIndexInformer // nil until start
