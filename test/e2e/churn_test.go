@@ -16,9 +16,11 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -78,29 +80,8 @@ func TestPodChurn(t *testing.T) {
 		}
 	})
 
-	const addr = "127.0.0.1:19771"
-	startInNetns(t, c, "exporter-churn-"+ns, bin,
-		"--node-name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(), "--source=filesystem",
-		"--kubelet.root-dir="+node.RootDir(), "--collection.interval="+churnInterval.String(),
-		"--web.listen-address="+addr)
-	ex := &churnScraper{url: "http://" + addr + "/metrics", node: node.Name(),
-		// No kept-alive connections: each would hold a goroutine in the exporter.
-		hc: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: c.DialContext, DisableKeepAlives: true}}}
-	eventually(t, 60*time.Second, 250*time.Millisecond, "exporter synced and collecting", func() (bool, string) {
-		fams, err := ex.get(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		ok, _ := sample(fams, "emptydir_exporter_collection_success", nil)
-		return ok == 1, "collection_success not 1 yet"
-	})
-	ex.waitCycles(ctx, t, 2)
-	base, err := ex.get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ex, base := startChurnExporter(ctx, t, c, bin, "127.0.0.1:19771", node.Name(), node.RootDir())
 	baseGoroutines, _ := sample(base, "go_goroutines", nil)
-	ex.failedBefore, ex.errorsBefore = ex.failures(base) // a cycle before the informer synced fails by design
 
 	live := map[string]*corev1.Pod{} // by name
 	var figures []churnFigures
@@ -183,7 +164,7 @@ func TestPodChurn(t *testing.T) {
 		}
 
 		// 5. After the wave: exactly the live volumes, at du's bytes; nothing of a deleted UID.
-		want := expectedSeries(t, node, live)
+		want := expectedSeries(t, live, node.VolumeDir)
 		var last map[string]*dto.MetricFamily
 		var diff seriesDiff
 		eventually(t, 60*time.Second, churnInterval/2, fmt.Sprintf("wave %d: exactly the live pods' series at du's bytes", wave), func() (bool, string) {
@@ -191,7 +172,7 @@ func TestPodChurn(t *testing.T) {
 			if err != nil {
 				return false, err.Error()
 			}
-			last, diff = fams, diffSeries(fams, want)
+			last, diff = fams, diffSeries(fams, "", want)
 			return diff.ok(), diff.String()
 		})
 		for _, p := range doomed {
@@ -221,11 +202,7 @@ func TestPodChurn(t *testing.T) {
 	}
 
 	// Every pod gone: no volume series, goroutines back to where they were with none.
-	all := make([]*corev1.Pod, 0, len(live))
-	for _, p := range live {
-		all = append(all, p)
-	}
-	parallel(t, all, func(p *corev1.Pod) error { return node.DeletePod(ctx, p) })
+	parallel(t, podList(live), func(p *corev1.Pod) error { return node.DeletePod(ctx, p) })
 	var end map[string]*dto.MetricFamily
 	eventually(t, 60*time.Second, churnInterval/2, "no series once every pod is gone", func() (bool, string) {
 		fams, err := ex.get(ctx)
@@ -251,6 +228,99 @@ func TestPodChurn(t *testing.T) {
 		return
 	}
 	writeChurnSection(t, figures, base, end)
+}
+
+// TestPodChurnRealKubelet is the small counterpart with the real kubelet and containers:
+// four pods created, deleted (gracefully, as the kubelet tears them down) and created again
+// under the same names, twice. Whatever moment the exporter's cycles meet the kubelet in,
+// each round ends with exactly the live pods' series at du's bytes, and no cycle failed
+// and no error was counted on the way.
+func TestPodChurnRealKubelet(t *testing.T) {
+	bin := testbin.Path(t, "emptydir-exporter")
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(rootCtx, 3*time.Minute)
+	defer cancel()
+	ns := "churnk-" + randSuffix()
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	ex, _ := startChurnExporter(ctx, t, c, bin, "127.0.0.1:19772", c.NodeName(), c.KubeletRootDir())
+	volumeDir := func(p *corev1.Pod, v string) string { return exporter.Dir(c.KubeletRootDir(), string(p.UID), v) }
+	settled := func(what string, live map[string]*corev1.Pod) {
+		t.Helper()
+		want := expectedSeries(t, live, volumeDir)
+		eventually(t, 60*time.Second, churnInterval/2, what, func() (bool, string) {
+			fams, err := ex.get(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			d := diffSeries(fams, ns, want)
+			return d.ok(), d.String()
+		})
+		fams, err := ex.get(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg := ex.healthProblems(fams); msg != "" {
+			t.Errorf("%s: %s", what, msg)
+		}
+	}
+	const pods, rounds = 4, 2
+	var uids []string
+	for round := range rounds {
+		live := map[string]*corev1.Pod{}
+		var mu sync.Mutex
+		parallelIndexed(t, pods, func(i int) error {
+			p := c.SeedPod(ns, fmt.Sprintf("k-%d", i))
+			grace := int64(1) // busybox sleep ignores SIGTERM: the kubelet kills it after this
+			p.Spec.TerminationGracePeriodSeconds = &grace
+			if _, err := c.Client().CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			running, err := c.WaitForPodPhase(ctx, ns, p.Name, corev1.PodRunning)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			live[p.Name] = running
+			uids = append(uids, string(running.UID))
+			return nil
+		})
+		settled(fmt.Sprintf("round %d: the running pods' series", round), live)
+		parallel(t, podList(live), func(p *corev1.Pod) error {
+			if err := c.Client().CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
+			for {
+				_, err := c.Client().CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("pod %s not gone: %w", p.Name, ctx.Err())
+				case <-time.After(250 * time.Millisecond):
+				}
+			}
+		})
+		settled(fmt.Sprintf("round %d: no series once the kubelet deleted them", round), nil)
+	}
+	distinct := map[string]bool{}
+	for _, u := range uids {
+		distinct[u] = true
+	}
+	if len(distinct) != pods*rounds {
+		t.Errorf("%d distinct pod UIDs over %d rounds of %d pods: names were not recreated with new UIDs", len(distinct), rounds, pods)
+	}
+}
+
+func podList(live map[string]*corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(live))
+	for _, name := range sortedNames(live) {
+		out = append(out, live[name])
+	}
+	return out
 }
 
 func churnPod(node *cluster.FakeNode, ns, name string, i int) *corev1.Pod {
@@ -287,8 +357,9 @@ func fillChurnPod(node *cluster.FakeNode, p *corev1.Pod) error {
 
 type seriesKey struct{ uid, volume string }
 
-// expectedSeries is du's count of every live volume.
-func expectedSeries(t *testing.T, node *cluster.FakeNode, live map[string]*corev1.Pod) map[seriesKey]int64 {
+// expectedSeries is du's count of every emptyDir volume of the live pods, whose folders
+// volumeDir tells.
+func expectedSeries(t *testing.T, live map[string]*corev1.Pod, volumeDir func(*corev1.Pod, string) string) map[seriesKey]int64 {
 	t.Helper()
 	keys := map[string]seriesKey{}
 	var dirs []string
@@ -297,16 +368,19 @@ func expectedSeries(t *testing.T, node *cluster.FakeNode, live map[string]*corev
 			if v.EmptyDir == nil {
 				continue
 			}
-			dir := node.VolumeDir(p, v.Name)
+			dir := volumeDir(p, v.Name)
 			keys[dir] = seriesKey{string(p.UID), v.Name}
 			dirs = append(dirs, dir)
 		}
+	}
+	want := map[seriesKey]int64{}
+	if len(dirs) == 0 {
+		return want
 	}
 	out, err := exec.Command("du", append([]string{"-s", "-B1", "--"}, dirs...)...).Output()
 	if err != nil {
 		t.Fatalf("du of %d volumes: %v", len(dirs), err)
 	}
-	want := map[seriesKey]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		n, dir, ok := strings.Cut(line, "\t")
 		if !ok {
@@ -337,10 +411,14 @@ func (d seriesDiff) String() string {
 		d.series, d.volumes, d.missing, d.stale, d.wrong, d.example)
 }
 
-// diffSeries compares the used-bytes series with want, du's bytes of every live volume.
-func diffSeries(fams map[string]*dto.MetricFamily, want map[seriesKey]int64) seriesDiff {
+// diffSeries compares the used-bytes series of namespace ns ("" for all) with want, du's
+// bytes of every live volume.
+func diffSeries(fams map[string]*dto.MetricFamily, ns string, want map[seriesKey]int64) seriesDiff {
 	got := map[seriesKey]int64{}
 	for _, m := range fams["emptydir_used_bytes"].GetMetric() {
+		if ns != "" && labelValue(m, "namespace") != ns {
+			continue
+		}
 		k := seriesKey{labelValue(m, "uid"), labelValue(m, "volume")}
 		got[k] = int64(m.GetGauge().GetValue())
 	}
@@ -363,6 +441,35 @@ func diffSeries(fams map[string]*dto.MetricFamily, want map[seriesKey]int64) ser
 		}
 	}
 	return d
+}
+
+// startChurnExporter starts the exporter binary in the cluster's network namespace for
+// node, walking rootDir every churnInterval, waits for a successful cycle, and returns its
+// scraper with the failures counted so far as baseline, and the baseline's metrics.
+func startChurnExporter(ctx context.Context, t *testing.T, c *cluster.Cluster, bin, addr, node, rootDir string) (*churnScraper, map[string]*dto.MetricFamily) {
+	t.Helper()
+	startInNetns(t, c, "exporter-churn-"+node, bin,
+		"--node-name="+node, "--kubeconfig="+c.KubeconfigPath(), "--source=filesystem",
+		"--kubelet.root-dir="+rootDir, "--collection.interval="+churnInterval.String(),
+		"--web.listen-address="+addr)
+	ex := &churnScraper{url: "http://" + addr + "/metrics", node: node,
+		// No kept-alive connections: each would hold a goroutine in the exporter.
+		hc: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: c.DialContext, DisableKeepAlives: true}}}
+	eventually(t, 60*time.Second, 250*time.Millisecond, "exporter synced and collecting", func() (bool, string) {
+		fams, err := ex.get(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		ok, _ := sample(fams, "emptydir_exporter_collection_success", nil)
+		return ok == 1, "collection_success not 1 yet"
+	})
+	ex.waitCycles(ctx, t, 2)
+	base, err := ex.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.failedBefore, ex.errorsBefore = ex.failures(base) // a cycle before the informer synced fails by design
+	return ex, base
 }
 
 // churnScraper reads the exporter's /metrics.
