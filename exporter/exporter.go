@@ -205,8 +205,15 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context) {
 		results = e.walks.cycle(ctx, walksCtx, pods) // each walk was counted as it ended
 	} else {
 		results = e.cfg.Source.Measure(ctx, pods)
-		for _, r := range results {
-			e.noteMeasured(r)
+		settling := map[string]PodVolumes{}
+		for _, p := range pods {
+			if p.Settling {
+				settling[p.UID] = p
+			}
+		}
+		for i, r := range results {
+			results[i].Err = absentWhileSettling(settling[r.UID], r.Err)
+			e.noteMeasured(results[i])
 		}
 	}
 	kept := make([]VolumeResult, 0, len(results))
@@ -214,6 +221,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context) {
 		if r.Err == nil {
 			kept = append(kept, r)
 			continue
+		}
+		if errors.Is(r.Err, errVolumeAbsent) {
+			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
 		success = false
 		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {
@@ -247,6 +257,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context) {
 // noteMeasured counts and logs what one measurement found wrong: once per cycle
 // for a Source, once per completed walk for a VolumeSource.
 func (e *Exporter) noteMeasured(r VolumeResult) {
+	if errors.Is(r.Err, errVolumeAbsent) {
+		return
+	}
 	if r.Err == nil {
 		if n := r.Measurement.UncheckedLinks; n > 0 {
 			e.uncheckedLinks.Add(float64(n))

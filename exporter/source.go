@@ -68,6 +68,20 @@ func measureEach(ctx context.Context, pods []PodVolumes, measure func(context.Co
 	return out
 }
 
+// errVolumeAbsent marks a volume whose folder (or stats) is not there while its pod is
+// Settling: not set up yet, or torn down already. Such a volume has no series and is no
+// failure: on a node where pods come and go it is the normal state of some of them.
+var errVolumeAbsent = errors.New("volume not set up yet or already torn down")
+
+// absentWhileSettling turns a not_found error of a Settling pod's volume into
+// errVolumeAbsent and returns any other err as it is.
+func absentWhileSettling(p PodVolumes, err error) error {
+	if err != nil && p.Settling && reasonOf(err) == ReasonNotFound {
+		return errVolumeAbsent
+	}
+	return err
+}
+
 // Reasons a volume could not be measured, as the reason label spells them.
 const (
 	ReasonNotFound           = "not_found"

@@ -32,6 +32,10 @@ type PodVolumes struct {
 	// of its manifest, not by the UID of the mirror pod the API server shows.
 	ConfigHash string
 	Volumes    []Volume
+	// Settling is set while the kubelet may not have set the pod's volumes up yet
+	// (Pending) or may have torn them down already (deletion requested): a volume
+	// that is not there then holds nothing, and is no failure to measure it.
+	Settling bool
 }
 
 // KubeletUID is the UID the kubelet knows the pod by: the name of its folder below
@@ -74,7 +78,8 @@ func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
 			mounted[m.Name] = true
 		}
 	}
-	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID)}
+	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID),
+		Settling: pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
 		// Anyone who may create pods may set this annotation, and it becomes a folder
 		// name: accept only what a kubelet writes there (a hex hash, or a manifest's

@@ -80,7 +80,8 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 // cycle starts a walk, under walksCtx, for every volume of pods that has none in
 // flight, waits for the walks it started until they end or cycleCtx does, and
 // returns the last completed result of every volume of pods, in order: Err set
-// when that walk failed, errPending when none has completed yet.
+// when that walk failed (errVolumeAbsent when the volume is not there while its pod
+// is Settling), errPending when none has completed yet.
 func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes) []VolumeResult {
 	var started []chan struct{}
 	current := map[volumeKey]bool{}
@@ -152,6 +153,7 @@ func (w *volumeWalks) walk(ctx context.Context, k volumeKey, p PodVolumes, v Vol
 	defer cancel()
 	r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, p, v)
+	r.Err = absentWhileSettling(p, r.Err)
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}

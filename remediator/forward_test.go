@@ -102,7 +102,7 @@ func TestStandbyForwardsToTheLeader(t *testing.T) {
 	self := "a"
 	leader.identity.Store(&self)
 	leader.leaderID.Store(&self)
-	leader.setLeader(true)
+	leadNow(leader)
 	leaderTS := httptest.NewServer(leader.Handler())
 	defer leaderTS.Close()
 

@@ -453,7 +453,7 @@ func TestNonLeaderAnswers503(t *testing.T) {
 	if e.evictions() != 0 {
 		t.Error("standby evicted")
 	}
-	e.srv.setLeader(true)
+	leadNow(e.srv)
 	if code, _ := e.post(payloadJSON(t, firing("default", "web-0", uid1))); code != http.StatusOK || e.evictions() != 1 {
 		t.Errorf("leader answered %d with %d evictions", code, e.evictions())
 	}

@@ -30,10 +30,14 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 		return errors.New("leader election is not enabled in the remediator configuration")
 	}
 	s.identity.Store(&lec.Identity)
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: lec.Namespace, Name: lec.Name},
-		Client:     s.client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: lec.Identity},
+	s.leaseTiming.Store(&leaseTiming{renewDeadline: lec.RenewDeadline, leaseDuration: lec.LeaseDuration})
+	lock := &renewalTrackingLock{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: lec.Namespace, Name: lec.Name},
+			Client:     s.client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: lec.Identity},
+		},
+		renewed: func(at time.Time) { s.leaseRenewed.Store(at.UnixNano()) },
 	}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -68,4 +72,57 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 		le.Run(ctx)
 	}
 	return nil
+}
+
+// leaseTiming is the Lease timing leader election runs with.
+type leaseTiming struct {
+	renewDeadline, leaseDuration time.Duration
+}
+
+// renewalTrackingLock is the Lease lock that reports when this replica last wrote the Lease
+// as its holder (acquired or renewed it): the time the write started, because the other
+// replicas count the Lease's duration from when they see the write, which is later.
+type renewalTrackingLock struct {
+	resourcelock.Interface
+	renewed func(start time.Time)
+}
+
+func (l *renewalTrackingLock) Create(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
+	err := l.Interface.Create(ctx, ler)
+	l.track(start, ler, err)
+	return err
+}
+
+func (l *renewalTrackingLock) Update(ctx context.Context, ler resourcelock.LeaderElectionRecord) error {
+	start := time.Now()
+	err := l.Interface.Update(ctx, ler)
+	l.track(start, ler, err)
+	return err
+}
+
+func (l *renewalTrackingLock) track(start time.Time, ler resourcelock.LeaderElectionRecord, err error) {
+	// A release writes an empty holder: that is no renewal.
+	if err == nil && ler.HolderIdentity == l.Identity() {
+		l.renewed(start)
+	}
+}
+
+// leadership reports whether this replica may act at now and, with leader election, until
+// when another replica cannot have taken the Lease over: the last renewal plus the Lease's
+// duration. It may act only within the renew deadline of its last renewal, the condition
+// under which client-go's elector keeps leading, checked at the moment of acting rather
+// than when the elector's loop next notices; the rest of the Lease's duration is the margin
+// for the action itself. Without leader election it always may, with no end.
+func (s *Server) leadership(now time.Time) (leaseEnd time.Time, ok bool) {
+	if !s.cfg.LeaderElection {
+		return time.Time{}, s.leader.Load()
+	}
+	timing := s.leaseTiming.Load()
+	renewed := s.leaseRenewed.Load()
+	if !s.leader.Load() || timing == nil || renewed == 0 {
+		return time.Time{}, false
+	}
+	at := time.Unix(0, renewed)
+	return at.Add(timing.leaseDuration), now.Before(at.Add(timing.renewDeadline))
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
 // Two replicas on one Lease: exactly one leads, the other is a ready standby answering 503;
@@ -76,5 +78,46 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The lock reports this replica's acquisitions and renewals of the Lease, not its release
+// (an empty holder) and not failed writes.
+func TestRenewalTrackingLock(t *testing.T) {
+	client := fake.NewClientset()
+	var renewals []time.Time
+	lock := &renewalTrackingLock{
+		Interface: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: "emptydir-guard", Name: "lease"},
+			Client:     client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: "me"},
+		},
+		renewed: func(at time.Time) { renewals = append(renewals, at) },
+	}
+	ctx := t.Context()
+	held := resourcelock.LeaderElectionRecord{HolderIdentity: "me", LeaseDurationSeconds: 15}
+	before := time.Now()
+	if err := lock.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lock.Get(ctx); err != nil { // Update needs the lease read first
+		t.Fatal(err)
+	}
+	if err := lock.Update(ctx, held); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Update(ctx, resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1}); err != nil { // release
+		t.Fatal(err)
+	}
+	if err := lock.Create(ctx, held); err == nil { // exists already: fails
+		t.Fatal("second create succeeded")
+	}
+	if len(renewals) != 2 {
+		t.Fatalf("%d renewals reported, want 2 (create, update)", len(renewals))
+	}
+	for _, at := range renewals {
+		if at.Before(before) || at.After(time.Now()) {
+			t.Errorf("renewal at %s, not the start of the write", at)
+		}
 	}
 }

@@ -58,7 +58,21 @@ type ledger struct {
 	store    ledgerStore
 	horizon  time.Duration // how long entries are kept: max(cooldown, cap window, MinLedgerHorizon)
 	cooldown time.Duration
-	mu       sync.Mutex // serializes this process's read-modify-write cycles: fewer conflicts
+	// inProgress is how long a reserved slot may stand for an eviction still under way
+	// (the handling of one alert); an older one was left by a replica that crashed.
+	inProgress time.Duration
+	// writing is held by the one caller writing a batch: this process's read-modify-write
+	// cycles never race each other (fewer conflicts).
+	writing chan struct{}
+	mu      sync.Mutex      // guards pending
+	pending []*ledgerChange // changes waiting for the next batch, oldest first
+}
+
+// ledgerChange is one caller's change, applied in a batch by whichever caller writes next.
+type ledgerChange struct {
+	now    time.Time
+	change func(*ledgerState) bool
+	done   chan error // receives the batch's result once
 }
 
 // uidEntry is the last eviction the remediator made (or would have made, or attempted) of
@@ -69,7 +83,8 @@ type uidEntry struct {
 }
 
 func newLedger(store ledgerStore, cooldown, capWindow time.Duration) *ledger {
-	return &ledger{store: store, cooldown: cooldown, horizon: max(cooldown, capWindow, MinLedgerHorizon)}
+	return &ledger{store: store, cooldown: cooldown, horizon: max(cooldown, capWindow, MinLedgerHorizon),
+		inProgress: time.Minute, writing: make(chan struct{}, 1)}
 }
 
 // last returns the last eviction of uid, if remembered.
@@ -113,6 +128,11 @@ func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now t
 				return false
 			case inCooldown(last.At, now, l.cooldown):
 				reason, why = SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", uid, last.Outcome, last.At.UTC().Format(time.RFC3339), l.cooldown)
+				return false
+			case last.Outcome == outcomeReserved && now.Sub(last.At) < l.inProgress:
+				// Another replica (a leader that has not yet noticed losing the Lease) is
+				// evicting it right now, even with no cooldown.
+				reason, why = SkipDuplicate, fmt.Sprintf("uid %s is being evicted (slot reserved at %s)", uid, last.At.UTC().Format(time.RFC3339))
 				return false
 			}
 		}
@@ -168,20 +188,79 @@ func (r *reservation) release(ctx context.Context) error {
 
 // update loads the state, prunes it at now (unless zero), applies change and saves the
 // result when change or the pruning modified it, retrying on conflicts with another writer.
+//
+// Changes that arrive while a write is in flight are applied together, in arrival order,
+// by the next write (group commit): under a burst the ledger costs one read-modify-write
+// per batch, not per change, so no change waits behind hundreds of others. Each change
+// sees the ones before it, so caps hold exactly within a batch too. A caller whose ctx ends
+// before its change was taken into a batch withdraws it.
 func (l *ledger) update(ctx context.Context, now time.Time, change func(*ledgerState) bool) error {
+	c := &ledgerChange{now: now, change: change, done: make(chan error, 1)}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	l.pending = append(l.pending, c)
+	l.mu.Unlock()
+	for {
+		select {
+		case err := <-c.done: // another caller's batch carried it
+			return err
+		case l.writing <- struct{}{}:
+			select {
+			case err := <-c.done:
+				<-l.writing
+				return err
+			default:
+			}
+			l.writeBatch(ctx)
+			<-l.writing
+		case <-ctx.Done():
+			l.mu.Lock()
+			i := slices.Index(l.pending, c)
+			if i >= 0 {
+				l.pending = slices.Delete(l.pending, i, i+1)
+			}
+			l.mu.Unlock()
+			if i >= 0 {
+				return ctx.Err()
+			}
+			return <-c.done // taken into a batch already: its result comes
+		}
+	}
+}
+
+// writeBatch takes every pending change and stores them with one read-modify-write.
+func (l *ledger) writeBatch(ctx context.Context) {
+	l.mu.Lock()
+	batch := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	// The batch carries other callers' changes: it is not bound to this caller's deadline.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		st, version, err := l.store.load(ctx)
 		if err != nil {
 			return err
 		}
-		pruned := !now.IsZero() && l.prune(&st, now)
-		if changed := change(&st); !changed && !pruned {
+		changed := false
+		for _, c := range batch {
+			if !c.now.IsZero() && l.prune(&st, c.now) {
+				changed = true
+			}
+			if c.change(&st) {
+				changed = true
+			}
+		}
+		if !changed {
 			return nil
 		}
 		return l.store.save(ctx, st, version)
 	})
+	for _, c := range batch {
+		c.done <- err
+	}
 }
 
 // prune drops entries past the horizon and the oldest beyond MaxLedgerEntries. It reports

@@ -285,3 +285,109 @@ func TestCapsHoldAcrossServers(t *testing.T) {
 		t.Errorf("%d evictions, want 1", n)
 	}
 }
+
+// gatedStore is a memoryStore whose first save waits for gate: a write in flight.
+type gatedStore struct {
+	*memoryStore
+	saves atomic.Int32
+	gate  chan struct{}
+}
+
+func (g *gatedStore) save(ctx context.Context, st ledgerState, version string) error {
+	if g.saves.Add(1) == 1 {
+		<-g.gate
+	}
+	return g.memoryStore.save(ctx, st, version)
+}
+
+func (l *ledger) pendingChanges() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending)
+}
+
+// A burst of reservations while a write is in flight is stored by one more write, not one
+// each (which made commits queue past their timeout under load), and the cap still holds
+// exactly: each change in a batch sees the ones before it. A change whose caller gave up
+// before the batch took it is never applied.
+func TestLedgerBatchesConcurrentChanges(t *testing.T) {
+	store := &gatedStore{memoryStore: &memoryStore{}, gate: make(chan struct{})}
+	l := newLedger(store, 0, time.Hour)
+	caps := Caps{Global: 30, Window: time.Hour}
+	const burst = 50
+	var granted, capped atomic.Int32
+	reserve := func(uid string) {
+		_, why, _, err := l.reserve(context.Background(), uid, "n1", "ns", testNow, caps)
+		switch {
+		case err != nil:
+			t.Errorf("%s: %v", uid, err)
+		case why == "":
+			granted.Add(1)
+		case why == SkipCapGlobal:
+			capped.Add(1)
+		default:
+			t.Errorf("%s: %q", uid, why)
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { reserve("uid-0") })
+	waitFor(t, "the first write in flight", func() bool { return store.saves.Load() == 1 })
+	for i := 1; i < burst; i++ {
+		wg.Go(func() { reserve(fmt.Sprintf("uid-%d", i)) })
+	}
+	ctx, giveUp := context.WithCancel(context.Background())
+	withdrawn := make(chan error, 1)
+	waitFor(t, "the burst queued", func() bool { return l.pendingChanges() == burst-1 })
+	go func() {
+		_, _, _, err := l.reserve(ctx, "uid-gave-up", "n1", "ns", testNow, Caps{})
+		withdrawn <- err
+	}()
+	waitFor(t, "the last change queued", func() bool { return l.pendingChanges() == burst })
+	giveUp()
+	if err := <-withdrawn; err == nil {
+		t.Error("a change whose context ended while queued was applied")
+	}
+	close(store.gate)
+	wg.Wait()
+	if n := store.saves.Load(); n != 2 {
+		t.Errorf("%d writes for %d changes queued behind one write, want 2", n, burst)
+	}
+	if granted.Load() != int32(caps.Global) || capped.Load() != burst-int32(caps.Global) {
+		t.Errorf("%d granted, %d capped; want %d and %d", granted.Load(), capped.Load(), caps.Global, burst-caps.Global)
+	}
+	if _, ok, _ := l.last(t.Context(), "uid-gave-up"); ok {
+		t.Error("the withdrawn change was stored")
+	}
+	if n := len(store.st.Entries); n != caps.Global {
+		t.Errorf("%d entries stored, want %d", n, caps.Global)
+	}
+}
+
+// Without a cooldown, a slot another replica reserved and has not yet committed (it is
+// evicting that pod right now: two replicas both believing they lead) keeps the UID from a
+// second eviction; a reservation older than the handling of one alert was left by a replica
+// that crashed and holds nothing back.
+func TestLedgerReservationInProgressIsDuplicate(t *testing.T) {
+	store := &memoryStore{}
+	oldLeader, newLeader := newLedger(store, 0, time.Hour), newLedger(store, 0, time.Hour)
+	ctx := t.Context()
+	if _, why, _, err := oldLeader.reserve(ctx, "uid-x", "n1", "ns", testNow, Caps{}); err != nil || why != "" {
+		t.Fatal(why, err)
+	}
+	tests := []struct {
+		after time.Duration
+		want  string
+	}{
+		{time.Second, SkipDuplicate},
+		{oldLeader.inProgress + time.Second, ""},
+	}
+	for _, tt := range tests {
+		slot, why, _, err := newLeader.reserve(ctx, "uid-x", "n1", "ns", testNow.Add(tt.after), Caps{})
+		if err != nil || why != tt.want {
+			t.Errorf("+%s: %q %v, want %q", tt.after, why, err, tt.want)
+		}
+		if slot != nil {
+			_ = slot.release(ctx)
+		}
+	}
+}

@@ -20,6 +20,7 @@ type metrics struct {
 	measureReused   prometheus.Counter
 	isLeader        prometheus.Gauge
 	standby         *prometheus.CounterVec
+	ledgerOps       *prometheus.CounterVec
 }
 
 // Results of a webhook delivered to a standby replica: the standby_requests_total label.
@@ -73,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: metricNamespace, Name: "standby_requests_total",
 			Help: "Authenticated webhooks that reached this replica while a standby, by whether they were forwarded to the leader.",
 		}, []string{"result"}),
+		ledgerOps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "ledger_operations_total",
+			Help: "Operations on the eviction ledger ConfigMap: reads from the watch cache, GETs and guarded writes, by result (conflict: another writer was first; retried on the fresh copy).",
+		}, []string{"op", "result"}),
 	}
 	m.webhookDuration.WithLabelValues()
 	// Every known label value starts at 0 so that rate() and absent() work from the start.
@@ -88,10 +93,19 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range AllMeasureReasons {
 		m.measureErrors.WithLabelValues(r)
 	}
+	for op, results := range map[string][]string{
+		LedgerOpCacheRead: {LedgerResultSuccess, LedgerResultError},
+		LedgerOpGet:       {LedgerResultSuccess, LedgerResultError},
+		LedgerOpWrite:     {LedgerResultSuccess, LedgerResultConflict, LedgerResultError},
+	} {
+		for _, r := range results {
+			m.ledgerOps.WithLabelValues(op, r)
+		}
+	}
 	m.standby.WithLabelValues(StandbyForwarded)
 	m.standby.WithLabelValues(StandbyRefused)
 	reg.MustRegister(m.webhookRequests, m.webhookDuration, m.alerts, m.skips, m.evictions,
-		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader, m.standby)
+		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader, m.standby, m.ledgerOps)
 	return m
 }
 

@@ -166,8 +166,10 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 
 	// Leadership may have moved while this payload was worked through (measurements take
-	// long): only the leader acts, so ask again right before acting.
-	if !s.IsLeader() {
+	// long): only the leader acts, so ask again right before acting, against the time of
+	// the last Lease renewal, not only the elector's flag.
+	leaseEnd, leading := s.leadership(time.Now())
+	if !leading {
 		s.releaseSlot(ctx, slot)
 		set(OutcomeNotLeader, "not_leader", "%s; not evicted: this replica is no longer the leader, retry", usage)
 		return nil
@@ -181,7 +183,15 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 
 	// 5. Evict through the Eviction API, so PodDisruptionBudgets hold.
-	result, err := s.evict(ctx, pod, types.UID(t.UID), usage)
+	// An Eviction request still waiting (in the client's rate limiter, for a connection)
+	// when the Lease may have passed to another replica is never sent.
+	evictCtx := ctx
+	if !leaseEnd.IsZero() {
+		var cancel context.CancelFunc
+		evictCtx, cancel = context.WithDeadline(ctx, leaseEnd)
+		defer cancel()
+	}
+	result, err := s.evict(evictCtx, pod, types.UID(t.UID), usage)
 	s.metrics.evictions.WithLabelValues(result).Inc()
 	switch result {
 	case EvictionEvicted:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,7 @@ func TestLeadershipLostMidPayloadStopsEvicting(t *testing.T) {
 			e = newEnvMeasuring(t, cfg, leaderLosingMeasurer{e: &e, losingOn: "b"},
 				newPod("default", "a", uid1).build(), newPod("default", "b", uid2).build())
 			e.measurer.used[uid1], e.measurer.used[uid2] = 10*mib, 10*mib
-			e.srv.setLeader(true)
+			leadNow(e.srv)
 
 			code, resp := e.post(payloadJSON(t, firing("default", "a", uid1), firing("default", "b", uid2)))
 			if code != http.StatusServiceUnavailable || len(resp.Alerts) != 2 {
@@ -73,9 +74,45 @@ func TestLeadershipLostMidPayloadStopsEvicting(t *testing.T) {
 				t.Errorf("alerts_total{outcome=not_leader} = %g, want 1", got)
 			}
 			// The new leader is not held back by a cooldown or cap the old one never used.
-			e.srv.setLeader(true)
+			leadNow(e.srv)
 			if code, resp := e.post(payloadJSON(t, firing("default", "b", uid2))); code != http.StatusOK || resp.Alerts[0].Outcome != tt.wantFirst {
 				t.Errorf("retry as leader: code %d, %+v", code, resp.Alerts)
+			}
+		})
+	}
+}
+
+// The elector's flag lags: client-go notices a failed renewal only when its renew loop gives
+// up. A replica whose last Lease renewal is older than the renew deadline does not evict,
+// even while the flag still says it leads; within the deadline it does.
+func TestStaleLeaseRenewalStopsEvicting(t *testing.T) {
+	tests := []struct {
+		name          string
+		renewedAgo    time.Duration
+		want          Outcome
+		wantEvictions int
+	}{
+		{name: "renewed recently", renewedAgo: time.Second, want: OutcomeEvicted, wantEvictions: 1},
+		{name: "renewal older than the renew deadline", renewedAgo: 11 * time.Second, want: OutcomeNotLeader},
+		{name: "never renewed", want: OutcomeNotLeader},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.LeaderElection = true
+			e := newEnv(t, cfg, newPod("default", "a", uid1).build())
+			e.measurer.used[uid1] = 10 * mib
+			e.srv.leaseTiming.Store(&leaseTiming{renewDeadline: 10 * time.Second, leaseDuration: 15 * time.Second})
+			if tt.renewedAgo > 0 {
+				e.srv.leaseRenewed.Store(time.Now().Add(-tt.renewedAgo).UnixNano())
+			}
+			e.srv.setLeader(true) // the elector has not noticed anything
+			res := e.srv.handleAlert(t.Context(), 0, firing("default", "a", uid1))
+			if res.Outcome != tt.want {
+				t.Errorf("%s/%s %q, want %s", res.Outcome, res.Reason, res.Message, tt.want)
+			}
+			if n := e.evictions(); n != tt.wantEvictions {
+				t.Errorf("%d eviction calls, want %d", n, tt.wantEvictions)
 			}
 		})
 	}

@@ -47,12 +47,15 @@ type Server struct {
 	bearerFile *tokenFile
 
 	ledgerStore ledgerStore
+	stopLedger  chan struct{} // ends the ledger ConfigMap's watch
 
-	leader      atomic.Bool            // this replica may act
-	leaderKnown atomic.Bool            // leader election has told who leads
-	identity    atomic.Pointer[string] // this replica's leader election identity
-	leaderID    atomic.Pointer[string] // the identity leader election last reported leading
-	forward     *forwarder             // hands a standby's webhooks to the leader; nil: off
+	leader       atomic.Bool                 // this replica may act
+	leaderKnown  atomic.Bool                 // leader election has told who leads
+	identity     atomic.Pointer[string]      // this replica's leader election identity
+	leaderID     atomic.Pointer[string]      // the identity leader election last reported leading
+	leaseTiming  atomic.Pointer[leaseTiming] // of the running leader election
+	leaseRenewed atomic.Int64                // unix ns: start of this replica's last write of the Lease as holder
+	forward      *forwarder                  // hands a standby's webhooks to the leader; nil: off
 }
 
 // Option changes how New builds a Server.
@@ -118,10 +121,16 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
 		s.stopRec = b.Shutdown
 	}
-	if s.ledgerStore == nil {
+	switch store := s.ledgerStore.(type) {
+	case nil:
 		s.ledgerStore = &memoryStore{}
+	case *configMapStore:
+		store.observe = func(op, result string) { s.metrics.ledgerOps.WithLabelValues(op, result).Inc() }
+		s.stopLedger = make(chan struct{})
+		store.start(s.stopLedger)
 	}
 	s.ledger = newLedger(s.ledgerStore, cfg.Cooldown, cfg.Caps.Window)
+	s.ledger.inProgress = cfg.AlertTimeout + ledgerWriteTimeout
 	if !cfg.LeaderElection {
 		s.leader.Store(true)
 		s.leaderKnown.Store(true)
@@ -130,8 +139,12 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 	return s, nil
 }
 
-// Close stops the event broadcaster New started, flushing what it can.
+// Close stops the event broadcaster New started, flushing what it can, and the ledger's watch.
 func (s *Server) Close() {
+	if s.stopLedger != nil {
+		close(s.stopLedger)
+		s.stopLedger = nil
+	}
 	if s.stopRec != nil {
 		s.stopRec()
 	}

@@ -34,12 +34,26 @@ type replica struct {
 // the ledger ConfigMap lease+"-ledger", and waits until one leads and the other knows it.
 func startReplicas(t *testing.T, c *cluster.Cluster, bin, ns, lease string, ports [2]int, args ...string) (leader, standby *replica) {
 	t.Helper()
-	var reps []*replica
-	for i, id := range []string{lease + "-a", lease + "-b"} {
-		r := &replica{name: id, addr: fmt.Sprintf("127.0.0.1:%d", ports[i])}
+	timing := []string{"--leader-elect.lease-duration=4s", "--leader-elect.renew-deadline=3s", "--leader-elect.retry-period=500ms"}
+	leader, reps := startReplicaSet(t, c, bin, ns, lease, ports[:], append(timing, args...)...)
+	for _, r := range reps {
+		if r != leader {
+			standby = r
+		}
+	}
+	return leader, standby
+}
+
+// startReplicaSet starts one remediator process per port, named lease+"-a", "-b", …,
+// competing for the Lease lease in ns and sharing the ledger ConfigMap lease+"-ledger", and
+// waits until one leads; it returns the leader and all replicas.
+func startReplicaSet(t *testing.T, c *cluster.Cluster, bin, ns, lease string, ports []int, args ...string) (leader *replica, reps []*replica) {
+	t.Helper()
+	for i, port := range ports {
+		id := fmt.Sprintf("%s-%c", lease, 'a'+i)
+		r := &replica{name: id, addr: fmt.Sprintf("127.0.0.1:%d", port)}
 		all := append([]string{"--web.listen-address=" + r.addr, "--leader-elect", "--leader-elect.lease-namespace=" + ns,
-			"--leader-elect.lease-name=" + lease, "--leader-elect.identity=" + id, "--ledger.configmap=" + lease + "-ledger",
-			"--leader-elect.lease-duration=4s", "--leader-elect.renew-deadline=3s", "--leader-elect.retry-period=500ms"}, args...)
+			"--leader-elect.lease-name=" + lease, "--leader-elect.identity=" + id, "--ledger.configmap=" + lease + "-ledger"}, args...)
 		r.cmd = c.Command(context.Background(), bin, all...)
 		if err := c.StartProcess(id, r.cmd); err != nil {
 			t.Fatalf("starting %s: %v", id, err)
@@ -54,13 +68,7 @@ func startReplicas(t *testing.T, c *cluster.Cluster, bin, ns, lease string, port
 		})
 		reps = append(reps, r)
 	}
-	leader = waitLeader(t, c, reps...)
-	for _, r := range reps {
-		if r != leader {
-			standby = r
-		}
-	}
-	return leader, standby
+	return waitLeader(t, c, reps...), reps
 }
 
 // waitLeader waits until exactly one of reps says it leads and returns it.

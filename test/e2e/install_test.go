@@ -217,6 +217,9 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        true,
 		{Verb: "get", Resource: "configmaps", Name: ledger, Namespace: ns}:                       true,
 		{Verb: "update", Resource: "configmaps", Name: ledger, Namespace: ns}:                    true,
+		{Verb: "list", Resource: "configmaps", Name: ledger, Namespace: ns}:                      true, // the ledger's watch, by field selector
+		{Verb: "watch", Resource: "configmaps", Name: ledger, Namespace: ns}:                     true,
+		{Verb: "list", Resource: "configmaps", Namespace: ns}:                                    false,
 		{Verb: "create", Resource: "configmaps", Namespace: ns}:                                  true,
 		{Verb: "get", Resource: "configmaps", Name: "kube-root-ca.crt", Namespace: ns}:           false,
 		{Verb: "update", Resource: "configmaps", Name: "kube-root-ca.crt", Namespace: ns}:        false,

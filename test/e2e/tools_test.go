@@ -45,11 +45,16 @@ func tail(s string, n int) string {
 
 // scrape fetches and parses a /metrics page from inside the namespace.
 func scrape(ctx context.Context, c *cluster.Cluster, url string) (map[string]*dto.MetricFamily, error) {
+	return scrapeWith(ctx, c.HTTPClient(nil), url)
+}
+
+// scrapeWith fetches and parses a /metrics page with hc.
+func scrapeWith(ctx context.Context, hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.HTTPClient(nil).Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,187 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPodVolumesSettling(t *testing.T) {
+	deleting := metav1.NewTime(t0)
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"running", newPod("a", "b", "u1").emptyDir("v", "", "").mount("v").pod, false},
+		{"pending: volumes maybe not set up yet", newPod("a", "b", "u2").emptyDir("v", "", "").mount("v").phase(corev1.PodPending).pod, true},
+		{"no phase yet", newPod("a", "b", "u3").emptyDir("v", "", "").mount("v").phase("").pod, true},
+		{"running, deletion requested: volumes maybe torn down", func() *corev1.Pod {
+			p := newPod("a", "b", "u4").emptyDir("v", "", "").mount("v").pod
+			p.DeletionTimestamp = &deleting
+			return p
+		}(), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := podVolumes(tc.pod)
+			if !ok || got.Settling != tc.want {
+				t.Errorf("Settling = %v (ok=%v), want %v", got.Settling, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestSettlingPodsMissingVolumesAreNoFailure: on a node where pods come and go, the
+// informer shows pods whose volumes the kubelet has not set up yet (Pending) or has torn
+// down already (terminating). Their missing folders are not failures: no series, no
+// measurement error, the cycle succeeds; a terminating pod's last numbers are not kept.
+// A running pod's missing folder still is a failure, and so is any other error of a
+// settling pod. Both the walking source and a whole-node source (the kubelet's) are checked.
+func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
+	running := PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []Volume{{Name: "v", Medium: MediumDisk}}}
+	pending := PodVolumes{Namespace: "ns", Pod: "pending", UID: "uid-pending", Volumes: []Volume{{Name: "v", Medium: MediumDisk}}, Settling: true}
+	terminating := PodVolumes{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Volumes: []Volume{{Name: "v", Medium: MediumDisk}}}
+	notFound := &MeasureError{Reason: ReasonNotFound, Err: os.ErrNotExist}
+
+	type step struct {
+		pods        []PodVolumes
+		missing     []string // UIDs whose volume folder is not there
+		broken      []string // UIDs whose volume cannot be read (an io error)
+		wantSeries  []string // UIDs with a used-bytes series
+		wantSuccess float64
+		wantErrors  map[string]float64 // by reason
+	}
+	settled := func(p PodVolumes) PodVolumes { p.Settling = true; return p }
+	steps := []struct {
+		name string
+		step step
+	}{
+		{"all set up", step{pods: []PodVolumes{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
+		{"a pod not set up yet, another torn down while terminating", step{
+			pods: []PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 1}},
+		{"a running pod's folder missing is a failure", step{
+			pods: []PodVolumes{running}, missing: []string{"uid-running"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{ReasonNotFound: 1}}},
+		{"a settling pod's other errors are failures", step{
+			pods: []PodVolumes{running, pending}, broken: []string{"uid-pending"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{ReasonNotFound: 1, ReasonIO: 1}}},
+	}
+
+	t.Run("walking source", func(t *testing.T) {
+		root := t.TempDir()
+		lister := &collPods{synced: true}
+		e, err := New(Config{NodeName: "node-1", Pods: lister, Source: &FilesystemSource{KubeletRootDir: root}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
+			st := s.step
+			for _, p := range st.pods {
+				dir := Dir(root, p.UID, "v")
+				switch {
+				case contains(st.missing, p.UID):
+					if err := os.RemoveAll(filepath.Join(root, "pods", p.UID)); err != nil {
+						t.Fatal(err)
+					}
+				case contains(st.broken, p.UID):
+					// A file where the folder should be: the walk fails with io, not not_found.
+					if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(dir, nil, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			lister.mu.Lock()
+			lister.pods = st.pods
+			lister.mu.Unlock()
+			e.Refresh(context.Background())
+			checkSettling(t, s.name, e, st.wantSeries, st.wantSuccess, st.wantErrors)
+		}
+	})
+
+	t.Run("whole-node source", func(t *testing.T) {
+		lister := &collPods{synced: true}
+		src := &collSource{}
+		now := t0
+		e := newTestExporter(t, lister, src, &now)
+		for _, s := range steps {
+			st := s.step
+			src.byVolume, src.failing = map[volumeKey]Measurement{}, map[volumeKey]error{}
+			for _, p := range st.pods {
+				k := volumeKey{p.UID, "v"}
+				switch {
+				case contains(st.missing, p.UID):
+					src.failing[k] = notFound
+				case contains(st.broken, p.UID):
+					src.failing[k] = &MeasureError{Reason: ReasonIO, Err: errors.New("not a directory")}
+				default:
+					src.byVolume[k] = Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)}
+				}
+			}
+			lister.mu.Lock()
+			lister.pods = st.pods
+			lister.mu.Unlock()
+			e.Refresh(context.Background())
+			checkSettling(t, s.name, e, st.wantSeries, st.wantSuccess, st.wantErrors)
+		}
+	})
+}
+
+// checkSettling compares the series' UIDs, collection_success and the error counters
+// (cumulative) with what a step wants.
+func checkSettling(t *testing.T, step string, e *Exporter, wantSeries []string, wantSuccess float64, wantErrors map[string]float64) {
+	t.Helper()
+	var got []string
+	e.mu.RLock()
+	for _, v := range e.snap.volumes {
+		got = append(got, v.UID)
+	}
+	e.mu.RUnlock()
+	if len(got) != len(wantSeries) || len(got) != testutil.CollectAndCount(e, "emptydir_used_bytes") {
+		t.Errorf("%s: series of %v, want %v", step, got, wantSeries)
+	}
+	for _, uid := range wantSeries {
+		if !contains(got, uid) {
+			t.Errorf("%s: series of %v, want %v", step, got, wantSeries)
+		}
+	}
+	success := fmt.Sprintf(`
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
+# TYPE emptydir_exporter_collection_success gauge
+emptydir_exporter_collection_success{node="node-1",source="filesystem"} %v
+`, wantSuccess)
+	if err := testutil.CollectAndCompare(e, strings.NewReader(success), "emptydir_exporter_collection_success"); err != nil {
+		t.Errorf("%s: %v", step, err)
+	}
+	for _, reason := range sourceReasons["filesystem"] {
+		if n := testutil.ToFloat64(e.measureErrors.WithLabelValues("filesystem", reason)); n != wantErrors[reason] {
+			t.Errorf("%s: measurement_errors_total{reason=%q} = %v, want %v", step, reason, n, wantErrors[reason])
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
