@@ -595,3 +595,20 @@ func TestMeasureDiskUsageAncestorMovedDuringDeepWalk(t *testing.T) {
 			du, wantBytes, wantInodes)
 	}
 }
+
+// TestMeasureDiskUsageAllocatesNothingPerEntry: the walk's garbage must not grow
+// with the number of entries (a string per name, a copy per system call), or a
+// node with a million files pays for it at every interval.
+func TestMeasureDiskUsageAllocatesNothingPerEntry(t *testing.T) {
+	allocs := func(files int) float64 {
+		dir := t.TempDir()
+		for i := range files {
+			writeFile(t, filepath.Join(dir, "sub", fmt.Sprintf("file-with-a-longish-name-%05d", i)), 0)
+		}
+		return testing.AllocsPerRun(5, func() { measure(t, dir, 1) })
+	}
+	few, many := allocs(10), allocs(2010)
+	if perEntry := (many - few) / 2000; perEntry > 0.01 {
+		t.Errorf("%.2f allocations per entry (%.0f for 10 files, %.0f for 2010): want none", perEntry, few, many)
+	}
+}
