@@ -106,6 +106,16 @@ type walkState struct {
 
 var walkStates = sync.Pool{New: func() any { return &walkState{buf: make([]byte, direntBufSize)} }}
 
+// batch is one getdents64 batch of a large folder, measured by a helper goroutine.
+type batch struct {
+	recs []byte
+	subfolders
+}
+
+func (b *batch) reset() { b.recs, b.names, b.subdirs = b.recs[:0], b.names[:0], b.subdirs[:0] }
+
+var batches = sync.Pool{New: func() any { return &batch{recs: make([]byte, 0, direntBufSize)} }}
+
 // frame is one folder on a walking goroutine's way down.
 type frame struct {
 	fd  int // -1 while closed to bound open fds
@@ -113,16 +123,30 @@ type frame struct {
 	// name is the folder's NUL-terminated name in its parent frame's names, to
 	// re-open it from an ancestor; nil for the first frame, which is never closed.
 	name []byte
-	// subdirs are the subfolders listed but not walked yet, their names in names.
+	// the subfolders listed but not walked yet
+	subfolders
+}
+
+// subfolders are subfolders listed but not walked yet, their names in names.
+type subfolders struct {
 	subdirs []subdir
 	names   []byte
+}
+
+// add appends the subfolders of o.
+func (s *subfolders) add(o *subfolders) {
+	for _, sub := range o.subdirs {
+		from := len(s.names)
+		s.names = append(s.names, o.names[sub.from:sub.to]...)
+		s.subdirs = append(s.subdirs, subdir{ino: sub.ino, from: from, to: len(s.names)})
+	}
 }
 
 // subdir is a subfolder as its parent's listing saw it; the walk enters it only if
 // the folder it opens by that name is still this inode.
 type subdir struct {
 	ino      uint64
-	from, to int // its name in frame.names, the terminating NUL included
+	from, to int // its name in subfolders.names, the terminating NUL included
 }
 
 // MeasureDiskUsage walks root like `du -s -B1 -x`: it does not follow symbolic
@@ -243,13 +267,16 @@ func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
 }
 
 // list accounts for the entries of the folder of f and records its subfolders in
-// f. Entries are read in getdents64 batches and measured by statx relative to the
-// folder's fd, straight from the names in buf: nothing is allocated per entry, and
-// no path is resolved, so a rename of a parent cannot redirect the walk.
+// f. Entries are read in getdents64 batches. A folder larger than one batch is
+// measured in parallel: while a walking slot is free, the next batch goes to a
+// helper goroutine, so that one huge folder is not walked by one core.
 func (w *walker) list(f *frame, buf []byte) {
-	var used, inodes int64
-	var stx unix.Statx_t
-	for w.ctx.Err() == nil {
+	var (
+		helpers sync.WaitGroup
+		mu      sync.Mutex
+		found   subfolders // what the helpers found, added to f at the end
+	)
+	for read := 0; w.ctx.Err() == nil; read++ {
 		n, err := ignoringEINTR(func() (int, error) { return unix.Getdents(f.fd, buf) })
 		if err != nil {
 			w.noteError(err)
@@ -258,38 +285,72 @@ func (w *walker) list(f *frame, buf []byte) {
 		if n <= 0 {
 			break
 		}
-		// linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
-		for rec := buf[:n]; len(rec) >= 20; {
-			reclen := int(binary.NativeEndian.Uint16(rec[16:18]))
-			if reclen < 20 || reclen > len(rec) {
-				break // never from the kernel; stops a bad record looping forever
-			}
-			name := rec[19:reclen] // NUL-terminated, then padding
-			rec = rec[reclen:]
-			if name[0] == '.' && (name[1] == 0 || name[1] == '.' && name[2] == 0) {
+		if read > 0 {
+			select {
+			case w.sem <- struct{}{}:
+				b := batches.Get().(*batch)
+				b.recs = append(b.recs[:0], buf[:n]...)
+				helpers.Add(1)
+				go func() {
+					defer func() { <-w.sem; helpers.Done() }()
+					w.measure(f.fd, b.recs, &b.subfolders)
+					if len(b.subdirs) > 0 {
+						mu.Lock()
+						found.add(&b.subfolders)
+						mu.Unlock()
+					}
+					b.reset()
+					batches.Put(b)
+				}()
 				continue
+			default:
 			}
-			if err := statx(f.fd, name, statxFlags, &stx); err != nil {
-				w.noteError(err)
-				continue
-			}
-			if devOf(&stx) != w.rootDev {
-				continue // a mount point: another filesystem's usage is not ours
-			}
-			if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
-				used += int64(stx.Blocks) * 512
-				inodes++
-				from := len(f.names)
-				f.names = append(f.names, name[:bytes.IndexByte(name, 0)+1]...)
-				f.subdirs = append(f.subdirs, subdir{ino: stx.Ino, from: from, to: len(f.names)})
-				continue
-			}
-			if stx.Nlink > 1 && !w.firstSight(stx.Ino) {
-				continue
-			}
+		}
+		w.measure(f.fd, buf[:n], &f.subfolders)
+	}
+	helpers.Wait()
+	f.add(&found)
+}
+
+// measure accounts for the entries of the getdents64 records recs of the open
+// folder fd, and adds its subfolders to subs. Each
+// entry is measured by statx relative to fd, straight from its name in recs:
+// nothing is allocated per entry, and no path is resolved, so a rename of a parent
+// cannot redirect the walk.
+func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
+	var used, inodes int64
+	var stx unix.Statx_t
+	// linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
+	for len(recs) >= 20 {
+		reclen := int(binary.NativeEndian.Uint16(recs[16:18]))
+		if reclen < 20 || reclen > len(recs) {
+			break // never from the kernel; stops a bad record looping forever
+		}
+		name := recs[19:reclen] // NUL-terminated, then padding
+		recs = recs[reclen:]
+		if name[0] == '.' && (name[1] == 0 || name[1] == '.' && name[2] == 0) {
+			continue
+		}
+		if err := statx(fd, name, statxFlags, &stx); err != nil {
+			w.noteError(err)
+			continue
+		}
+		if devOf(&stx) != w.rootDev {
+			continue // a mount point: another filesystem's usage is not ours
+		}
+		if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
 			used += int64(stx.Blocks) * 512
 			inodes++
+			from := len(subs.names)
+			subs.names = append(subs.names, name[:bytes.IndexByte(name, 0)+1]...)
+			subs.subdirs = append(subs.subdirs, subdir{ino: stx.Ino, from: from, to: len(subs.names)})
+			continue
 		}
+		if stx.Nlink > 1 && !w.firstSight(stx.Ino) {
+			continue
+		}
+		used += int64(stx.Blocks) * 512
+		inodes++
 	}
 	w.used.Add(used)
 	w.inodes.Add(inodes)

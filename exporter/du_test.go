@@ -120,6 +120,17 @@ func TestMeasureDiskUsageMatchesGNUDu(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i)), 1)
 			}
 		}},
+		{"wide folder of files and folders, measured by several goroutines", func(t *testing.T, dir string) {
+			// Later batches of a large folder go to helper goroutines, which must
+			// hand the subfolders they find back to the walk.
+			for i := range 3*direntBufSize/24 + 7 {
+				if i%10 == 0 {
+					writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i), "inner"), 5000)
+					continue
+				}
+				writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i)), 1)
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
