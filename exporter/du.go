@@ -97,8 +97,8 @@ type walker struct {
 	links map[uint64]struct{}
 }
 
-// walkState is what one walking goroutine reuses from folder to folder, and walks
-// from walk, so that walking allocates nothing per entry.
+// walkState is what one walking goroutine reuses from folder to folder, and from
+// one walk to the next, so that walking allocates nothing per entry.
 type walkState struct {
 	buf   []byte  // getdents64 records
 	stack []frame // frames past the top keep their buffers for reuse
@@ -313,17 +313,17 @@ func (w *walker) list(f *frame, buf []byte) {
 }
 
 // measure accounts for the entries of the getdents64 records recs of the open
-// folder fd, and adds its subfolders to subs. Each
-// entry is measured by statx relative to fd, straight from its name in recs:
-// nothing is allocated per entry, and no path is resolved, so a rename of a parent
-// cannot redirect the walk.
+// folder fd and adds its subfolders to subs. Each entry is measured by statx
+// relative to fd, straight from its name in recs: nothing is allocated per entry,
+// and no path is resolved, so a rename of a parent cannot redirect the walk.
 func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 	var used, inodes int64
 	var stx unix.Statx_t
-	// linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name.
-	for len(recs) >= 20 {
+	// linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name, NUL,
+	// padded to 8 bytes: 24 bytes at least.
+	for len(recs) >= 24 {
 		reclen := int(binary.NativeEndian.Uint16(recs[16:18]))
-		if reclen < 20 || reclen > len(recs) {
+		if reclen < 24 || reclen > len(recs) {
 			break // never from the kernel; stops a bad record looping forever
 		}
 		name := recs[19:reclen] // NUL-terminated, then padding
