@@ -99,7 +99,7 @@ func machine(dir string) string {
 		kernel = unix.ByteSliceToString(u.Release[:])
 	}
 	fsType := "?"
-	if out, err := exec.Command("stat", "-f", "-c", "%T", dir).Output(); err == nil {
+	if out, err := exec.Command("findmnt", "-n", "-o", "FSTYPE", "--target", dir).Output(); err == nil {
 		fsType = strings.TrimSpace(string(out))
 	}
 	duVersion := "?"
