@@ -74,6 +74,20 @@ test-cluster: deps k8s-binaries build
 
 test: deps vet staticcheck vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
 
+# Benchmarks against the peers an operator would otherwise use; each writes its tables into
+# docs/performance.md. Not part of `make test`.
+.PHONY: bench
+bench: bench-walk
+
+# The walk against GNU du and the kubelet's fs.DiskUsage on generated trees (kept in
+# /var/tmp/emptydir-guard-bench). Bigger runs: WALK_BENCH_FLAGS='-sizes 10000,100000,1000000
+# -cold-max-entries 1000000 -rounds 5'; see `cd test/bench && go run ./cmd/walkbench -h`.
+WALK_BENCH_FLAGS ?=
+.PHONY: bench-walk
+bench-walk: deps
+	cd test/bench && $(GO) build -o $(CURDIR)/$(BIN)/bench/ ./cmd/walkbench ./cmd/walk-ours ./cmd/walk-du ./cmd/walk-kubelet
+	$(BIN)/bench/walkbench -doc docs/performance.md $(WALK_BENCH_FLAGS)
+
 demo: deps k8s-binaries build
 	./hack/demo.sh
 

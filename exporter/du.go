@@ -1,12 +1,15 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,24 +20,42 @@ import (
 // where a plain open would block forever.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
-// direntBufSize is the getdents buffer of one walking goroutine, as os.File uses:
+// direntBufSize is the getdents64 buffer of one walking goroutine: large enough
+// that a folder of thousands of entries is read in a few calls, small enough that
 // memory stays flat however many entries a folder holds.
-const direntBufSize = 8 << 10
+const direntBufSize = 32 << 10
+
+// statxMask asks only for what the walk uses (the device is always filled in).
+const statxMask = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_BLOCKS
+
+// statxFlags measure an entry as it is: never through a symbolic link, never
+// triggering an automount.
+const statxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
 
 // heldDirs bounds the folder fds one walking goroutine keeps open on its way down.
 // Deeper folders close their ancestors' fds and re-open them through ".." on the way
 // back up, so a tree of any depth needs at most concurrency*(heldDirs+2) fds.
 const heldDirs = 16
 
+// keptNames bounds the subfolder names a finished frame keeps allocated for the next
+// folder, so that one huge folder does not pin its names for the rest of the walk.
+const keptNames = 64 << 10
+
 // maxRememberedLinks bounds the hard-linked inodes one walk remembers to count each
-// once (about 5 MiB). The tenant decides how many there are; past the bound, further
+// once (about 3 MiB). The tenant decides how many there are; past the bound, further
 // hard links are counted at every sighting: an over-count, never an under-count.
 // A variable so that tests can lower it.
 var maxRememberedLinks = 1 << 17
 
-// testHookBeforeOpen, when set by a test, runs between the fstatat that saw name as
+// testHookBeforeOpen, when set by a test, runs between the statx that saw name as
 // a folder and the openat of name: the window in which a tenant can swap it.
 var testHookBeforeOpen func(name string)
+
+// NUL-terminated names for the system calls, which take C strings.
+var (
+	emptyPath = []byte{0}
+	dotDot    = []byte("..\x00")
+)
 
 // DiskUsage is what a walk of one folder found, with du semantics.
 type DiskUsage struct {
@@ -52,7 +73,10 @@ type DiskUsage struct {
 	UncheckedLinks int64
 }
 
-type inodeKey struct{ dev, ino uint64 }
+// devID is a device as statx reports it.
+type devID struct{ major, minor uint32 }
+
+func devOf(stx *unix.Statx_t) devID { return devID{stx.Dev_major, stx.Dev_minor} }
 
 // errChanged says that the entry at a name is no longer the folder the walk listed.
 var errChanged = errors.New("entry changed during the walk")
@@ -62,31 +86,67 @@ var errChanged = errors.New("entry changed during the walk")
 // of plain files; its open fds are bounded by concurrency and heldDirs.
 type walker struct {
 	ctx     context.Context
-	rootDev uint64
+	rootDev devID
 	sem     chan struct{}
 	wg      sync.WaitGroup
-	bufs    sync.Pool
 
 	used, inodes, unreadable, unchecked atomic.Int64
 
 	linksMu sync.Mutex
-	links   map[inodeKey]struct{}
+	// links holds inode numbers: every counted entry is on the root's filesystem.
+	links map[uint64]struct{}
 }
+
+// walkState is what one walking goroutine reuses from folder to folder, and from
+// one walk to the next, so that walking allocates nothing per entry.
+type walkState struct {
+	buf   []byte  // getdents64 records
+	stack []frame // frames past the top keep their buffers for reuse
+}
+
+var walkStates = sync.Pool{New: func() any { return &walkState{buf: make([]byte, direntBufSize)} }}
+
+// batch is one getdents64 batch of a large folder, measured by a helper goroutine.
+type batch struct {
+	recs []byte
+	subfolders
+}
+
+func (b *batch) reset() { b.recs, b.names, b.subdirs = b.recs[:0], b.names[:0], b.subdirs[:0] }
+
+var batches = sync.Pool{New: func() any { return &batch{recs: make([]byte, 0, direntBufSize)} }}
 
 // frame is one folder on a walking goroutine's way down.
 type frame struct {
-	fd   int // -1 while closed to bound open fds
-	ino  uint64
-	name string // in the parent frame, to re-open the folder from an ancestor
-	// subdirs are the subfolders listed but not walked yet.
+	fd  int // -1 while closed to bound open fds
+	ino uint64
+	// name is the folder's NUL-terminated name in its parent frame's names, to
+	// re-open it from an ancestor; nil for the first frame, which is never closed.
+	name []byte
+	// the subfolders listed but not walked yet
+	subfolders
+}
+
+// subfolders are subfolders listed but not walked yet, their names in names.
+type subfolders struct {
 	subdirs []subdir
+	names   []byte
+}
+
+// add appends the subfolders of o.
+func (s *subfolders) add(o *subfolders) {
+	for _, sub := range o.subdirs {
+		from := len(s.names)
+		s.names = append(s.names, o.names[sub.from:sub.to]...)
+		s.subdirs = append(s.subdirs, subdir{ino: sub.ino, from: from, to: len(s.names)})
+	}
 }
 
 // subdir is a subfolder as its parent's listing saw it; the walk enters it only if
 // the folder it opens by that name is still this inode.
 type subdir struct {
-	name string
-	ino  uint64
+	ino      uint64
+	from, to int // its name in subfolders.names, the terminating NUL included
 }
 
 // MeasureDiskUsage walks root like `du -s -B1 -x`: it does not follow symbolic
@@ -108,24 +168,23 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 	if err != nil {
 		return DiskUsage{}, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	var stx unix.Statx_t
+	if err := statx(fd, emptyPath, unix.AT_EMPTY_PATH, &stx); err != nil {
 		unix.Close(fd)
-		return DiskUsage{}, &fs.PathError{Op: "fstat", Path: root, Err: err}
+		return DiskUsage{}, &fs.PathError{Op: "statx", Path: root, Err: err}
 	}
 	if concurrency < 1 {
 		concurrency = 1
 	}
 	w := &walker{
 		ctx:     ctx,
-		rootDev: st.Dev,
+		rootDev: devOf(&stx),
 		sem:     make(chan struct{}, concurrency-1),
-		links:   map[inodeKey]struct{}{},
+		links:   map[uint64]struct{}{},
 	}
-	w.bufs.New = func() any { b := make([]byte, direntBufSize); return &b }
-	w.used.Add(st.Blocks * 512)
+	w.used.Add(int64(stx.Blocks) * 512)
 	w.inodes.Add(1)
-	w.walkFrom(fd, st.Ino)
+	w.walkFrom(fd, stx.Ino)
 	w.wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return DiskUsage{}, fmt.Errorf("measuring %s: %w", root, err)
@@ -138,28 +197,33 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 // subfolder goes to a new goroutine when a slot is free and is walked by this one
 // otherwise, which bounds goroutines; the explicit stack bounds the Go stack.
 func (w *walker) walkFrom(fd int, ino uint64) {
-	bufp := w.bufs.Get().(*[]byte)
-	defer w.bufs.Put(bufp)
-	stack := []frame{{fd: fd, ino: ino, subdirs: w.list(fd, *bufp)}}
+	st := walkStates.Get().(*walkState)
+	stack := pushFrame(st.stack[:0], fd, ino, nil)
 	defer func() {
-		for _, f := range stack {
-			closeFD(f.fd)
+		for i := range stack {
+			closeFD(stack[i].fd)
+			stack[i].fd = -1
 		}
+		st.stack = stack[:0]
+		walkStates.Put(st)
 	}()
+	w.list(&stack[0], st.buf)
 	for len(stack) > 0 && w.ctx.Err() == nil {
 		top := &stack[len(stack)-1]
 		if len(top.subdirs) == 0 {
-			done := *top
+			done := top.fd
+			top.fd = -1
 			stack = stack[:len(stack)-1]
 			if len(stack) > 0 && stack[len(stack)-1].fd < 0 {
-				w.reopen(stack, done.fd)
+				w.reopen(stack, done)
 			}
-			closeFD(done.fd)
+			closeFD(done)
 			continue
 		}
 		sub := top.subdirs[len(top.subdirs)-1]
 		top.subdirs = top.subdirs[:len(top.subdirs)-1]
-		child, ok := w.enter(top.fd, sub)
+		name := top.names[sub.from:sub.to]
+		child, ok := w.enter(top.fd, name, sub.ino)
 		if !ok {
 			continue
 		}
@@ -171,7 +235,8 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 				w.walkFrom(child, sub.ino)
 			}()
 		default:
-			stack = append(stack, frame{fd: child, ino: sub.ino, name: sub.name, subdirs: w.list(child, *bufp)})
+			stack = pushFrame(stack, child, sub.ino, name)
+			w.list(&stack[len(stack)-1], st.buf)
 			// Keep the fds of the last heldDirs folders and of the first, which
 			// anchors re-opening when ".." is not the folder it was.
 			if i := len(stack) - 1 - heldDirs; i > 0 {
@@ -182,15 +247,37 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 	}
 }
 
-// list accounts for the entries of the open folder fd and returns its subfolders.
-// Entries are read in getdents batches and stat'ed relative to fd: no per-file path
-// strings, and no race with a rename of a parent.
-func (w *walker) list(fd int, buf []byte) []subdir {
-	var used, inodes int64
-	var subdirs []subdir
-	var names []string
-	for w.ctx.Err() == nil {
-		n, err := ignoringEINTR(func() (int, error) { return unix.ReadDirent(fd, buf) })
+// pushFrame pushes the folder fd onto stack, reusing the buffers of a frame popped
+// earlier. name stays valid: it lies in the parent frame's names, which do not
+// change while the parent has frames above it.
+func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
+	if len(stack) < cap(stack) {
+		stack = stack[:len(stack)+1]
+	} else {
+		stack = append(stack, frame{})
+	}
+	f := &stack[len(stack)-1]
+	f.fd, f.ino, f.name = fd, ino, name
+	f.subdirs = f.subdirs[:0]
+	if cap(f.names) > keptNames {
+		f.names, f.subdirs = nil, nil
+	}
+	f.names = f.names[:0]
+	return stack
+}
+
+// list accounts for the entries of the folder of f and records its subfolders in
+// f. Entries are read in getdents64 batches. A folder larger than one batch is
+// measured in parallel: while a walking slot is free, the next batch goes to a
+// helper goroutine, so that one huge folder is not walked by one core.
+func (w *walker) list(f *frame, buf []byte) {
+	var (
+		helpers sync.WaitGroup
+		mu      sync.Mutex
+		found   subfolders // what the helpers found, added to f at the end
+	)
+	for read := 0; w.ctx.Err() == nil; read++ {
+		n, err := ignoringEINTR(func() (int, error) { return unix.Getdents(f.fd, buf) })
 		if err != nil {
 			w.noteError(err)
 			break
@@ -198,44 +285,86 @@ func (w *walker) list(fd int, buf []byte) []subdir {
 		if n <= 0 {
 			break
 		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names[:0])
-		for _, name := range names {
-			var st unix.Stat_t
-			if _, err := ignoringEINTR(func() (int, error) {
-				return 0, unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
-			}); err != nil {
-				w.noteError(err)
+		if read > 0 {
+			select {
+			case w.sem <- struct{}{}:
+				b := batches.Get().(*batch)
+				b.recs = append(b.recs[:0], buf[:n]...)
+				helpers.Add(1)
+				go func() {
+					defer func() { <-w.sem; helpers.Done() }()
+					w.measure(f.fd, b.recs, &b.subfolders)
+					if len(b.subdirs) > 0 {
+						mu.Lock()
+						found.add(&b.subfolders)
+						mu.Unlock()
+					}
+					b.reset()
+					batches.Put(b)
+				}()
 				continue
+			default:
 			}
-			if st.Dev != w.rootDev {
-				continue // a mount point: another filesystem's usage is not ours
-			}
-			if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-				used += st.Blocks * 512
-				inodes++
-				subdirs = append(subdirs, subdir{name: name, ino: st.Ino})
-				continue
-			}
-			if st.Nlink > 1 && !w.firstSight(inodeKey{dev: st.Dev, ino: st.Ino}) {
-				continue
-			}
-			used += st.Blocks * 512
-			inodes++
 		}
+		w.measure(f.fd, buf[:n], &f.subfolders)
+	}
+	helpers.Wait()
+	f.add(&found)
+}
+
+// measure accounts for the entries of the getdents64 records recs of the open
+// folder fd and adds its subfolders to subs. Each entry is measured by statx
+// relative to fd, straight from its name in recs: nothing is allocated per entry,
+// and no path is resolved, so a rename of a parent cannot redirect the walk.
+func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
+	var used, inodes int64
+	var stx unix.Statx_t
+	// linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name, NUL,
+	// padded to 8 bytes: 24 bytes at least.
+	for len(recs) >= 24 {
+		reclen := int(binary.NativeEndian.Uint16(recs[16:18]))
+		if reclen < 24 || reclen > len(recs) {
+			break // never from the kernel; stops a bad record looping forever
+		}
+		name := recs[19:reclen] // NUL-terminated, then padding
+		recs = recs[reclen:]
+		if name[0] == '.' && (name[1] == 0 || name[1] == '.' && name[2] == 0) {
+			continue
+		}
+		if err := statx(fd, name, statxFlags, &stx); err != nil {
+			w.noteError(err)
+			continue
+		}
+		if devOf(&stx) != w.rootDev {
+			continue // a mount point: another filesystem's usage is not ours
+		}
+		if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
+			used += int64(stx.Blocks) * 512
+			inodes++
+			from := len(subs.names)
+			subs.names = append(subs.names, name[:bytes.IndexByte(name, 0)+1]...)
+			subs.subdirs = append(subs.subdirs, subdir{ino: stx.Ino, from: from, to: len(subs.names)})
+			continue
+		}
+		if stx.Nlink > 1 && !w.firstSight(stx.Ino) {
+			continue
+		}
+		used += int64(stx.Blocks) * 512
+		inodes++
 	}
 	w.used.Add(used)
 	w.inodes.Add(inodes)
-	return subdirs
 }
 
-// enter opens the subfolder sub of the open folder parent. It returns false when
-// the subfolder cannot be walked: it vanished or changed (neither is an error: what
-// the listing saw is counted) or it cannot be read (counted as unreadable).
-func (w *walker) enter(parent int, sub subdir) (int, bool) {
+// enter opens the subfolder name (NUL-terminated) of the open folder parent. It
+// returns false when the subfolder cannot be walked: it vanished or changed
+// (neither is an error: what the listing saw is counted) or it cannot be read
+// (counted as unreadable).
+func (w *walker) enter(parent int, name []byte, ino uint64) (int, bool) {
 	if testHookBeforeOpen != nil {
-		testHookBeforeOpen(sub.name)
+		testHookBeforeOpen(string(name[:len(name)-1]))
 	}
-	fd, err := w.openVerified(parent, sub.name, sub.ino)
+	fd, err := w.openVerified(parent, name, ino)
 	if err != nil {
 		w.noteError(err)
 		return -1, false
@@ -243,22 +372,22 @@ func (w *walker) enter(parent int, sub subdir) (int, bool) {
 	return fd, true
 }
 
-// openVerified opens the folder name relative to the open folder parent and
-// checks that it is the inode ino of the walked filesystem.
-func (w *walker) openVerified(parent int, name string, ino uint64) (int, error) {
-	fd, err := ignoringEINTR(func() (int, error) { return unix.Openat(parent, name, dirFlags, 0) })
+// openVerified opens the folder name (NUL-terminated) relative to the open folder
+// parent and checks that it is the inode ino of the walked filesystem.
+func (w *walker) openVerified(parent int, name []byte, ino uint64) (int, error) {
+	fd, err := openat(parent, name, dirFlags)
 	switch {
 	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
 		return -1, errChanged // a file, FIFO, device or symbolic link took its place
 	case err != nil:
 		return -1, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	var stx unix.Statx_t
+	if err := statx(fd, emptyPath, unix.AT_EMPTY_PATH, &stx); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
-	if st.Dev != w.rootDev || st.Ino != ino {
+	if devOf(&stx) != w.rootDev || stx.Ino != ino {
 		unix.Close(fd)
 		return -1, errChanged // another folder, or a mount, took its place
 	}
@@ -273,7 +402,7 @@ func (w *walker) openVerified(parent int, name string, ino uint64) (int, error) 
 func (w *walker) reopen(stack []frame, child int) {
 	top := &stack[len(stack)-1]
 	if child >= 0 {
-		if fd, err := w.openVerified(child, "..", top.ino); err == nil {
+		if fd, err := w.openVerified(child, dotDot, top.ino); err == nil {
 			top.fd = fd
 			return
 		}
@@ -290,7 +419,7 @@ func (w *walker) reopen(stack []frame, child int) {
 		}
 		if err != nil {
 			w.unreadable.Add(int64(len(top.subdirs)))
-			top.subdirs = nil
+			top.subdirs = top.subdirs[:0]
 			return
 		}
 		fd = next
@@ -300,17 +429,17 @@ func (w *walker) reopen(stack []frame, child int) {
 
 // firstSight reports whether a hard-linked inode is seen for the first time. Once
 // maxRememberedLinks inodes are remembered, an inode not among them counts as new.
-func (w *walker) firstSight(k inodeKey) bool {
+func (w *walker) firstSight(ino uint64) bool {
 	w.linksMu.Lock()
 	defer w.linksMu.Unlock()
-	if _, seen := w.links[k]; seen {
+	if _, seen := w.links[ino]; seen {
 		return false
 	}
 	if len(w.links) >= maxRememberedLinks {
 		w.unchecked.Add(1)
 		return true
 	}
-	w.links[k] = struct{}{}
+	w.links[ino] = struct{}{}
 	return true
 }
 
@@ -328,6 +457,37 @@ func closeFD(fd int) {
 	if fd >= 0 {
 		unix.Close(fd)
 	}
+}
+
+// statx and openat take name as a NUL-terminated byte slice, such as a name in a
+// getdents64 buffer, so that no string is built per entry (package unix's wrappers
+// copy every name they are given). Both retry when interrupted by a signal.
+
+func statx(dirfd int, name []byte, flags int, stx *unix.Statx_t) error {
+	for {
+		_, _, errno := unix.Syscall6(unix.SYS_STATX, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])),
+			uintptr(flags), statxMask, uintptr(unsafe.Pointer(stx)), 0)
+		if errno != unix.EINTR {
+			return errnoErr(errno)
+		}
+	}
+}
+
+func openat(dirfd int, name []byte, flags int) (int, error) {
+	for {
+		fd, _, errno := unix.Syscall6(unix.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&name[0])),
+			uintptr(flags), 0, 0, 0)
+		if errno != unix.EINTR {
+			return int(fd), errnoErr(errno)
+		}
+	}
+}
+
+func errnoErr(errno unix.Errno) error {
+	if errno == 0 {
+		return nil
+	}
+	return errno
 }
 
 // ignoringEINTR retries a system call interrupted by a signal, as package os does.

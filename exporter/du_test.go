@@ -120,6 +120,17 @@ func TestMeasureDiskUsageMatchesGNUDu(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i)), 1)
 			}
 		}},
+		{"wide folder of files and folders, measured by several goroutines", func(t *testing.T, dir string) {
+			// Later batches of a large folder go to helper goroutines, which must
+			// hand the subfolders they find back to the walk.
+			for i := range 3*direntBufSize/24 + 7 {
+				if i%10 == 0 {
+					writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i), "inner"), 5000)
+					continue
+				}
+				writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i)), 1)
+			}
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -593,5 +604,22 @@ func TestMeasureDiskUsageAncestorMovedDuringDeepWalk(t *testing.T) {
 	if du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.Unreadable != 0 {
 		t.Errorf("got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du): the folders after the moved one were lost",
 			du, wantBytes, wantInodes)
+	}
+}
+
+// TestMeasureDiskUsageAllocatesNothingPerEntry: the walk's garbage must not grow
+// with the number of entries (a string per name, a copy per system call), or a
+// node with a million files pays for it at every interval.
+func TestMeasureDiskUsageAllocatesNothingPerEntry(t *testing.T) {
+	allocs := func(files int) float64 {
+		dir := t.TempDir()
+		for i := range files {
+			writeFile(t, filepath.Join(dir, "sub", fmt.Sprintf("file-with-a-longish-name-%05d", i)), 0)
+		}
+		return testing.AllocsPerRun(5, func() { measure(t, dir, 1) })
+	}
+	few, many := allocs(10), allocs(2010)
+	if perEntry := (many - few) / 2000; perEntry > 0.01 {
+		t.Errorf("%.2f allocations per entry (%.0f for 10 files, %.0f for 2010): want none", perEntry, few, many)
 	}
 }

@@ -4,7 +4,11 @@ module github.com/emptydir-guard/emptydir-guard/test/bench
 
 go 1.26.0
 
-require k8s.io/kubernetes v1.37.2
+require (
+	github.com/emptydir-guard/emptydir-guard v0.0.0-00010101000000-000000000000
+	golang.org/x/sys v0.49.0
+	k8s.io/kubernetes v1.37.2
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect
@@ -113,7 +117,6 @@ require (
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.38.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
