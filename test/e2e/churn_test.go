@@ -131,6 +131,11 @@ func TestPodChurn(t *testing.T) {
 		if msg := ex.healthProblems(fams); msg != "" {
 			t.Errorf("wave %d, with %d pods terminating and %d not set up yet: %s", wave, len(doomed), len(created), msg)
 		}
+		// The exporter saw the in-between states: terminating and Pending pods are listed.
+		if n, _ := sample(fams, "emptydir_exporter_pods", nil); int(n) != len(live)+len(doomed)+len(created) {
+			t.Errorf("wave %d: emptydir_exporter_pods %v while settling, want %d running + %d terminating + %d pending",
+				wave, n, len(live), len(doomed), len(created))
+		}
 		for _, p := range doomed { // their data is gone: old numbers would be stale
 			if _, found := sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(p.UID)}); found {
 				t.Errorf("wave %d: series of %s (uid %s) published after its volumes were torn down", wave, p.Name, p.UID)
