@@ -216,28 +216,7 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	testbin.Path(t, "emptydir-exporter")
 	ctx, cancel := context.WithTimeout(rootCtx, 15*time.Minute)
 	defer cancel()
-	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
-	c, err := cluster.Start(ctx, cluster.Options{
-		LocalStorageCapacityIsolation: true,
-		VolumeStatsAggPeriod:          0, // the kubelet's default (1m, with jitter)
-		Logf:                          logger.Printf,
-	})
-	if err != nil {
-		t.Fatalf("second cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop second cluster: %v", err)
-		}
-	})
-	// TestMain stops only the shared cluster on SIGINT/SIGTERM; stop this one too (Stop is
-	// idempotent and safe concurrently; what an exit cuts short, CleanupStale finishes).
-	go func() {
-		<-ctx.Done()
-		if rootCtx.Err() != nil {
-			_ = c.Stop()
-		}
-	}()
+	c := startIsolatedCluster(ctx, t)
 	nsRace, nsKubelet := "race-"+randSuffix(), "kubelet-only-"+randSuffix()
 	for _, ns := range []string{nsRace, nsKubelet} {
 		if err := c.EnsureNamespace(ctx, ns); err != nil {
@@ -336,12 +315,42 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	return []timing{ours, kubRow}
 }
 
+// startIsolatedCluster starts a cluster of its own whose kubelet enforces sizeLimit at its
+// defaults (localStorageCapacityIsolation on, volumeStatsAggPeriod 1m with jitter), and stops
+// it when the test ends or ctx does.
+func startIsolatedCluster(ctx context.Context, t testing.TB) *cluster.Cluster {
+	t.Helper()
+	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
+	c, err := cluster.Start(ctx, cluster.Options{
+		LocalStorageCapacityIsolation: true,
+		VolumeStatsAggPeriod:          0, // the kubelet's default (1m, with jitter)
+		Logf:                          logger.Printf,
+	})
+	if err != nil {
+		t.Fatalf("cluster with isolation on: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop the cluster with isolation on: %v", err)
+		}
+	})
+	// TestMain stops only the shared cluster on SIGINT/SIGTERM; stop this one too (Stop is
+	// idempotent and safe concurrently; what an exit cuts short, CleanupStale finishes).
+	go func() {
+		<-ctx.Done()
+		if rootCtx.Err() != nil {
+			_ = c.Stop()
+		}
+	}()
+	return c
+}
+
 // oursTimeline waits until the seed pod is evicted and reconstructs the chain from the
 // evidence each component leaves: Prometheus' raw samples (scrape time), the ALERTS series
 // (evaluation time), Alertmanager's API, the recorded webhook, the exporter's log line of the
 // live measurement, the pod's deletion and the remediator's Event. With strict, it asserts
 // that emptyDir guard did each step (on the isolation=true cluster the kubelet may win).
-func (s *stack) oursTimeline(ctx context.Context, t *testing.T, w seedWrite, am *amWatcher, strict bool) timing {
+func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am *amWatcher, strict bool) timing {
 	t.Helper()
 	c, uid := s.c, string(w.pod.UID)
 	row := timing{pod: w.pod.Namespace + "/" + w.pod.Name, enforcer: "emptyDir guard"}
@@ -358,12 +367,14 @@ func (s *stack) oursTimeline(ctx context.Context, t *testing.T, w seedWrite, am 
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first over-limit sample times the detection; a walk that ran while dd was writing may
+	// have published part of the write, so the volume's final value is what must equal du.
 	first, ok := firstOver(used, seedLimit)
 	switch {
 	case !ok:
 		t.Errorf("Prometheus never had emptydir_used_bytes over the limit for %s (%v)", uid, used)
-	case int64(first.Value) != w.du:
-		t.Errorf("emptydir_used_bytes in Prometheus = %v, du -s -B1 = %d", first.Value, w.du)
+	case int64(lastValue(used)) != w.du:
+		t.Errorf("emptydir_used_bytes in Prometheus = %v at last, du -s -B1 = %d", lastValue(used), w.du)
 	default:
 		row.metric = first.Time.Sub(w.t0)
 	}
@@ -451,6 +462,19 @@ func (s *stack) oursTimeline(ctx context.Context, t *testing.T, w seedWrite, am 
 	return row
 }
 
+// lastValue returns the latest raw sample's value of a range result.
+func lastValue(res []cluster.Sample) float64 {
+	var last cluster.Point
+	for _, s := range res {
+		for _, p := range s.Values {
+			if p.Time.After(last.Time) {
+				last = p
+			}
+		}
+	}
+	return last.Value
+}
+
 // firstSample returns the time of the first raw sample above v of a range-selector query.
 func firstSample(ctx context.Context, mon *cluster.Monitoring, expr string, v float64) (time.Time, bool) {
 	res, err := mon.Query(ctx, expr)
@@ -461,7 +485,7 @@ func firstSample(ctx context.Context, mon *cluster.Monitoring, expr string, v fl
 	return p.Time, ok
 }
 
-func podEvents(ctx context.Context, t *testing.T, c *cluster.Cluster, p *corev1.Pod, reason string) []corev1.Event {
+func podEvents(ctx context.Context, t testing.TB, c *cluster.Cluster, p *corev1.Pod, reason string) []corev1.Event {
 	t.Helper()
 	list, err := c.Client().CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
