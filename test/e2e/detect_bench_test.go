@@ -25,7 +25,7 @@ import (
 // uniformly random moment of writeWindow, so that they land anywhere in the exporter's, the
 // scrape's and the kubelet's cycles.
 const (
-	writesPerEnforcer = 12
+	writesPerEnforcer = 16
 	writeWindow       = 3 * time.Minute
 )
 
@@ -193,11 +193,11 @@ type stage struct {
 
 // oursStages split write → eviction of emptyDir guard at the observable timestamps.
 var oursStages = []stage{
-	{"exporter cycle", "first over-limit sample's scrape time − its emptydir_measurement_age_seconds",
+	{"write → the measurement the first over-limit scrape carried", "that scrape's time − its emptydir_measurement_age_seconds",
 		func(r detectRow) (time.Duration, bool) {
 			return r.metric - secs(r.ageAtScrape), r.metric > 0
 		}},
-	{"wait for the scrape", "emptydir_measurement_age_seconds at that scrape",
+	{"that measurement's age at the scrape", "emptydir_measurement_age_seconds at that scrape",
 		func(r detectRow) (time.Duration, bool) { return secs(r.ageAtScrape), r.metric > 0 }},
 	{"rule evaluation (no `for`)", "first ALERTS{alertstate=\"firing\"} sample − the scrape",
 		func(r detectRow) (time.Duration, bool) { return r.alert - r.metric, r.alert > 0 && r.metric > 0 }},
