@@ -50,7 +50,9 @@ type seedWrite struct {
 }
 
 func writeSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *podTracker, kib int) (seedWrite, error) {
-	if _, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "test2", "dd", "if=/dev/zero", "of=/test/test.file", "bs=1K", fmt.Sprint("count=", kib)); err != nil {
+	// conv=fsync: the blocks are allocated when dd ends, so du now counts what every later
+	// walk counts (delayed allocation may add a block of extent metadata at writeback).
+	if _, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "test2", "dd", "if=/dev/zero", "of=/test/test.file", "bs=1K", fmt.Sprint("count=", kib), "conv=fsync"); err != nil {
 		return seedWrite{}, fmt.Errorf("dd in %s/%s: %v (%s)", pod.Namespace, pod.Name, err, stderr)
 	}
 	w := seedWrite{pod: pod, t0: time.Now(), tracker: tr}
@@ -368,8 +370,7 @@ func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am 
 		t.Fatal(err)
 	}
 	// The first over-limit sample times the detection. The values must include du's, but need
-	// not start or end with it: a walk that ran while dd was writing publishes part of the
-	// write, and the filesystem's writeback may later allocate a block of extent metadata.
+	// not start with it: a walk that ran while dd was writing publishes part of the write.
 	first, ok := firstOver(used, seedLimit)
 	switch {
 	case !ok:
