@@ -219,8 +219,6 @@ var kubeletStages = []stage{
 		func(r detectRow) (time.Duration, bool) { return r.evicted - r.kubeletStats, r.kubeletStats > 0 }},
 }
 
-func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
 // detectTables renders the distribution and the stages as Markdown.
 func detectTables(ours, kubelet []detectRow) string {
 	d := func(x time.Duration) string { return fmt.Sprintf("%.1f", x.Seconds()) }
