@@ -93,3 +93,11 @@ demo: deps k8s-binaries build
 
 clean:
 	rm -rf $(BIN)
+
+# The detect → evict distribution on a real cluster (about 8 minutes): emptyDir guard against
+# the kubelet at its defaults; writes its tables into docs/performance.md (section detect).
+.PHONY: bench-detect
+bench: bench-detect
+bench-detect: deps k8s-binaries build
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  $(GO) test -count=1 -timeout 30m -v -run '^$$' -bench '^BenchmarkDetectEvict$$' -benchtime=1x ./test/e2e/

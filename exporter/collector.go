@@ -25,6 +25,9 @@ var (
 	unreadableDesc = prometheus.NewDesc("emptydir_unreadable_entries",
 		"Entries the last measurement could not read; above 0, emptydir_used_bytes is a lower bound.",
 		volumeLabels, nil)
+	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
+		"How the volume's values were measured, in label method: walk, project_quota or kubelet. Always 1.",
+		append(volumeLabels, "method"), nil)
 	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
 		"Seconds between the measurement behind this volume's values and this scrape.",
 		volumeLabels, nil)
@@ -46,7 +49,7 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, ageDesc, durationDesc, successDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, measurementInfoDesc, ageDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc} {
 		ch <- d
 	}
@@ -81,6 +84,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(availableBytesDesc, float64(m.AvailableBytes), lv...)
 		gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
 		gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
+		if m.Method != "" {
+			gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
+		}
 		gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 	}
 

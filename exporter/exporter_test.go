@@ -84,9 +84,9 @@ func fixture() (*collPods, *collSource, *time.Time) {
 	}}
 	at := t0.Add(-3 * time.Second)
 	src := &collSource{byVolume: map[volumeKey]Measurement{
-		{"uid-cart", "cache"}:   {UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, MeasuredAt: at},
-		{"uid-cart", "scratch"}: {UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at},
-		{"uid-front", "tmp"}:    {UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at},
+		{"uid-cart", "cache"}:   {UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, MeasuredAt: at, Method: MethodWalk},
+		{"uid-cart", "scratch"}: {UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: MethodWalk},
+		{"uid-front", "tmp"}:    {UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: MethodProjectQuota},
 	}}
 	now := t0
 	return pods, src, &now

@@ -17,6 +17,9 @@ type FilesystemSource struct {
 	KubeletRootDir string
 	// WalkConcurrency bounds the folders read at once within one volume.
 	WalkConcurrency int
+	// ProjectQuotas reads a volume's usage from its project quota, where the kubelet put it
+	// under one of its own, instead of walking it (readProjectQuota).
+	ProjectQuotas bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -38,7 +41,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		now = s.Now
 	}
 	started := now()
-	du, err := MeasureDiskUsage(ctx, dir, s.WalkConcurrency)
+	du, method, err := s.diskUsage(ctx, dir)
 	if err != nil {
 		return Measurement{}, fsError(err)
 	}
@@ -51,9 +54,22 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		InodesUsed:        du.Inodes,
 		UnreadableEntries: du.Unreadable,
 		UncheckedLinks:    du.UncheckedLinks,
+		Method:            method,
 		CapacityBytes:     int64(sfs.Blocks) * sfs.Bsize,
 		AvailableBytes:    int64(sfs.Bavail) * sfs.Bsize,
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil
+}
+
+// diskUsage measures dir from its project quota when it has one of its own and
+// ProjectQuotas is set, else by walking it; it says which.
+func (s *FilesystemSource) diskUsage(ctx context.Context, dir string) (DiskUsage, string, error) {
+	if s.ProjectQuotas {
+		if du, err := readProjectQuota(dir); err == nil {
+			return du, MethodProjectQuota, nil
+		}
+	}
+	du, err := MeasureDiskUsage(ctx, dir, s.WalkConcurrency)
+	return du, MethodWalk, err
 }

@@ -129,6 +129,7 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 					InodesUsed:     int64(deref(vs.InodesUsed)),
 					MeasuredAt:     vs.Time.Time,
 					CompletedAt:    vs.Time.Time,
+					Method:         MethodKubelet,
 				}
 			}
 			out = append(out, r)

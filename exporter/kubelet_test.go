@@ -143,11 +143,11 @@ func at(h, m, s int) time.Time { return time.Date(2026, 12, 2, h, m, s, 0, time.
 // wantSummaryNumbers are the numbers testdata/summary.json holds for summaryPods.
 var wantSummaryNumbers = []wantVolume{
 	{summaryEmptyTestUID, "empty", exporter.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12)}},
+		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: exporter.MethodKubelet}},
 	{summaryCacheUID, "scratch", exporter.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
-		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50)}},
+		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: exporter.MethodKubelet}},
 	{summaryPromUID, "config-out", exporter.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1)}},
+		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: exporter.MethodKubelet}},
 }
 
 func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume) {

@@ -25,6 +25,9 @@ type Measurement struct {
 	// UncheckedLinks counts hard links counted without checking whether their inode
 	// was counted already (DiskUsage.UncheckedLinks); above 0, UsedBytes may be over.
 	UncheckedLinks int64
+	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota or
+	// MethodKubelet.
+	Method string
 }
 
 // VolumeResult is the outcome of measuring one volume of one pod.

@@ -4,7 +4,7 @@
 # Idempotent: installs only what is missing.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
-      prometheus-alertmanager busybox-static iproute2 util-linux procps)
+      prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

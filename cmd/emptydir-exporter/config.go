@@ -35,6 +35,7 @@ type config struct {
 
 	kubeletRootDir    string
 	walkConcurrency   int
+	projectQuota      bool
 	volumeConcurrency int
 	volumeTimeout     time.Duration
 
@@ -69,6 +70,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("/var/lib/kubelet").StringVar(&cfg.kubeletRootDir)
 	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").
 		Default("4").IntVar(&cfg.walkConcurrency)
+	app.Flag("fs.project-quota", "Read a volume's usage from the XFS/ext4 project quota the kubelet put it under (LocalStorageCapacityIsolationFSQuotaMonitoring), in O(1), instead of walking it; needs CAP_SYS_ADMIN, else every volume is walked (source filesystem).").
+		Default("true").BoolVar(&cfg.projectQuota)
 	app.Flag("collection.concurrency", "Volumes walked at once by the collection (source filesystem); above 1, one slow volume cannot hold up the others.").
 		Default("2").IntVar(&cfg.volumeConcurrency)
 	app.Flag("collection.volume-timeout", "Time one volume's walk may take (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").

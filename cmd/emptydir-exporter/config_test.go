@@ -43,6 +43,7 @@ func TestParseDefaults(t *testing.T) {
 		{"--collection.interval", cfg.interval, 10 * time.Second},
 		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
 		{"--fs.walk-concurrency", cfg.walkConcurrency, 4},
+		{"--fs.project-quota", cfg.projectQuota, true},
 		{"--collection.concurrency", cfg.volumeConcurrency, 2},
 		{"--collection.volume-timeout", cfg.volumeTimeout, time.Minute},
 		{"--kubelet.url", cfg.kubeletURL, ""},

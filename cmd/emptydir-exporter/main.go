@@ -165,7 +165,8 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {
 	switch {
 	case cfg.source == sourceFilesystem:
-		return &exporter.FilesystemSource{KubeletRootDir: cfg.kubeletRootDir, WalkConcurrency: cfg.walkConcurrency}, nil
+		return &exporter.FilesystemSource{KubeletRootDir: cfg.kubeletRootDir, WalkConcurrency: cfg.walkConcurrency,
+			ProjectQuotas: cfg.projectQuota}, nil
 	case cfg.kubeletViaAPIServer:
 		return exporter.NewKubeletProxySource(client, cfg.nodeName), nil
 	default:

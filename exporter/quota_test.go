@@ -1,0 +1,294 @@
+package exporter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	fsIocFsSetXattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
+	// kubeletFirstProjectID is the first project ID the kubelet hands out (fsquota.FirstQuota).
+	kubeletFirstProjectID = 1048577
+)
+
+// loopFS is a filesystem of its own on a loop device, mounted for one test.
+type loopFS struct {
+	fstype string
+	mkfs   []string // mkfs command and its arguments; the image path is appended
+	opts   string   // mount options
+}
+
+var (
+	// XFS keeps project IDs without quota accounting; ext4's project feature needs the
+	// kernel's quota support even to mount.
+	xfsNoQuota  = loopFS{"xfs", []string{"mkfs.xfs", "-q", "-f"}, ""}
+	xfsPrjQuota = loopFS{"xfs", []string{"mkfs.xfs", "-q", "-f"}, "prjquota"}
+	// ext4 keeps project quota accounting in the filesystem (feature quota, type prjquota).
+	ext4PrjQuota = loopFS{"ext4", []string{"mkfs.ext4", "-q", "-F", "-O", "quota,project", "-E", "quotatype=prjquota"}, "prjquota"}
+)
+
+// errMountRefused says that the kernel refused to mount the filesystem with these options.
+var errMountRefused = errors.New("the kernel refused the mount")
+
+// mount makes a 512 MiB sparse image (mkfs.xfs wants at least 300 MB), a loop device and a mount of it, all removed when the test
+// ends, also when it fails. Not root, or no mkfs for the type: the test is skipped.
+func (l loopFS) mount(t testing.TB) (string, error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: loop devices and mounts")
+	}
+	if _, err := exec.LookPath(l.mkfs[0]); err != nil {
+		t.Skipf("%s not installed (make deps installs it): %v", l.mkfs[0], err)
+	}
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(img)
+	if err == nil {
+		err = errors.Join(f.Truncate(512<<20), f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run(l.mkfs[0], append(l.mkfs[1:], img)...)
+	dev := run("losetup", "--find", "--show", img)
+	t.Cleanup(func() {
+		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
+			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
+		}
+	})
+	if err := unix.Mount(dev, mnt, l.fstype, 0, l.opts); err != nil {
+		return "", fmt.Errorf("%w: mount -t %s -o %q %s: %v", errMountRefused, l.fstype, l.opts, dev, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(mnt, 0); err != nil {
+			t.Errorf("umount %s: %v", mnt, err)
+		}
+	})
+	return mnt, nil
+}
+
+// setProject sets the project ID of a folder and the flag that makes what is created in it
+// inherit the ID, as the kubelet does (xfs_quota project -s).
+func setProject(t testing.TB, dir string, id uint32) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	x, err := projectOf(fd)
+	if err != nil {
+		t.Fatalf("FS_IOC_FSGETXATTR %s: %v", dir, err)
+	}
+	x.Projid, x.Xflags = id, x.Xflags|fsXflagProjInherit
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsSetXattr, uintptr(unsafe.Pointer(&x))); errno != 0 {
+		t.Fatalf("FS_IOC_FSSETXATTR %s project %d: %v", dir, id, errno)
+	}
+}
+
+// quotaVolume is a kubelet root with one emptyDir volume, vol, whose project
+// ID is volID (0: none) under a parent folder with project ID parentID, filled with plain
+// files, a folder, a hard link, a sparse file and a symbolic link, and synced.
+func quotaVolume(t testing.TB, root string, parentID, volID uint32) (pod PodVolumes, vol Volume) {
+	t.Helper()
+	pod = PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}
+	vol = Volume{Name: "vol", Medium: MediumDisk}
+	dir := Dir(root, pod.UID, vol.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if parentID != 0 {
+		setProject(t, filepath.Dir(dir), parentID)
+	}
+	if volID != 0 {
+		setProject(t, dir, volID)
+	}
+	files := map[string]int{"a": 1 << 20, "sub/b": 300 << 10, "sub/deeper/c": 5000, "empty": 0}
+	for name, size := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte{'x'}, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "sub", "a-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	sparse, err := os.Create(filepath.Join(dir, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sparse.WriteAt([]byte("end"), 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Syncfs(int(sparse.Fd())); err != nil {
+		t.Fatal(err)
+	}
+	if err := sparse.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return pod, vol
+}
+
+// TestProjectQuotaMeasuresLikeTheWalk: on a real XFS and ext4 with project quota accounting,
+// a volume under a project of its own is measured from the quota, with the bytes and inodes
+// of the walk; a volume without a project ID, or whose project ID it shares with its parent
+// folder (so the quota counts more than the volume), is walked. Skipped where the kernel
+// cannot mount with prjquota (built without CONFIG_XFS_QUOTA / CONFIG_QFMT_V2).
+func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
+	tests := []struct {
+		name              string
+		parentID, volID   uint32
+		want              string
+		wantNoOwnProjectQ bool
+	}{
+		{"own project", 0, kubeletFirstProjectID, MethodProjectQuota, false},
+		{"no project ID", 0, 0, MethodWalk, true},
+		{"project shared with the parent folder", kubeletFirstProjectID + 1, kubeletFirstProjectID + 1, MethodWalk, true},
+	}
+	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
+		t.Run(fsys.fstype, func(t *testing.T) {
+			mnt, err := fsys.mount(t)
+			if errors.Is(err, errMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
+			}
+			for i, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					root := filepath.Join(mnt, fmt.Sprint("kubelet-", i))
+					pod, vol := quotaVolume(t, root, tt.parentID, tt.volID)
+					dir := Dir(root, pod.UID, vol.Name)
+					walked, err := MeasureDiskUsage(context.Background(), dir, 2)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if _, err := readProjectQuota(dir); errors.Is(err, errNoOwnProjectQuota) != tt.wantNoOwnProjectQ {
+						t.Errorf("readProjectQuota: %v, want errNoOwnProjectQuota: %v", err, tt.wantNoOwnProjectQ)
+					}
+					src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2, ProjectQuotas: true}
+					m, err := src.MeasureVolume(context.Background(), pod, vol)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if m.Method != tt.want || m.UsedBytes != walked.UsedBytes || m.InodesUsed != walked.Inodes {
+						t.Errorf("measured %d bytes, %d inodes by %s; the walk says %d bytes, %d inodes; want method %s",
+							m.UsedBytes, m.InodesUsed, m.Method, walked.UsedBytes, walked.Inodes, tt.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestProjectQuotaFallsBackToTheWalk: on a real XFS without quota accounting (as on a kernel
+// without quota support), a volume with a project ID of its own is still measured, by the
+// walk, and says so.
+func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
+	for _, fsys := range []loopFS{xfsNoQuota} {
+		t.Run(fsys.fstype, func(t *testing.T) {
+			mnt, err := fsys.mount(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join(mnt, "kubelet")
+			pod, vol := quotaVolume(t, root, 0, kubeletFirstProjectID)
+			dir := Dir(root, pod.UID, vol.Name)
+			if _, err := readProjectQuota(dir); err == nil || errors.Is(err, errNoOwnProjectQuota) {
+				t.Errorf("readProjectQuota without quota accounting: %v, want the quotactl error", err)
+			}
+			walked, err := MeasureDiskUsage(context.Background(), dir, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2, ProjectQuotas: true}
+			m, err := src.MeasureVolume(context.Background(), pod, vol)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Method != MethodWalk || m.UsedBytes != walked.UsedBytes || m.InodesUsed != walked.Inodes {
+				t.Errorf("measured %d bytes, %d inodes by %s, want the walk's %d bytes, %d inodes",
+					m.UsedBytes, m.InodesUsed, m.Method, walked.UsedBytes, walked.Inodes)
+			}
+		})
+	}
+}
+
+// TestProjectQuotaOff: with ProjectQuotas unset the volume is walked whatever it is under.
+func TestProjectQuotaOff(t *testing.T) {
+	root := t.TempDir()
+	pod, vol := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, Volume{Name: "vol", Medium: MediumDisk}
+	if err := os.MkdirAll(Dir(root, pod.UID, vol.Name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := (&FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol)
+	if err != nil || m.Method != MethodWalk {
+		t.Errorf("MeasureVolume: method %q, err %v; want %q", m.Method, err, MethodWalk)
+	}
+}
+
+// BenchmarkProjectQuotaVsWalk measures a volume of 100k files by its project quota and by the
+// walk, on a real XFS with project quota accounting, and reports the ratio quota/walk.
+// Skipped where the kernel cannot mount with prjquota.
+func BenchmarkProjectQuotaVsWalk(b *testing.B) {
+	mnt, err := xfsPrjQuota.mount(b)
+	if errors.Is(err, errMountRefused) {
+		b.Skipf("this kernel has no xfs project quotas: %v", err)
+	}
+	root := filepath.Join(mnt, "kubelet")
+	pod, vol := quotaVolume(b, root, 0, kubeletFirstProjectID)
+	dir := Dir(root, pod.UID, vol.Name)
+	for i := range 100 {
+		sub := filepath.Join(dir, "many", fmt.Sprint(i))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 1000 {
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprint(j)), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	measure := func(quota bool) time.Duration {
+		src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 4, ProjectQuotas: quota}
+		start := time.Now()
+		m, err := src.MeasureVolume(context.Background(), pod, vol)
+		if err != nil || (m.Method == MethodProjectQuota) != quota {
+			b.Fatalf("method %q, err %v", m.Method, err)
+		}
+		return time.Since(start)
+	}
+	var walk, quota time.Duration
+	for b.Loop() {
+		walk += measure(false)
+		quota += measure(true)
+	}
+	b.ReportMetric(float64(walk.Nanoseconds())/float64(b.N), "ns/walk")
+	b.ReportMetric(float64(quota.Nanoseconds())/float64(b.N), "ns/quota")
+	b.ReportMetric(quota.Seconds()/walk.Seconds(), "quota/walk")
+}
