@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
 )
@@ -31,16 +30,22 @@ type dueWalk struct {
 
 // dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
 // first. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
-// nearest to its limit (by its last usage) goes first, one never measured before all. A
-// volume without one only feeds dashboards: it is due once every unlimitedEvery, in the
-// cycle nearest to that (tolerance is half a cycle, so that timer jitter never pushes it a
-// whole cycle late), after the limited ones, the longest unwalked first. A volume whose
-// walk is still in flight is not due.
+// nearest to its limit (by its last usage) goes first; before all, one never measured, and
+// then one whose last walk started unlimitedEvery ago or more (the longest unwalked first),
+// so that a budget too small for every limited volume defers those far from their limit
+// without starving them. A volume without a sizeLimit only feeds dashboards: it is due once
+// every unlimitedEvery, in the cycle nearest to that (tolerance is half a cycle, so that
+// timer jitter never pushes it a whole cycle late), after the limited ones, the longest
+// unwalked first. A volume whose walk is still in flight is not due.
 func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedEvery, tolerance time.Duration) []dueWalk {
 	type candidate struct {
 		dueWalk
-		urgency float64   // limited: usage/limit, +Inf when never measured
-		started time.Time // unlimited
+		tier    int       // limited: 0 never measured, 1 overdue, 2 by urgency
+		urgency float64   // limited: usage/limit
+		started time.Time // when its last walk started
+	}
+	slow := func(s volumeState) bool { // its slow-cadence walk is due
+		return s.started.IsZero() || !now.Add(tolerance).Before(s.started.Add(unlimitedEvery))
 	}
 	var limited, unlimited []candidate
 	for _, p := range pods {
@@ -53,18 +58,27 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k}, started: s.started}
 			switch {
 			case v.LimitBytes != nil:
-				c.urgency = math.Inf(1)
-				if s.measured {
-					c.urgency = float64(s.usedBytes) / float64(*v.LimitBytes)
+				switch {
+				case !s.measured:
+					c.tier = 0
+				case unlimitedEvery > 0 && slow(s):
+					c.tier = 1
+				default:
+					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*v.LimitBytes)
 				}
 				limited = append(limited, c)
-			case s.started.IsZero() || !now.Add(tolerance).Before(s.started.Add(unlimitedEvery)):
+			case slow(s):
 				c.cost = s.cost
 				unlimited = append(unlimited, c)
 			}
 		}
 	}
-	slices.SortStableFunc(limited, func(a, b candidate) int { return cmp.Compare(b.urgency, a.urgency) })
+	slices.SortStableFunc(limited, func(a, b candidate) int {
+		if c := cmp.Compare(a.tier, b.tier); c != 0 || a.tier == 2 {
+			return cmp.Or(c, cmp.Compare(b.urgency, a.urgency))
+		}
+		return a.started.Compare(b.started)
+	})
 	slices.SortStableFunc(unlimited, func(a, b candidate) int { return a.started.Compare(b.started) })
 	out := make([]dueWalk, 0, len(limited)+len(unlimited))
 	for _, c := range append(limited, unlimited...) {

@@ -42,6 +42,17 @@ func TestDueWalks(t *testing.T) {
 			want: []string{"new", "full", "half", "empty"},
 		},
 		{
+			name: "a limited volume deferred for a slow interval goes before those nearer to their limit",
+			pods: volumes(limits, "half", "full", "empty", "new"),
+			state: map[string]volumeState{
+				"full":  {measured: true, usedBytes: 130, started: now.Add(-10 * time.Second)},
+				"half":  {measured: true, usedBytes: 50, started: now.Add(-70 * time.Second)},
+				"empty": {measured: true, usedBytes: 0, started: now.Add(-90 * time.Second)},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"new", "empty", "half", "full"},
+		},
+		{
 			name:  "a walk in flight is not due again",
 			pods:  volumes(limits, "busy", "half", "logs"),
 			state: map[string]volumeState{"busy": {inFlight: true}, "logs": {inFlight: true}, "half": {measured: true, usedBytes: 50}},
