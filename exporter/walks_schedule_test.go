@@ -130,3 +130,38 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 		t.Error(err)
 	}
 }
+
+// TestBusySlotsDeferWalksAndSaySo: a due walk that gets no slot before its cycle ends is
+// deferred to the next cycle and counted, not queued behind the walk that holds the slot.
+func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk}}},
+	}}
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks, stopWalks := context.WithCancel(context.Background())
+	t.Cleanup(stopWalks)
+	ctx, endCycle := context.WithCancel(walks)
+	go func() { // the cycle ends while the slow walk holds the only slot
+		defer endCycle()
+		poll(t, func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.slowWalks == 1 })
+	}()
+	e.refresh(ctx, walks, 0)
+
+	want := `
+# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# TYPE emptydir_exporter_walks_deferred_total counter
+emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 0
+emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_exporter_walks_deferred_total"); err != nil {
+		t.Error(err)
+	}
+	src.release <- struct{}{}
+	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+}
