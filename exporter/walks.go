@@ -66,7 +66,9 @@ func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration,
 // when a slot is free and the CPU budget allows it, until cycleCtx ends; what it could not
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
-// in order: Err set when that walk failed, errPending when none has completed yet.
+// in order: Err set when that walk failed, errPending when none has completed yet. With a
+// slow cadence for volumes without a sizeLimit, it waits only for the walks of volumes with
+// one, which an over-limit alert waits for; the others are published by the next cycle.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
 func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
 	now := w.now()
@@ -117,7 +119,9 @@ dispatch:
 		w.running[d.key] = ch
 		w.started[d.key] = now
 		w.mu.Unlock()
-		started = append(started, ch)
+		if d.vol.LimitBytes != nil || w.schedule.unlimitedEvery == 0 {
+			started = append(started, ch)
+		}
 		go w.walk(walksCtx, d, cost, ch)
 	}
 	if budgetDeferred > 0 {

@@ -64,6 +64,8 @@ func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
 	var walked []string
 	for range 7 { // cycles at 0, 10, ..., 60 s
 		e.Refresh(context.Background())
+		// The cycle waits for the limited walks only; the unlimited one ends meanwhile.
+		poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
 		walked = append(walked, src.takeWalked())
 		clk.Add(10 * time.Second)
 	}
@@ -71,11 +73,12 @@ func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
 	if strings.Join(walked, " ") != strings.Join(want, " ") {
 		t.Errorf("walks per cycle %q, want %q", walked, want)
 	}
-	// Between its walks the unlimited volume is published with its true age.
+	// The cycle at 70 s publishes the unlimited walk of 60 s, with its true age.
+	e.Refresh(context.Background())
 	wantAge := `
 # HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
 # TYPE emptydir_measurement_age_seconds gauge
-emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-limited",uid="uid-limited",volume="limited"} 10
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-limited",uid="uid-limited",volume="limited"} 0
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-unlimited",uid="uid-unlimited",volume="unlimited"} 10
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(wantAge), "emptydir_measurement_age_seconds"); err != nil {
@@ -101,6 +104,7 @@ func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
 	var walked []string
 	for range 3 {
 		e.Refresh(context.Background())
+		poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
 		walked = append(walked, src.takeWalked())
 		clk.Add(10 * time.Second)
 	}
@@ -164,4 +168,36 @@ emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
 	}
 	src.release <- struct{}{}
 	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+}
+
+// TestCycleDoesNotWaitForUnlimitedWalks: a cycle publishes the volumes with a sizeLimit as
+// soon as their walks end, not after a long walk of a volume without one, which the next
+// cycle publishes.
+func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk, LimitBytes: limit(1 << 20)}}},
+	}}
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh(context.Background()) // returns although "slow" is still being walked
+	want := `
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 4096
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes"); err != nil {
+		t.Error(err)
+	}
+	src.release <- struct{}{}
+	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+	clk.Add(10 * time.Second)
+	e.Refresh(context.Background()) // publishes the slow walk's result
+	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 2 {
+		t.Errorf("%d used series after the slow walk ended, want 2", n)
+	}
 }
