@@ -79,3 +79,11 @@ demo: deps k8s-binaries build
 
 clean:
 	rm -rf $(BIN)
+
+# One busy node (110 pods × 3 emptyDirs, 1M files, cached under /var/tmp/emptydir-guard-bench):
+# ours at the defaults against the exporter's old every-volume cycle and the kubelet's walk;
+# writes docs/performance.md, section node. About 9 minutes (the first run also generates the tree).
+.PHONY: bench-node
+bench: bench-node
+bench-node:
+	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 30m -v ./node/
