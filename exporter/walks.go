@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -37,6 +38,9 @@ type volumeWalks struct {
 	slots    chan struct{}
 	schedule walkSchedule
 	now      func() time.Time
+	// dispatching is the previous cycle's background dispatch of walks of volumes without
+	// a sizeLimit; a cycle starts once it has ended.
+	dispatching sync.WaitGroup
 	// done receives every completed walk, for counting and logging, once.
 	done func(VolumeResult)
 	// deferred receives the number of due walks a cycle did not start, by reason.
@@ -67,10 +71,12 @@ func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration,
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
 // in order: Err set when that walk failed, errPending when none has completed yet. With a
-// slow cadence for volumes without a sizeLimit, it waits only for the walks of volumes with
-// one, which an over-limit alert waits for; the others are published by the next cycle.
+// slow cadence for volumes without a sizeLimit, it returns once the walks of volumes with one
+// have ended, which an over-limit alert waits for: the others are started in the background
+// until cycleCtx's deadline, and published by the next cycle.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
 func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
+	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
 	now := w.now()
 	current := map[volumeKey]bool{}
 	w.mu.Lock()
@@ -94,38 +100,25 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	due := dueWalks(pods, w.state, now, w.schedule.unlimitedEvery, tolerance)
 	w.mu.Unlock()
 
-	var started []chan struct{}
-	budgetDeferred := 0
-dispatch:
-	for i, d := range due {
-		// The slot first: the walk that frees it has been charged to the budget by then.
-		select {
-		case w.slots <- struct{}{}:
-		case <-cycleCtx.Done():
-			w.deferred(DeferredNoSlot, len(due)-i)
-			break dispatch
+	limited, others := due, []dueWalk(nil)
+	if w.schedule.unlimitedEvery > 0 {
+		if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.vol.LimitBytes == nil }); i >= 0 {
+			limited, others = due[:i], due[i:]
 		}
-		var cost *walkCost
-		if b := w.schedule.budget; b != nil {
-			var ok bool
-			if cost, ok = b.start(d.cost); !ok {
-				<-w.slots
-				budgetDeferred++
-				continue
-			}
-		}
-		ch := make(chan struct{})
-		w.mu.Lock()
-		w.running[d.key] = ch
-		w.started[d.key] = now
-		w.mu.Unlock()
-		if d.vol.LimitBytes != nil || w.schedule.unlimitedEvery == 0 {
-			started = append(started, ch)
-		}
-		go w.walk(walksCtx, d, cost, ch)
 	}
-	if budgetDeferred > 0 {
-		w.deferred(DeferredCPUBudget, budgetDeferred)
+	started := w.dispatch(cycleCtx, walksCtx, limited, now)
+	if len(others) > 0 {
+		// Until the cycle's deadline, not until cycle returns (Run then cancels cycleCtx).
+		ctx, cancel := walksCtx, context.CancelFunc(func() {})
+		if deadline, ok := cycleCtx.Deadline(); ok {
+			ctx, cancel = context.WithDeadline(walksCtx, deadline)
+		}
+		w.dispatching.Add(1)
+		go func() {
+			defer w.dispatching.Done()
+			defer cancel()
+			w.dispatch(ctx, walksCtx, others, now)
+		}()
 	}
 
 	for _, ch := range started {
@@ -150,6 +143,45 @@ dispatch:
 		}
 	}
 	return out
+}
+
+// dispatch starts the walks of due in order, each when a slot is free and the CPU budget
+// allows it, until ctx ends, and returns a channel per walk started, closed when it ends.
+// What it could not start is deferred to a later cycle and counted.
+func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time) []chan struct{} {
+	var started []chan struct{}
+	budgetDeferred := 0
+	defer func() {
+		if budgetDeferred > 0 {
+			w.deferred(DeferredCPUBudget, budgetDeferred)
+		}
+	}()
+	for i, d := range due {
+		// The slot first: the walk that frees it has been charged to the budget by then.
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			w.deferred(DeferredNoSlot, len(due)-i)
+			return started
+		}
+		var cost *walkCost
+		if b := w.schedule.budget; b != nil {
+			var ok bool
+			if cost, ok = b.start(d.cost); !ok {
+				<-w.slots
+				budgetDeferred++
+				continue
+			}
+		}
+		ch := make(chan struct{})
+		w.mu.Lock()
+		w.running[d.key] = ch
+		w.started[d.key] = now
+		w.mu.Unlock()
+		started = append(started, ch)
+		go w.walk(walksCtx, d, cost, ch)
+	}
+	return started
 }
 
 // state is what dueWalks needs to know of volume k. Callers hold w.mu.

@@ -64,8 +64,7 @@ func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
 	var walked []string
 	for range 7 { // cycles at 0, 10, ..., 60 s
 		e.Refresh(context.Background())
-		// The cycle waits for the limited walks only; the unlimited one ends meanwhile.
-		poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+		settle(t, e) // the cycle waits for the limited walks only
 		walked = append(walked, src.takeWalked())
 		clk.Add(10 * time.Second)
 	}
@@ -104,7 +103,7 @@ func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
 	var walked []string
 	for range 3 {
 		e.Refresh(context.Background())
-		poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+		settle(t, e)
 		walked = append(walked, src.takeWalked())
 		clk.Add(10 * time.Second)
 	}
@@ -194,10 +193,17 @@ emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",ui
 		t.Error(err)
 	}
 	src.release <- struct{}{}
-	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+	settle(t, e)
 	clk.Add(10 * time.Second)
 	e.Refresh(context.Background()) // publishes the slow walk's result
 	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 2 {
 		t.Errorf("%d used series after the slow walk ended, want 2", n)
 	}
+}
+
+// settle waits until every walk a cycle started, in the background too, has ended.
+func settle(t *testing.T, e *Exporter) {
+	t.Helper()
+	e.walks.dispatching.Wait()
+	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
 }
