@@ -126,6 +126,20 @@ func (n *node) volumeValues(name string) (map[string]float64, error) {
 	return out, nil
 }
 
+// gauge gathers the value of a gauge without labels but node; 0 when absent.
+func (n *node) gauge(name string) (float64, error) {
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gathering: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), nil
+		}
+	}
+	return 0, nil
+}
+
 // counter gathers the value of a counter with the given label value (any when empty).
 func (n *node) counter(name, labelName, value string) (float64, error) {
 	mfs, err := n.reg.Gather()

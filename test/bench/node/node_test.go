@@ -190,6 +190,9 @@ type runResult struct {
 	published                    time.Duration // write over the limit → in the snapshot
 	writtenInto                  time.Duration // how far into a cycle the write came
 	schedule                     schedule
+	// creditStart, creditEnd: the CPU budget's credit at the start and end of the window,
+	// which explain a share above the budget (credit saved before the window).
+	creditStart, creditEnd float64
 }
 
 // run runs an exporter with schedule s as the command does (Run every interval, a scrape every
@@ -233,6 +236,9 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 		return res, err
 	}
 	lim0, unl0 := n.source.limited.Load(), n.source.unlimited.Load()
+	if res.creditStart, err = n.gauge("emptydir_exporter_cpu_budget_remaining_seconds"); err != nil {
+		return res, err
+	}
 	p := startProbe()
 	if overLimit {
 		time.Sleep(writeAt)
@@ -247,6 +253,9 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 		time.Sleep(steady)
 	}
 	res.usage = p.stop()
+	if res.creditEnd, err = n.gauge("emptydir_exporter_cpu_budget_remaining_seconds"); err != nil {
+		return res, err
+	}
 	res.share = res.cpu.Seconds() / res.wall.Seconds()
 	res.cycles = res.wall.Seconds() / defaultCycle.Seconds()
 	res.walksLimited, res.walksUnlimited = n.source.limited.Load()-lim0, n.source.unlimited.Load()-unl0
@@ -381,6 +390,12 @@ func report(pass passResult, runs []runResult, kubeletShare float64, steady time
 	line("walks per minute, limited / others", func(r runResult) string {
 		return fmt.Sprintf("%.0f / %.0f", float64(r.walksLimited)/r.wall.Minutes(), float64(r.walksUnlimited)/r.wall.Minutes())
 	}, "121 / 209", "", "")
+	line("budget credit at the start → end of the window", func(r runResult) string {
+		if r.schedule.cpuBudget == 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.2f s → %.2f s", r.creditStart, r.creditEnd)
+	}, "", "", "")
 	line("walks deferred by the budget, per minute", func(r runResult) string {
 		if r.schedule.cpuBudget == 0 {
 			return "—"
