@@ -44,16 +44,21 @@ var (
 		"emptyDir volumes in use on the node.", []string{"node"}, nil)
 	syncedDesc = prometheus.NewDesc("emptydir_exporter_pod_informer_synced",
 		"1 when the pod informer has synced with the API server.", []string{"node"}, nil)
+	budgetDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_ratio",
+		"The CPU budget of the collection, as a share of one core (--collection.cpu-budget); absent when there is none.", []string{"node"}, nil)
+	budgetRemainingDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_remaining_seconds",
+		"CPU seconds the collection may still spend on walks now; at or below 0, due walks are deferred until the budget refills.", []string{"node"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, measurementInfoDesc, ageDesc, durationDesc, successDesc,
-		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc} {
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc} {
 		ch <- d
 	}
 	e.collections.Describe(ch)
+	e.deferredWalks.Describe(ch)
 	e.measureErrors.Describe(ch)
 	e.uncheckedLinks.Describe(ch)
 	e.watchErrors.Describe(ch)
@@ -100,8 +105,14 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	gauge(podsDesc, float64(snap.pods), node)
 	gauge(volumesDesc, float64(snap.volumeCount), node)
 	gauge(syncedDesc, boolFloat(e.cfg.Pods.HasSynced()), node)
+	if e.walks != nil && e.walks.schedule.budget != nil {
+		b := e.walks.schedule.budget
+		gauge(budgetDesc, b.share, node)
+		gauge(budgetRemainingDesc, b.remaining().Seconds(), node)
+	}
 
 	e.collections.Collect(ch)
+	e.deferredWalks.Collect(ch)
 	e.measureErrors.Collect(ch)
 	e.uncheckedLinks.Collect(ch)
 	e.watchErrors.Collect(ch)

@@ -34,6 +34,20 @@ type Config struct {
 	// It may exceed the collection interval: a walk outlives its cycle, and the
 	// cycles publish the last completed result meanwhile.
 	VolumeTimeout time.Duration
+	// UnlimitedInterval is how often a VolumeSource's collection walks a volume without a
+	// sizeLimit: it cannot trigger an eviction, so it needs no more than the kubelet's own
+	// cadence; 0 means every cycle.
+	UnlimitedInterval time.Duration
+	// CPUBudget bounds the exporter's CPU, as a share of one core, within which the
+	// collection of a VolumeSource starts walks (see cpuBudget); 0 means no bound.
+	CPUBudget float64
+	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
+	// less: what a burst of walks may take at once; 0 means the budget's share of
+	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
+	// run back to back.
+	CPUBudgetCapacity time.Duration
+	// ProcessCPU reads the CPU time the process has spent; nil means getrusage. For tests.
+	ProcessCPU func() time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -55,6 +69,7 @@ type Exporter struct {
 	collections    *prometheus.CounterVec
 	measureErrors  *prometheus.CounterVec
 	uncheckedLinks prometheus.Counter
+	deferredWalks  *prometheus.CounterVec
 	watchErrors    prometheus.Counter
 	liveRequests   *prometheus.CounterVec
 	liveSlots      chan struct{}
@@ -124,6 +139,11 @@ func New(cfg Config) (*Exporter, error) {
 			Help:        "Live measurement requests, by HTTP status code.",
 			ConstLabels: constLabels,
 		}, []string{"code"}),
+		deferredWalks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "emptydir_exporter_walks_deferred_total",
+			Help:        "Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.",
+			ConstLabels: constLabels,
+		}, []string{"reason"}),
 		liveSlots: make(chan struct{}, cfg.LiveConcurrency),
 	}
 	// Series that exist at 0 before the first failure let rate() and increase()
@@ -137,7 +157,23 @@ func New(cfg Config) (*Exporter, error) {
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
 	if vs, ok := cfg.Source.(VolumeSource); ok {
-		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, e.noteMeasured)
+		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
+			e.deferredWalks.WithLabelValues(r)
+		}
+		schedule := walkSchedule{unlimitedEvery: cfg.UnlimitedInterval}
+		if cfg.CPUBudget > 0 {
+			capacity := cfg.CPUBudgetCapacity
+			if capacity <= 0 {
+				capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
+			}
+			cpu := cfg.ProcessCPU
+			if cpu == nil {
+				cpu = processCPU
+			}
+			schedule.budget = newCPUBudget(cfg.CPUBudget, capacity, cpu, now)
+		}
+		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, schedule, now, e.noteMeasured,
+			func(reason string, n int) { e.deferredWalks.WithLabelValues(reason).Add(float64(n)) })
 	}
 	return e, nil
 }
@@ -159,7 +195,7 @@ func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 	defer t.Stop()
 	for {
 		cycleCtx, cancel := context.WithTimeout(ctx, interval)
-		e.refresh(cycleCtx, ctx)
+		e.refresh(cycleCtx, ctx, interval/2)
 		cancel()
 		select {
 		case <-ctx.Done():
@@ -174,10 +210,11 @@ func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 // bounded by Config.VolumeTimeout. A volume that fails, or whose walk is still
 // running, keeps its last good measurement with its old time, so that
 // emptydir_measurement_age_seconds shows it is not fresh.
-func (e *Exporter) Refresh(ctx context.Context) { e.refresh(ctx, context.WithoutCancel(ctx)) }
+func (e *Exporter) Refresh(ctx context.Context) { e.refresh(ctx, context.WithoutCancel(ctx), 0) }
 
-// refresh is Refresh with walks started under walksCtx.
-func (e *Exporter) refresh(ctx, walksCtx context.Context) {
+// refresh is Refresh with walks started under walksCtx; a walk of a volume without a
+// sizeLimit may come up to tolerance before UnlimitedInterval has passed.
+func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duration) {
 	start := e.now()
 	success := true
 	var pods []PodVolumes
@@ -202,7 +239,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context) {
 
 	var results []VolumeResult
 	if e.walks != nil {
-		results = e.walks.cycle(ctx, walksCtx, pods) // each walk was counted as it ended
+		results = e.walks.cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended
 	} else {
 		results = e.cfg.Source.Measure(ctx, pods)
 		settling := map[string]PodVolumes{}

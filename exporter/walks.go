@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,21 +11,49 @@ import (
 // errPending marks a volume whose first measurement has not completed yet.
 var errPending = errors.New("first measurement still running")
 
+// Reasons a due walk was deferred to a later cycle, as the reason label spells them.
+const (
+	// DeferredCPUBudget: the CPU budget had no credit left for it.
+	DeferredCPUBudget = "cpu_budget"
+	// DeferredNoSlot: every walk slot stayed busy until the cycle ended.
+	DeferredNoSlot = "no_slot"
+)
+
+// walkSchedule says which volumes the collection walks and how much CPU it may spend.
+type walkSchedule struct {
+	// unlimitedEvery is how often a volume without a sizeLimit is walked; 0: every cycle.
+	unlimitedEvery time.Duration
+	// budget bounds the CPU the walks take; nil: unbounded.
+	budget *cpuBudget
+}
+
 // volumeWalks measures the volumes of a VolumeSource in the background, each with
 // its own bounded time, so that no volume can starve another: at most one walk per
 // volume is in flight, at most cap(slots) run at once, and each ends after timeout.
 // A walk may outlive the cycle that started it; every cycle publishes the last
 // completed result of each volume, whose MeasuredAt shows how old it is.
 type volumeWalks struct {
-	source  VolumeSource
-	timeout time.Duration
-	slots   chan struct{}
+	source   VolumeSource
+	timeout  time.Duration
+	slots    chan struct{}
+	schedule walkSchedule
+	now      func() time.Time
+	// dispatching is the previous cycle's background dispatch of walks of volumes without
+	// a sizeLimit; a cycle starts once it has ended.
+	dispatching sync.WaitGroup
 	// done receives every completed walk, for counting and logging, once.
 	done func(VolumeResult)
+	// deferred receives the number of due walks a cycle did not start, by reason.
+	deferred func(reason string, n int)
 
 	mu      sync.Mutex
 	running map[volumeKey]*inflight
 	latest  map[volumeKey]VolumeResult
+	// Of each volume: when its last walk started, and the CPU time and usage its last
+	// successful walk found, which schedule the next ones.
+	started map[volumeKey]time.Time
+	cost    map[volumeKey]time.Duration
+	used    map[volumeKey]int64
 }
 
 // inflight is the walk of one volume under way: a periodic one, or a live request's.
@@ -33,10 +62,13 @@ type inflight struct {
 	cancel context.CancelFunc // ends a periodic walk early; nil for a live one
 }
 
-func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration, done func(VolumeResult)) *volumeWalks {
+func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration, schedule walkSchedule,
+	now func() time.Time, done func(VolumeResult), deferred func(string, int)) *volumeWalks {
 	return &volumeWalks{
-		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), done: done,
+		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), schedule: schedule,
+		now: now, done: done, deferred: deferred,
 		running: map[volumeKey]*inflight{}, latest: map[volumeKey]VolumeResult{},
+		started: map[volumeKey]time.Time{}, cost: map[volumeKey]time.Duration{}, used: map[volumeKey]int64{},
 	}
 }
 
@@ -67,6 +99,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 			k := volumeKey{r.UID, r.Volume.Name}
 			if _, ok := mine[k]; ok && r.Err == nil {
 				w.latest[k] = r
+				w.used[k] = r.Measurement.UsedBytes
 			}
 		}
 		for k, f := range mine {
@@ -77,27 +110,24 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 	}
 }
 
-// cycle starts a walk, under walksCtx, for every volume of pods that has none in
-// flight, waits for the walks it started until they end or cycleCtx does, and
-// returns the last completed result of every volume of pods, in order: Err set
-// when that walk failed (errVolumeAbsent when the volume is not there while its pod
-// is Settling), errPending when none has completed yet.
-func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes) []VolumeResult {
-	var started []chan struct{}
+// cycle starts, under walksCtx, the walks due now (dueWalks), most urgent first, each
+// when a slot is free and the CPU budget allows it, until cycleCtx ends; what it could not
+// start is deferred to a later cycle and counted. It waits for the walks it started until
+// they end or cycleCtx does, and returns the last completed result of every volume of pods,
+// in order: Err set when that walk failed (errVolumeAbsent when the volume is not there while
+// its pod is Settling), errPending when none has completed yet. With a
+// slow cadence for volumes without a sizeLimit, it returns once the walks of volumes with one
+// have ended, which an over-limit alert waits for: the others are started in the background
+// until cycleCtx's deadline, and published by the next cycle.
+// tolerance is how early a slow-cadence walk may come (half a cycle).
+func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
+	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
+	now := w.now()
 	current := map[volumeKey]bool{}
 	w.mu.Lock()
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
-			current[k] = true
-			if _, inFlight := w.running[k]; inFlight {
-				continue
-			}
-			ctx, cancel := context.WithCancel(walksCtx)
-			f := &inflight{done: make(chan struct{}), cancel: cancel}
-			w.running[k] = f
-			started = append(started, f.done)
-			go w.walk(ctx, k, p, v, f)
+			current[volumeKey{p.UID, v.Name}] = true
 		}
 	}
 	for k := range w.latest {
@@ -105,7 +135,36 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			delete(w.latest, k) // the pod or volume is gone
 		}
 	}
+	for k := range w.started {
+		if !current[k] {
+			delete(w.started, k)
+			delete(w.cost, k)
+			delete(w.used, k)
+		}
+	}
+	due := dueWalks(pods, w.state, now, w.schedule.unlimitedEvery, tolerance)
 	w.mu.Unlock()
+
+	limited, others := due, []dueWalk(nil)
+	if w.schedule.unlimitedEvery > 0 {
+		if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.vol.LimitBytes == nil }); i >= 0 {
+			limited, others = due[:i], due[i:]
+		}
+	}
+	started := w.dispatch(cycleCtx, walksCtx, limited, now)
+	if len(others) > 0 {
+		// Until the cycle's deadline, not until cycle returns (Run then cancels cycleCtx).
+		ctx, cancel := walksCtx, context.CancelFunc(func() {})
+		if deadline, ok := cycleCtx.Deadline(); ok {
+			ctx, cancel = context.WithDeadline(walksCtx, deadline)
+		}
+		w.dispatching.Add(1)
+		go func() {
+			defer w.dispatching.Done()
+			defer cancel()
+			w.dispatch(ctx, walksCtx, others, now)
+		}()
+	}
 
 	for _, ch := range started {
 		select {
@@ -131,34 +190,90 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	return out
 }
 
-// walk measures one volume once a slot is free, within its own timeout. A walk whose
-// context ends early (shutdown, or a live walk took the volume over) leaves no result.
-func (w *volumeWalks) walk(ctx context.Context, k volumeKey, p PodVolumes, v Volume, f *inflight) {
+// dispatch starts the walks of due in order, each when a slot is free and the CPU budget
+// allows it, until ctx ends, and returns a channel per walk started, closed when it ends.
+// What it could not start is deferred to a later cycle and counted.
+func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time) []chan struct{} {
+	var started []chan struct{}
+	budgetDeferred := 0
+	defer func() {
+		if budgetDeferred > 0 {
+			w.deferred(DeferredCPUBudget, budgetDeferred)
+		}
+	}()
+	for i, d := range due {
+		// The slot first: the walk that frees it has been charged to the budget by then. A free
+		// slot is taken even when ctx has ended (select would pick at random between the two).
+		select {
+		case w.slots <- struct{}{}:
+		default:
+			select {
+			case w.slots <- struct{}{}:
+			case <-ctx.Done():
+				w.deferred(DeferredNoSlot, len(due)-i)
+				return started
+			}
+		}
+		var cost *walkCost
+		if b := w.schedule.budget; b != nil {
+			var ok bool
+			if cost, ok = b.start(d.cost); !ok {
+				<-w.slots
+				budgetDeferred++
+				continue
+			}
+		}
+		wctx, cancel := context.WithCancel(walksCtx)
+		f := &inflight{done: make(chan struct{}), cancel: cancel}
+		w.mu.Lock()
+		w.running[d.key] = f
+		w.started[d.key] = now
+		w.mu.Unlock()
+		started = append(started, f.done)
+		go w.walk(wctx, d, cost, f)
+	}
+	return started
+}
+
+// state is what dueWalks needs to know of volume k. Callers hold w.mu.
+func (w *volumeWalks) state(k volumeKey) volumeState {
+	_, inFlight := w.running[k]
+	used, measured := w.used[k]
+	return volumeState{inFlight: inFlight, started: w.started[k], cost: w.cost[k], usedBytes: used, measured: measured}
+}
+
+// walk measures one volume, holding a slot taken by cycle, within its own timeout; cost,
+// when a budget is set, collects the CPU time of the walk. A walk whose context ends early
+// (shutdown, or a live walk took the volume over) leaves no result.
+func (w *volumeWalks) walk(ctx context.Context, d dueWalk, cost *walkCost, f *inflight) {
 	defer func() {
 		w.mu.Lock()
-		if w.running[k] == f {
-			delete(w.running, k)
+		if w.running[d.key] == f {
+			delete(w.running, d.key)
 		}
 		w.mu.Unlock()
 		f.cancel()
 		close(f.done)
 	}()
-	select {
-	case w.slots <- struct{}{}:
-		defer func() { <-w.slots }()
-	case <-ctx.Done():
-		return
-	}
+	defer func() { <-w.slots }()
 	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, p, v)
-	r.Err = absentWhileSettling(p, r.Err)
+	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
+	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol)
+	r.Err = absentWhileSettling(d.pod, r.Err)
+	var spent time.Duration
+	if cost != nil {
+		spent = w.schedule.budget.end(cost)
+	}
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}
 	w.mu.Lock()
-	w.latest[k] = r
+	w.latest[d.key] = r
+	if r.Err == nil {
+		w.cost[d.key] = spent
+		w.used[d.key] = r.Measurement.UsedBytes
+	}
 	w.mu.Unlock()
 	w.done(r)
 }

@@ -30,7 +30,7 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 	cycle := func() {
 		ctx, cancel := context.WithCancel(walks)
 		cancel() // publish what has completed, do not wait for the walks started
-		e.refresh(ctx, walks)
+		e.refresh(ctx, walks, 0)
 	}
 	cycle()
 	k := volumeKey{uid, "slow"}

@@ -22,6 +22,10 @@ const (
 	sourceKubelet    = "kubelet"
 )
 
+// maxCPUBudget bounds --collection.cpu-budget: the walks cannot use more cores than
+// --collection.concurrency × --fs.walk-concurrency allow, at most 16 × 64.
+const maxCPUBudget = 1024
+
 // config is everything the command line sets.
 type config struct {
 	web           *web.FlagConfig
@@ -38,6 +42,8 @@ type config struct {
 	projectQuota      bool
 	volumeConcurrency int
 	volumeTimeout     time.Duration
+	unlimitedInterval time.Duration
+	cpuBudget         float64
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -76,6 +82,10 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("2").IntVar(&cfg.volumeConcurrency)
 	app.Flag("collection.volume-timeout", "Time one volume's walk may take (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
 		Default("1m").DurationVar(&cfg.volumeTimeout)
+	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction (source filesystem); volumes with one are walked every --collection.interval.").
+		Default("1m").DurationVar(&cfg.unlimitedInterval)
+	app.Flag("collection.cpu-budget", "CPU the exporter may spend, as a share of one core, within which the collection starts walks, nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0: no budget.").
+		Default("0.05").Float64Var(&cfg.cpuBudget)
 	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver).").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
@@ -124,6 +134,13 @@ func (c *config) validate() error {
 		}
 		if c.volumeTimeout < time.Second {
 			errs = append(errs, fmt.Errorf("--collection.volume-timeout=%s is below 1s", c.volumeTimeout))
+		}
+		if c.unlimitedInterval < c.interval {
+			errs = append(errs, fmt.Errorf("--collection.unlimited-interval=%s is below --collection.interval=%s: volumes without a sizeLimit are walked at most as often as those with one", c.unlimitedInterval, c.interval))
+		}
+		// The negated form also refuses NaN.
+		if !(c.cpuBudget >= 0 && c.cpuBudget <= maxCPUBudget) {
+			errs = append(errs, fmt.Errorf("--collection.cpu-budget=%v must be between 0 (no budget) and %d (cores)", c.cpuBudget, maxCPUBudget))
 		}
 		if !filepath.IsAbs(c.kubeletRootDir) {
 			errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", c.kubeletRootDir))

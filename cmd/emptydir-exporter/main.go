@@ -83,6 +83,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		NodeName: cfg.nodeName, Source: source, Pods: pods,
 		Logger: logger, LiveConcurrency: cfg.liveConcurrency,
 		VolumeConcurrency: cfg.volumeConcurrency, VolumeTimeout: cfg.volumeTimeout,
+		UnlimitedInterval: cfg.unlimitedInterval, CPUBudget: cfg.cpuBudget,
 	})
 	if err != nil {
 		return err
@@ -131,7 +132,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}()
 	defer pods.Shutdown()
 	logger.Info("starting", "version", version.Info(), "node", cfg.nodeName, "source", source.Name(),
-		"interval", cfg.interval)
+		"interval", cfg.interval, "unlimited_interval", cfg.unlimitedInterval, "cpu_budget", cfg.cpuBudget)
 	go exp.Run(ctx, cfg.interval)
 
 	select {

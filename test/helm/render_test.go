@@ -509,7 +509,7 @@ func TestRenderedArgsParse(t *testing.T) {
 	all := release("guard")
 	if err := yaml.Unmarshal([]byte(`
 exporter:
-  flags: {collection.concurrency: 2, collection.volume-timeout: 2m, live.max-wait: 5s, fs.walk-concurrency: 4, live.concurrency: 2, kubelet.timeout: 10s, log.level: debug, log.format: json}
+  flags: {collection.concurrency: 2, collection.volume-timeout: 2m, collection.unlimited-interval: 2m, collection.cpu-budget: 0.1, live.max-wait: 5s, fs.walk-concurrency: 4, live.concurrency: 2, kubelet.timeout: 10s, log.level: debug, log.format: json}
 remediator:
   dryRun: true
   namespaceAllow: [a, b]

@@ -1,0 +1,108 @@
+package exporter
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// volumes builds one pod per volume name; a name in limits gets that sizeLimit.
+func volumes(limits map[string]int64, names ...string) []PodVolumes {
+	var out []PodVolumes
+	for _, n := range names {
+		v := Volume{Name: n, Medium: MediumDisk}
+		if l, ok := limits[n]; ok {
+			v.LimitBytes = limit(l)
+		}
+		out = append(out, PodVolumes{Namespace: "ns", Pod: "pod-" + n, UID: "uid-" + n, Volumes: []Volume{v}})
+	}
+	return out
+}
+
+func TestDueWalks(t *testing.T) {
+	now := t0
+	limits := map[string]int64{"full": 100, "half": 100, "empty": 100, "new": 100, "busy": 100}
+	tests := []struct {
+		name           string
+		pods           []PodVolumes
+		state          map[string]volumeState
+		unlimitedEvery time.Duration
+		tolerance      time.Duration
+		want           []string
+		wantCost       map[string]time.Duration
+	}{
+		{
+			name: "limited nearest to the limit first, never measured before all",
+			pods: volumes(limits, "empty", "half", "new", "full"),
+			state: map[string]volumeState{
+				"empty": {measured: true, usedBytes: 0},
+				"half":  {measured: true, usedBytes: 50},
+				"full":  {measured: true, usedBytes: 130},
+			},
+			want: []string{"new", "full", "half", "empty"},
+		},
+		{
+			name: "a limited volume deferred for a slow interval goes before those nearer to their limit",
+			pods: volumes(limits, "half", "full", "empty", "new"),
+			state: map[string]volumeState{
+				"full":  {measured: true, usedBytes: 130, started: now.Add(-10 * time.Second)},
+				"half":  {measured: true, usedBytes: 50, started: now.Add(-70 * time.Second)},
+				"empty": {measured: true, usedBytes: 0, started: now.Add(-90 * time.Second)},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"new", "empty", "half", "full"},
+		},
+		{
+			name:  "a walk in flight is not due again",
+			pods:  volumes(limits, "busy", "half", "logs"),
+			state: map[string]volumeState{"busy": {inFlight: true}, "logs": {inFlight: true}, "half": {measured: true, usedBytes: 50}},
+			want:  []string{"half"},
+		},
+		{
+			name: "unlimited at its cadence, after the limited ones, the longest unwalked first",
+			pods: volumes(limits, "logs", "data", "tmp", "new-unlimited", "half"),
+			state: map[string]volumeState{
+				"logs": {started: now.Add(-90 * time.Second), cost: 3 * time.Second, measured: true},
+				"data": {started: now.Add(-61 * time.Second), cost: time.Second, measured: true},
+				"tmp":  {started: now.Add(-10 * time.Second), measured: true},
+				"half": {started: now.Add(-10 * time.Second), measured: true, usedBytes: 50},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"half", "new-unlimited", "logs", "data"},
+			wantCost:       map[string]time.Duration{"half": 0, "new-unlimited": 0, "logs": 3 * time.Second, "data": time.Second},
+		},
+		{
+			name:           "tolerance: the cycle nearest to the cadence walks it, not the next one",
+			pods:           volumes(nil, "early", "too-early"),
+			state:          map[string]volumeState{"early": {started: now.Add(-59990 * time.Millisecond)}, "too-early": {started: now.Add(-54 * time.Second)}},
+			unlimitedEvery: time.Minute,
+			tolerance:      5 * time.Second,
+			want:           []string{"early"},
+		},
+		{
+			name:  "no cadence: every volume every cycle",
+			pods:  volumes(nil, "a", "b"),
+			state: map[string]volumeState{"a": {started: now.Add(-time.Second)}, "b": {started: now}},
+			want:  []string{"a", "b"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state := func(k volumeKey) volumeState { return tc.state[k.volume] }
+			due := dueWalks(tc.pods, state, now, tc.unlimitedEvery, tc.tolerance)
+			var got []string
+			for _, d := range due {
+				got = append(got, d.vol.Name)
+				if want, ok := tc.wantCost[d.vol.Name]; ok && d.cost != want {
+					t.Errorf("%s: cost %v, want %v", d.vol.Name, d.cost, want)
+				}
+				if d.key != (volumeKey{d.pod.UID, d.vol.Name}) {
+					t.Errorf("%s: key %v does not name its pod and volume", d.vol.Name, d.key)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("due %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,209 @@
+package exporter
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// costlySource is a VolumeSource whose every walk spends walkCPU of a fake process CPU
+// clock, finds used[volume] bytes, and is recorded in order.
+type costlySource struct {
+	clock   *clock
+	walkCPU time.Duration
+	used    map[string]int64
+	cpu     atomic.Int64
+
+	mu     sync.Mutex
+	walked []string
+}
+
+func (s *costlySource) Name() string { return "filesystem" }
+
+func (s *costlySource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+	return measureEach(ctx, pods, s.MeasureVolume)
+}
+
+func (s *costlySource) MeasureVolume(_ context.Context, _ PodVolumes, v Volume) (Measurement, error) {
+	s.cpu.Add(int64(s.walkCPU))
+	s.mu.Lock()
+	s.walked = append(s.walked, v.Name)
+	s.mu.Unlock()
+	at := s.clock.Now()
+	return Measurement{UsedBytes: s.used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
+}
+
+func (s *costlySource) processCPU() time.Duration { return time.Duration(s.cpu.Load()) }
+
+// takeWalked returns the volumes walked since the last call, in order.
+func (s *costlySource) takeWalked() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := strings.Join(s.walked, ",")
+	s.walked = nil
+	return w
+}
+
+// TestUnlimitedVolumesAtSlowCadence: a volume without a sizeLimit cannot trigger an
+// eviction, so it is walked once per UnlimitedInterval, while one with a sizeLimit is
+// walked every cycle.
+func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
+	clk := &clock{t: t0}
+	src := &costlySource{clock: clk}
+	pods := &collPods{synced: true, pods: volumes(map[string]int64{"limited": 100}, "limited", "unlimited")}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
+		UnlimitedInterval: time.Minute, VolumeConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walked []string
+	for range 7 { // cycles at 0, 10, ..., 60 s
+		e.Refresh(context.Background())
+		settle(t, e) // the cycle waits for the limited walks only
+		walked = append(walked, src.takeWalked())
+		clk.Add(10 * time.Second)
+	}
+	want := []string{"limited,unlimited", "limited", "limited", "limited", "limited", "limited", "limited,unlimited"}
+	if strings.Join(walked, " ") != strings.Join(want, " ") {
+		t.Errorf("walks per cycle %q, want %q", walked, want)
+	}
+	// The cycle at 70 s publishes the unlimited walk of 60 s, with its true age.
+	e.Refresh(context.Background())
+	wantAge := `
+# HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
+# TYPE emptydir_measurement_age_seconds gauge
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-limited",uid="uid-limited",volume="limited"} 0
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-unlimited",uid="uid-unlimited",volume="unlimited"} 10
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(wantAge), "emptydir_measurement_age_seconds"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCPUBudgetDefersWalksAndSaysSo: when the walks cost more CPU than the budget gives,
+// the volume nearest to its limit is still walked every cycle, the others are deferred,
+// and the exporter says so: a counter of deferred walks, the budget left, and the age of
+// the deferred volume's measurement.
+func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
+	clk := &clock{t: t0}
+	src := &costlySource{clock: clk, walkCPU: 600 * time.Millisecond,
+		used: map[string]int64{"far": 10, "near": 90, "logs": 1}}
+	pods := &collPods{synced: true, pods: volumes(map[string]int64{"far": 100, "near": 100}, "far", "near", "logs")}
+	// 5 % of a core: 500ms per 10 s cycle, one walk's worth, saving up at most 1 s.
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.05, CPUBudgetCapacity: time.Second, ProcessCPU: src.processCPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walked []string
+	for range 3 {
+		e.Refresh(context.Background())
+		settle(t, e)
+		walked = append(walked, src.takeWalked())
+		clk.Add(10 * time.Second)
+	}
+	// Cycle 1: the full bucket (1 s) pays for both limited volumes, never measured, in the
+	// pods' order, and is overdrawn (-200ms). Cycles 2 and 3: 500ms of credit each, which the
+	// volume nearest to its limit takes.
+	want := []string{"far,near", "near", "near"}
+	if strings.Join(walked, " ") != strings.Join(want, " ") {
+		t.Errorf("walks per cycle %q, want %q", walked, want)
+	}
+
+	wantMetrics := `
+# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# TYPE emptydir_exporter_walks_deferred_total counter
+emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 5
+emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 0
+# HELP emptydir_exporter_cpu_budget_remaining_seconds CPU seconds the collection may still spend on walks now; at or below 0, due walks are deferred until the budget refills.
+# TYPE emptydir_exporter_cpu_budget_remaining_seconds gauge
+emptydir_exporter_cpu_budget_remaining_seconds{node="node-1"} 0.1
+# HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
+# TYPE emptydir_measurement_age_seconds gauge
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-far",uid="uid-far",volume="far"} 30
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-near",uid="uid-near",volume="near"} 10
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(wantMetrics), "emptydir_exporter_walks_deferred_total",
+		"emptydir_exporter_cpu_budget_remaining_seconds", "emptydir_measurement_age_seconds"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBusySlotsDeferWalksAndSaySo: a due walk that gets no slot before its cycle ends is
+// deferred to the next cycle and counted, not queued behind the walk that holds the slot.
+func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk}}},
+	}}
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks, stopWalks := context.WithCancel(context.Background())
+	t.Cleanup(stopWalks)
+	ctx, endCycle := context.WithCancel(walks)
+	go func() { // the cycle ends while the slow walk holds the only slot
+		defer endCycle()
+		poll(t, func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.slowWalks == 1 })
+	}()
+	e.refresh(ctx, walks, 0)
+
+	want := `
+# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# TYPE emptydir_exporter_walks_deferred_total counter
+emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 0
+emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_exporter_walks_deferred_total"); err != nil {
+		t.Error(err)
+	}
+	src.release <- struct{}{}
+	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+}
+
+// TestCycleDoesNotWaitForUnlimitedWalks: a cycle publishes the volumes with a sizeLimit as
+// soon as their walks end, not after a long walk of a volume without one, which the next
+// cycle publishes.
+func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
+	clk := &clock{t: t0}
+	pods := &collPods{synced: true, pods: []PodVolumes{
+		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
+		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk, LimitBytes: limit(1 << 20)}}},
+	}}
+	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh(context.Background()) // returns although "slow" is still being walked
+	want := `
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 4096
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes"); err != nil {
+		t.Error(err)
+	}
+	src.release <- struct{}{}
+	settle(t, e)
+	clk.Add(10 * time.Second)
+	e.Refresh(context.Background()) // publishes the slow walk's result
+	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 2 {
+		t.Errorf("%d used series after the slow walk ended, want 2", n)
+	}
+}
+
+// settle waits until every walk a cycle started, in the background too, has ended.
+func settle(t *testing.T, e *Exporter) {
+	t.Helper()
+	e.walks.dispatching.Wait()
+	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+}

@@ -1,0 +1,169 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+)
+
+// fixedPods is the informer's view of the node: a fixed pod list, synced.
+type fixedPods []exporter.PodVolumes
+
+func (p fixedPods) List() ([]exporter.PodVolumes, error) {
+	return append([]exporter.PodVolumes(nil), p...), nil
+}
+func (p fixedPods) HasSynced() bool { return true }
+func (p fixedPods) Get(ns, name string) (exporter.PodVolumes, bool, error) {
+	for _, pv := range p {
+		if pv.Namespace == ns && pv.Pod == name {
+			return pv, true, nil
+		}
+	}
+	return exporter.PodVolumes{}, false, nil
+}
+
+// volumes counts the volumes of the pods.
+func (p fixedPods) volumes() int {
+	n := 0
+	for _, pv := range p {
+		n += len(pv.Volumes)
+	}
+	return n
+}
+
+// countingSource is the filesystem source, counting the walks of volumes with and without a
+// sizeLimit.
+type countingSource struct {
+	exporter.FilesystemSource
+	limited, unlimited atomic.Int64
+}
+
+func (s *countingSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+	if v.LimitBytes != nil {
+		s.limited.Add(1)
+	} else {
+		s.unlimited.Add(1)
+	}
+	return s.FilesystemSource.MeasureVolume(ctx, p, v)
+}
+
+// node is one exporter over the generated node, served as the command serves it.
+type node struct {
+	exp     *exporter.Exporter
+	source  *countingSource
+	reg     *prometheus.Registry
+	metrics http.Handler
+}
+
+// schedule is how an exporter under test walks: the defaults, or the old behaviour.
+type schedule struct {
+	name              string
+	unlimitedInterval time.Duration
+	cpuBudget         float64
+}
+
+// The command's defaults (cmd/emptydir-exporter), and what the exporter did before the
+// budget: every volume every interval.
+var (
+	defaults       = schedule{name: "ours at the defaults (others every 1m, budget 5 %)", unlimitedInterval: time.Minute, cpuBudget: 0.05}
+	doubleBudget   = schedule{name: "ours, budget 10 %", unlimitedInterval: time.Minute, cpuBudget: 0.1}
+	everyInterval  = schedule{name: "before: every volume every interval, no budget"}
+	defaultCycle   = 10 * time.Second
+	defaultScrape  = 30 * time.Second // the chart's PodMonitor interval
+	walkConc       = 4
+	volumeConc     = 2
+	defaultTimeout = time.Minute
+)
+
+func newNode(kubeletRoot string, pods fixedPods, s schedule) (*node, error) {
+	src := &countingSource{FilesystemSource: exporter.FilesystemSource{KubeletRootDir: kubeletRoot, WalkConcurrency: walkConc}}
+	exp, err := exporter.New(exporter.Config{NodeName: "bench-node", Source: src, Pods: pods,
+		VolumeConcurrency: volumeConc, VolumeTimeout: defaultTimeout,
+		UnlimitedInterval: s.unlimitedInterval, CPUBudget: s.cpuBudget})
+	if err != nil {
+		return nil, fmt.Errorf("exporter: %w", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(exp, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return &node{exp: exp, source: src, reg: reg, metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}, nil
+}
+
+// scrape renders /metrics as Prometheus gets it and returns its size.
+func (n *node) scrape() (int, error) {
+	rec := httptest.NewRecorder()
+	n.metrics.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		return 0, fmt.Errorf("/metrics answered %d: %s", rec.Code, rec.Body)
+	}
+	return rec.Body.Len(), nil
+}
+
+// volumeValues gathers one per-volume metric by volume, keyed "pod/volume".
+func (n *node) volumeValues(name string) (map[string]float64, error) {
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gathering: %w", err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			out[label(m, "pod")+"/"+label(m, "volume")] = m.GetGauge().GetValue()
+		}
+	}
+	return out, nil
+}
+
+// gauge gathers the value of a gauge without labels but node; 0 when absent.
+func (n *node) gauge(name string) (float64, error) {
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gathering: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) > 0 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), nil
+		}
+	}
+	return 0, nil
+}
+
+// counter gathers the value of a counter with the given label value (any when empty).
+func (n *node) counter(name, labelName, value string) (float64, error) {
+	mfs, err := n.reg.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gathering: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if labelName == "" || label(m, labelName) == value {
+				return m.GetCounter().GetValue(), nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,84 @@
+package node
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// usage is what the process spent between two probes.
+type usage struct {
+	wall, cpu   time.Duration
+	mallocs     uint64
+	allocBytes  uint64
+	peakRSSByte int64
+}
+
+// probe marks the start of a measured phase: it resets the process's peak RSS (where the
+// kernel allows it) and reads the CPU and allocation counters.
+type probe struct {
+	wall    time.Time
+	cpu     time.Duration
+	mallocs uint64
+	alloc   uint64
+}
+
+func startProbe() probe {
+	runtime.GC()
+	// "5" resets the peak resident set size (VmHWM) to the current one (Linux 4.0+).
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return probe{wall: time.Now(), cpu: processCPU(), mallocs: ms.Mallocs, alloc: ms.TotalAlloc}
+}
+
+func (p probe) stop() usage {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return usage{wall: time.Since(p.wall), cpu: processCPU() - p.cpu,
+		mallocs: ms.Mallocs - p.mallocs, allocBytes: ms.TotalAlloc - p.alloc, peakRSSByte: peakRSS()}
+}
+
+// processCPU is the user and system CPU time of the process.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		panic(fmt.Sprintf("getrusage: %v", err))
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is the process's peak resident set size since the last reset (VmHWM).
+func peakRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// loadAverage is the first field of /proc/loadavg, to say how busy the machine was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+func numCPU() int       { return runtime.NumCPU() }
+func goVersion() string { return runtime.Version() }
