@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -205,6 +206,10 @@ func TestHostileInput(t *testing.T) {
 				p.Alerts[0].Annotations = map[string]string{"description": strings.Repeat("x", hostileMaxBody)}
 			})), code: http.StatusRequestEntityTooLarge, reason: fmt.Sprintf("request body larger than %d bytes", hostileMaxBody),
 			counter: rejected(http.StatusRequestEntityTooLarge), log: payloadRejected(http.StatusRequestEntityTooLarge)}},
+		{{name: "the pod's name with another pod's uid", to: remediatorTo,
+			send: webhook(token, overLimitPayload(node.Name(), ns, victim.Name, string(remote.UID), "data")),
+			code: http.StatusOK, reason: `"reason": "recreated"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "recreated"}, 1},
+			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=recreated", "uid=" + string(remote.UID)}, handled: true}},
 		{{name: "alert for a namespace in --namespace-deny", to: remediatorTo,
 			send: webhook(token, overLimitPayload(node.Name(), denied, deniedPod.Name, string(deniedPod.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "namespace"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "namespace"}, 1},
@@ -215,6 +220,8 @@ func TestHostileInput(t *testing.T) {
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=namespace", "namespace=" + outside}, handled: true}},
 		{{name: "pod on another node", to: exporterTo, send: live(livePath+remote.Name+"?uid="+string(remote.UID)+"&volume=data", nil),
 			code: http.StatusNotFound, reason: "is not on node", counter: liveCode(http.StatusNotFound)}},
+		{{name: "the pod's name with another pod's uid", to: exporterTo, send: live(livePath+victim.Name+"?uid="+string(remote.UID)+"&volume=data", nil),
+			code: http.StatusNotFound, reason: "it was recreated", counter: liveCode(http.StatusNotFound)}},
 		{{name: "pod name with encoded `../` (`..%2F..%2Fetc%2Fpasswd`)", to: exporterTo, send: live(livePath+"..%2F..%2Fetc%2Fpasswd"+q, nil),
 			code: http.StatusBadRequest, reason: "not a valid pod name", counter: liveCode(http.StatusBadRequest)}},
 		{{name: "namespace `%2E%2E`", to: exporterTo, send: live("/live/namespaces/%2E%2E/pods/"+victim.Name+q, nil),
@@ -380,7 +387,12 @@ func (e hostileEnv) scrape(t *testing.T, url string) map[string]*dto.MetricFamil
 }
 
 func counterKey(w counterWant) string {
-	return fmt.Sprintf("%s%v", w.name, w.labels)
+	labels := make([]string, 0, len(w.labels))
+	for k, v := range w.labels {
+		labels = append(labels, fmt.Sprintf("%s=%q", k, v))
+	}
+	slices.Sort(labels)
+	return w.name + "{" + strings.Join(labels, ",") + "}"
 }
 
 // counterSum adds up the series of family w.name whose labels include w.labels (all of them
