@@ -35,7 +35,7 @@ var (
 	durationDesc = prometheus.NewDesc("emptydir_exporter_collection_duration_seconds",
 		"Wall time of the last collection cycle.", []string{"node", "source"}, nil)
 	successDesc = prometheus.NewDesc("emptydir_exporter_collection_success",
-		"1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.", []string{"node", "source"}, nil)
+		"1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.", []string{"node", "source"}, nil)
 	lastSuccessDesc = prometheus.NewDesc("emptydir_exporter_last_success_timestamp_seconds",
 		"Unix time of the last fully successful collection cycle.", []string{"node", "source"}, nil)
 	podsDesc = prometheus.NewDesc("emptydir_exporter_pods",

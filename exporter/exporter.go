@@ -262,6 +262,12 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		if errors.Is(r.Err, errVolumeAbsent) {
 			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
+		if errors.Is(r.Err, errPending) && r.Volume.LimitBytes == nil && e.cfg.UnlimitedInterval > 0 {
+			// Its first walk runs in the background at the slow cadence, within the CPU budget
+			// (deferrals are counted): not measured yet is not a failure, on a node where pods
+			// come and go every cycle.
+			continue
+		}
 		success = false
 		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {
 			old.Volume = r.Volume // the spec (limit) may have changed; the numbers have not been re-read

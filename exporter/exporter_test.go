@@ -180,7 +180,7 @@ emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid=
 emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 33
 emptydir_measurement_age_seconds{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 3
 emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 3
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_last_success_timestamp_seconds Unix time of the last fully successful collection cycle.
@@ -211,7 +211,7 @@ func TestUnsyncedInformerPublishesNoVolumes(t *testing.T) {
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	want := `
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_pod_informer_synced 1 when the pod informer has synced with the API server.
@@ -383,7 +383,7 @@ func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
 # TYPE emptydir_measurement_age_seconds gauge
 emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 0
 emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 0
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.

@@ -163,7 +163,7 @@ func checkSettling(t *testing.T, step string, e *Exporter, wantSeries []string, 
 		}
 	}
 	success := fmt.Sprintf(`
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} %v
 `, wantSuccess)

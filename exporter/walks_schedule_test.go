@@ -184,12 +184,17 @@ func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Refresh(context.Background()) // returns although "slow" is still being walked
+	// "slow" has no measurement yet, which is no failure: its first walk is under way at
+	// the slow cadence (else every new pod on a busy node would fail a cycle).
 	want := `
 # HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
 # TYPE emptydir_used_bytes gauge
 emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 4096
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# TYPE emptydir_exporter_collection_success gauge
+emptydir_exporter_collection_success{node="node-1",source="filesystem"} 1
 `
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes"); err != nil {
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes", "emptydir_exporter_collection_success"); err != nil {
 		t.Error(err)
 	}
 	src.release <- struct{}{}
