@@ -231,22 +231,6 @@ func addFiles(t *testing.T, c *cluster.Cluster, pod *corev1.Pod, folders int) {
 	}
 }
 
-// settledDu is du's figure once the written data has been allocated: until writeback, a
-// fragmented file may still gain an extent block, which the exporter's later walks count.
-func settledDu(t *testing.T, dir string) int64 {
-	t.Helper()
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = unix.Syncfs(fd)
-	unix.Close(fd)
-	if err != nil {
-		t.Fatalf("syncfs %s: %v", dir, err)
-	}
-	return duBytes(t, dir)
-}
-
 // since formats the seconds from a to b for the table.
 func since(a, b time.Time) string { return fmt.Sprintf("%.1f s", b.Sub(a).Seconds()) }
 
@@ -298,8 +282,8 @@ func TestFaults(t *testing.T) {
 	}
 	addFiles(t, c, bigUnder, bigUnderFolders)
 	addFiles(t, c, bigOver, bigOverFolders)
-	wantUnder := settledDu(t, exporter.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
-	wantOver := settledDu(t, exporter.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
+	wantUnder := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
+	wantOver := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
 	eventually(t, 2*time.Minute, time.Second, "exporter publishes du's numbers of the big volumes", func() (bool, string) {
 		fams, err := f.scrapeExporter()
 		if err != nil {
