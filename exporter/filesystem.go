@@ -2,7 +2,9 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"io/fs"
+	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -34,6 +36,13 @@ func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []Vol
 }
 
 // MeasureVolume implements VolumeSource.
+// VolumeGone reports whether volume v of pod p has no folder: the kubelet has not set it up
+// yet or has torn it down. One lstat, for the volumes a cycle does not walk.
+func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
+	_, err := os.Lstat(Dir(s.KubeletRootDir, p.KubeletUID(), v.Name))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume) (Measurement, error) {
 	dir := Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	now := time.Now

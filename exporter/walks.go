@@ -178,9 +178,16 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	out := make([]VolumeResult, 0, len(current))
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			r, ok := w.latest[volumeKey{p.UID, v.Name}]
-			if !ok {
+			k := volumeKey{p.UID, v.Name}
+			r, ok := w.latest[k]
+			switch {
+			case !ok:
 				r = VolumeResult{Err: errPending}
+			case p.Settling && r.Err == nil && w.gone(p, v):
+				// Its last walk may predate the teardown (the slow cadence, the budget): its
+				// numbers would outlive the folder the kubelet has removed.
+				r = VolumeResult{Err: errVolumeAbsent}
+				delete(w.latest, k)
 			}
 			// The spec (limit) may have changed since the walk; the numbers have not.
 			r.Namespace, r.Pod, r.UID, r.Volume = p.Namespace, p.Pod, p.UID, v
@@ -233,6 +240,17 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 		go w.walk(wctx, d, cost, f)
 	}
 	return started
+}
+
+// volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
+type volumeGoner interface {
+	VolumeGone(PodVolumes, Volume) bool
+}
+
+// gone reports whether the source knows volume v of pod p to be absent.
+func (w *volumeWalks) gone(p PodVolumes, v Volume) bool {
+	g, ok := w.source.(volumeGoner)
+	return ok && g.VolumeGone(p, v)
 }
 
 // state is what dueWalks needs to know of volume k. Callers hold w.mu.
