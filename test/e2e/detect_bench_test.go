@@ -126,7 +126,7 @@ func BenchmarkDetectEvict(b *testing.B) {
 			row.timing = s.oursTimeline(ctx, b, w, am, false)
 		}
 		row.evicted = w.tracker.evicted().Sub(w.t0)
-		if at, ok := stats.firstOver(string(w.pod.UID)); ok {
+		if at := stats.at(string(w.pod.UID)); !at.IsZero() {
 			row.kubeletStats = at.Sub(w.t0)
 		}
 		if pods[i].Namespace == nsOurs {
@@ -264,53 +264,28 @@ func detectTables(ours, kubelet []detectRow) string {
 	return b.String()
 }
 
-// kubeletStatsWatcher polls the kubelet's Summary API (through the API server's node proxy)
+// watchKubeletStats polls the kubelet's Summary API (through the API server's node proxy)
 // every second and records when each pod's volume "empty" was first reported over the seed
-// limit: the moment the kubelet's own cached volume stats caught up with the write.
-type kubeletStatsWatcher struct {
-	mu    sync.Mutex
-	first map[string]time.Time
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func watchKubeletStats(ctx context.Context, c *cluster.Cluster) *kubeletStatsWatcher {
-	w := &kubeletStatsWatcher{first: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			raw, err := c.Client().CoreV1().RESTClient().Get().
-				AbsPath("/api/v1/nodes", c.NodeName(), "proxy", "stats", "summary").DoRaw(ctx)
-			now := time.Now()
-			var sum statsapi.Summary
-			if err == nil && json.Unmarshal(raw, &sum) == nil {
-				w.mu.Lock()
-				for _, p := range sum.Pods {
-					for _, v := range p.VolumeStats {
-						if v.Name == "empty" && v.UsedBytes != nil && *v.UsedBytes > seedLimit && w.first[p.PodRef.UID].IsZero() {
-							w.first[p.PodRef.UID] = now
-						}
-					}
+// limit, per pod UID: the moment the kubelet's own cached volume stats caught up with the write.
+func watchKubeletStats(ctx context.Context, c *cluster.Cluster) *firstSeen {
+	return pollFirstSeen(ctx, time.Second, func(ctx context.Context) ([]string, error) {
+		raw, err := c.Client().CoreV1().RESTClient().Get().
+			AbsPath("/api/v1/nodes", c.NodeName(), "proxy", "stats", "summary").DoRaw(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var sum statsapi.Summary
+		if err := json.Unmarshal(raw, &sum); err != nil {
+			return nil, err
+		}
+		var over []string
+		for _, p := range sum.Pods {
+			for _, v := range p.VolumeStats {
+				if v.Name == "empty" && v.UsedBytes != nil && *v.UsedBytes > seedLimit {
+					over = append(over, p.PodRef.UID)
 				}
-				w.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-w.stop:
-				return
-			case <-time.After(time.Second):
 			}
 		}
-	}()
-	return w
+		return over, nil
+	})
 }
-
-func (w *kubeletStatsWatcher) firstOver(uid string) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t, ok := w.first[uid]
-	return t, ok
-}
-
-func (w *kubeletStatsWatcher) Stop() { close(w.stop); <-w.done }

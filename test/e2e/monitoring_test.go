@@ -355,26 +355,27 @@ func (tr *podTracker) Stop() {
 	<-tr.done
 }
 
-// amWatcher polls Alertmanager and records when it first held EmptyDirOverLimit per UID.
-type amWatcher struct {
+// firstSeen polls a source every interval and records, per key, when a poll first listed it.
+type firstSeen struct {
 	mu    sync.Mutex
 	first map[string]time.Time
 	stop  chan struct{}
 	done  chan struct{}
 }
 
-func watchAlertmanager(ctx context.Context, mon *cluster.Monitoring) *amWatcher {
-	w := &amWatcher{first: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+// pollFirstSeen calls list every interval until ctx ends or Stop; a failed poll records nothing.
+func pollFirstSeen(ctx context.Context, interval time.Duration, list func(context.Context) ([]string, error)) *firstSeen {
+	w := &firstSeen{first: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		for {
-			alerts, err := mon.AlertmanagerAlerts(ctx, `alertname="EmptyDirOverLimit"`)
+			keys, err := list(ctx)
 			now := time.Now()
 			if err == nil {
 				w.mu.Lock()
-				for _, a := range alerts {
-					if uid := a.Labels["uid"]; uid != "" && w.first[uid].IsZero() {
-						w.first[uid] = now
+				for _, k := range keys {
+					if k != "" && w.first[k].IsZero() {
+						w.first[k] = now
 					}
 				}
 				w.mu.Unlock()
@@ -384,20 +385,33 @@ func watchAlertmanager(ctx context.Context, mon *cluster.Monitoring) *amWatcher 
 				return
 			case <-w.stop:
 				return
-			case <-time.After(250 * time.Millisecond):
+			case <-time.After(interval):
 			}
 		}
 	}()
 	return w
 }
 
-func (w *amWatcher) firstSeen(uid string) time.Time {
+// at returns when key was first seen; zero when never.
+func (w *firstSeen) at(key string) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.first[uid]
+	return w.first[key]
 }
 
-func (w *amWatcher) Stop() { close(w.stop); <-w.done }
+func (w *firstSeen) Stop() { close(w.stop); <-w.done }
+
+// watchAlertmanager records when Alertmanager first held EmptyDirOverLimit, per UID.
+func watchAlertmanager(ctx context.Context, mon *cluster.Monitoring) *firstSeen {
+	return pollFirstSeen(ctx, 250*time.Millisecond, func(ctx context.Context) ([]string, error) {
+		alerts, err := mon.AlertmanagerAlerts(ctx, `alertname="EmptyDirOverLimit"`)
+		uids := make([]string, 0, len(alerts))
+		for _, a := range alerts {
+			uids = append(uids, a.Labels["uid"])
+		}
+		return uids, err
+	})
+}
 
 var logTime = regexp.MustCompile(`(?:^|\s)(?:time|ts)=(\S+)`)
 

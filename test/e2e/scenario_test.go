@@ -301,7 +301,7 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	if ft, ok := firstSample(ctx, s.mon, fmt.Sprintf(`ALERTS{alertname="EmptyDirOverLimit",alertstate="firing",uid=%q}[20m]`, kub.UID), 0); ok {
 		kubRow.alert = ft.Sub(ws[1].t0)
 	}
-	if x := am.firstSeen(string(kub.UID)); !x.IsZero() {
+	if x := am.at(string(kub.UID)); !x.IsZero() {
 		kubRow.amSeen = x.Sub(ws[1].t0)
 	}
 	if hs := s.recorder.forUID(string(kub.UID)); len(hs) > 0 {
@@ -352,7 +352,7 @@ func startIsolatedCluster(ctx context.Context, t testing.TB) *cluster.Cluster {
 // (evaluation time), Alertmanager's API, the recorded webhook, the exporter's log line of the
 // live measurement, the pod's deletion and the remediator's Event. With strict, it asserts
 // that emptyDir guard did each step (on the isolation=true cluster the kubelet may win).
-func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am *amWatcher, strict bool) timing {
+func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am *firstSeen, strict bool) timing {
 	t.Helper()
 	c, uid := s.c, string(w.pod.UID)
 	row := timing{pod: w.pod.Namespace + "/" + w.pod.Name, enforcer: "emptyDir guard"}
@@ -409,7 +409,7 @@ func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am 
 	} else if strict {
 		t.Errorf("EmptyDirOverLimit never fired for %s", uid)
 	}
-	if at := am.firstSeen(uid); !at.IsZero() {
+	if at := am.at(uid); !at.IsZero() {
 		row.amSeen = at.Sub(w.t0)
 	} else if strict {
 		t.Errorf("Alertmanager never held EmptyDirOverLimit for %s", uid)
@@ -686,7 +686,7 @@ func TestDemo(t *testing.T) {
 			return time.Time{}, "", false
 		}},
 		{name: "in Alertmanager", check: func() (time.Time, string, bool) {
-			x := am.firstSeen(uid)
+			x := am.at(uid)
 			return x, "Alertmanager holds the alert (route remediation=\"evict\" -> receiver emptydir-remediator)", !x.IsZero()
 		}},
 		{name: "webhook received", check: func() (time.Time, string, bool) {
