@@ -52,15 +52,7 @@ func (c *Cluster) StartHAAlertmanagers(ctx context.Context, o HAAlertmanagerOpti
 	if len(o.WebhookURLs) == 0 || o.BasePort == 0 {
 		return nil, errors.New("alertmanagers: WebhookURLs and BasePort are required")
 	}
-	if o.GroupWait == 0 {
-		o.GroupWait = time.Second
-	}
-	if o.GroupInterval == 0 {
-		o.GroupInterval = 5 * time.Second
-	}
-	if o.RepeatInterval == 0 {
-		o.RepeatInterval = 10 * time.Second
-	}
+	defaultRouteTimings(&o.GroupWait, &o.GroupInterval, &o.RepeatInterval)
 	if o.Bin == "" {
 		o.Bin = DefaultAlertmanagerBin
 	}

@@ -77,6 +77,20 @@ func (m *Monitoring) PrometheusURL() string { return "http://" + m.PrometheusAdd
 // AlertmanagerURL is the base URL of Alertmanager inside the namespace.
 func (m *Monitoring) AlertmanagerURL() string { return "http://" + m.AlertmanagerAddr }
 
+// defaultRouteTimings fills the remediator route's timings left zero: 1s, 5s, 10s, short
+// enough for tests to see a delivery and its retries.
+func defaultRouteTimings(groupWait, groupInterval, repeatInterval *time.Duration) {
+	if *groupWait == 0 {
+		*groupWait = time.Second
+	}
+	if *groupInterval == 0 {
+		*groupInterval = 5 * time.Second
+	}
+	if *repeatInterval == 0 {
+		*repeatInterval = 10 * time.Second
+	}
+}
+
 // StartMonitoring starts Prometheus and Alertmanager inside the cluster's namespace with
 // generated configurations (data and configs under WorkDir/monitoring) and waits until both
 // answer ready.
@@ -90,15 +104,7 @@ func (c *Cluster) StartMonitoring(ctx context.Context, o MonitoringOptions) (*Mo
 	if o.ScrapeInterval == 0 {
 		o.ScrapeInterval = 5 * time.Second
 	}
-	if o.GroupWait == 0 {
-		o.GroupWait = time.Second
-	}
-	if o.GroupInterval == 0 {
-		o.GroupInterval = 5 * time.Second
-	}
-	if o.RepeatInterval == 0 {
-		o.RepeatInterval = 10 * time.Second
-	}
+	defaultRouteTimings(&o.GroupWait, &o.GroupInterval, &o.RepeatInterval)
 	if o.PrometheusBin == "" {
 		o.PrometheusBin = DefaultPrometheusBin
 	}
