@@ -57,6 +57,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc} {
 		ch <- d
 	}
+	describeAlignment(ch)
 	e.collections.Describe(ch)
 	e.deferredWalks.Describe(ch)
 	e.measureErrors.Describe(ch)
@@ -111,6 +112,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(budgetRemainingDesc, b.remaining().Seconds(), node)
 	}
 
+	e.collectAlignment(ch)
 	e.collections.Collect(ch)
 	e.deferredWalks.Collect(ch)
 	e.measureErrors.Collect(ch)

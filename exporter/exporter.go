@@ -46,6 +46,10 @@ type Config struct {
 	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
 	// run back to back.
 	CPUBudgetCapacity time.Duration
+	// AlignToScrapes shifts the phase of the collection cycle so that a cycle ends just
+	// before the scrapes of a regular scraper (see scrapeAligner); requests reach it through
+	// ScrapeHandler. Off, cycles keep the phase of their start.
+	AlignToScrapes bool
 	// ProcessCPU reads the CPU time the process has spent; nil means getrusage. For tests.
 	ProcessCPU func() time.Duration
 	// Now is the clock; nil means time.Now.
@@ -65,6 +69,8 @@ type Exporter struct {
 
 	// walks is set when the source measures volume by volume.
 	walks *volumeWalks
+	// aligner is set with Config.AlignToScrapes.
+	aligner *scrapeAligner
 
 	collections    *prometheus.CounterVec
 	measureErrors  *prometheus.CounterVec
@@ -156,6 +162,9 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
+	if cfg.AlignToScrapes {
+		e.aligner = newScrapeAligner(cfg.Logger)
+	}
 	if vs, ok := cfg.Source.(VolumeSource); ok {
 		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
 			e.deferredWalks.WithLabelValues(r)
@@ -179,9 +188,9 @@ func New(cfg Config) (*Exporter, error) {
 }
 
 // Run refreshes the snapshot once the pod informer has synced (or one interval has
-// passed) and then every interval until ctx ends. A cycle waits for its measurements at
-// most one interval; a volume's walk may go on for up to Config.VolumeTimeout, and its
-// result is published by a later cycle.
+// passed) and then every interval until ctx ends, at the phase nextCycle plans. A cycle
+// waits for its measurements at most one interval; a volume's walk may go on for up to
+// Config.VolumeTimeout, and its result is published by a later cycle.
 func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 	// A started (or restarted) exporter's informer syncs within moments: a first cycle
 	// before that would publish nothing, and the next one would come a whole interval later.
@@ -191,17 +200,19 @@ func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 		return e.cfg.Pods.HasSynced(), nil
 	})
 	cancelSync()
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	next := time.NewTimer(0)
+	defer next.Stop()
 	for {
-		cycleCtx, cancel := context.WithTimeout(ctx, interval)
-		e.refresh(cycleCtx, ctx, interval/2)
-		cancel()
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-next.C:
 		}
+		start := e.now()
+		cycleCtx, cancel := context.WithTimeout(ctx, interval)
+		e.refresh(cycleCtx, ctx, interval/2)
+		cancel()
+		next.Reset(max(0, e.nextCycle(start, interval).Sub(e.now())))
 	}
 }
 

@@ -36,6 +36,7 @@ type config struct {
 	kubeconfig string
 	source     string
 	interval   time.Duration
+	align      bool
 
 	kubeletRootDir    string
 	walkConcurrency   int
@@ -72,6 +73,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(sourceFilesystem).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
 	app.Flag("collection.interval", "How often to measure every volume.").
 		Default("10s").DurationVar(&cfg.interval)
+	app.Flag("collection.align-to-scrapes", "Shift the phase of the collection cycle (not its interval) so that a cycle ends just before the scrapes of a regular scraper, when the scrape interval is a multiple of --collection.interval or a divisor of it; else, or without one, the cycle keeps the phase of its start.").
+		Default("true").BoolVar(&cfg.align)
 	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
 		Default("/var/lib/kubelet").StringVar(&cfg.kubeletRootDir)
 	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").

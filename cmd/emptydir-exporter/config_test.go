@@ -41,6 +41,7 @@ func TestParseDefaults(t *testing.T) {
 		{"--kubeconfig", cfg.kubeconfig, ""},
 		{"--source", cfg.source, sourceFilesystem},
 		{"--collection.interval", cfg.interval, 10 * time.Second},
+		{"--collection.align-to-scrapes", cfg.align, true},
 		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
 		{"--fs.walk-concurrency", cfg.walkConcurrency, 4},
 		{"--fs.project-quota", cfg.projectQuota, true},

@@ -84,6 +84,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		Logger: logger, LiveConcurrency: cfg.liveConcurrency,
 		VolumeConcurrency: cfg.volumeConcurrency, VolumeTimeout: cfg.volumeTimeout,
 		UnlimitedInterval: cfg.unlimitedInterval, CPUBudget: cfg.cpuBudget,
+		AlignToScrapes: cfg.align,
 	})
 	if err != nil {
 		return err
@@ -97,9 +98,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(cfg.telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	mux.Handle(cfg.telemetryPath, exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
-	}))
+	})))
 	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -132,7 +133,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}()
 	defer pods.Shutdown()
 	logger.Info("starting", "version", version.Info(), "node", cfg.nodeName, "source", source.Name(),
-		"interval", cfg.interval, "unlimited_interval", cfg.unlimitedInterval, "cpu_budget", cfg.cpuBudget)
+		"interval", cfg.interval, "align_to_scrapes", cfg.align, "unlimited_interval", cfg.unlimitedInterval, "cpu_budget", cfg.cpuBudget)
 	go exp.Run(ctx, cfg.interval)
 
 	select {
