@@ -218,17 +218,9 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	testbin.Path(t, "emptydir-exporter")
 	ctx, cancel := context.WithTimeout(rootCtx, 15*time.Minute)
 	defer cancel()
-	c := startIsolatedCluster(ctx, t)
-	nsRace, nsKubelet := "race-"+randSuffix(), "kubelet-only-"+randSuffix()
-	for _, ns := range []string{nsRace, nsKubelet} {
-		if err := c.EnsureNamespace(ctx, ns); err != nil {
-			t.Fatal(err)
-		}
-	}
 	// The remediator never touches nsKubelet, so that pod measures the kubelet on its own.
-	s := startStack(ctx, t, c, stackOptions{remediatorArgs: []string{"--namespace-deny=" + nsKubelet}})
-	am := watchAlertmanager(ctx, s.mon)
-	defer am.Stop()
+	e := startTwoEnforcers(ctx, t, "race-", "kubelet-only-")
+	c, s, am, nsRace, nsKubelet := e.c, e.s, e.am, e.ours, e.kubeletOnly
 
 	seed := runPod(ctx, t, c, c.SeedPod(nsRace, "empty-test1"))
 	kub := runPod(ctx, t, c, c.SeedPod(nsKubelet, "empty-test1"))
