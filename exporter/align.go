@@ -201,16 +201,16 @@ func (a *scrapeAligner) next(prevStart, now time.Time, interval, lastDuration ti
 	a.plan = alignment{}
 	s, period, ok := a.follow(now)
 	if !ok {
-		return fixed
+		return later(fixed, now)
 	}
 	short, long := min(period, interval), max(period, interval)
 	off := long % short
 	if float64(min(off, short-off)) > multipleTolerance*float64(short) {
-		return fixed // the scrapes would drift through the cycle's phase
+		return later(fixed, now) // the scrapes would drift through the cycle's phase
 	}
 	lead := lastDuration + alignMargin
 	if lead >= short {
-		return fixed // a cycle as long as the interval cannot end "just before" anything
+		return later(fixed, now) // a cycle as long as the interval cannot end "just before" anything
 	}
 	// Starts at target + k·short end lead before a scrape: the one expected at s.last()+k·short
 	// when the scrape interval is the shorter, else every interval/period-th scrape.
@@ -221,10 +221,15 @@ func (a *scrapeAligner) next(prevStart, now time.Time, interval, lastDuration ti
 	}
 	start := target.Add(k * short)
 	a.plan = alignment{aligned: true, period: period, lead: lead}
-	if start.Before(now) {
-		return now
+	return later(start, now)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
 	}
-	return start
+	return a
 }
 
 // state is the last plan.
@@ -246,10 +251,11 @@ func (e *Exporter) ScrapeHandler(h http.Handler) http.Handler {
 	})
 }
 
-// nextCycle is when the collection cycle after the one that started at prevStart starts.
+// nextCycle is when the collection cycle after the one planned for prevStart starts: one
+// interval later, or as the aligner plans; now when that is past (the cycle overran).
 func (e *Exporter) nextCycle(prevStart time.Time, interval time.Duration) time.Time {
 	if e.aligner == nil {
-		return prevStart.Add(interval)
+		return later(prevStart.Add(interval), e.now())
 	}
 	e.mu.RLock()
 	lastDuration := e.snap.duration

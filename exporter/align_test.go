@@ -367,7 +367,10 @@ emptydir_exporter_collection_aligned{node="node-1"} 1
 	if off.aligner != nil {
 		t.Fatal("an exporter without AlignToScrapes has an aligner")
 	}
-	if got := off.nextCycle(start, 5*time.Second); !got.Equal(start.Add(5 * time.Second)) {
-		t.Errorf("without alignment the next cycle starts at +%v, want the fixed +5s", got.Sub(start))
+	if got := off.nextCycle(*now, 5*time.Second); !got.Equal(now.Add(5 * time.Second)) {
+		t.Errorf("without alignment the next cycle starts at +%v, want the fixed +5s", got.Sub(*now))
+	}
+	if got := off.nextCycle(now.Add(-6*time.Second), 5*time.Second); !got.Equal(*now) {
+		t.Errorf("without alignment, after a cycle that overran, the next starts at %+v from now, want now", got.Sub(*now))
 	}
 }

@@ -202,17 +202,18 @@ func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
 	cancelSync()
 	next := time.NewTimer(0)
 	defer next.Stop()
-	for {
+	// Planned, not actual, starts: a timer's lateness does not shift the phase.
+	for planned := e.now(); ; {
 		select {
 		case <-ctx.Done():
 			return
 		case <-next.C:
 		}
-		start := e.now()
 		cycleCtx, cancel := context.WithTimeout(ctx, interval)
 		e.refresh(cycleCtx, ctx, interval/2)
 		cancel()
-		next.Reset(max(0, e.nextCycle(start, interval).Sub(e.now())))
+		planned = e.nextCycle(planned, interval)
+		next.Reset(max(0, planned.Sub(e.now())))
 	}
 }
 
