@@ -191,9 +191,10 @@ func (a *scrapeAligner) next(prevStart, now time.Time, interval, lastDuration ti
 	fixed := prevStart.Add(interval)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	was := a.plan
+	was, wasFollowed := a.plan, a.followed
 	defer func() {
-		if a.plan.aligned != was.aligned || a.plan.period != was.period {
+		// Once per change of what the cycle follows, not per millisecond the period moves.
+		if a.plan.aligned != was.aligned || a.followed != wasFollowed {
 			a.log.Info("collection cycle alignment", "aligned", a.plan.aligned, "scraper", a.followed,
 				"scrape_interval", a.plan.period, "lead", a.plan.lead)
 		}
