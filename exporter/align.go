@@ -213,8 +213,9 @@ func (a *scrapeAligner) next(prevStart, now time.Time, interval, lastDuration ti
 	if lead >= short {
 		return later(fixed, now) // a cycle as long as the interval cannot end "just before" anything
 	}
-	// Starts at target + k·short end lead before a scrape: the one expected at s.last()+k·short
-	// when the scrape interval is the shorter, else every interval/period-th scrape.
+	// A cycle started at target + k·short ends lead before the scrape expected at
+	// s.last() + k·short, if there is one: every scrape when the scrape interval is a multiple
+	// of the collection interval, every interval/period-th one when it is a divisor.
 	target := s.last().Add(-lead)
 	k := fixed.Sub(target) / short
 	if fixed.Sub(target)%short < 0 {
