@@ -27,6 +27,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 // Addresses inside the cluster's namespace used by the scenario (other e2e tests use 1973x/1974x).
@@ -60,7 +61,7 @@ var exporterInterval = func() time.Duration {
 // recording proxy → remediator → live re-check at the exporter → Eviction API.
 type stack struct {
 	c          *cluster.Cluster
-	mon        *cluster.Monitoring
+	mon        *monitoring.Stack
 	token      string
 	tokenFile  string
 	recorder   *webhookRecorder
@@ -116,7 +117,7 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 	}
 	t.Cleanup(s.recorder.Close)
 
-	s.mon, err = c.StartMonitoring(ctx, cluster.MonitoringOptions{
+	s.mon, err = monitoring.Start(ctx, c, monitoring.Options{
 		RulesFiles:         []string{"../../rules/emptydir-guard.rules.yml"},
 		AlertmanagerConfig: "../../deploy/alertmanager/alertmanager.yml",
 		ExporterTargets:    exporterTargets,
@@ -402,7 +403,7 @@ func (w *firstSeen) at(key string) time.Time {
 func (w *firstSeen) Stop() { close(w.stop); <-w.done }
 
 // watchAlertmanager records when Alertmanager first held EmptyDirOverLimit, per UID.
-func watchAlertmanager(ctx context.Context, mon *cluster.Monitoring) *firstSeen {
+func watchAlertmanager(ctx context.Context, mon *monitoring.Stack) *firstSeen {
 	return pollFirstSeen(ctx, 250*time.Millisecond, func(ctx context.Context) ([]string, error) {
 		alerts, err := mon.AlertmanagerAlerts(ctx, `alertname="EmptyDirOverLimit"`)
 		uids := make([]string, 0, len(alerts))
@@ -442,8 +443,8 @@ next:
 }
 
 // firstOver returns the first raw sample of a range result whose value exceeds v.
-func firstOver(res []cluster.Sample, v float64) (cluster.Point, bool) {
-	var best cluster.Point
+func firstOver(res []monitoring.Sample, v float64) (monitoring.Point, bool) {
+	var best monitoring.Point
 	found := false
 	for _, s := range res {
 		for _, p := range s.Values {
