@@ -23,6 +23,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 const (
@@ -475,7 +476,7 @@ func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am 
 func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 // firstSample returns the time of the first raw sample above v of a range-selector query.
-func firstSample(ctx context.Context, mon *cluster.Monitoring, expr string, v float64) (time.Time, bool) {
+func firstSample(ctx context.Context, mon *monitoring.Stack, expr string, v float64) (time.Time, bool) {
 	res, err := mon.Query(ctx, expr)
 	if err != nil {
 		return time.Time{}, false
@@ -541,7 +542,7 @@ func requireNotEvicted(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 
 // checkDashboards runs every dashboard query against the live Prometheus; each must return
 // at least one series. Rates need two samples of a counter, so each query gets some time.
-func checkDashboards(ctx context.Context, t *testing.T, mon *cluster.Monitoring, vars map[string]string) {
+func checkDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack, vars map[string]string) {
 	t.Helper()
 	qs := dashboardExprs(t)
 	deadline := time.Now().Add(90 * time.Second)
@@ -679,8 +680,8 @@ func TestDemo(t *testing.T) {
 				return time.Time{}, "", false
 			}
 			for _, a := range alerts {
-				if a.Labels["alertname"] == "EmptyDirOverLimit" && a.Labels["uid"] == uid && a.State == "firing" {
-					return a.ActiveAt, "EmptyDirOverLimit firing: " + a.Annotations["summary"], true
+				if a.Labels["alertname"] == "EmptyDirOverLimit" && string(a.Labels["uid"]) == uid && a.State == "firing" {
+					return a.ActiveAt, "EmptyDirOverLimit firing: " + string(a.Annotations["summary"]), true
 				}
 			}
 			return time.Time{}, "", false
