@@ -1,0 +1,45 @@
+package cliflag
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/alecthomas/kingpin/v2"
+)
+
+// Table renders the visible flags of app as a Markdown table, from the flag set itself so
+// that the documentation cannot drift from the command.
+func Table(app *kingpin.Application) string {
+	var b strings.Builder
+	b.WriteString("| flag | default | meaning |\n| --- | --- | --- |\n")
+	for _, f := range app.Model().Flags {
+		if f.Hidden || f.Name == "help" || f.Name == "version" {
+			continue
+		}
+		name := "`--" + f.Name + "`"
+		if f.Envar != "" {
+			name += " (env `" + f.Envar + "`)"
+		}
+		def := ""
+		if len(f.Default) > 0 && strings.Join(f.Default, "") != "" {
+			def = "`" + strings.Join(f.Default, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", name, def, cell(f.Help))
+	}
+	return b.String()
+}
+
+// Table renders the renamed flags as a Markdown table of old and new names.
+func (r *Renamed) Table() string {
+	var b strings.Builder
+	b.WriteString("| deprecated spelling | use |\n| --- | --- |\n")
+	for _, rn := range r.names {
+		fmt.Fprintf(&b, "| `--%s` | `--%s` |\n", rn.Old, rn.New)
+	}
+	return b.String()
+}
+
+// cell keeps a help text inside its table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
