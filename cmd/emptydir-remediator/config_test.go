@@ -143,7 +143,10 @@ func TestValidate(t *testing.T) {
 		wantErr string // "" for valid
 	}{
 		{"defaults with exporter namespace", func(*config) {}, ""},
-		{"static exporter URL needs no namespace", func(c *config) { c.measurement.exporterNamespace = ""; c.measurement.exporterURL = "http://127.0.0.1:9809" }, ""},
+		{"static exporter URL needs no namespace", func(c *config) {
+			c.measurement.exporterNamespace = ""
+			c.measurement.exporterURL = "http://127.0.0.1:9809"
+		}, ""},
 		{"kubelet source needs no exporter", func(c *config) {
 			c.measurement.exporterNamespace = ""
 			c.measurement.source = "kubelet"
@@ -162,7 +165,10 @@ func TestValidate(t *testing.T) {
 		{"grace period", func(c *config) { c.remediator.GracePeriodSeconds = -2 }, "--eviction.grace-period"},
 		{"measurement timeout beyond alert timeout", func(c *config) { c.measurement.timeout = time.Minute }, "--measurement.timeout"},
 		{"API rate limit zero", func(c *config) { c.kube.QPS = 0 }, "--kube-api.qps"},
-		{"allowed and denied", func(c *config) { c.remediator.NamespaceAllow = []string{"a"}; c.remediator.NamespaceDeny = []string{"a"} }, "both allowed and denied"},
+		{"allowed and denied", func(c *config) {
+			c.remediator.NamespaceAllow = []string{"a"}
+			c.remediator.NamespaceDeny = []string{"a"}
+		}, "both allowed and denied"},
 		{"leader election without namespace", func(c *config) { c.remediator.LeaderElection = true; c.leaderElection.Identity = "me" }, "lease namespace"},
 		{"leader election ok", func(c *config) {
 			c.remediator.LeaderElection = true

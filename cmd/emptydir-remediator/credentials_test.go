@@ -51,4 +51,3 @@ func TestCredentialsNeverOverPlainHTTP(t *testing.T) {
 		})
 	}
 }
-
