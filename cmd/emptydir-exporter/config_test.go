@@ -19,7 +19,7 @@ func clearEnv(t *testing.T) {
 // parse fills a config from args as the command does.
 func parse(t *testing.T, args ...string) *config {
 	t.Helper()
-	var cfg config
+	cfg := defaultConfig()
 	if _, err := newApp(&cfg).Parse(args); err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
@@ -38,7 +38,9 @@ func TestParseDefaults(t *testing.T) {
 		{"--web.config.file", *cfg.web.WebConfigFile, ""},
 		{"--web.telemetry-path", cfg.telemetryPath, "/metrics"},
 		{"--node-name", cfg.nodeName, "node-1"},
-		{"--kubeconfig", cfg.kubeconfig, ""},
+		{"--kubeconfig", cfg.kube.Kubeconfig, ""},
+		{"--kube-api.qps", cfg.kube.QPS, float32(5)},
+		{"--kube-api.burst", cfg.kube.Burst, 10},
 		{"--source", cfg.source, sourceFilesystem},
 		{"--collection.interval", cfg.interval, 10 * time.Second},
 		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
@@ -122,6 +124,7 @@ func TestValidate(t *testing.T) {
 			"--collection.cpu-budget=-1", "--collection.unlimited-interval=0s"), nil},
 		{"live concurrency 0", []string{"--node-name=n", "--live.concurrency=0"}, []string{"--live.concurrency"}},
 		{"live max wait 0", []string{"--node-name=n", "--live.max-wait=0s"}, []string{"--live.max-wait"}},
+		{"API rate limit zero", []string{"--node-name=n", "--kube-api.burst=0"}, []string{"--kube-api.burst"}},
 		{"live max wait as long as the live timeout", []string{"--node-name=n", "--live.max-wait=30s"}, []string{"--live.max-wait", "30s"}},
 		{"telemetry path without slash", []string{"--node-name=n", "--web.telemetry-path=metrics"}, []string{"--web.telemetry-path"}},
 		{"kubelet source without URL", kubelet, []string{"--kubelet.url", "--kubelet.via-apiserver"}},
