@@ -88,42 +88,42 @@ func newApp(cfg *config) *kingpin.Application {
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)
-	app.Flag("node-name", "Node whose pods to measure (set from the downward API's spec.nodeName).").
+	app.Flag("node-name", "Node whose pods to measure (required; set it from the downward API's spec.nodeName).").
 		Envar("NODE_NAME").StringVar(&cfg.nodeName)
 	cfg.kube.AddFlags(app)
 	app.Flag("source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
 		Default(cfg.source).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
-	app.Flag("collection.interval", "How often to measure every volume.").
+	app.Flag("collection.interval", "How often every volume with a sizeLimit is measured (source kubelet: every volume); at least 1s.").
 		Default(def(cfg.interval)).DurationVar(&cfg.interval)
 	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
 		Default(cfg.kubeletRootDir).StringVar(&cfg.kubeletRootDir)
-	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").
+	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
 		Default(def(cfg.walkConcurrency)).IntVar(&cfg.walkConcurrency)
 	app.Flag("fs.project-quota", "Read a volume's usage from the XFS/ext4 project quota the kubelet put it under (LocalStorageCapacityIsolationFSQuotaMonitoring), in O(1), instead of walking it; needs CAP_SYS_ADMIN, else every volume is walked (source filesystem).").
 		Default(def(cfg.projectQuota)).BoolVar(&cfg.projectQuota)
-	app.Flag("collection.concurrency", "Volumes walked at once by the collection (source filesystem); above 1, one slow volume cannot hold up the others.").
+	app.Flag("collection.concurrency", "Volumes walked at once by the collection, 1 to 16 (source filesystem); above 1, one slow volume cannot hold up the others.").
 		Default(def(cfg.volumeConcurrency)).IntVar(&cfg.volumeConcurrency)
-	app.Flag("collection.volume-timeout", "Time one volume's walk may take (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
+	app.Flag("collection.volume-timeout", "Time one volume's walk may take, at least 1s (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
 		Default(def(cfg.volumeTimeout)).DurationVar(&cfg.volumeTimeout)
-	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction (source filesystem); volumes with one are walked every --collection.interval.").
+	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction, at least --collection.interval (source filesystem); volumes with one are walked every --collection.interval.").
 		Default(def(cfg.unlimitedInterval)).DurationVar(&cfg.unlimitedInterval)
-	app.Flag("collection.cpu-budget", "CPU the exporter may spend, as a share of one core, within which the collection starts walks, nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0: no budget.").
+	app.Flag("collection.cpu-budget", "CPU the exporter may spend, as a share of one core, within which the collection starts walks, nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
 		Default(def(cfg.cpuBudget)).Float64Var(&cfg.cpuBudget)
-	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver).").
+	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
-		BoolVar(&cfg.kubeletViaAPIServer)
+		Default(def(cfg.kubeletViaAPIServer)).BoolVar(&cfg.kubeletViaAPIServer)
 	app.Flag("kubelet.ca-file", "CA bundle that signed the kubelet's serving certificate; system roots when empty.").
 		StringVar(&cfg.kubeletCAFile)
 	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates; empty sends none, as an http:// --kubelet.url requires.").
 		Default(cfg.kubeletTokenFile).StringVar(&cfg.kubeletTokenFile)
 	app.Flag("kubelet.insecure-skip-tls-verify", "Do not verify the kubelet's serving certificate. Only for test clusters.").
-		BoolVar(&cfg.kubeletInsecure)
+		Default(def(cfg.kubeletInsecure)).BoolVar(&cfg.kubeletInsecure)
 	app.Flag("kubelet.timeout", "Timeout of one Summary API request.").
 		Default(def(cfg.kubeletTimeout)).DurationVar(&cfg.kubeletTimeout)
-	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once.").
+	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once on the node; one caller (remote IP) runs one at a time, the others queue.").
 		Default(def(cfg.liveConcurrency)).IntVar(&cfg.liveConcurrency)
-	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After).").
+	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
 		Default(def(cfg.liveMaxWait)).DurationVar(&cfg.liveMaxWait)
 	return app
 }
