@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 )
 
@@ -32,6 +33,7 @@ const maxCPUBudget = 1024
 type config struct {
 	web           *web.FlagConfig
 	log           promslog.Config
+	renamed       cliflag.Renamed
 	telemetryPath string
 
 	nodeName string
@@ -88,10 +90,10 @@ func newApp(cfg *config) *kingpin.Application {
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)
-	app.Flag("node-name", "Node whose pods to measure (required; set it from the downward API's spec.nodeName).").
+	app.Flag("node.name", "Node whose pods to measure (required; set it from the downward API's spec.nodeName).").
 		Envar("NODE_NAME").StringVar(&cfg.nodeName)
 	cfg.kube.AddFlags(app)
-	app.Flag("source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
+	app.Flag("collection.source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
 		Default(cfg.source).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
 	app.Flag("collection.interval", "How often every volume with a sizeLimit is measured (source kubelet: every volume); at least 1s.").
 		Default(def(cfg.interval)).DurationVar(&cfg.interval)
@@ -125,6 +127,9 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(cfg.liveConcurrency)).IntVar(&cfg.liveConcurrency)
 	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
 		Default(def(cfg.liveMaxWait)).DurationVar(&cfg.liveMaxWait)
+	// The spellings before the flags were named area.name, kept for existing deployments.
+	cfg.renamed.Alias(app, "node-name", "node.name")
+	cfg.renamed.Alias(app, "source", "collection.source")
 	return app
 }
 
@@ -136,7 +141,7 @@ func (c *config) validate() error {
 		errs = append(errs, err)
 	}
 	if c.nodeName == "" {
-		errs = append(errs, errors.New("--node-name (or NODE_NAME) is required: the exporter measures the pods of one node"))
+		errs = append(errs, errors.New("--node.name (or NODE_NAME) is required: the exporter measures the pods of one node"))
 	}
 	if c.interval < time.Second {
 		errs = append(errs, fmt.Errorf("--collection.interval=%s is below 1s", c.interval))
@@ -179,7 +184,7 @@ func (c *config) validate() error {
 		case c.kubeletViaAPIServer && c.kubeletURL != "":
 			errs = append(errs, errors.New("--kubelet.url and --kubelet.via-apiserver exclude each other"))
 		case !c.kubeletViaAPIServer && c.kubeletURL == "":
-			errs = append(errs, errors.New("--source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
+			errs = append(errs, errors.New("--collection.source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
 		case c.kubeletURL != "":
 			u, err := url.Parse(c.kubeletURL)
 			switch {
@@ -197,7 +202,7 @@ func (c *config) validate() error {
 			}
 		}
 	default:
-		errs = append(errs, fmt.Errorf("--source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
+		errs = append(errs, fmt.Errorf("--collection.source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
 	}
 	return errors.Join(errs...)
 }

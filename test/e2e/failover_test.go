@@ -155,7 +155,7 @@ func TestRemediatorFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	const exporterAddr = "127.0.0.1:19761"
-	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=5s", "--web.listen-address="+exporterAddr)
 	eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)

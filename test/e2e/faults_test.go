@@ -254,7 +254,7 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The exporter's defaults (10 s interval, 1 m volume timeout, 2 volumes at once).
-	f.args = []string{"--node-name=" + c.NodeName(), "--kubeconfig=" + c.KubeconfigPath(),
+	f.args = []string{"--node.name=" + c.NodeName(), "--kubeconfig=" + c.KubeconfigPath(),
 		"--kubelet.root-dir=" + c.KubeletRootDir(), "--web.listen-address=" + f.expAddr}
 	f.startExporter(t)
 	// The remediator's defaults (--measurement.timeout 35s, --measurement.max-age 5s from the

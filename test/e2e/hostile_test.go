@@ -106,8 +106,8 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	expLog, remLog := "exporter-"+node.Name(), "remediator-"+node.Name()
-	startInNetns(t, c, expLog, exporterBin, "--node-name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
-		"--kubelet.root-dir="+node.RootDir(), "--source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
+	startInNetns(t, c, expLog, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
 	startInNetns(t, c, remLog, remediatorBin, "--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr,
 		"--web.bearer-token-file="+tokenFile, "--web.listen-address="+remAddr, fmt.Sprintf("--web.max-request-size=%dKiB", hostileMaxBody>>10),
 		"--policy.namespace-allow="+ns, "--policy.namespace-deny="+denied)

@@ -102,8 +102,8 @@ func TestLoadExactlyOnce(t *testing.T) {
 		}
 	})
 	const exporterAddr = "127.0.0.1:19800"
-	startInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node-name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
-		"--kubelet.root-dir="+node.RootDir(), "--source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
+	startInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
 	eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})

@@ -74,7 +74,7 @@ type stackOptions struct {
 	remediatorArgs []string
 	// dryRun also starts a --eviction.dry-run remediator on scnDryRunAddr (scraped as well).
 	dryRun bool
-	// brokenKubeletExporter also starts a second exporter with --source=kubelet; on a cluster
+	// brokenKubeletExporter also starts a second exporter with --collection.source=kubelet; on a cluster
 	// with localStorageCapacityIsolation=false its Summary API fails, so the measurement
 	// error metrics and their dashboard panel have data.
 	brokenKubeletExporter bool
@@ -89,13 +89,13 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 		t.Fatal(err)
 	}
 	startInNetns(t, c, s.exporterLg, exporterBin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval="+exporterInterval.String(),
 		"--web.listen-address="+scnExporterAddr)
 	exporterTargets := []string{scnExporterAddr}
 	if o.brokenKubeletExporter {
 		startInNetns(t, c, "scn-exporter-kubelet", exporterBin,
-			"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+			"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 			"--kubelet.via-apiserver", "--collection.interval="+exporterInterval.String(),
 			"--web.listen-address="+scnKubeletExporterAdr)
 		exporterTargets = append(exporterTargets, scnKubeletExporterAdr)

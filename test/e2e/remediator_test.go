@@ -78,7 +78,7 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const exporterAddr, liveAddr, dryAddr = "127.0.0.1:19751", "127.0.0.1:19752", "127.0.0.1:19753"
-	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=5s", "--web.listen-address="+exporterAddr)
 	remArgs := []string{"--kubeconfig=" + c.KubeconfigPath(), "--exporter.url=http://" + exporterAddr,
 		"--web.bearer-token-file=" + tokenFile, "--policy.namespace-allow=" + ns, "--log.level=debug"}

@@ -333,7 +333,7 @@ func TestRender(t *testing.T) {
 		check: func(t *testing.T, r rendered) {
 			ds := exporterDS(t, r, "guard-emptydir-exporter")
 			c := ds.Spec.Template.Spec.Containers[0]
-			wantArgs(t, "exporter", c.Args, "--source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
+			wantArgs(t, "exporter", c.Args, "--collection.source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
 			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 0 {
 				t.Errorf("kubelet source: hostPaths %v, mounts %v", hp, c.VolumeMounts)
 			}
