@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"k8s.io/client-go/rest"
@@ -86,6 +87,8 @@ func newApp(cfg *config) *kingpin.Application {
 	def := func(v any) string { return fmt.Sprint(v) }
 	app := kingpin.New("emptydir-exporter",
 		"Publishes the usage and sizeLimit of every emptyDir volume of the pods on one node.")
+	app.Version(version.Print("emptydir-exporter"))
+	app.HelpFlag.Short('h')
 	cfg.web = kingpinflag.AddFlags(app, ":9731")
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").

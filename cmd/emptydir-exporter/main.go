@@ -32,8 +32,6 @@ func main() { os.Exit(run(os.Args[1:])) }
 func run(args []string) int {
 	cfg := defaultConfig()
 	app := newApp(&cfg)
-	app.Version(version.Print("emptydir-exporter"))
-	app.HelpFlag.Short('h')
 	if err := cliflag.Parse(app, args); err != nil {
 		fmt.Fprintf(os.Stderr, "emptydir-exporter: %v\n", err)
 		return 2

@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/units"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"k8s.io/apimachinery/pkg/labels"
@@ -85,6 +86,8 @@ func defaultConfig() config {
 // newApp declares the flags, bound to cfg and defaulting to what cfg holds (defaultConfig).
 func newApp(cfg *config) *kingpin.Application {
 	app := kingpin.New("emptydir-remediator", "Evicts pods whose emptyDir volumes are over their sizeLimit, on Alertmanager webhooks, after a live re-check and policy.")
+	app.Version(version.Print("emptydir-remediator"))
+	app.HelpFlag.Short('h')
 	rc, m, lec := &cfg.remediator, &cfg.measurement, &cfg.leaderElection
 	def := func(v any) string { return fmt.Sprint(v) }
 

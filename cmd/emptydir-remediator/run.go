@@ -33,8 +33,6 @@ const leaderPortName = "http"
 func run(args []string) int {
 	c := defaultConfig()
 	app := newApp(&c)
-	app.Version(version.Print("emptydir-remediator"))
-	app.HelpFlag.Short('h')
 	if err := cliflag.Parse(app, args); err != nil {
 		fmt.Fprintf(os.Stderr, "emptydir-remediator: %v; see --help\n", err)
 		return 2
