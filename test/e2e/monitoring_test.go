@@ -41,7 +41,7 @@ const (
 	scnPrometheusAddr     = "127.0.0.1:19890"
 	scnAlertmanagerAddr   = "127.0.0.1:19893"
 
-	// dryRunOnlyLabel keeps the main remediator (--pod-selector) away from the pod that only
+	// dryRunOnlyLabel keeps the main remediator (--policy.pod-selector) away from the pod that only
 	// the dry-run remediator is asked about.
 	dryRunOnlyLabel = "e2e.emptydir-guard.io/dry-run-only"
 )
@@ -74,9 +74,9 @@ type stack struct {
 type stackOptions struct {
 	// remediatorArgs are appended to the main remediator's flags.
 	remediatorArgs []string
-	// dryRun also starts a --dry-run remediator on scnDryRunAddr (scraped as well).
+	// dryRun also starts a --eviction.dry-run remediator on scnDryRunAddr (scraped as well).
 	dryRun bool
-	// brokenKubeletExporter also starts a second exporter with --source=kubelet; on a cluster
+	// brokenKubeletExporter also starts a second exporter with --collection.source=kubelet; on a cluster
 	// with localStorageCapacityIsolation=false its Summary API fails, so the measurement
 	// error metrics and their dashboard panel have data.
 	brokenKubeletExporter bool
@@ -91,13 +91,13 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 		t.Fatal(err)
 	}
 	startInNetns(t, c, s.exporterLg, exporterBin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval="+exporterInterval.String(),
 		"--web.listen-address="+scnExporterAddr)
 	exporterTargets := []string{scnExporterAddr}
 	if o.brokenKubeletExporter {
 		startInNetns(t, c, "scn-exporter-kubelet", exporterBin,
-			"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+			"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 			"--kubelet.via-apiserver", "--collection.interval="+exporterInterval.String(),
 			"--web.listen-address="+scnKubeletExporterAdr)
 		exporterTargets = append(exporterTargets, scnKubeletExporterAdr)
@@ -107,7 +107,7 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 	startInNetns(t, c, s.remediLg, remediatorBin, append(append(common, "--web.listen-address="+scnRemediatorAddr), o.remediatorArgs...)...)
 	remediatorTargets := []string{scnRemediatorAddr}
 	if o.dryRun {
-		startInNetns(t, c, s.dryRunLg, remediatorBin, append(common, "--web.listen-address="+scnDryRunAddr, "--dry-run")...)
+		startInNetns(t, c, s.dryRunLg, remediatorBin, append(common, "--web.listen-address="+scnDryRunAddr, "--eviction.dry-run")...)
 		remediatorTargets = append(remediatorTargets, scnDryRunAddr)
 	}
 

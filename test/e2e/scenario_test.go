@@ -83,7 +83,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 		t.Fatal(err)
 	}
 	s := startStack(ctx, t, c, stackOptions{
-		remediatorArgs:        []string{"--pod-selector=" + dryRunOnlyLabel + "!=true"},
+		remediatorArgs:        []string{"--policy.pod-selector=" + dryRunOnlyLabel + "!=true"},
 		dryRun:                true,
 		brokenKubeletExporter: true,
 	})
@@ -153,7 +153,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 	})
 	requireEvent(ctx, t, c, guarded, remediator.EventEvictionBlocked)
 
-	// Dry run: a second remediator with --dry-run, asked directly about an over-limit pod the
+	// Dry run: a second remediator with --eviction.dry-run, asked directly about an over-limit pod the
 	// main one leaves alone (pod selector): it re-checks, says it would evict, evicts nothing.
 	code, resp, raw, err := postWebhook(ctx, c, scnDryRunAddr, s.token, overLimitPayload(c.NodeName(), ns, dry.Name, string(dry.UID), "empty"))
 	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeDryRun {
@@ -227,7 +227,7 @@ func scenarioBothEnforce(t *testing.T) []timing {
 		}
 	}
 	// The remediator never touches nsKubelet, so that pod measures the kubelet on its own.
-	s := startStack(ctx, t, c, stackOptions{remediatorArgs: []string{"--namespace-deny=" + nsKubelet}})
+	s := startStack(ctx, t, c, stackOptions{remediatorArgs: []string{"--policy.namespace-deny=" + nsKubelet}})
 	am := watchAlertmanager(ctx, s.mon)
 	defer am.Stop()
 
