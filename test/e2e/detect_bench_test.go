@@ -44,7 +44,7 @@ func BenchmarkDetectEvict(b *testing.B) {
 	// The caps (5 per node and namespace in 10m by default) are policy, not latency: lifted so
 	// that every write is evicted as fast as the chain allows.
 	e := startTwoEnforcers(ctx, b, "detect-ours-", "detect-kubelet-",
-		"--max-evictions=0", "--max-evictions-per-node=0", "--max-evictions-per-namespace=0")
+		"--eviction.max-global=0", "--eviction.max-per-node=0", "--eviction.max-per-namespace=0")
 	c, s, am, nsOurs, nsKubelet := e.c, e.s, e.am, e.ours, e.kubeletOnly
 	stats := watchKubeletStats(ctx, c)
 	defer stats.Stop()

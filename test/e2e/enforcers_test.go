@@ -28,7 +28,7 @@ func startTwoEnforcers(ctx context.Context, t testing.TB, oursPrefix, kubeletOnl
 			t.Fatal(err)
 		}
 	}
-	e.s = startStack(ctx, t, e.c, stackOptions{remediatorArgs: append([]string{"--namespace-deny=" + e.kubeletOnly}, remediatorArgs...)})
+	e.s = startStack(ctx, t, e.c, stackOptions{remediatorArgs: append([]string{"--policy.namespace-deny=" + e.kubeletOnly}, remediatorArgs...)})
 	e.am = watchAlertmanager(ctx, e.s.mon)
 	t.Cleanup(e.am.Stop)
 	return e
