@@ -205,12 +205,13 @@ func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (
 		if err := checkKubeletCredentials(restCfg); err != nil {
 			return nil, err
 		}
-		hc, err := rest.HTTPClientFor(restCfg)
+		kc := rest.CopyConfig(restCfg)
+		kc.Timeout = c.measureTimeout
+		kubeletClient, err := kubernetes.NewForConfig(kc)
 		if err != nil {
-			return nil, fmt.Errorf("creating API server HTTP client: %w", err)
+			return nil, fmt.Errorf("creating API server client for the kubelet Summary: %w", err)
 		}
-		hc.Timeout = c.measureTimeout
-		return remediator.NewKubeletMeasurer(hc, restCfg.Host, c.maxAge), nil
+		return remediator.NewKubeletMeasurer(kubeletClient), nil
 	default:
 		hc := &http.Client{}
 		if c.exporterHTTPCfg != "" {
@@ -233,6 +234,6 @@ func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (
 		} else {
 			loc = remediator.PodLocator{Client: client, Namespace: c.exporterNS, Selector: c.exporterSelector, Scheme: c.exporterScheme, Port: c.exporterPort}
 		}
-		return remediator.NewExporterMeasurer(hc, loc, c.maxAge), nil
+		return remediator.NewExporterMeasurer(hc, loc), nil
 	}
 }
