@@ -120,11 +120,11 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 	used := m.UsedBytes
 	res.UsedBytes, res.Source, res.UnreadableEntries = &used, m.Source, m.UnreadableEntries
-	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, humanBytes(used),
-		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, quantity(used),
+		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	if m.UnreadableEntries > 0 {
 		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%d entries unreadable; measured %s by %s), limit %s", t.Volume,
-			humanBytes(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+			quantity(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	}
 	if s.cfg.ThresholdRatio != 1 {
 		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
