@@ -147,7 +147,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	if reason, msg := policyDecline(s.cfg, pod, last, remembered, now); reason != "" {
 		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, msg)
 		if reason != SkipCooldown {
-			s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: %s", usage, msg)
+			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, msg)
 		}
 		return nil
 	}
@@ -160,7 +160,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	if reason != "" {
 		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, why)
 		if reason != SkipCooldown && reason != SkipDuplicate {
-			s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: %s", usage, why)
+			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, why)
 		}
 		return nil
 	}
@@ -178,7 +178,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		s.commitSlot(ctx, slot, OutcomeDryRun, now)
 		s.metrics.evictions.WithLabelValues(EvictionDryRun).Inc()
 		set(OutcomeDryRun, "", "%s; dry run: would evict", usage)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; dry run: would evict", usage)
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; dry run: would evict", usage)
 		return nil
 	}
 
@@ -197,7 +197,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	case EvictionEvicted:
 		s.commitSlot(ctx, slot, OutcomeEvicted, now)
 		set(OutcomeEvicted, "", "%s; evicted", usage)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvicted, "Evicted: %s", usage)
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvicted, ActionEvict, "Evicted: %s", usage)
 		return nil
 	case EvictionNotFound:
 		s.releaseSlot(ctx, slot)
@@ -206,7 +206,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	case EvictionPDBBlocked:
 		s.releaseSlot(ctx, slot)
 		set(OutcomePDBBlocked, "pdb", "%s; eviction blocked by a PodDisruptionBudget, retry later", usage)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionBlocked, "%s; eviction blocked: %s", usage, errorText(err))
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionBlocked, ActionEvict, "%s; eviction blocked: %s", usage, errorText(err))
 		return err
 	case EvictionThrottled:
 		// The API server protecting itself says nothing about the pod: no Event on it.
@@ -216,7 +216,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	default:
 		s.releaseSlot(ctx, slot)
 		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionFailed, "%s; eviction failed: %s", usage, errorText(err))
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionFailed, ActionEvict, "%s; eviction failed: %s", usage, errorText(err))
 		return err
 	}
 }
