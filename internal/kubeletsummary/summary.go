@@ -22,11 +22,15 @@ const MaxBytes = 64 << 20
 var ErrMalformed = errors.New("malformed summary")
 
 // Decode reads at most MaxBytes of r and decodes them as a Summary. Errors reading r
-// are returned wrapped as they are; an answer that does not decode wraps ErrMalformed.
+// are returned wrapped as they are; an answer that is larger or does not decode wraps
+// ErrMalformed.
 func Decode(r io.Reader) (*statsapi.Summary, error) {
-	body, err := io.ReadAll(io.LimitReader(r, MaxBytes))
+	body, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading summary: %w", err)
+	}
+	if len(body) > MaxBytes {
+		return nil, fmt.Errorf("decoding summary: %w: larger than %d bytes", ErrMalformed, MaxBytes)
 	}
 	var sum statsapi.Summary
 	if err := json.Unmarshal(body, &sum); err != nil {

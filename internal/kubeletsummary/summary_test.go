@@ -1,6 +1,7 @@
 package kubeletsummary_test
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -34,12 +35,6 @@ func TestThroughProxy(t *testing.T) {
 			body: func(w io.Writer) { _, _ = io.WriteString(w, "failed to get rootFs stats") }},
 		{name: "malformed", code: 200, wantMalformed: true,
 			body: func(w io.Writer) { _, _ = io.WriteString(w, `{"node": {"nodeName": `) }},
-		{name: "larger than MaxBytes", code: 200, wantMalformed: true,
-			body: func(w io.Writer) {
-				_, _ = io.WriteString(w, `{"node": {"nodeName": "`)
-				_, _ = io.WriteString(w, strings.Repeat("n", kubeletsummary.MaxBytes))
-				_, _ = io.WriteString(w, `"}}`)
-			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,5 +69,26 @@ func TestThroughProxy(t *testing.T) {
 				t.Fatalf("error %v, want an API status %d", err, tt.wantStatus)
 			}
 		})
+	}
+}
+
+// endless reads as an endless JSON string: a kubelet (or impostor) that never stops.
+type endless struct{}
+
+var endlessBlock = bytes.Repeat([]byte("n"), 64<<10)
+
+func (endless) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], endlessBlock)
+	}
+	return n, nil
+}
+
+// An answer is read up to MaxBytes and no further: beyond, it is malformed.
+func TestDecodeStopsAtMaxBytes(t *testing.T) {
+	_, err := kubeletsummary.Decode(io.MultiReader(strings.NewReader(`{"node": {"nodeName": "`), endless{}))
+	if !errors.Is(err, kubeletsummary.ErrMalformed) {
+		t.Fatalf("error %v, want ErrMalformed", err)
 	}
 }
