@@ -247,7 +247,7 @@ func (m *Monitoring) waitReady(ctx context.Context, u string) error {
 		last = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), last)
+			return fmt.Errorf("%w (last: %w)", ctx.Err(), last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -103,7 +103,7 @@ func TestClusterKubeletAPI(t *testing.T) {
 	defer cancel()
 
 	hc := c.HTTPClient(&tls.Config{RootCAs: c.CAPool()})
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.KubeletURL()+"/stats/summary?only_cpu_and_memory=true", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.KubeletURL()+"/stats/summary?only_cpu_and_memory=true", nil)
 	req.Header.Set("Authorization", "Bearer "+c.AdminToken())
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -111,7 +111,7 @@ func TestClusterKubeletAPI(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), c.NodeName()) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), c.NodeName()) {
 		t.Fatalf("kubelet direct /stats/summary: %d %.300s", resp.StatusCode, body)
 	}
 

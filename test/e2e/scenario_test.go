@@ -53,7 +53,7 @@ func writeSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *pod
 	// conv=fsync: the blocks are allocated when dd ends, so du now counts what every later
 	// walk counts (delayed allocation may add a block of extent metadata at writeback).
 	if _, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "test2", "dd", "if=/dev/zero", "of=/test/test.file", "bs=1K", fmt.Sprint("count=", kib), "conv=fsync"); err != nil {
-		return seedWrite{}, fmt.Errorf("dd in %s/%s: %v (%s)", pod.Namespace, pod.Name, err, stderr)
+		return seedWrite{}, fmt.Errorf("dd in %s/%s: %w (%s)", pod.Namespace, pod.Name, err, stderr)
 	}
 	w := seedWrite{pod: pod, t0: time.Now(), tracker: tr}
 	out, err := duOf(exporter.Dir(c.KubeletRootDir(), string(pod.UID), "empty"))
