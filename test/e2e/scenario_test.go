@@ -61,7 +61,7 @@ func writeSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *pod
 	return w, err
 }
 
-// TestSeedScenario is the acceptance story of DESIGN.md on real parts, twice: on the shared
+// TestSeedScenario is the acceptance story of docs/design.md on real parts, twice: on the shared
 // cluster (localStorageCapacityIsolation=false: only emptyDir guard enforces) and on a second
 // cluster with isolation on and the kubelet's default volumeStatsAggPeriod (both enforce).
 // It asserts the functional outcomes and prints the timings as a table (not asserted).
