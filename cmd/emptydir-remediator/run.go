@@ -145,7 +145,7 @@ func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() erro
 	}
 	stopLeading()
 	if lead != nil && !leaderStopped {
-		<-leDone
+		<-leDone //nolint:errcheck // stopLeading ended the election: its error is our own cancellation
 	}
 	return runErr
 }
