@@ -64,7 +64,7 @@ type config struct {
 
 // defaultConfig is the one place of the command's defaults: the flags show and apply them.
 func defaultConfig() config {
-	return config{
+	return config{ //nolint:gosec // G101: kubeletTokenFile is a path to a token, not a credential
 		telemetryPath:     "/metrics",
 		kube:              kubeclient.Config{QPS: rest.DefaultQPS, Burst: rest.DefaultBurst},
 		source:            sourceFilesystem,

@@ -25,6 +25,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -97,7 +98,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	mux.Handle(cfg.telemetryPath, exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
 	})))
-	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !pods.HasSynced() {

@@ -55,7 +55,7 @@ func httpConfigCredentials(hc promconfig.HTTPClientConfig) string {
 func checkKubeletCredentials(restCfg *rest.Config) error {
 	u, err := url.Parse(restCfg.Host)
 	if err != nil || u.Scheme != "http" {
-		return nil // client-go defaults a host without scheme to https, and reports bad hosts itself
+		return nil //nolint:nilerr // client-go defaults a host without scheme to https, and reports bad hosts itself
 	}
 	if restCfg.BearerToken != "" || restCfg.BearerTokenFile != "" || restCfg.Password != "" ||
 		restCfg.ExecProvider != nil || restCfg.AuthProvider != nil {

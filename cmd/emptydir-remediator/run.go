@@ -69,7 +69,7 @@ func serve(ctx context.Context, c *config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("creating Kubernetes client: %w", err)
 	}
-	measurer, err := newMeasurer(c.measurement, c.remediator.MaxMeasurementAge, restCfg, client)
+	measurer, err := newMeasurer(c.measurement, restCfg, client)
 	if err != nil {
 		return err
 	}
@@ -145,24 +145,25 @@ func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() erro
 	}
 	stopLeading()
 	if lead != nil && !leaderStopped {
-		<-leDone
+		<-leDone //nolint:errcheck // stopLeading ended the election: its error is our own cancellation
 	}
 	return runErr
 }
 
 // newMeasurer builds the configured live measurer.
-func newMeasurer(m measurementConfig, maxAge time.Duration, restCfg *rest.Config, client kubernetes.Interface) (remediator.LiveMeasurer, error) {
+func newMeasurer(m measurementConfig, restCfg *rest.Config, client kubernetes.Interface) (remediator.LiveMeasurer, error) {
 	switch m.source {
 	case remediator.SourceKubelet:
 		if err := checkKubeletCredentials(restCfg); err != nil {
 			return nil, err
 		}
-		hc, err := rest.HTTPClientFor(restCfg)
+		kc := rest.CopyConfig(restCfg)
+		kc.Timeout = m.timeout
+		kubeletClient, err := kubernetes.NewForConfig(kc)
 		if err != nil {
-			return nil, fmt.Errorf("creating API server HTTP client: %w", err)
+			return nil, fmt.Errorf("creating API server client for the kubelet Summary: %w", err)
 		}
-		hc.Timeout = m.timeout
-		return remediator.NewKubeletMeasurer(hc, restCfg.Host, maxAge), nil
+		return remediator.NewKubeletMeasurer(kubeletClient), nil
 	default:
 		hc := &http.Client{}
 		if m.exporterHTTPConfig != "" {
@@ -185,6 +186,6 @@ func newMeasurer(m measurementConfig, maxAge time.Duration, restCfg *rest.Config
 		} else {
 			loc = remediator.PodLocator{Client: client, Namespace: m.exporterNamespace, Selector: m.exporterSelector, Scheme: m.exporterScheme, Port: m.exporterPort}
 		}
-		return remediator.NewExporterMeasurer(hc, loc, maxAge), nil
+		return remediator.NewExporterMeasurer(hc, loc), nil
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
@@ -50,7 +50,7 @@ func TestSlowPayloadIsAnswered(t *testing.T) {
 	}
 	cfg := remediator.DefaultConfig()
 	cfg.AlertTimeout = alertTimeout
-	srv, err := remediator.New(cfg, fake.NewClientset(pods...), hangingMeasurer{}, remediator.WithEventRecorder(record.NewFakeRecorder(100)))
+	srv, err := remediator.New(cfg, fake.NewClientset(pods...), hangingMeasurer{}, remediator.WithEventRecorder(events.NewFakeRecorder(100)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,14 +22,14 @@ type Rename struct{ Old, New string }
 
 // Alias registers --old as a hidden alias of the already registered --new. It panics when
 // --new is unknown: that is a programming error the command's tests catch.
-func (r *Renamed) Alias(app *kingpin.Application, old, new string) {
-	target := app.GetFlag(new)
+func (r *Renamed) Alias(app *kingpin.Application, oldName, newName string) {
+	target := app.GetFlag(newName)
 	if target == nil {
-		panic(fmt.Sprintf("cliflag: --%s is an alias of --%s, which is not registered", old, new))
+		panic(fmt.Sprintf("cliflag: --%s is an alias of --%s, which is not registered", oldName, newName))
 	}
-	rn := Rename{Old: old, New: new}
+	rn := Rename{Old: oldName, New: newName}
 	r.names = append(r.names, rn)
-	app.Flag(old, "Deprecated spelling of --"+new+".").Hidden().
+	app.Flag(oldName, "Deprecated spelling of --"+newName+".").Hidden().
 		SetValue(&aliasValue{Value: target.Model().Value, used: func() {
 			if !slices.Contains(r.used, rn) {
 				r.used = append(r.used, rn)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -134,11 +135,11 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 		t.Fatalf("dd more: %v (%s)", err, stderr)
 	}
 	live := getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=%s&volume=empty", addr, ns, seed.Name, seed.UID), http.StatusOK)
-	var lr exporter.LiveResponse
+	var lr liveapi.Response
 	if err := json.Unmarshal(live, &lr); err != nil {
 		t.Fatalf("live body %s: %v", live, err)
 	}
-	if want := duBytes(t, seedDir); len(lr.Volumes) != 1 || lr.Volumes[0].UsedBytes != want ||
+	if want := duBytes(t, seedDir); len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != want ||
 		lr.Volumes[0].LimitBytes == nil || *lr.Volumes[0].LimitBytes != 1<<20 {
 		t.Errorf("live answer %s, want usedBytes %d (du) and limitBytes 1048576", live, want)
 	}

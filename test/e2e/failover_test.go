@@ -110,7 +110,10 @@ func (r *replica) stop(t *testing.T, c *cluster.Cluster, sig syscall.Signal) {
 		t.Fatalf("signalling %s: %v", r.name, err)
 	}
 	eventually(t, 60*time.Second, 200*time.Millisecond, r.name+" stops", func() (bool, string) {
-		_, err := c.HTTPClient(nil).Get("http://" + r.addr + "/healthz")
+		resp, err := c.HTTPClient(nil).Get("http://" + r.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
 		return err != nil, "still answers"
 	})
 }

@@ -103,7 +103,10 @@ func (f *faultEnv) killExporter(t *testing.T) {
 		t.Fatalf("SIGKILL exporter: %v", err)
 	}
 	eventually(t, 30*time.Second, 100*time.Millisecond, "exporter gone", func() (bool, string) {
-		_, err := f.c.HTTPClient(nil).Get("http://" + f.expAddr + "/healthz")
+		resp, err := f.c.HTTPClient(nil).Get("http://" + f.expAddr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
 		return err != nil, "still answers"
 	})
 }

@@ -446,12 +446,12 @@ func loadTable(results []loadResult) string {
 	b.WriteString("| run | pods over / under limit | global cap | replicas, Alertmanagers | deliveries | evictions expected / API server count / wrong | deliveries/s | webhook latency p50 / p99 | remediator peak RSS | API requests per eviction (ledger ConfigMap) |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
-		cap := "none"
+		globalCap := "none"
 		if r.phase.maxEvict > 0 {
-			cap = strconv.Itoa(r.phase.maxEvict)
+			globalCap = strconv.Itoa(r.phase.maxEvict)
 		}
 		fmt.Fprintf(&b, "| %s | %d / %d | %s | %d, %d | %d | %d / %d / %d | %.0f | %s / %s | %d MiB | %.1f (%.1f) |\n",
-			r.phase.name, r.phase.over, r.phase.under, cap, r.replicas, r.ams, r.deliveries,
+			r.phase.name, r.phase.over, r.phase.under, globalCap, r.replicas, r.ams, r.deliveries,
 			r.phase.wantEvictions(), r.apiEvictions, r.wrong, float64(r.deliveries)/r.seconds,
 			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.peakRSS>>20, r.apiPerEviction, r.ledgerPerEviction)
 	}

@@ -54,7 +54,7 @@ func writeSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *pod
 	// conv=fsync: the blocks are allocated when dd ends, so du now counts what every later
 	// walk counts (delayed allocation may add a block of extent metadata at writeback).
 	if _, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "test2", "dd", "if=/dev/zero", "of=/test/test.file", "bs=1K", fmt.Sprint("count=", kib), "conv=fsync"); err != nil {
-		return seedWrite{}, fmt.Errorf("dd in %s/%s: %v (%s)", pod.Namespace, pod.Name, err, stderr)
+		return seedWrite{}, fmt.Errorf("dd in %s/%s: %w (%s)", pod.Namespace, pod.Name, err, stderr)
 	}
 	w := seedWrite{pod: pod, t0: time.Now(), tracker: tr}
 	out, err := duOf(exporter.Dir(c.KubeletRootDir(), string(pod.UID), "empty"))
@@ -62,7 +62,7 @@ func writeSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *pod
 	return w, err
 }
 
-// TestSeedScenario is the acceptance story of DESIGN.md on real parts, twice: on the shared
+// TestSeedScenario is the acceptance story of docs/design.md on real parts, twice: on the shared
 // cluster (localStorageCapacityIsolation=false: only emptyDir guard enforces) and on a second
 // cluster with isolation on and the kubelet's default volumeStatsAggPeriod (both enforce).
 // It asserts the functional outcomes and prints the timings as a table (not asserted).

@@ -263,7 +263,7 @@ func start(t *testing.T, dir, name string, args ...string) *process {
 	go func() { p.done <- cmd.Wait(); _ = out.Close() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-p.done
+		<-p.done //nolint:errcheck // the exit status of the process just killed
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
 				t.Logf("%s log:\n%s", name, b)
