@@ -215,13 +215,14 @@ func (a *scrapeAligner) next(prevStart, now time.Time, interval, lastDuration ti
 	}
 	// A cycle started at target + k·short ends lead before the scrape expected at
 	// s.last() + k·short, if there is one: every scrape when the scrape interval is a multiple
-	// of the collection interval, every interval/period-th one when it is a divisor.
+	// of the collection interval, every interval/period-th one when it is a divisor. The
+	// start is the latest such moment at or before fixed.
 	target := s.last().Add(-lead)
-	k := fixed.Sub(target) / short
-	if fixed.Sub(target)%short < 0 {
-		k-- // floor, also for a target after fixed
+	back := fixed.Sub(target) % short
+	if back < 0 {
+		back += short // also for a target after fixed
 	}
-	start := target.Add(k * short)
+	start := fixed.Add(-back)
 	a.plan = alignment{aligned: true, period: period, lead: lead}
 	return later(start, now)
 }
