@@ -109,6 +109,13 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return nil
 	}
 	res.LimitBytes = &limit
+	// The policies that need only the pod decide before the measurement: a pod the
+	// remediator may never evict costs no walk on its node, and gets no Event (nothing was
+	// verified to report).
+	if reason, msg := podPolicyDecline(s.cfg, pod); reason != "" {
+		set(OutcomeSkipped, reason, "not evicted: %s", msg)
+		return nil
+	}
 
 	// 2. A live measurement: never the alert's numbers, never a stale value.
 	m, err := s.liveMeasurement(ctx, pod, t.Volume)
@@ -142,13 +149,10 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return nil
 	}
 
-	// 4. Policy, then the caps.
+	// 4. The cooldown (the pod's own policies decided above), then the caps.
 	now := s.now()
-	if reason, msg := policyDecline(s.cfg, pod, last, remembered, now); reason != "" {
+	if reason, msg := cooldownDecline(s.cfg, pod, last, remembered, now); reason != "" {
 		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, msg)
-		if reason != SkipCooldown {
-			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, msg)
-		}
 		return nil
 	}
 	// The stored ledger decides: another replica may have acted since last was read.

@@ -39,7 +39,7 @@ type hostileCase struct {
 	// handler).
 	counter counterWant
 	log     []string // substrings of one new line of the target's log; nil: none expected
-	// handled: the case reaches alert handling (and so a live measurement); for every other
+	// handled: the case reaches alert handling (and possibly a live measurement); for every other
 	// case the remediator handles no alert and the exporter measures nothing.
 	handled bool
 	evicts  int // Eviction requests the API server must count for it
