@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -358,6 +359,59 @@ func TestBearerAuth(t *testing.T) {
 			}
 			if code == http.StatusUnauthorized && (len(e.client.Actions()) != 0 || e.measurer.calls != 0) {
 				t.Errorf("unauthenticated request reached the API server (%d actions) or the measurer", len(e.client.Actions()))
+			}
+		})
+	}
+}
+
+// A delivery of a pod UID the ledger already answers (evicted here, or being evicted by
+// another replica) costs no API request: not even the pod GET.
+func TestDuplicateDeliveriesCostNoPodGet(t *testing.T) {
+	tests := []struct {
+		name     string
+		cooldown time.Duration
+		prior    func(t *testing.T, e *env) // what happened to uid1 before the duplicates
+	}{
+		{"evicted by this replica", 10 * time.Minute, func(t *testing.T, e *env) {
+			if _, resp := e.post(payloadJSON(t, firing("default", "web-0", uid1))); resp.Alerts[0].Outcome != OutcomeEvicted {
+				t.Fatalf("first delivery: %+v, want evicted", resp.Alerts[0])
+			}
+		}},
+		// Without a cooldown, so that only the reservation can make the delivery a duplicate.
+		{"being evicted by another replica", 0, func(t *testing.T, e *env) {
+			if _, reason, why, err := e.srv.ledger.reserve(t.Context(), uid1, "node-1", "default", e.clock(), e.srv.cfg.Caps); err != nil || reason != "" {
+				t.Fatalf("reserving a slot as the other replica: %v %s %s", err, reason, why)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Cooldown = tt.cooldown
+			e := newEnv(t, cfg, newPod("default", "web-0", uid1).build())
+			e.measurer.used[uid1] = 10 * mib
+			// Keep the pod after the eviction (a slow graceful termination).
+			e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				return action.GetSubresource() == "eviction", nil, nil
+			})
+			var gets atomic.Int32
+			e.client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				gets.Add(1)
+				return false, nil, nil
+			})
+			tt.prior(t, e)
+			before := gets.Load()
+			const deliveries = 5
+			for range deliveries {
+				if _, resp := e.post(payloadJSON(t, firing("default", "web-0", uid1))); resp.Alerts[0].Reason != SkipDuplicate {
+					t.Errorf("duplicate delivery: %+v, want skipped/%s", resp.Alerts[0], SkipDuplicate)
+				}
+			}
+			if n := gets.Load() - before; n != 0 {
+				t.Errorf("%d pod GETs for %d duplicate deliveries, want 0", n, deliveries)
+			}
+			if n := e.evictions(); n > 1 {
+				t.Errorf("%d eviction calls, want at most the first", n)
 			}
 		})
 	}

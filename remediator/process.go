@@ -75,7 +75,23 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		res.Outcome, res.Reason, res.Message = o, reason, fmt.Sprintf(format, args...)
 	}
 
-	// 1. The pod, fresh from the API server, and its UID.
+	// 1. What the ledger already knows of the alert's pod UID (a read of the watch cache): a
+	// delivery of a pod already evicted, or being evicted by another replica, is answered
+	// without an API request, so bursts of duplicates do not queue in the client's rate limit.
+	// A dry-run entry (cooldown) is left to the checks below, which name their own reasons.
+	last, remembered, err := s.ledger.last(ctx, t.UID)
+	if err != nil {
+		set(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
+		return err
+	}
+	if remembered && last.Outcome != OutcomeDryRun {
+		if reason, why := s.ledger.declines(t.UID, last, s.now()); reason != "" {
+			set(OutcomeSkipped, reason, "pod %s/%s: %s", t.Namespace, t.Pod, why)
+			return nil
+		}
+	}
+
+	// The pod, fresh from the API server, and its UID.
 	pod, err := s.client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -92,15 +108,6 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 	if pod.DeletionTimestamp != nil {
 		set(OutcomeGone, "terminating", "pod %s/%s is already terminating", t.Namespace, t.Pod)
-		return nil
-	}
-	last, remembered, err := s.ledger.last(ctx, t.UID)
-	if err != nil {
-		set(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
-		return err
-	}
-	if remembered && last.Outcome == OutcomeEvicted {
-		set(OutcomeSkipped, SkipDuplicate, "pod %s/%s (uid %s) was already evicted at %s", t.Namespace, t.Pod, t.UID, last.At.UTC().Format(time.RFC3339))
 		return nil
 	}
 	limit, ok, why := emptyDirLimit(pod, t.Volume)
