@@ -16,10 +16,31 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "install-deps: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
+  # The packages' own daemons (etcd, Prometheus, Alertmanager) must not run: they would
+  # hold the ports the tests use (etcd's 2379). Debian's maintainer scripts ask
+  # policy-rc.d before starting a service; one refusing (101) is in place for the
+  # install only, unless the machine has its own (containers usually refuse already).
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Whatever an existing policy allowed, stop and disable the services of the packages
+  # installed just now, and only those: other daemons on the machine are not ours.
+  for p in "${missing[@]}"; do
+    case "$p" in
+      etcd-server) unit=etcd ;;
+      prometheus | prometheus-alertmanager) unit=$p ;;
+      *) continue ;;
+    esac
+    if [ -d /run/systemd/system ]; then
+      systemctl disable --now "$unit" >/dev/null 2>&1 || true
+    else
+      service "$unit" stop >/dev/null 2>&1 || true
+      update-rc.d "$unit" disable >/dev/null 2>&1 || true
+    fi
+  done
 fi
-# The Debian packages may start nothing here (no systemd), but make sure no stray
-# daemon from a package install holds the ports our tests use.
-for d in etcd prometheus prometheus-alertmanager; do pkill -x "$d" 2>/dev/null || true; done
 command -v kubectl >/dev/null || echo "install-deps: kubectl not found; the cluster harness does not need it" >&2

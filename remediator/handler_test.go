@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,19 +65,19 @@ func TestWebhookAlertOutcomes(t *testing.T) {
 		{name: "dry run", cfg: func(c *Config) { c.DryRun = true }, pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
 			wantCode: 200, wantOut: OutcomeDryRun, wantEvent: EventOverLimit},
 		{name: "namespace denied", cfg: func(c *Config) { c.NamespaceDeny = []string{"default"} }, pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipNamespace, wantEvent: EventOverLimit},
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipNamespace},
 		{name: "selector does not match", cfg: func(c *Config) { c.PodSelector = labels.SelectorFromSet(labels.Set{"tier": "batch"}) }, pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipSelector, wantEvent: EventOverLimit},
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipSelector},
 		{name: "opted out", pod: newPod("default", "web-0", uid1).annotate(DefaultOptOutAnnotation, "false").build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipOptOut, wantEvent: EventOverLimit},
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipOptOut},
 		{name: "mirror pod", pod: newPod("kube-system", "etcd-node-1", uid1).annotate("kubernetes.io/config.mirror", "abc").build(), alert: firing("kube-system", "etcd-node-1", uid1), used: 10 * mib,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipMirrorPod, wantEvent: EventOverLimit},
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipMirrorPod},
 		{name: "daemonset pod", pod: newPod("default", "ds-abcde", uid1).ownedBy("apps/v1", "DaemonSet").build(), alert: firing("default", "ds-abcde", uid1), used: 10 * mib,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipDaemonSet, wantEvent: EventOverLimit},
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipDaemonSet},
 		{name: "daemonset pod allowed", cfg: func(c *Config) { c.AllowDaemonSetPods = true }, pod: newPod("default", "ds-abcde", uid1).ownedBy("apps/v1", "DaemonSet").build(), alert: firing("default", "ds-abcde", uid1), used: 10 * mib,
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantGone: true, wantEvent: EventEvicted},
 		{name: "critical pod", pod: newPod("default", "web-0", uid1).priorityClass(SystemClusterCritical).build(), alert: firing("default", "web-0", uid1), used: 10 * mib,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipCritical, wantEvent: EventOverLimit},
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipCritical},
 		{name: "PDB blocks: 429 naming the DisruptionBudget, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: pdbRefusal(),
 			wantCode: 503, wantOut: OutcomePDBBlocked, wantReason: "pdb", wantEvicts: 1, wantEvent: EventEvictionBlocked},
 		{name: "API Priority and Fairness throttles: 429 without a cause, retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apfThrottle(),
@@ -139,6 +140,51 @@ func TestWebhookAlertOutcomes(t *testing.T) {
 				} else if !strings.Contains(events[0], `"empty"`) || !strings.Contains(events[0], "Mi") {
 					t.Errorf("event %q does not name the volume and sizes", events[0])
 				}
+			}
+		})
+	}
+}
+
+// The policies that need only the pod decide before the live measurement: a pod the
+// remediator may never evict costs no walk on its node and gets no Event; the reason is the
+// same as when they were applied after measuring.
+func TestPodPolicyDecidesBeforeMeasuring(t *testing.T) {
+	tests := []struct {
+		name         string
+		cfg          func(*Config)
+		pod          *corev1.Pod
+		wantReason   string
+		wantMeasures int
+	}{
+		{"allowed pod: measured", nil, newPod("default", "web-0", uid1).build(), "", 1},
+		{"namespace denied", func(c *Config) { c.NamespaceDeny = []string{"default"} }, newPod("default", "web-0", uid1).build(), SkipNamespace, 0},
+		{"namespace not allowed", func(c *Config) { c.NamespaceAllow = []string{"other"} }, newPod("default", "web-0", uid1).build(), SkipNamespace, 0},
+		{"selector does not match", func(c *Config) { c.PodSelector = labels.SelectorFromSet(labels.Set{"tier": "batch"}) }, newPod("default", "web-0", uid1).build(), SkipSelector, 0},
+		{"opted out", nil, newPod("default", "web-0", uid1).annotate(DefaultOptOutAnnotation, "false").build(), SkipOptOut, 0},
+		{"mirror pod", nil, newPod("default", "web-0", uid1).annotate(corev1.MirrorPodAnnotationKey, "abc").build(), SkipMirrorPod, 0},
+		{"daemonset pod", nil, newPod("default", "web-0", uid1).ownedBy("apps/v1", "DaemonSet").build(), SkipDaemonSet, 0},
+		{"critical pod", nil, newPod("default", "web-0", uid1).priorityClass(SystemNodeCritical).build(), SkipCritical, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			e := newEnv(t, cfg, tt.pod)
+			e.measurer.used[uid1] = 10 * mib
+			_, resp := e.post(payloadJSON(t, firing(tt.pod.Namespace, tt.pod.Name, uid1)))
+			if len(resp.Alerts) != 1 {
+				t.Fatalf("got %d alert results, want 1: %+v", len(resp.Alerts), resp)
+			}
+			if got := resp.Alerts[0]; got.Reason != tt.wantReason {
+				t.Errorf("reason %q (%s: %s), want %q", got.Reason, got.Outcome, got.Message, tt.wantReason)
+			}
+			if e.measurer.calls != tt.wantMeasures {
+				t.Errorf("%d live measurements, want %d", e.measurer.calls, tt.wantMeasures)
+			}
+			if events := e.events(); tt.wantReason != "" && len(events) > 0 {
+				t.Errorf("events %q for a pod the remediator never evicts", events)
 			}
 		})
 	}
@@ -313,6 +359,59 @@ func TestBearerAuth(t *testing.T) {
 			}
 			if code == http.StatusUnauthorized && (len(e.client.Actions()) != 0 || e.measurer.calls != 0) {
 				t.Errorf("unauthenticated request reached the API server (%d actions) or the measurer", len(e.client.Actions()))
+			}
+		})
+	}
+}
+
+// A delivery of a pod UID the ledger already answers (evicted here, or being evicted by
+// another replica) costs no API request: not even the pod GET.
+func TestDuplicateDeliveriesCostNoPodGet(t *testing.T) {
+	tests := []struct {
+		name     string
+		cooldown time.Duration
+		prior    func(t *testing.T, e *env) // what happened to uid1 before the duplicates
+	}{
+		{"evicted by this replica", 10 * time.Minute, func(t *testing.T, e *env) {
+			if _, resp := e.post(payloadJSON(t, firing("default", "web-0", uid1))); resp.Alerts[0].Outcome != OutcomeEvicted {
+				t.Fatalf("first delivery: %+v, want evicted", resp.Alerts[0])
+			}
+		}},
+		// Without a cooldown, so that only the reservation can make the delivery a duplicate.
+		{"being evicted by another replica", 0, func(t *testing.T, e *env) {
+			if _, reason, why, err := e.srv.ledger.reserve(t.Context(), uid1, "node-1", "default", e.clock(), e.srv.cfg.Caps); err != nil || reason != "" {
+				t.Fatalf("reserving a slot as the other replica: %v %s %s", err, reason, why)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Cooldown = tt.cooldown
+			e := newEnv(t, cfg, newPod("default", "web-0", uid1).build())
+			e.measurer.used[uid1] = 10 * mib
+			// Keep the pod after the eviction (a slow graceful termination).
+			e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				return action.GetSubresource() == "eviction", nil, nil
+			})
+			var gets atomic.Int32
+			e.client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				gets.Add(1)
+				return false, nil, nil
+			})
+			tt.prior(t, e)
+			before := gets.Load()
+			const deliveries = 5
+			for range deliveries {
+				if _, resp := e.post(payloadJSON(t, firing("default", "web-0", uid1))); resp.Alerts[0].Reason != SkipDuplicate {
+					t.Errorf("duplicate delivery: %+v, want skipped/%s", resp.Alerts[0], SkipDuplicate)
+				}
+			}
+			if n := gets.Load() - before; n != 0 {
+				t.Errorf("%d pod GETs for %d duplicate deliveries, want 0", n, deliveries)
+			}
+			if n := e.evictions(); n > 1 {
+				t.Errorf("%d eviction calls, want at most the first", n)
 			}
 		})
 	}

@@ -107,6 +107,22 @@ func lastOf(entries []ledgerEntry, uid string) (uidEntry, bool) {
 	return uidEntry{}, false
 }
 
+// declines returns the skip reason and why when last, the newest entry of uid, forbids
+// another eviction of uid at now, or "".
+func (l *ledger) declines(uid string, last uidEntry, now time.Time) (string, string) {
+	switch {
+	case last.Outcome == OutcomeEvicted:
+		return SkipDuplicate, fmt.Sprintf("uid %s was already evicted at %s", uid, last.At.UTC().Format(time.RFC3339))
+	case inCooldown(last.At, now, l.cooldown):
+		return SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", uid, last.Outcome, last.At.UTC().Format(time.RFC3339), l.cooldown)
+	case last.Outcome == outcomeReserved && now.Sub(last.At) < l.inProgress:
+		// Another replica (a leader that has not yet noticed losing the Lease) is
+		// evicting it right now, even with no cooldown.
+		return SkipDuplicate, fmt.Sprintf("uid %s is being evicted (slot reserved at %s)", uid, last.At.UTC().Format(time.RFC3339))
+	}
+	return "", ""
+}
+
 // reservation is a cap slot held while an eviction is attempted.
 type reservation struct {
 	l  *ledger
@@ -122,17 +138,7 @@ func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now t
 	err := l.update(ctx, now, func(st *ledgerState) bool {
 		reason, why = "", ""
 		if last, ok := lastOf(st.Entries, uid); ok {
-			switch {
-			case last.Outcome == OutcomeEvicted:
-				reason, why = SkipDuplicate, fmt.Sprintf("uid %s was already evicted at %s", uid, last.At.UTC().Format(time.RFC3339))
-				return false
-			case inCooldown(last.At, now, l.cooldown):
-				reason, why = SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", uid, last.Outcome, last.At.UTC().Format(time.RFC3339), l.cooldown)
-				return false
-			case last.Outcome == outcomeReserved && now.Sub(last.At) < l.inProgress:
-				// Another replica (a leader that has not yet noticed losing the Lease) is
-				// evicting it right now, even with no cooldown.
-				reason, why = SkipDuplicate, fmt.Sprintf("uid %s is being evicted (slot reserved at %s)", uid, last.At.UTC().Format(time.RFC3339))
+			if reason, why = l.declines(uid, last, now); reason != "" {
 				return false
 			}
 		}

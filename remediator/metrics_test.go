@@ -88,7 +88,7 @@ func TestMetricsAfterScenario(t *testing.T) {
 	if code, _ := e.post(payloadJSON(t, firing("default", "throttled", testUID("apf")))); code != http.StatusServiceUnavailable {
 		t.Fatalf("throttled webhook: %d", code)
 	}
-	// The repeat finds the evicted pod gone.
+	// The repeat is answered from the ledger: a duplicate.
 	if code, _ := e.post(payloadJSON(t, firing("default", "evict-me", testUID("a")))); code != http.StatusOK {
 		t.Fatalf("repeat webhook: %d", code)
 	}
@@ -108,11 +108,11 @@ func TestMetricsAfterScenario(t *testing.T) {
 emptydir_remediator_alerts_total{outcome="dry_run"} 0
 emptydir_remediator_alerts_total{outcome="error"} 1
 emptydir_remediator_alerts_total{outcome="evicted"} 1
-emptydir_remediator_alerts_total{outcome="gone"} 2
+emptydir_remediator_alerts_total{outcome="gone"} 1
 emptydir_remediator_alerts_total{outcome="not_leader"} 0
 emptydir_remediator_alerts_total{outcome="pdb_blocked"} 2
 emptydir_remediator_alerts_total{outcome="resolved"} 1
-emptydir_remediator_alerts_total{outcome="skipped"} 3
+emptydir_remediator_alerts_total{outcome="skipped"} 4
 emptydir_remediator_alerts_total{outcome="throttled"} 1
 # HELP emptydir_remediator_evictions_total Eviction API calls and their results.
 # TYPE emptydir_remediator_evictions_total counter
@@ -151,7 +151,7 @@ emptydir_remediator_is_leader 1
 		"emptydir_remediator_is_leader"); err != nil {
 		t.Error(err)
 	}
-	skips := map[string]float64{SkipNotOverLimit: 1, SkipRecreated: 1, SkipDaemonSet: 1, SkipDuplicate: 0, SkipCooldown: 0, SkipCapGlobal: 0}
+	skips := map[string]float64{SkipNotOverLimit: 1, SkipRecreated: 1, SkipDaemonSet: 1, SkipDuplicate: 1, SkipCooldown: 0, SkipCapGlobal: 0}
 	for reason, want := range skips {
 		if got := testutil.ToFloat64(e.srv.metrics.skips.WithLabelValues(reason)); got != want {
 			t.Errorf("skips_total{reason=%q} = %g, want %g", reason, got, want)

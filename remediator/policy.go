@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Policy decisions. Each is a pure function of its inputs; policyDecline applies them in
-// documentation order and the first one that declines names the skip reason.
+// Policy decisions. Each is a pure function of its inputs; podPolicyDecline (before the live
+// measurement) and then cooldownDecline apply them in documentation order, and the first one
+// that declines names the skip reason.
 
 // DefaultOptOutAnnotation is the pod annotation that, set to "false", keeps the remediator
 // away from a pod.
@@ -129,10 +130,9 @@ func quantity(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 
-// policyDecline applies the policies in documentation order and returns the skip reason and
-// an explanation of the first that declines the eviction, or "" when every policy allows it.
-// last is the remediator's last eviction of this pod UID, when remembered.
-func policyDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
+// podPolicyDecline applies the policies that need only the pod (all but the cooldown), so
+// that they decide before anything is measured.
+func podPolicyDecline(cfg Config, pod *corev1.Pod) (string, string) {
 	switch {
 	case !namespaceAllowed(pod.Namespace, cfg.NamespaceAllow, cfg.NamespaceDeny):
 		return SkipNamespace, fmt.Sprintf("namespace %q is not allowed", pod.Namespace)
@@ -146,7 +146,13 @@ func policyDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, 
 		return SkipDaemonSet, "DaemonSet pods are not evicted"
 	case !cfg.AllowCriticalPods && isCriticalPod(pod):
 		return SkipCritical, "system-critical pods are not evicted"
-	case remembered && inCooldown(last.At, now, cfg.Cooldown):
+	}
+	return "", ""
+}
+
+// cooldownDecline declines while the last action on the pod's UID is within the cooldown.
+func cooldownDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
+	if remembered && inCooldown(last.At, now, cfg.Cooldown) {
 		return SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", pod.UID, last.Outcome, last.At.UTC().Format(time.RFC3339), cfg.Cooldown)
 	}
 	return "", ""

@@ -186,6 +186,16 @@ func TestQuantity(t *testing.T) {
 	}
 }
 
+// policyDecline applies the policies in the order remediate does and returns the skip reason and
+// an explanation of the first that declines the eviction, or "" when every policy allows it.
+// last is the remediator's last eviction of this pod UID, when remembered.
+func policyDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
+	if reason, msg := podPolicyDecline(cfg, pod); reason != "" {
+		return reason, msg
+	}
+	return cooldownDecline(cfg, pod, last, remembered, now)
+}
+
 // policyDecline applies the policies in the documented order: the first that declines names
 // the reason.
 func TestPolicyDeclineOrder(t *testing.T) {

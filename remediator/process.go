@@ -75,7 +75,23 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		res.Outcome, res.Reason, res.Message = o, reason, fmt.Sprintf(format, args...)
 	}
 
-	// 1. The pod, fresh from the API server, and its UID.
+	// 1. What the ledger already knows of the alert's pod UID (a read of the watch cache): a
+	// delivery of a pod already evicted, or being evicted by another replica, is answered
+	// without an API request, so bursts of duplicates do not queue in the client's rate limit.
+	// A dry-run entry (cooldown) is left to the checks below, which name their own reasons.
+	last, remembered, err := s.ledger.last(ctx, t.UID)
+	if err != nil {
+		set(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
+		return err
+	}
+	if remembered && last.Outcome != OutcomeDryRun {
+		if reason, why := s.ledger.declines(t.UID, last, s.now()); reason != "" {
+			set(OutcomeSkipped, reason, "pod %s/%s: %s", t.Namespace, t.Pod, why)
+			return nil
+		}
+	}
+
+	// The pod, fresh from the API server, and its UID.
 	pod, err := s.client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -94,21 +110,19 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		set(OutcomeGone, "terminating", "pod %s/%s is already terminating", t.Namespace, t.Pod)
 		return nil
 	}
-	last, remembered, err := s.ledger.last(ctx, t.UID)
-	if err != nil {
-		set(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
-		return err
-	}
-	if remembered && last.Outcome == OutcomeEvicted {
-		set(OutcomeSkipped, SkipDuplicate, "pod %s/%s (uid %s) was already evicted at %s", t.Namespace, t.Pod, t.UID, last.At.UTC().Format(time.RFC3339))
-		return nil
-	}
 	limit, ok, why := emptyDirLimit(pod, t.Volume)
 	if !ok {
 		set(OutcomeSkipped, SkipNotOverLimit, "%s in the pod's current spec: nothing to enforce", why)
 		return nil
 	}
 	res.LimitBytes = &limit
+	// The policies that need only the pod decide before the measurement: a pod the
+	// remediator may never evict costs no walk on its node, and gets no Event (nothing was
+	// verified to report).
+	if reason, msg := podPolicyDecline(s.cfg, pod); reason != "" {
+		set(OutcomeSkipped, reason, "not evicted: %s", msg)
+		return nil
+	}
 
 	// 2. A live measurement: never the alert's numbers, never a stale value.
 	m, err := s.liveMeasurement(ctx, pod, t.Volume)
@@ -142,13 +156,10 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return nil
 	}
 
-	// 4. Policy, then the caps.
+	// 4. The cooldown (the pod's own policies decided above), then the caps.
 	now := s.now()
-	if reason, msg := policyDecline(s.cfg, pod, last, remembered, now); reason != "" {
+	if reason, msg := cooldownDecline(s.cfg, pod, last, remembered, now); reason != "" {
 		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, msg)
-		if reason != SkipCooldown {
-			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, msg)
-		}
 		return nil
 	}
 	// The stored ledger decides: another replica may have acted since last was read.

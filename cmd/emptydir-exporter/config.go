@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 const (
@@ -91,7 +93,7 @@ func newApp(cfg *config) *kingpin.Application {
 		"Publishes the usage and sizeLimit of every emptyDir volume of the pods on one node.")
 	app.Version(version.Print("emptydir-exporter"))
 	app.HelpFlag.Short('h')
-	cfg.web = kingpinflag.AddFlags(app, ":9731")
+	cfg.web = kingpinflag.AddFlags(app, ":"+strconv.Itoa(liveapi.DefaultPort))
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)

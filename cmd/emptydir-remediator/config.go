@@ -19,6 +19,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
 
@@ -71,7 +72,7 @@ func defaultConfig() config {
 			timeout:          defaultMeasureTimeout,
 			exporterSelector: "app.kubernetes.io/name=emptydir-exporter",
 			exporterScheme:   "http",
-			exporterPort:     9731,
+			exporterPort:     liveapi.DefaultPort,
 		},
 		leaderElection: remediator.LeaderElectionConfig{
 			Name:          remediator.Component,

@@ -105,7 +105,7 @@ func serve(ctx context.Context, c *config, logger *slog.Logger) error {
 		lead = func(ctx context.Context) error { return srv.RunLeaderElection(ctx, lec) }
 	}
 
-	httpSrv := newHTTPServer(srv.Handler(), c.remediator.AlertTimeout, logger)
+	httpSrv := newHTTPServer(srv.Handler(), defaultServerTimeouts(c.remediator.AlertTimeout), logger)
 	return serveUntilDone(ctx, httpSrv, func() error { return web.ListenAndServe(httpSrv, c.web, logger) },
 		lead, drainTimeout(c.remediator.AlertTimeout))
 }

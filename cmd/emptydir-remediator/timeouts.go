@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The HTTP server's timeouts, derived from --web.alert-timeout.
+// The HTTP server's limits; the write and drain timeouts are derived from --web.alert-timeout.
 const (
 	readHeaderTimeout = 10 * time.Second
 	// readTimeout bounds reading a whole request, body included.
@@ -19,7 +19,27 @@ const (
 	// drainGrace is what a shutdown gives an in-flight webhook beyond its alert's time to
 	// write its answer.
 	drainGrace = 5 * time.Second
+	// idleTimeout keeps an idle keep-alive connection longer than Alertmanager keeps it
+	// (its webhook client closes idle connections after 5 minutes): Alertmanager closes
+	// first, so a webhook is never written into a connection the server is closing, a POST
+	// Go's transport would not retry. Without it net/http would use readTimeout (30s) and
+	// most notifications, group_interval apart, would open a new connection and handshake.
+	idleTimeout = 6 * time.Minute
+	// maxHeaderBytes is far above what Alertmanager sends (a few hundred bytes plus an
+	// Authorization header: basic auth or a bearer token of a few KiB) and far below
+	// net/http's 1 MiB default, which any client could make the server buffer per request.
+	maxHeaderBytes = 16 << 10
 )
+
+// serverTimeouts bound how long one connection may hold the webhook server.
+type serverTimeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// defaultServerTimeouts are the production timeouts for alerts of at most alertTimeout.
+func defaultServerTimeouts(alertTimeout time.Duration) serverTimeouts {
+	return serverTimeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout(alertTimeout), idle: idleTimeout}
+}
 
 // writeTimeout bounds one webhook request from the end of its headers (where net/http starts
 // WriteTimeout) to the end of its answer: reading the body, then the alerts of the payload one
@@ -36,13 +56,16 @@ func drainTimeout(alertTimeout time.Duration) time.Duration {
 	return alertTimeout + drainGrace
 }
 
-// newHTTPServer is the webhook server with the timeouts above.
-func newHTTPServer(h http.Handler, alertTimeout time.Duration, logger *slog.Logger) *http.Server {
+// newHTTPServer is the webhook server with timeouts t and the header limit above;
+// web.ListenAndServe adds TLS and auth from --web.config.file.
+func newHTTPServer(h http.Handler, t serverTimeouts, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout(alertTimeout),
+		ReadHeaderTimeout: t.readHeader,
+		ReadTimeout:       t.read,
+		WriteTimeout:      t.write,
+		IdleTimeout:       t.idle,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}
 }

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +59,7 @@ func TestSlowPayloadIsAnswered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	httpSrv := newHTTPServer(srv.Handler(), alertTimeout, slog.New(slog.DiscardHandler))
+	httpSrv := newHTTPServer(srv.Handler(), defaultServerTimeouts(alertTimeout), slog.New(slog.DiscardHandler))
 	if httpSrv.WriteTimeout < time.Duration(len(alerts))*alertTimeout {
 		t.Fatalf("WriteTimeout %s is shorter than the payload's %d alerts at their slowest", httpSrv.WriteTimeout, len(alerts))
 	}
@@ -79,5 +83,115 @@ func TestSlowPayloadIsAnswered(t *testing.T) {
 	}
 	if drainTimeout(alertTimeout) <= alertTimeout {
 		t.Errorf("drainTimeout %s leaves an alert at its slowest no time to answer", drainTimeout(alertTimeout))
+	}
+}
+
+// alertmanagerIdleConnTimeout is how long Alertmanager's webhook client (prometheus/common's
+// HTTP client defaults) keeps an idle connection.
+const alertmanagerIdleConnTimeout = 5 * time.Minute
+
+// The server keeps an idle connection longer than Alertmanager does, so Alertmanager closes
+// it first and never writes a webhook into a connection the server is closing.
+func TestIdleTimeoutOutlastsAlertmanager(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler(), defaultServerTimeouts(time.Second), slog.New(slog.DiscardHandler))
+	idle := srv.IdleTimeout
+	if idle == 0 {
+		idle = srv.ReadTimeout // what net/http uses then
+	}
+	if idle <= alertmanagerIdleConnTimeout {
+		t.Errorf("idle connections are closed after %s, before Alertmanager's own %s", idle, alertmanagerIdleConnTimeout)
+	}
+}
+
+// serveOnLoopback runs newHTTPServer(h, timeouts) on a loopback port until the test ends.
+func serveOnLoopback(t *testing.T, h http.Handler, timeouts serverTimeouts) string {
+	t.Helper()
+	srv := newHTTPServer(h, timeouts, slog.New(slog.DiscardHandler))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// Headers beyond maxHeaderBytes are refused before the handler runs; an Alertmanager-sized
+// request with a large bearer token is not.
+func TestHeaderSizeLimit(t *testing.T) {
+	reached := make(chan struct{}, 10)
+	addr := serveOnLoopback(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		reached <- struct{}{}
+		w.WriteHeader(http.StatusNoContent)
+	}), defaultServerTimeouts(time.Second))
+	tests := []struct {
+		name        string
+		headerBytes int
+		want        int
+		wantHandler bool
+	}{
+		{"bearer token of 4 KiB", 4 << 10, http.StatusNoContent, true},
+		{"headers of 256 KiB", 256 << 10, http.StatusRequestHeaderFieldsTooLarge, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/-/webhook", strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+strings.Repeat("x", tc.headerBytes))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tc.want)
+			}
+			if got := len(reached) > 0; got != tc.wantHandler {
+				t.Errorf("handler reached: %t, want %t", got, tc.wantHandler)
+			}
+			for len(reached) > 0 {
+				<-reached
+			}
+		})
+	}
+}
+
+// An idle keep-alive connection is closed after the idle timeout, not the (longer) read timeout
+// net/http would fall back to.
+func TestIdleConnectionClosed(t *testing.T) {
+	const short, long = 100 * time.Millisecond, time.Hour
+	addr := serveOnLoopback(t, http.NotFoundHandler(), serverTimeouts{readHeader: long, read: long, write: long, idle: short})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: remediator\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	// A guard far above the idle timeout: reaching it means the server kept the connection.
+	if err := c.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no response: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.Close {
+		t.Fatal("the server did not keep the connection alive")
+	}
+	if _, err := io.Copy(io.Discard, br); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the server kept the idle connection open")
 	}
 }

@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// DefaultPort is the exporter's default port (its --web.listen-address), which the
+// remediator dials by default (its --exporter.port).
+const DefaultPort = 9731
+
 // Pattern is the route of the live endpoint, in net/http ServeMux pattern syntax; its
 // wildcards are PathNamespace and PathPod.
 const Pattern = "GET /live/namespaces/{" + PathNamespace + "}/pods/{" + PathPod + "}"

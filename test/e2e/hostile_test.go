@@ -39,7 +39,7 @@ type hostileCase struct {
 	// handler).
 	counter counterWant
 	log     []string // substrings of one new line of the target's log; nil: none expected
-	// handled: the case reaches alert handling (and so a live measurement); for every other
+	// handled: the case reaches alert handling (and possibly a live measurement); for every other
 	// case the remediator handles no alert and the exporter measures nothing.
 	handled bool
 	evicts  int // Eviction requests the API server must count for it
@@ -242,15 +242,15 @@ func TestHostileInput(t *testing.T) {
 			code: http.StatusOK, reason: `"outcome": "evicted"`, counter: counterWant{"emptydir_remediator_evictions_total", map[string]string{"result": "evicted"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=evicted", "uid=" + uid}, handled: true, evicts: 1}},
 		{{name: "replay after the eviction", to: remediatorTo, send: webhook(token, valid),
-			code: http.StatusOK, reason: `"reason": "terminating"`, counter: counterWant{"emptydir_remediator_alerts_total", map[string]string{"outcome": "gone"}, 1},
-			log: []string{`msg="alert handled"`, "outcome=gone", "reason=terminating", "uid=" + uid}, handled: true}},
+			code: http.StatusOK, reason: `"reason": "duplicate"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "duplicate"}, 1},
+			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=duplicate", "uid=" + uid}, handled: true}},
 		{
 			{name: "two concurrent replays (an HA pair), first", to: remediatorTo, send: webhook(token, valid),
-				code: http.StatusOK, reason: `"reason": "terminating"`, counter: counterWant{"emptydir_remediator_alerts_total", map[string]string{"outcome": "gone"}, 1},
-				log: []string{`msg="alert handled"`, "outcome=gone"}, handled: true},
+				code: http.StatusOK, reason: `"reason": "duplicate"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "duplicate"}, 1},
+				log: []string{`msg="alert handled"`, "outcome=skipped", "reason=duplicate"}, handled: true},
 			{name: "two concurrent replays (an HA pair), second", to: remediatorTo, send: webhook(token, valid),
-				code: http.StatusOK, reason: `"reason": "terminating"`, counter: counterWant{"emptydir_remediator_alerts_total", map[string]string{"outcome": "gone"}, 1},
-				log: []string{`msg="alert handled"`, "outcome=gone"}, handled: true},
+				code: http.StatusOK, reason: `"reason": "duplicate"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "duplicate"}, 1},
+				log: []string{`msg="alert handled"`, "outcome=skipped", "reason=duplicate"}, handled: true},
 		},
 	}
 
