@@ -27,17 +27,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # Whatever an existing policy allowed, stop and disable the services of the packages
-  # installed just now, and only those: other daemons on the machine are not ours.
-  for p in "${missing[@]}"; do
-    case "$p" in
-      etcd-server) unit=etcd ;;
-      prometheus | prometheus-alertmanager) unit=$p ;;
-      *) continue ;;
-    esac
+fi
+# The packages' own services hold the ports the tests use (etcd's 2379), also on a machine
+# where they were installed by hand before and started then: stop and disable those
+# services, and only those (other daemons on the machine are not ours), saying so.
+if [ "$(id -u)" = 0 ]; then
+  for unit in etcd prometheus prometheus-alertmanager; do
     if [ -d /run/systemd/system ]; then
+      systemctl is-active --quiet "$unit" 2>/dev/null || continue
+      echo "install-deps: stopping and disabling the $unit service of the Debian package: the tests run their own" >&2
       systemctl disable --now "$unit" >/dev/null 2>&1 || true
-    else
+    elif service "$unit" status >/dev/null 2>&1; then
+      echo "install-deps: stopping and disabling the $unit service of the Debian package: the tests run their own" >&2
       service "$unit" stop >/dev/null 2>&1 || true
       update-rc.d "$unit" disable >/dev/null 2>&1 || true
     fi
