@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -328,7 +327,7 @@ func deployExporterURL(p *corev1.Pod) string {
 func deployStaticBinary(t *testing.T, name, dir string) string {
 	t.Helper()
 	p := testbin.Path(t, name)
-	if deployIsStatic(p) {
+	if cluster.CheckStatic(p) == nil {
 		return p
 	}
 	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
@@ -340,20 +339,6 @@ func deployStaticBinary(t *testing.T, name, dir string) string {
 	}
 	t.Logf("%s is dynamically linked; using a CGO_ENABLED=0 build", p)
 	return filepath.Join(dir, name)
-}
-
-func deployIsStatic(p string) bool {
-	f, err := elf.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return false
-		}
-	}
-	return true
 }
 
 func deployToken(t *testing.T) string {
