@@ -2,20 +2,17 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -28,7 +25,7 @@ func TestClusterSeedPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
 	defer cancel()
 
-	ns := "smoke-" + randSuffix()
+	ns := "smoke-" + framework.RandSuffix()
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +58,7 @@ func TestClusterSeedPod(t *testing.T) {
 	if fi, err := os.Stat(vol); err != nil || !fi.IsDir() {
 		t.Fatalf("volume folder %s: %v", vol, err)
 	}
-	out, err := exec.Command("du", "-s", "-B1", vol).Output()
-	if err != nil {
-		t.Fatalf("du %s: %v", vol, err)
-	}
-	used, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("parse du output %q: %v", out, err)
-	}
+	used := framework.DuBytes(t, vol)
 	if used < 10240000 {
 		t.Errorf("du -s -B1 %s = %d, want >= 10240000", vol, used)
 	}
@@ -85,12 +75,6 @@ func TestClusterSeedPod(t *testing.T) {
 		t.Errorf("after 15 s pod phase=%s reason=%q uid=%s, want Running with uid %s",
 			after.Status.Phase, after.Status.Reason, after.UID, created.UID)
 	}
-}
-
-func randSuffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // TestClusterKubeletAPI checks both paths the exporter may use to reach the kubelet from the

@@ -19,13 +19,14 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // remWebhook posts one firing EmptyDirOverLimit alert for pod/uid/volume to a
 // remediator and returns the status and decoded answer.
 func remWebhook(ctx context.Context, t *testing.T, c *cluster.Cluster, addr, token string, pod *corev1.Pod, uid, volume string) (int, remediator.WebhookResponse) {
 	t.Helper()
-	code, wr, raw, err := postWebhook(ctx, c, addr, token, overLimitPayload(c.NodeName(), pod.Namespace, pod.Name, uid, volume))
+	code, wr, raw, err := framework.PostWebhook(ctx, c, addr, token, framework.OverLimitPayload(c.NodeName(), pod.Namespace, pod.Name, uid, volume))
 	if err != nil {
 		t.Fatalf("POST webhook to %s: %v", addr, err)
 	}
@@ -68,7 +69,7 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
 	defer cancel()
-	ns := "rem-" + randSuffix()
+	ns := "rem-" + framework.RandSuffix()
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
@@ -78,14 +79,14 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const exporterAddr, liveAddr, dryAddr = "127.0.0.1:19751", "127.0.0.1:19752", "127.0.0.1:19753"
-	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, "exporter-"+ns, exporterBin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=5s", "--web.listen-address="+exporterAddr)
 	remArgs := []string{"--kubeconfig=" + c.KubeconfigPath(), "--exporter.url=http://" + exporterAddr,
 		"--web.bearer-token-file=" + tokenFile, "--namespace-allow=" + ns, "--log.level=debug"}
-	startInNetns(t, c, "remediator-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+liveAddr)...)
-	startInNetns(t, c, "remediator-dry-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+dryAddr, "--dry-run")...)
+	framework.StartInNetns(t, c, "remediator-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+liveAddr)...)
+	framework.StartInNetns(t, c, "remediator-dry-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+dryAddr, "--dry-run")...)
 	for _, addr := range []string{exporterAddr + "/readyz", liveAddr + "/readyz", dryAddr + "/readyz"} {
-		eventually(t, 60*time.Second, 500*time.Millisecond, addr+" ready", func() (bool, string) {
+		framework.Eventually(t, 60*time.Second, 500*time.Millisecond, addr+" ready", func() (bool, string) {
 			resp, err := c.HTTPClient(nil).Get("http://" + addr)
 			if err != nil {
 				return false, err.Error()
@@ -96,12 +97,12 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 	}
 	live, dry := liveAddr, dryAddr
 
-	over := runPod(ctx, t, c, c.SeedPod(ns, "over"))
+	over := framework.RunPod(ctx, t, c, c.SeedPod(ns, "over"))
 	guarded := c.SeedPod(ns, "guarded")
 	guarded.Labels = map[string]string{"app": "guarded"}
-	guarded = runPod(ctx, t, c, guarded)
-	under := runPod(ctx, t, c, c.SeedPod(ns, "under"))
-	recreated := runPod(ctx, t, c, c.SeedPod(ns, "recreated"))
+	guarded = framework.RunPod(ctx, t, c, guarded)
+	under := framework.RunPod(ctx, t, c, c.SeedPod(ns, "under"))
+	recreated := framework.RunPod(ctx, t, c, c.SeedPod(ns, "recreated"))
 	for _, p := range []*corev1.Pod{over, guarded, recreated} {
 		fill(ctx, t, c, p, 10000)
 	}
@@ -171,11 +172,11 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 		if err := c.Client().CoreV1().Pods(ns).Delete(ctx, recreated.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, 500*time.Millisecond, "old pod gone", func() (bool, string) {
+		framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "old pod gone", func() (bool, string) {
 			_, err := c.Client().CoreV1().Pods(ns).Get(ctx, recreated.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
-		fresh := runPod(ctx, t, c, c.SeedPod(ns, recreated.Name))
+		fresh := framework.RunPod(ctx, t, c, c.SeedPod(ns, recreated.Name))
 		fill(ctx, t, c, fresh, 10000) // the new pod is over its limit too: only the UID differs
 		code, wr := remWebhook(ctx, t, c, live, token, fresh, string(recreated.UID), "empty")
 		if code != http.StatusOK || len(wr.Alerts) != 1 || wr.Alerts[0].Outcome != remediator.OutcomeSkipped ||
@@ -192,7 +193,7 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 		if code != http.StatusOK || len(wr.Alerts) != 1 || wr.Alerts[0].Outcome != remediator.OutcomeEvicted {
 			t.Fatalf("over limit: %d %+v, want 200 evicted", code, wr)
 		}
-		eventually(t, 60*time.Second, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
+		framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
 			ok, desc := podState(ctx, c, ns, over.Name, string(over.UID))
 			return !ok, desc
 		})
@@ -202,7 +203,7 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 		if code != http.StatusOK || len(wr.Alerts) != 1 || wr.Alerts[0].Outcome == remediator.OutcomeEvicted {
 			t.Errorf("repeated alert: %d %+v, want 200 and no second eviction", code, wr)
 		}
-		eventually(t, 30*time.Second, 500*time.Millisecond, "eviction Event on the pod", func() (bool, string) {
+		framework.Eventually(t, 30*time.Second, 500*time.Millisecond, "eviction Event on the pod", func() (bool, string) {
 			evs, err := c.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{
 				FieldSelector: "involvedObject.uid=" + string(over.UID)})
 			if err != nil {
@@ -215,20 +216,20 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 			}
 			return false, fmt.Sprintf("%d events, none %s naming the volume", len(evs.Items), remediator.EventEvicted)
 		})
-		fams, err := scrape(ctx, c, "http://"+liveAddr+"/metrics")
+		fams, err := framework.Scrape(ctx, c, "http://"+liveAddr+"/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for result, want := range map[string]float64{"evicted": 1, "pdb_blocked": 1} {
-			if got, _ := sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": result}); got != want {
+			if got, _ := framework.Sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": result}); got != want {
 				t.Errorf("evictions_total{result=%q} = %v, want %v", result, got, want)
 			}
 		}
-		dryFams, err := scrape(ctx, c, "http://"+dryAddr+"/metrics")
+		dryFams, err := framework.Scrape(ctx, c, "http://"+dryAddr+"/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := sample(dryFams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"}); got != 0 {
+		if got, _ := framework.Sample(dryFams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"}); got != 0 {
 			t.Errorf("dry-run remediator counted %v evictions", got)
 		}
 	})

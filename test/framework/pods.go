@@ -1,0 +1,61 @@
+package framework
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+)
+
+func RunPod(ctx context.Context, t TB, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	if _, err := c.Client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create pod %s/%s: %v", pod.Namespace, pod.Name, err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = c.Client().CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	running, err := c.WaitForPodPhase(wctx, pod.Namespace, pod.Name, corev1.PodRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return running
+}
+
+func RandSuffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func PodEvents(ctx context.Context, t TB, c *cluster.Cluster, p *corev1.Pod, reason string) []corev1.Event {
+	t.Helper()
+	list, err := c.Client().CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if string(e.InvolvedObject.UID) == string(p.UID) && e.Reason == reason {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return EventTime(out[i]).Before(EventTime(out[j])) })
+	return out
+}
+
+func EventTime(e corev1.Event) time.Time {
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.FirstTimestamp.Time
+}
