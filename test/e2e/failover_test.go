@@ -167,12 +167,12 @@ func TestRemediatorFailover(t *testing.T) {
 	var pods []*corev1.Pod
 	for i := range 4 {
 		p := framework.RunPod(ctx, t, c, c.SeedPod(ns, fmt.Sprintf("over-%d", i)))
-		fill(ctx, t, c, p, 2000)
+		framework.Fill(ctx, t, c, p, 2000)
 		pods = append(pods, p)
 	}
 	deliver := func(r *replica, p *corev1.Pod) remediator.AlertResult {
 		t.Helper()
-		code, wr := remWebhook(ctx, t, c, r.addr, token, p, string(p.UID), "empty")
+		code, wr := framework.AlertWebhook(ctx, t, c, r.addr, token, p, string(p.UID), "empty")
 		if len(wr.Alerts) != 1 {
 			t.Fatalf("%s: %d, %+v", r.name, code, wr)
 		}
@@ -195,7 +195,7 @@ func TestRemediatorFailover(t *testing.T) {
 		if res.Outcome != remediator.OutcomeSkipped || res.Reason != remediator.SkipCapGlobal {
 			t.Errorf("new leader %s, pod %s: %s/%s %q, want skipped/cap_global", standby.name, pods[2].Name, res.Outcome, res.Reason, res.Message)
 		}
-		if ok, desc := podState(ctx, c, ns, pods[2].Name, string(pods[2].UID)); !ok {
+		if ok, desc := framework.PodState(ctx, c, ns, pods[2].Name, string(pods[2].UID)); !ok {
 			t.Errorf("%s over the cap: %s, want running", pods[2].Name, desc)
 		}
 		got := ledgerEntries(ctx, t, c, ns, "caps-ledger")

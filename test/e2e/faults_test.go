@@ -279,7 +279,7 @@ func TestFaults(t *testing.T) {
 	killOver := framework.RunPod(ctx, t, c, c.SeedPod(f.ns, "kill-over"))
 	doomed := framework.RunPod(ctx, t, c, c.SeedPod(f.ns, "doomed"))
 	for _, p := range []*corev1.Pod{bigOver, apiOver, kubeletOver, killOver} {
-		fill(ctx, t, c, p, 2000)
+		framework.Fill(ctx, t, c, p, 2000)
 	}
 	addFiles(t, c, bigUnder, bigUnderFolders)
 	addFiles(t, c, bigOver, bigOverFolders)
@@ -399,7 +399,7 @@ func (f *faultEnv) apiServerRestart(t *testing.T, bigUnder, over, doomed *corev1
 		t.Errorf("emptydir_exporter_pod_watch_errors_total %v → %v: the outage is not counted", watchErrs0, watchErrs)
 	}
 	framework.Eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
-		ok, desc := podState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
+		ok, desc := framework.PodState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
 		return !ok, desc
 	})
 	requireEvent(f.ctx, t, c, over, remediator.EventEvicted)
@@ -465,7 +465,7 @@ func (f *faultEnv) kubeletRestart(t *testing.T, bigUnder, over *corev1.Pod, want
 		t.Errorf("live re-check across the kubelet restart used %v bytes, want du's %d", final.UsedBytes, wantUnder)
 	}
 	framework.Eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves once the kubelet is back", func() (bool, string) {
-		ok, desc := podState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
+		ok, desc := framework.PodState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
 		return desc == "gone", fmt.Sprint(ok, desc)
 	})
 	gone := time.Now()
@@ -518,7 +518,7 @@ func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUn
 	if code != http.StatusServiceUnavailable || res.Outcome != remediator.OutcomeError || !strings.HasPrefix(res.Reason, "measurement_") {
 		t.Fatalf("over-limit pod without an exporter: %d %s/%s %q, want 503 error/measurement_* (never evict without a live measurement)", code, res.Outcome, res.Reason, res.Message)
 	}
-	if ok, desc := podState(f.ctx, c, over.Namespace, over.Name, string(over.UID)); !ok {
+	if ok, desc := framework.PodState(f.ctx, c, over.Namespace, over.Name, string(over.UID)); !ok {
 		t.Fatalf("over-limit pod evicted without a live measurement: %s", desc)
 	}
 	fams := f.scrapeRemediator(t)
@@ -646,7 +646,7 @@ func (f *faultEnv) bigVolume(t *testing.T, big *corev1.Pod) {
 		t.Fatalf("big over-limit volume without the PDB: %s/%s %q, want evicted", final.Outcome, final.Reason, final.Message)
 	}
 	framework.Eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
-		ok, desc := podState(f.ctx, c, big.Namespace, big.Name, string(big.UID))
+		ok, desc := framework.PodState(f.ctx, c, big.Namespace, big.Name, string(big.UID))
 		return !ok, desc
 	})
 	requireEvent(f.ctx, t, c, big, remediator.EventEvicted)

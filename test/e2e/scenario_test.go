@@ -109,6 +109,11 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 		_, failed, gone, _, _ := w.Tracker.Snapshot()
 		return !gone.IsZero() || !failed.IsZero(), "still there"
 	})
+	// A repeat of the same alert (Alertmanager's repeat_interval, an HA peer) does not evict again.
+	code, resp, raw, err := framework.PostWebhook(ctx, c, framework.StackRemediatorAddr, s.Token, framework.OverLimitPayload(c.NodeName(), ns, seed.Name, string(seed.UID), "empty"))
+	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome == remediator.OutcomeEvicted {
+		t.Errorf("repeated alert for the evicted seed pod: %d %s %v, want 200 and no second eviction", code, raw, err)
+	}
 
 	// A webhook without the token (or with a wrong one) is rejected and changes nothing.
 	for _, tok := range []string{"", "not-" + s.Token} {
@@ -119,22 +124,37 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 	}
 
 	// PDB: the API answers 429 (no controller-manager computes disruptionsAllowed), the
-	// remediator counts pdb_blocked, records an Event, and the pod stays.
-	framework.Eventually(t, 2*time.Minute, time.Second, "PDB-covered pod counted pdb_blocked", func() (bool, string) {
+	// remediator answers Alertmanager 5xx pdb_blocked (so it retries), counts each blocked
+	// eviction once, records an Event, and the pod stays.
+	framework.Eventually(t, 2*time.Minute, time.Second, "PDB-covered pod counted pdb_blocked once per delivery", func() (bool, string) {
 		fams, err := framework.Scrape(ctx, c, "http://"+framework.StackRemediatorAddr+"/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
 		n, _ := framework.Sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "pdb_blocked"})
-		return n >= 1, fmt.Sprintf("pdb_blocked=%v", n)
+		delivered := s.Recorder.ForUID(string(guarded.UID))
+		return n >= 1 && int(n) == len(delivered), fmt.Sprintf("pdb_blocked=%v, deliveries=%d", n, len(delivered))
 	})
+	for _, h := range s.Recorder.ForUID(string(guarded.UID)) {
+		if r, ok := framework.OutcomeFor(h, string(guarded.UID)); h.Code < 500 || !ok || r.Outcome != remediator.OutcomePDBBlocked {
+			t.Errorf("remediator answered the PDB-covered pod's alert %d %+v, want 5xx pdb_blocked so Alertmanager retries", h.Code, h.Response)
+		}
+	}
 	requireEvent(ctx, t, c, guarded, remediator.EventEvictionBlocked)
+
+	// Under its limit: an alert (as if stale) re-checks live and evicts nothing.
+	code, resp, raw, err = framework.PostWebhook(ctx, c, framework.StackRemediatorAddr, s.Token, framework.OverLimitPayload(c.NodeName(), ns, under.Name, string(under.UID), "empty"))
+	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeSkipped || resp.Alerts[0].Reason != remediator.SkipNotOverLimit {
+		t.Errorf("alert for the pod under its limit: %d %s %v, want 200 skipped/not_over_limit", code, raw, err)
+	}
 
 	// Dry run: a second remediator with --dry-run, asked directly about an over-limit pod the
 	// main one leaves alone (pod selector): it re-checks, says it would evict, evicts nothing.
-	code, resp, raw, err := framework.PostWebhook(ctx, c, framework.StackDryRunAddr, s.Token, framework.OverLimitPayload(c.NodeName(), ns, dry.Name, string(dry.UID), "empty"))
+	code, resp, raw, err = framework.PostWebhook(ctx, c, framework.StackDryRunAddr, s.Token, framework.OverLimitPayload(c.NodeName(), ns, dry.Name, string(dry.UID), "empty"))
 	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeDryRun {
 		t.Errorf("dry-run remediator: %d %s %v, want 200 with outcome dry_run", code, raw, err)
+	} else if used := resp.Alerts[0].UsedBytes; used == nil || *used < 10240000 {
+		t.Errorf("dry-run re-check used %v bytes, want the live ~10 MB", used)
 	}
 	fams, err := framework.Scrape(ctx, c, "http://"+framework.StackDryRunAddr+"/metrics")
 	if err != nil {
@@ -166,11 +186,19 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 		_, err := c.Client().CoreV1().Pods(ns).Get(ctx, recreated.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	recreated = framework.RunPod(ctx, t, c, c.SeedPod(ns, "recreated"))
+	// The new pod is over its limit too: only the UID differs. The main remediator judges the
+	// UID first, so the stale alert is skipped as recreated; the new pod's own alert, which the
+	// chain raises later, is the pod selector's to skip.
+	fresh := c.SeedPod(ns, "recreated")
+	fresh.Labels[framework.DryRunOnlyLabel] = "true"
+	recreated = framework.RunPod(ctx, t, c, fresh)
 	trackers["recreated"] = framework.TrackPod(ctx, c, recreated)
 	defer trackers["recreated"].Stop()
+	if _, err := framework.WriteSeed(ctx, c, recreated, trackers["recreated"], 10000); err != nil {
+		t.Fatal(err)
+	}
 	code, resp, raw, err = framework.PostWebhook(ctx, c, framework.StackRemediatorAddr, s.Token, framework.OverLimitPayload(c.NodeName(), ns, recreated.Name, oldUID, "empty"))
-	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeSkipped || resp.Alerts[0].Reason != "recreated" {
+	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeSkipped || resp.Alerts[0].Reason != remediator.SkipRecreated {
 		t.Errorf("stale alert for the recreated pod: %d %s %v, want 200 skipped/recreated", code, raw, err)
 	}
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,4 +60,22 @@ func EventTime(e corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.FirstTimestamp.Time
+}
+
+// PodState tells whether the pod instance uid still runs, and if not, what became of it.
+func PodState(ctx context.Context, c *cluster.Cluster, ns, name, uid string) (running bool, desc string) {
+	p, err := c.Client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "gone"
+	}
+	if err != nil {
+		return false, err.Error()
+	}
+	if string(p.UID) != uid {
+		return false, "replaced by uid " + string(p.UID)
+	}
+	if p.DeletionTimestamp != nil {
+		return false, "terminating"
+	}
+	return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -141,4 +143,16 @@ func PostWebhook(ctx context.Context, c *cluster.Cluster, addr, token string, bo
 	var wr remediator.WebhookResponse
 	_ = json.Unmarshal(raw, &wr)
 	return resp.StatusCode, wr, string(raw), nil
+}
+
+// AlertWebhook posts one firing EmptyDirOverLimit alert for pod/uid/volume straight to a
+// remediator and returns the status and decoded answer, failing the test if it cannot post.
+func AlertWebhook(ctx context.Context, t TB, c *cluster.Cluster, addr, token string, pod *corev1.Pod, uid, volume string) (int, remediator.WebhookResponse) {
+	t.Helper()
+	code, wr, raw, err := PostWebhook(ctx, c, addr, token, OverLimitPayload(c.NodeName(), pod.Namespace, pod.Name, uid, volume))
+	if err != nil {
+		t.Fatalf("POST webhook to %s: %v", addr, err)
+	}
+	t.Logf("webhook %s/%s uid %s → %d %s", pod.Namespace, pod.Name, uid, code, raw)
+	return code, wr
 }
