@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/dashboards"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -520,7 +521,7 @@ func checkDashboards(ctx context.Context, t *testing.T, mon *cluster.Monitoring,
 	deadline := time.Now().Add(90 * time.Second)
 	var noData, nanOnly []string
 	for _, q := range qs {
-		expr := framework.SubstituteGrafana(q.Expr, vars)
+		expr := dashboards.Substitute(q.Expr, vars)
 		for {
 			res, err := mon.Query(ctx, expr)
 			if err != nil {
