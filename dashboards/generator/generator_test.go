@@ -371,17 +371,7 @@ func TestDashboardConventions(t *testing.T) {
 	}
 	link := regexp.MustCompile(`/d/([a-z0-9-]+)`)
 	for _, f := range files {
-		var d struct {
-			UID        string             `json:"uid"`
-			Panels     []dashboards.Panel `json:"panels"`
-			Templating struct {
-				List []struct {
-					Type  string `json:"type"`
-					Name  string `json:"name"`
-					Query any    `json:"query"`
-				} `json:"list"`
-			} `json:"templating"`
-		}
+		var d dashboards.Dashboard
 		if err := json.Unmarshal(f.Data, &d); err != nil {
 			t.Fatal(err)
 		}

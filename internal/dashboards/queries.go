@@ -21,6 +21,22 @@ type Query struct {
 	Variable bool
 }
 
+// Dashboard is the part of a Grafana dashboard the tests read.
+type Dashboard struct {
+	UID        string  `json:"uid"`
+	Panels     []Panel `json:"panels"`
+	Templating struct {
+		List []Variable `json:"list"`
+	} `json:"templating"`
+}
+
+// Variable is a dashboard variable; Query is a string for type "query".
+type Variable struct {
+	Type  string `json:"type"`
+	Name  string `json:"name"`
+	Query any    `json:"query"`
+}
+
 // Panel is the part of a Grafana panel the tests read.
 type Panel struct {
 	Type    string  `json:"type"`
@@ -56,16 +72,7 @@ func Queries(dir string) ([]Query, error) {
 }
 
 func fileQueries(path string) ([]Query, error) {
-	var d struct {
-		Panels     []Panel `json:"panels"`
-		Templating struct {
-			List []struct {
-				Type  string `json:"type"`
-				Name  string `json:"name"`
-				Query any    `json:"query"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
+	var d Dashboard
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
