@@ -26,6 +26,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 // loadPhase is one burst of TestLoadExactlyOnce.
@@ -219,7 +220,7 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 		t.Cleanup(rec.Close)
 		recs, hooks = append(recs, rec), append(hooks, "http://"+addr+"/webhook")
 	}
-	ams, err := c.StartHAAlertmanagers(ctx, cluster.HAAlertmanagerOptions{
+	ams, err := monitoring.StartHAAlertmanagers(ctx, c, monitoring.HAAlertmanagerOptions{
 		WebhookURLs: hooks, WebhookToken: token, AlertmanagerConfig: "../../deploy/alertmanager/alertmanager.yml",
 		GroupWait: time.Second, GroupInterval: 30 * time.Second, RepeatInterval: 10 * time.Minute,
 		BasePort: ph.ports + 20,
@@ -229,9 +230,9 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 	}
 	t.Cleanup(ams.Stop)
 
-	alerts := make([]cluster.PostableAlert, 0, len(pods))
+	alerts := make([]monitoring.PostableAlert, 0, len(pods))
 	for _, w := range pods {
-		alerts = append(alerts, cluster.PostableAlert{StartsAt: time.Now(), Labels: map[string]string{
+		alerts = append(alerts, monitoring.PostableAlert{StartsAt: time.Now(), Labels: map[string]string{
 			"alertname": "EmptyDirOverLimit", "severity": "critical", "remediation": "evict",
 			"namespace": ns, "pod": w.pod.Name, "uid": string(w.pod.UID), "volume": "data", "node": node.Name()}})
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 const (
@@ -515,7 +516,7 @@ func requireNotEvicted(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 
 // checkDashboards runs every dashboard query against the live Prometheus; each must return
 // at least one series. Rates need two samples of a counter, so each query gets some time.
-func checkDashboards(ctx context.Context, t *testing.T, mon *cluster.Monitoring, vars map[string]string) {
+func checkDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack, vars map[string]string) {
 	t.Helper()
 	qs := framework.DashboardExprs(t)
 	deadline := time.Now().Add(90 * time.Second)

@@ -9,7 +9,7 @@ import (
 	"runtime"
 )
 
-// TB is what the framework needs of a test. TB has it; so does the demo's runner,
+// TB is what the framework needs of a test. testing.TB has it; so does the demo's runner,
 // which is a program and not a test.
 type TB interface {
 	Helper()

@@ -15,6 +15,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
+// RunPod creates pod and waits (2 minutes at most) until it runs; the test's cleanup deletes it.
 func RunPod(ctx context.Context, t TB, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	if _, err := c.Client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -33,12 +34,14 @@ func RunPod(ctx context.Context, t TB, c *cluster.Cluster, pod *corev1.Pod) *cor
 	return running
 }
 
+// RandSuffix is 6 random hex digits, for names that must not collide between runs.
 func RandSuffix() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
+// PodEvents lists the Events of reason on pod p, oldest first.
 func PodEvents(ctx context.Context, t TB, c *cluster.Cluster, p *corev1.Pod, reason string) []corev1.Event {
 	t.Helper()
 	list, err := c.Client().CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{})
@@ -55,6 +58,7 @@ func PodEvents(ctx context.Context, t TB, c *cluster.Cluster, p *corev1.Pod, rea
 	return out
 }
 
+// EventTime is when an Event happened: EventTime if set (events.k8s.io), else FirstTimestamp.
 func EventTime(e corev1.Event) time.Time {
 	if !e.EventTime.IsZero() {
 		return e.EventTime.Time

@@ -27,6 +27,7 @@ func StartInNetns(t TB, c *cluster.Cluster, logName, bin string, args ...string)
 	})
 }
 
+// Tail is the last n bytes of s.
 func Tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]

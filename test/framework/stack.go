@@ -9,6 +9,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 // Addresses inside the cluster's namespace used by the scenario (other e2e tests use 1973x/1974x).
@@ -26,8 +27,8 @@ const (
 	DryRunOnlyLabel = "e2e.emptydir-guard.io/dry-run-only"
 )
 
-// ExporterInterval is the exporter's collection interval in the scenario: the Scrape
-// interval, so that a measurement waits at most one Scrape for Prometheus (a cycle of the
+// ExporterInterval is the exporter's collection interval in the scenario: the scrape
+// interval, so that a measurement waits at most one scrape for Prometheus (a cycle of the
 // exporter costs milliseconds on a node). deploy/exporter.yaml says 10s;
 // EMPTYDIR_GUARD_EXPORTER_INTERVAL=10s measures with that.
 var ExporterInterval = func() time.Duration {
@@ -41,7 +42,7 @@ var ExporterInterval = func() time.Duration {
 // namespace: exporter → Prometheus (project rules) → Alertmanager (project route) →
 // recording proxy → remediator → live re-check at the exporter → Eviction API.
 type Stack struct {
-	Mon       *cluster.Monitoring
+	Mon       *monitoring.Stack
 	Token     string // the remediator's webhook bearer token
 	TokenFile string
 	Recorder  *WebhookRecorder
@@ -49,6 +50,7 @@ type Stack struct {
 	ExporterLog, RemediatorLog, DryRunLog string
 }
 
+// StackOptions chooses the optional parts of a Stack.
 type StackOptions struct {
 	// RemediatorArgs are appended to the main remediator's flags.
 	RemediatorArgs []string
@@ -60,6 +62,8 @@ type StackOptions struct {
 	BrokenKubeletExporter bool
 }
 
+// StartStack starts the Stack on c, each part inside c's network namespace, and waits until
+// Prometheus has every target up; the test's cleanup stops it.
 func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *Stack {
 	t.Helper()
 	exporterBin, remediatorBin := testbin.Path(t, "emptydir-exporter"), testbin.Path(t, "emptydir-remediator")
@@ -96,7 +100,7 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	}
 	t.Cleanup(s.Recorder.Close)
 
-	s.Mon, err = c.StartMonitoring(ctx, cluster.MonitoringOptions{
+	s.Mon, err = monitoring.Start(ctx, c, monitoring.Options{
 		RulesFiles:         []string{RepoPath("rules/emptydir-guard.rules.yml")},
 		AlertmanagerConfig: RepoPath("deploy/alertmanager/alertmanager.yml"),
 		ExporterTargets:    exporterTargets,

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -22,20 +23,23 @@ type PodTracker struct {
 	failed        time.Time
 	gone          time.Time
 	reason, msg   string
-	stop          chan struct{}
+	cancel        context.CancelFunc
 	done          chan struct{}
 }
 
+// TrackPod starts tracking pod p until it is gone, ctx ends or Stop.
 func TrackPod(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) *PodTracker {
-	tr := &PodTracker{ns: p.Namespace, name: p.Name, uid: string(p.UID), stop: make(chan struct{}), done: make(chan struct{})}
+	pollCtx, cancel := context.WithCancel(ctx)
+	tr := &PodTracker{ns: p.Namespace, name: p.Name, uid: string(p.UID), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(tr.done)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		// Until the pod is gone, ctx ends or Stop: its error is only that end. The Get uses
+		// ctx, not pollCtx: Stop lets a poll under way finish and record.
+		_ = wait.PollUntilContextCancel(pollCtx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
 			got, err := c.Client().CoreV1().Pods(tr.ns).Get(ctx, tr.name, metav1.GetOptions{})
 			now := time.Now()
 			tr.mu.Lock()
+			defer tr.mu.Unlock()
 			switch {
 			case apierrors.IsNotFound(err) || (err == nil && string(got.UID) != tr.uid):
 				if tr.gone.IsZero() {
@@ -49,24 +53,13 @@ func TrackPod(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) *PodTracke
 					tr.failed, tr.reason, tr.msg = now, got.Status.Reason, got.Status.Message
 				}
 			}
-			finished := !tr.gone.IsZero()
-			tr.mu.Unlock()
-			if finished {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tr.stop:
-				return
-			case <-tick.C:
-			}
-		}
+			return !tr.gone.IsZero(), nil
+		})
 	}()
 	return tr
 }
 
-// evicted returns the first time the pod was seen terminating, Failed or gone.
+// Evicted returns the first time the pod was seen terminating, Failed or gone.
 func (tr *PodTracker) Evicted() time.Time {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
@@ -79,17 +72,15 @@ func (tr *PodTracker) Evicted() time.Time {
 	return first
 }
 
+// Snapshot returns what the tracker saw so far; zero times for what it did not see.
 func (tr *PodTracker) Snapshot() (terminating, failed, gone time.Time, reason, msg string) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.terminating, tr.failed, tr.gone, tr.reason, tr.msg
 }
 
+// Stop ends the tracking and waits for the poll under way.
 func (tr *PodTracker) Stop() {
-	select {
-	case <-tr.stop:
-	default:
-		close(tr.stop)
-	}
+	tr.cancel()
 	<-tr.done
 }

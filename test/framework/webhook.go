@@ -30,6 +30,7 @@ type WebhookRecorder struct {
 	got []RecordedWebhook
 }
 
+// RecordedWebhook is one notification through the WebhookRecorder and the answer to it.
 type RecordedWebhook struct {
 	Received, Answered time.Time
 	Authorization      string
@@ -38,6 +39,7 @@ type RecordedWebhook struct {
 	Response           remediator.WebhookResponse
 }
 
+// NewWebhookRecorder listens on listen inside c's namespace and forwards to target.
 func NewWebhookRecorder(c *cluster.Cluster, listen, target string) (*WebhookRecorder, error) {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -76,9 +78,10 @@ func NewWebhookRecorder(c *cluster.Cluster, listen, target string) (*WebhookReco
 	return r, nil
 }
 
+// Close stops the recorder.
 func (r *WebhookRecorder) Close() { _ = r.srv.Close() }
 
-// forUID returns the recorded notifications that carry an alert for that pod UID.
+// ForUID returns the recorded notifications that carry an alert for that pod UID.
 func (r *WebhookRecorder) ForUID(uid string) []RecordedWebhook {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -94,7 +97,7 @@ func (r *WebhookRecorder) ForUID(uid string) []RecordedWebhook {
 	return out
 }
 
-// all returns every recorded delivery.
+// All returns every recorded delivery.
 func (r *WebhookRecorder) All() []RecordedWebhook {
 	r.mu.Lock()
 	defer r.mu.Unlock()

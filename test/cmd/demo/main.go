@@ -117,8 +117,8 @@ func demo(ctx context.Context, r *runner, keep bool) {
 				return time.Time{}, "", false
 			}
 			for _, a := range alerts {
-				if a.Labels["alertname"] == "EmptyDirOverLimit" && a.Labels["uid"] == uid && a.State == "firing" {
-					return a.ActiveAt, "EmptyDirOverLimit firing: " + a.Annotations["summary"], true
+				if a.Labels["alertname"] == "EmptyDirOverLimit" && string(a.Labels["uid"]) == uid && a.State == "firing" {
+					return a.ActiveAt, "EmptyDirOverLimit firing: " + string(a.Annotations["summary"]), true
 				}
 			}
 			return time.Time{}, "", false
