@@ -21,6 +21,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
+	"github.com/emptydir-guard/emptydir-guard/internal/duoracle"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
@@ -382,7 +383,7 @@ func expectedSeries(t *testing.T, live map[string]*corev1.Pod, volumeDir func(*c
 	if len(dirs) == 0 {
 		return want
 	}
-	sizes, err := framework.Du(dirs...)
+	sizes, err := duoracle.Bytes(dirs...)
 	if err != nil {
 		t.Fatal(err)
 	}
