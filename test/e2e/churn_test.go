@@ -67,10 +67,7 @@ func TestPodChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := "churn-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "churn")
 	node, err := cluster.NewFakeNode(ctx, cs, "fake-"+ns, filepath.Join(t.TempDir(), "kubelet"))
 	if err != nil {
 		t.Fatal(err)
@@ -246,10 +243,7 @@ func TestPodChurnRealKubelet(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 3*time.Minute)
 	defer cancel()
-	ns := "churnk-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "churnk")
 	ex, _ := startChurnExporter(ctx, t, c, bin, "127.0.0.1:19772", c.NodeName(), c.KubeletRootDir())
 	volumeDir := func(p *corev1.Pod, v string) string { return exporter.Dir(c.KubeletRootDir(), string(p.UID), v) }
 	settled := func(what string, live map[string]*corev1.Pod) {

@@ -25,10 +25,7 @@ func TestClusterSeedPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
 	defer cancel()
 
-	ns := "smoke-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "smoke")
 	pod := c.SeedPod(ns, "empty-test1")
 	created, err := c.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -121,18 +118,10 @@ func TestClusterEvictsWithIsolation(t *testing.T) {
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{
+	c := ownCluster(ctx, t, cluster.Options{
 		LocalStorageCapacityIsolation: true,
 		VolumeStatsAggPeriod:          5 * time.Second,
 		Logf:                          t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
 	})
 	pod := c.SeedPod("default", "empty-test1")
 	if _, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {

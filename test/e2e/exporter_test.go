@@ -41,10 +41,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 6*time.Minute)
 	defer cancel()
-	ns := "exp-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "exp")
 
 	const addr = "127.0.0.1:19731"
 	framework.StartInNetns(t, c, "exporter-fs-"+ns, bin,
@@ -154,10 +151,7 @@ func TestExporterKubeletSourceWithoutIsolation(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
-	ns := "expk-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "expk")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(c.AdminToken()), 0o600); err != nil {
 		t.Fatal(err)

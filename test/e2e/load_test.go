@@ -135,10 +135,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 
 func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client kubernetes.Interface, node *cluster.FakeNode,
 	ph loadPhase, remediatorBin, exporterAddr, tokenFile, token string) loadResult {
-	ns := "load-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "load")
 	lease := "load"
 
 	// The replicas' pods, so that a standby finds the leader (PodLeaderResolver): bound to

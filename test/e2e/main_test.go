@@ -109,3 +109,18 @@ func sharedCluster(t testing.TB) *cluster.Cluster {
 	}
 	return sharedC
 }
+
+// ownCluster starts a cluster of the test's own (framework.StartCluster). TestMain stops only
+// the shared cluster on SIGINT/SIGTERM; this one is stopped then too (Stop is idempotent and
+// safe concurrently; what an exit cuts short, CleanupStale finishes).
+func ownCluster(ctx context.Context, t testing.TB, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
+	c := framework.StartCluster(ctx, t, opts)
+	go func() {
+		<-ctx.Done()
+		if rootCtx.Err() != nil {
+			_ = c.Stop()
+		}
+	}()
+	return c
+}

@@ -57,10 +57,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 12*time.Minute)
 	defer cancel()
-	ns := "scn-" + framework.RandSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "scn")
 	s := framework.StartStack(ctx, t, c, framework.StackOptions{
 		RemediatorArgs:        []string{"--pod-selector=" + framework.DryRunOnlyLabel + "!=true"},
 		DryRun:                true,
@@ -327,32 +324,15 @@ func scenarioBothEnforce(t *testing.T) []timing {
 
 // startIsolatedCluster starts a cluster of its own whose kubelet enforces sizeLimit at its
 // defaults (localStorageCapacityIsolation on, volumeStatsAggPeriod 1m with jitter), and stops
-// it when the test ends or ctx does.
+// it when the test ends or is interrupted.
 func startIsolatedCluster(ctx context.Context, t testing.TB) *cluster.Cluster {
 	t.Helper()
 	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
-	c, err := cluster.Start(ctx, cluster.Options{
+	return ownCluster(ctx, t, cluster.Options{
 		LocalStorageCapacityIsolation: true,
 		VolumeStatsAggPeriod:          0, // the kubelet's default (1m, with jitter)
 		Logf:                          logger.Printf,
 	})
-	if err != nil {
-		t.Fatalf("cluster with isolation on: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop the cluster with isolation on: %v", err)
-		}
-	})
-	// TestMain stops only the shared cluster on SIGINT/SIGTERM; stop this one too (Stop is
-	// idempotent and safe concurrently; what an exit cuts short, CleanupStale finishes).
-	go func() {
-		<-ctx.Done()
-		if rootCtx.Err() != nil {
-			_ = c.Stop()
-		}
-	}()
-	return c
 }
 
 // oursTimeline waits until the seed pod is evicted and reconstructs the chain from the

@@ -30,18 +30,10 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
 	manifests := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{
+	c := ownCluster(ctx, t, cluster.Options{
 		VolumeStatsAggPeriod: 5 * time.Second,
 		KubeletConfig:        map[string]any{"staticPodPath": manifests, "fileCheckFrequency": "1s"},
 		Logf:                 t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
 	})
 
 	static := c.SeedPod("default", "static-seed")

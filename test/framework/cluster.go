@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"context"
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -15,4 +16,19 @@ func SharedClusterOptions(logf func(format string, args ...any)) cluster.Options
 		VolumeStatsAggPeriod:          5 * time.Second,
 		Logf:                          logf,
 	}
+}
+
+// StartCluster starts a cluster of the test's own with opts, and stops it when the test ends.
+func StartCluster(ctx context.Context, t TB, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
+	c, err := cluster.Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("cluster stop: %v", err)
+		}
+	})
+	return c
 }

@@ -83,3 +83,13 @@ func PodState(ctx context.Context, c *cluster.Cluster, ns, name, uid string) (ru
 	}
 	return p.Status.Phase == corev1.PodRunning, string(p.Status.Phase)
 }
+
+// Namespace creates a namespace named prefix-<random> on c and returns its name.
+func Namespace(ctx context.Context, t TB, c *cluster.Cluster, prefix string) string {
+	t.Helper()
+	ns := prefix + "-" + RandSuffix()
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}

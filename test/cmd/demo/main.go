@@ -22,7 +22,6 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
-	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
@@ -59,15 +58,7 @@ func run() int {
 
 func demo(ctx context.Context, r *runner, keep bool) {
 	logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
-	c, err := cluster.Start(ctx, framework.SharedClusterOptions(logger.Printf))
-	if err != nil {
-		r.Fatalf("cluster: %v", err)
-	}
-	r.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			r.Errorf("cluster stop: %v", err)
-		}
-	})
+	c := framework.StartCluster(ctx, r, framework.SharedClusterOptions(logger.Printf))
 	say := func(format string, args ...any) { fmt.Printf("demo: "+format+"\n", args...) }
 	const ns = "demo"
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
