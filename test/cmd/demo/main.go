@@ -38,9 +38,8 @@ func run() int {
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	// A second Ctrl-C during the teardown kills the program; CleanupStale finishes the job at
-	// the next start.
-	context.AfterFunc(ctx, stopSignals)
+	// Signals stay caught until the end, so that the teardown runs to its end: a Ctrl-C reaches
+	// the whole process group, and a second signal (from timeout(1), say) must not cut it short.
 	keep := os.Getenv("KEEP") == "1"
 	if !keep {
 		var cancel context.CancelFunc
