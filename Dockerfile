@@ -4,11 +4,15 @@
 #   /usr/local/bin/emptydir-remediator  (select it with the container's `command`; Deployment)
 # Build: docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
 #          --build-arg REVISION=$(git rev-parse HEAD) -t emptydir-guard:dev .
-# The build flags mirror the Makefile's `build` target; deploy/dockerfile_test.go keeps them in step.
+# The build flags are the Makefile's `build` target's.
 
 ARG GO_VERSION=1.27.3
 
 FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+# The golang image pins its own Go (GOTOOLCHAIN=local); auto lets the go command switch to
+# go.mod's toolchain line whenever that is newer, so the image never builds on an older Go
+# than `make` does, even if GO_VERSION above falls behind.
+ENV GOTOOLCHAIN=auto
 ARG TARGETOS=linux
 ARG TARGETARCH=amd64
 ARG VERSION=dev

@@ -12,11 +12,12 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build deps k8s-binaries vet tools staticcheck vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build deps k8s-binaries vet tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
-# Go modules with code of our own, for staticcheck and govulncheck (test/k8sbin only pins
-# Kubernetes; tools/ only pins the tools).
+# Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
+# only pins the tools); golangci-lint also reads the test-only ones.
 GO_MODULES := . dashboards/generator
+LINT_MODULES := $(GO_MODULES) test/bench test/helm
 TOOLS_BIN  := $(BIN)/tools
 # Inputs each fuzz target tries in `make test` (a count, see hack/fuzz.sh).
 FUZZTIME   ?= 20000x
@@ -36,12 +37,14 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
-# The pinned analysis tools (tools/go.mod), built into $(TOOLS_BIN).
+# The pinned vulnerability checker (tools/go.mod), built into $(TOOLS_BIN).
 tools:
-	cd tools && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ honnef.co/go/tools/cmd/staticcheck golang.org/x/vuln/cmd/govulncheck
+	cd tools && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ golang.org/x/vuln/cmd/govulncheck
 
-staticcheck: tools
-	@status=0; for m in $(GO_MODULES); do echo "staticcheck $$m"; (cd $$m && $(CURDIR)/$(TOOLS_BIN)/staticcheck ./...) || status=1; done; exit $$status
+# golangci-lint (pinned in tools/golangci-lint/go.mod) with .golangci.yml, staticcheck included.
+lint:
+	cd tools/golangci-lint && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	@status=0; for m in $(LINT_MODULES); do echo "golangci-lint $$m"; (cd $$m && $(CURDIR)/$(TOOLS_BIN)/golangci-lint run --config $(CURDIR)/.golangci.yml ./...) || status=1; done; exit $$status
 
 # Against a local copy of the Go vulnerability database; see docs/security.md.
 vulncheck: tools
@@ -72,7 +75,7 @@ test-cluster: deps k8s-binaries build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 
-test: deps vet staticcheck vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
+test: deps vet lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
 
 # Benchmarks against the peers an operator would otherwise use; each writes its tables into
 # docs/performance.md. Not part of `make test`.

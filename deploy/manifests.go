@@ -26,7 +26,7 @@ const Namespace = "emptydir-guard"
 
 // WebhookSecretExample is the example Secret for the remediator's webhook token; it is not
 // part of the kustomization.
-const WebhookSecretExample = "remediator-webhook-secret.example.yaml"
+const WebhookSecretExample = "remediator-webhook-secret.example.yaml" //nolint:gosec // G101: a file name, not a credential
 
 // Files are the manifests: the base, its components and the examples.
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,24 +14,22 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/transport"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
-)
 
-// maxSummaryBytes bounds how much of a Summary response is read: a busy node's
-// summary is a few MiB at most.
-const maxSummaryBytes = 64 << 20
+	"github.com/emptydir-guard/emptydir-guard/internal/kubeletsummary"
+)
 
 // KubeletSource reads volume usage from the kubelet Summary API. It needs no
 // hostPath, but the kubelet refreshes volume stats only every
 // --volume-stats-agg-period (1m by default, up to 2m with jitter): MeasuredAt is
 // the time the kubelet stamped, so consumers can see how old the numbers are.
 type KubeletSource struct {
-	fetch func(ctx context.Context) ([]byte, error)
+	fetch func(ctx context.Context) (*statsapi.Summary, error)
 }
 
 // NewKubeletDirectSource reads /stats/summary from the kubelet at baseURL (for
 // example https://10.0.0.5:10250) with client.
 func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource {
-	return &KubeletSource{fetch: func(ctx context.Context) ([]byte, error) {
+	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats/summary", nil)
 		if err != nil {
 			return nil, &MeasureError{Reason: ReasonKubeletError, Err: err}
@@ -42,42 +39,49 @@ func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource 
 			return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: err}
 		}
 		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, maxSummaryBytes))
-		if err != nil {
-			return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
-		}
 		if resp.StatusCode != http.StatusOK {
+			body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
+			if err != nil {
+				return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
+			}
 			return nil, &MeasureError{Reason: ReasonKubeletError,
 				Err: fmt.Errorf("kubelet answered %s: %s", resp.Status, truncate(body, 200))}
 		}
-		return body, nil
+		sum, err := kubeletsummary.Decode(resp.Body)
+		if err != nil {
+			reason := ReasonKubeletUnreachable
+			if errors.Is(err, kubeletsummary.ErrMalformed) {
+				reason = ReasonKubeletError
+			}
+			return nil, &MeasureError{Reason: reason, Err: err}
+		}
+		return sum, nil
 	}}
 }
 
 // NewKubeletProxySource reads the Summary API of node through the API server's
 // node proxy (RBAC: nodes/proxy get).
 func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSource {
-	return &KubeletSource{fetch: func(ctx context.Context) ([]byte, error) {
-		res := client.CoreV1().RESTClient().Get().
-			AbsPath("/api/v1/nodes", node, "proxy", "stats", "summary").Do(ctx)
-		body, err := res.Raw()
+	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
+		sum, err := kubeletsummary.ThroughProxy(ctx, client.CoreV1().RESTClient(), node)
 		if err != nil {
-			err = res.Error() // the API server's Status message (e.g. why the kubelet is unreachable), not a generic one
+			// The error carries the API server's Status message (e.g. why the kubelet is
+			// unreachable), not a generic one.
 			reason := ReasonKubeletError
 			var netErr interface{ Timeout() bool }
 			if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
 				reason = ReasonKubeletUnreachable
 			}
-			return nil, &MeasureError{Reason: reason, Err: fmt.Errorf("summary via API server: %w", err)}
+			return nil, &MeasureError{Reason: reason, Err: err}
 		}
-		return body, nil
+		return sum, nil
 	}}
 }
 
 // NewKubeletHTTPClient builds the client for NewKubeletDirectSource. The token file
 // is re-read as it rotates (projected service account tokens do, hourly).
 func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, timeout time.Duration) (*http.Client, error) {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // only when the user asks for it
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // G402: off unless --kubelet.insecure-skip-tls-verify (test clusters)
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
@@ -140,13 +144,9 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 
 // summary fetches and indexes the Summary by pod UID and volume name.
 func (s *KubeletSource) summary(ctx context.Context) (map[string]map[string]statsapi.VolumeStats, error) {
-	body, err := s.fetch(ctx)
+	sum, err := s.fetch(ctx)
 	if err != nil {
 		return nil, err
-	}
-	var sum statsapi.Summary
-	if err := json.Unmarshal(body, &sum); err != nil {
-		return nil, &MeasureError{Reason: ReasonKubeletError, Err: fmt.Errorf("decoding summary: %w", err)}
 	}
 	idx := make(map[string]map[string]statsapi.VolumeStats, len(sum.Pods))
 	for _, p := range sum.Pods {

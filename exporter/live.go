@@ -13,46 +13,17 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-)
 
-// LivePath is the route of the live endpoint, in net/http ServeMux pattern syntax.
-const LivePath = "GET /live/namespaces/{namespace}/pods/{pod}"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+)
 
 // LiveTimeout bounds one live request, the wait for a measurement slot included: the
 // remediator waits for it inline.
 const LiveTimeout = 30 * time.Second
 
-// LiveResponse is the body of a successful live measurement (docs/metrics.md).
-type LiveResponse struct {
-	Node       string       `json:"node"`
-	Namespace  string       `json:"namespace"`
-	Pod        string       `json:"pod"`
-	UID        string       `json:"uid"`
-	Source     string       `json:"source"`
-	MeasuredAt time.Time    `json:"measuredAt"`
-	Volumes    []LiveVolume `json:"volumes"`
-}
-
-// LiveVolume is one volume of a LiveResponse.
-type LiveVolume struct {
-	Name              string    `json:"name"`
-	Medium            string    `json:"medium"`
-	UsedBytes         int64     `json:"usedBytes"`
-	LimitBytes        *int64    `json:"limitBytes,omitempty"`
-	CapacityBytes     int64     `json:"capacityBytes"`
-	InodesUsed        int64     `json:"inodesUsed"`
-	UnreadableEntries int64     `json:"unreadableEntries"`
-	MeasuredAt        time.Time `json:"measuredAt"`
-	CompletedAt       time.Time `json:"completedAt"`
-}
-
-type liveError struct {
-	Error string `json:"error"`
-}
-
-// liveRefusal is a liveError that tells the caller when to retry (Retry-After).
+// liveRefusal is a liveapi.Error that tells the caller when to retry (Retry-After).
 type liveRefusal struct {
-	liveError
+	liveapi.Error
 	retryAfter time.Duration
 }
 
@@ -67,7 +38,7 @@ type LiveOptions struct {
 // request that got its turn late still has time to walk.
 const DefaultLiveMaxWait = 10 * time.Second
 
-// LiveHandler serves LivePath: it measures the named pod's volumes at request time,
+// LiveHandler serves liveapi.Pattern: it measures the named pod's volumes at request time,
 // never from the collection snapshot, because the remediator must not act on stale
 // numbers. Mount one handler per exporter: it holds the per-caller queue.
 //
@@ -101,12 +72,13 @@ var uidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-
 // volume name; this only keeps nonsense from the cache lookup and gives a clear reason.
 func checkLiveRequest(r *http.Request) error {
 	q := r.URL.Query()
-	for _, k := range []string{"uid", "volume"} {
+	for _, k := range []string{liveapi.QueryUID, liveapi.QueryVolume} {
 		if len(q[k]) > 1 {
 			return fmt.Errorf("query parameter %s is given %d times: give it once", k, len(q[k]))
 		}
 	}
-	ns, name, uid, volume := r.PathValue("namespace"), r.PathValue("pod"), q.Get("uid"), q.Get("volume")
+	ns, name := r.PathValue(liveapi.PathNamespace), r.PathValue(liveapi.PathPod)
+	uid, volume := q.Get(liveapi.QueryUID), q.Get(liveapi.QueryVolume)
 	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 		return fmt.Errorf("namespace %q is not a valid namespace name: %s", ns, strings.Join(msgs, "; "))
 	}
@@ -129,22 +101,22 @@ func checkLiveRequest(r *http.Request) error {
 
 func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Duration) (int, any) {
 	if err := checkLiveRequest(r); err != nil {
-		return http.StatusBadRequest, liveError{err.Error()}
+		return http.StatusBadRequest, liveapi.Error{Error: err.Error()}
 	}
-	ns, name := r.PathValue("namespace"), r.PathValue("pod")
-	uid, volume := r.URL.Query().Get("uid"), r.URL.Query().Get("volume")
+	ns, name := r.PathValue(liveapi.PathNamespace), r.PathValue(liveapi.PathPod)
+	uid, volume := r.URL.Query().Get(liveapi.QueryUID), r.URL.Query().Get(liveapi.QueryVolume)
 	if !e.cfg.Pods.HasSynced() {
-		return http.StatusServiceUnavailable, liveError{"pod informer has not synced yet"}
+		return http.StatusServiceUnavailable, liveapi.Error{Error: "pod informer has not synced yet"}
 	}
 	pv, ok, err := e.cfg.Pods.Get(ns, name)
 	if err != nil {
-		return http.StatusServiceUnavailable, liveError{err.Error()}
+		return http.StatusServiceUnavailable, liveapi.Error{Error: err.Error()}
 	}
 	if !ok {
-		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s is not on node %s, or has no emptyDir volume in use there: ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
+		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s is not on node %s, or has no emptyDir volume in use there: ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
 	}
 	if pv.UID != uid {
-		return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
+		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
 	}
 	if volume != "" {
 		var only []Volume
@@ -154,7 +126,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 			}
 		}
 		if len(only) == 0 {
-			return http.StatusNotFound, liveError{fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volume)}
+			return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volume)}
 		}
 		pv.Volumes = only
 	}
@@ -166,7 +138,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	caller := callerOf(r)
 	release, ok := callers.acquire(waitCtx, caller)
 	if !ok {
-		return http.StatusTooManyRequests, liveRefusal{liveError{fmt.Sprintf(
+		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s already has a live measurement running on node %s: one at a time per caller", caller, e.cfg.NodeName)},
 			maxWait}
 	}
@@ -175,21 +147,21 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	case e.liveSlots <- struct{}{}:
 		defer func() { <-e.liveSlots }()
 	case <-waitCtx.Done():
-		return http.StatusServiceUnavailable, liveRefusal{liveError{fmt.Sprintf(
+		return http.StatusServiceUnavailable, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
-	resp := LiveResponse{Node: e.cfg.NodeName, Namespace: ns, Pod: name, UID: uid,
+	resp := liveapi.Response{Node: e.cfg.NodeName, Namespace: ns, Pod: name, UID: uid,
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
 	results := e.measureLive(ctx, pv)
 	for _, res := range results {
 		if res.Err != nil {
 			e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
-			return http.StatusServiceUnavailable, liveError{fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
+			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
 		}
 		m := res.Measurement
-		resp.Volumes = append(resp.Volumes, LiveVolume{
-			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: m.UsedBytes,
+		resp.Volumes = append(resp.Volumes, liveapi.Volume{
+			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: &m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
 			UnreadableEntries: m.UnreadableEntries, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})

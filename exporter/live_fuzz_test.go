@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // recordingSource passes every measurement on and remembers which pod volumes it was asked
@@ -85,7 +86,7 @@ func FuzzLiveRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
 
 	f.Fuzz(func(t *testing.T, target string) {
 		raw := "GET " + target + " HTTP/1.1\r\nHost: exporter\r\n\r\n"
@@ -142,7 +143,7 @@ func FuzzLiveRequest(f *testing.F) {
 		if len(measured) != 1 {
 			t.Fatalf("GET %q: 200 without a measurement: %s", target, rec.Body)
 		}
-		var resp exporter.LiveResponse
+		var resp liveapi.Response
 		if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
 			t.Fatalf("GET %q: decoding %s: %v", target, rec.Body, err)
 		}

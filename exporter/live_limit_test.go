@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // heldSource measures only when the test lets it: each Measure reports the pod it started
@@ -64,7 +65,7 @@ func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{MaxWait: maxWait}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{MaxWait: maxWait}))
 	f := &limitFixture{src: src, exp: exp, mux: mux}
 	t.Cleanup(f.finishAll) // also on failure: no measurement stays held
 	return f

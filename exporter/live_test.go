@@ -22,6 +22,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/duoracle"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 const (
@@ -115,7 +116,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	}
 	f.exp = exp
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -145,13 +146,13 @@ func (f *liveFixture) get(t *testing.T, path string) (int, []byte) {
 	return resp.StatusCode, body
 }
 
-func (f *liveFixture) getOK(t *testing.T, path string) exporter.LiveResponse {
+func (f *liveFixture) getOK(t *testing.T, path string) liveapi.Response {
 	t.Helper()
 	code, body := f.get(t, path)
 	if code != http.StatusOK {
 		t.Fatalf("GET %s: %d %s, want 200", path, code, body)
 	}
-	var r exporter.LiveResponse
+	var r liveapi.Response
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatalf("GET %s: decoding %s: %v", path, body, err)
 	}
@@ -274,7 +275,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		t.Errorf("volume without sizeLimit has fields %v, want %v (limitBytes left out)", got, noLimit)
 	}
 
-	var r exporter.LiveResponse
+	var r liveapi.Response
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatal(err)
 	}
@@ -307,14 +308,14 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		if (v.LimitBytes == nil) != (want.limit == nil) || (v.LimitBytes != nil && *v.LimitBytes != *want.limit) {
 			t.Errorf("%s: limitBytes %v, want %v", v.Name, liveInt(v.LimitBytes), liveInt(want.limit))
 		}
-		if v.UsedBytes != du.UsedBytes {
-			t.Errorf("%s: usedBytes %d, MeasureDiskUsage says %d", v.Name, v.UsedBytes, du.UsedBytes)
+		if *v.UsedBytes != du.UsedBytes {
+			t.Errorf("%s: usedBytes %d, MeasureDiskUsage says %d", v.Name, *v.UsedBytes, du.UsedBytes)
 		}
-		if gnu := duBytes(t, dir); v.UsedBytes != gnu {
-			t.Errorf("%s: usedBytes %d, du -s -B1 says %d", v.Name, v.UsedBytes, gnu)
+		if gnu := duBytes(t, dir); *v.UsedBytes != gnu {
+			t.Errorf("%s: usedBytes %d, du -s -B1 says %d", v.Name, *v.UsedBytes, gnu)
 		}
-		if v.UsedBytes <= 0 {
-			t.Errorf("%s: usedBytes %d for a folder with files", v.Name, v.UsedBytes)
+		if *v.UsedBytes <= 0 {
+			t.Errorf("%s: usedBytes %d for a folder with files", v.Name, *v.UsedBytes)
 		}
 		if v.InodesUsed != du.Inodes {
 			t.Errorf("%s: inodesUsed %d, want %d", v.Name, v.InodesUsed, du.Inodes)
@@ -342,8 +343,8 @@ func TestLiveHandlerOneVolume(t *testing.T) {
 	if len(r.Volumes) != 1 || r.Volumes[0].Name != "cache" {
 		t.Fatalf("volumes %+v, want only cache", r.Volumes)
 	}
-	if gnu := duBytes(t, f.dir(liveUID, "cache")); r.Volumes[0].UsedBytes != gnu {
-		t.Errorf("cache: usedBytes %d, du says %d", r.Volumes[0].UsedBytes, gnu)
+	if gnu := duBytes(t, f.dir(liveUID, "cache")); *r.Volumes[0].UsedBytes != gnu {
+		t.Errorf("cache: usedBytes %d, du says %d", *r.Volumes[0].UsedBytes, gnu)
 	}
 }
 
@@ -357,19 +358,19 @@ func TestLiveHandlerMeasuresAtRequestTime(t *testing.T) {
 	writeBytes(t, filepath.Join(f.dir(liveUID, "empty"), "grown.bin"), 1<<20)
 	second := f.getOK(t, path)
 
-	grew := second.Volumes[0].UsedBytes - first.Volumes[0].UsedBytes
+	grew := *second.Volumes[0].UsedBytes - *first.Volumes[0].UsedBytes
 	if grew < 1<<20 {
 		t.Errorf("usedBytes grew by %d after writing 1 MiB (%d -> %d): the live answer is not measured at request time",
-			grew, first.Volumes[0].UsedBytes, second.Volumes[0].UsedBytes)
+			grew, *first.Volumes[0].UsedBytes, *second.Volumes[0].UsedBytes)
 	}
 	if !second.Volumes[0].MeasuredAt.After(first.Volumes[0].MeasuredAt) {
 		t.Errorf("second measuredAt %s is not after the first %s", second.Volumes[0].MeasuredAt, first.Volumes[0].MeasuredAt)
 	}
-	if gnu := duBytes(t, f.dir(liveUID, "empty")); second.Volumes[0].UsedBytes != gnu {
-		t.Errorf("usedBytes %d after growth, du says %d", second.Volumes[0].UsedBytes, gnu)
+	if gnu := duBytes(t, f.dir(liveUID, "empty")); *second.Volumes[0].UsedBytes != gnu {
+		t.Errorf("usedBytes %d after growth, du says %d", *second.Volumes[0].UsedBytes, gnu)
 	}
-	if second.Volumes[0].UsedBytes <= liveLimitBytes {
-		t.Errorf("usedBytes %d should now exceed the 1 MiB sizeLimit", second.Volumes[0].UsedBytes)
+	if *second.Volumes[0].UsedBytes <= liveLimitBytes {
+		t.Errorf("usedBytes %d should now exceed the 1 MiB sizeLimit", *second.Volumes[0].UsedBytes)
 	}
 }
 

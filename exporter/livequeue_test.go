@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"sync"
@@ -94,7 +95,7 @@ func TestCallerOf(t *testing.T) {
 		"192.168.0.9:1":    "192.168.0.9",
 	}
 	for remote, want := range tests {
-		r := httptest.NewRequest("GET", "/live/namespaces/a/pods/b", nil)
+		r := httptest.NewRequest(http.MethodGet, "/live/namespaces/a/pods/b", nil)
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", "1.2.3.4")
 		if got := callerOf(r); got != want {

@@ -79,7 +79,7 @@ func (l loopFS) mount(t testing.TB) (string, error) {
 		}
 	})
 	if err := unix.Mount(dev, mnt, l.fstype, 0, l.opts); err != nil {
-		return "", fmt.Errorf("%w: mount -t %s -o %q %s: %v", errMountRefused, l.fstype, l.opts, dev, err)
+		return "", fmt.Errorf("%w: mount -t %s -o %q %s: %w", errMountRefused, l.fstype, l.opts, dev, err)
 	}
 	t.Cleanup(func() {
 		if err := unix.Unmount(mnt, 0); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // A static pod as the API server shows it: the mirror pod, with its own UID and the
@@ -92,12 +93,12 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	f := &liveFixture{root: root, exp: exp, srv: srv}
 	r := f.getOK(t, "/live/namespaces/kube-system/pods/etcd-node-1?uid="+mirrorUID)
-	if r.UID != mirrorUID || len(r.Volumes) != 1 || r.Volumes[0].UsedBytes != want {
+	if r.UID != mirrorUID || len(r.Volumes) != 1 || *r.Volumes[0].UsedBytes != want {
 		t.Errorf("live answer %+v, want uid %s and usedBytes %d", r, mirrorUID, want)
 	}
 	if code, body := f.get(t, "/live/namespaces/kube-system/pods/etcd-node-1?uid="+configHash); code != http.StatusBadRequest {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // TestLiveWalkTakesOverPeriodicWalk: a live request for a volume whose periodic walk is under
@@ -39,7 +41,7 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(LivePath, e.LiveHandler(LiveOptions{}))
+	mux.Handle(liveapi.Pattern, e.LiveHandler(LiveOptions{}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	answer := make(chan int, 1)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make demo: the seed scenario of DESIGN.md on a real single-node cluster, with a real
+# make demo: the seed scenario of docs/design.md on a real single-node cluster, with a real
 # Prometheus and Alertmanager, the exporter and the remediator, printed as a timeline.
 # `make demo` runs deps, k8s-binaries and build first. KEEP=1 keeps everything running until
 # Ctrl-C and prints how to reach it. See docs/demo.md.

@@ -136,7 +136,7 @@ func TestWebhookAlertOutcomes(t *testing.T) {
 			case tt.wantEvent != "":
 				if len(events) != 1 || !strings.Contains(events[0], " "+tt.wantEvent+" ") {
 					t.Errorf("events = %q, want one %s", events, tt.wantEvent)
-				} else if !strings.Contains(events[0], `"empty"`) || !strings.Contains(events[0], "MiB") {
+				} else if !strings.Contains(events[0], `"empty"`) || !strings.Contains(events[0], "Mi") {
 					t.Errorf("event %q does not name the volume and sizes", events[0])
 				}
 			}
@@ -159,7 +159,7 @@ func TestEvictionRequest(t *testing.T) {
 	if g := ev.DeleteOptions.GracePeriodSeconds; g == nil || *g != 7 {
 		t.Errorf("grace period = %v, want 7", g)
 	}
-	if r := ev.Annotations[EvictionReasonAnnotation]; !strings.Contains(r, `"empty"`) || !strings.Contains(r, "10 MiB") || !strings.Contains(r, "1 MiB") {
+	if r := ev.Annotations[EvictionReasonAnnotation]; !strings.Contains(r, `"empty"`) || !strings.Contains(r, "uses 10Mi") || !strings.Contains(r, "limit 1Mi") {
 		t.Errorf("reason annotation = %q", r)
 	}
 }

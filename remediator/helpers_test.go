@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 )
 
 // testNow is the fixed time of the handler tests.
@@ -162,7 +162,7 @@ type env struct {
 	t        *testing.T
 	client   *fake.Clientset
 	measurer *fakeMeasurer
-	recorder *record.FakeRecorder
+	recorder *events.FakeRecorder
 	srv      *Server
 	handler  http.Handler
 	now      time.Time
@@ -182,7 +182,7 @@ func newEnvMeasuring(t *testing.T, cfg Config, measurer LiveMeasurer, pods ...*c
 		objs = append(objs, p)
 	}
 	e := &env{t: t, client: fake.NewClientset(objs...), measurer: &fakeMeasurer{used: map[string]int64{}},
-		recorder: record.NewFakeRecorder(100), now: testNow}
+		recorder: events.NewFakeRecorder(100), now: testNow}
 	e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
 		if action.GetSubresource() != "eviction" {
 			return false, nil, nil

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,7 +50,9 @@ type Measurement struct {
 }
 
 // LiveMeasurer measures one emptyDir volume of a pod at request time. Implementations must
-// check the pod's UID and return a *MeasurementError for anything but a fresh measurement.
+// check the pod's UID, return a *MeasurementError for anything but a measurement of that
+// pod instance, and say when the value was measured: the caller judges whether it is fresh
+// enough to act on (checkMeasurement), once, for every source.
 type LiveMeasurer interface {
 	Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error)
 }
@@ -108,24 +107,4 @@ func checkFresh(measuredAt, now time.Time, maxAge time.Duration) error {
 		return measureErr(MeasureBadResponse, "measured at %s, %s in the future: clocks disagree", measuredAt.UTC().Format(time.RFC3339Nano), (-age).Round(time.Millisecond))
 	}
 	return nil
-}
-
-// getJSON GETs u through client and returns the status and at most limit bytes of the
-// body. Failing to build, send or read the request is MeasureUnreachable.
-func getJSON(ctx context.Context, client *http.Client, u *url.URL, limit int64) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return 0, nil, measureErr(MeasureUnreachable, "building request: %w", err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, nil, measureErr(MeasureUnreachable, "GET %s: %w", u.Redacted(), err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
-	if err != nil {
-		return 0, nil, measureErr(MeasureUnreachable, "reading answer of %s: %w", u.Redacted(), err)
-	}
-	return resp.StatusCode, body, nil
 }

@@ -3,6 +3,7 @@ package remediator
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // maxLiveResponseBytes bounds what is read from a live endpoint.
@@ -74,50 +77,25 @@ func podReady(p *corev1.Pod) bool {
 }
 
 // ExporterMeasurer takes live measurements from the exporter's live endpoint
-// (GET /live/namespaces/{namespace}/pods/{pod}?uid=...&volume=..., see docs/metrics.md).
+// (liveapi.Pattern, see docs/metrics.md).
 type ExporterMeasurer struct {
 	client  *http.Client
 	locator ExporterLocator
-	maxAge  time.Duration
-	now     func() time.Time
 }
 
 // NewExporterMeasurer returns a measurer that asks the exporter found by locator through
-// client and rejects measurements older than maxAge.
-func NewExporterMeasurer(client *http.Client, locator ExporterLocator, maxAge time.Duration) *ExporterMeasurer {
+// client; the client's timeout bounds one measurement.
+func NewExporterMeasurer(client *http.Client, locator ExporterLocator) *ExporterMeasurer {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &ExporterMeasurer{client: client, locator: locator, maxAge: maxAge, now: time.Now}
+	return &ExporterMeasurer{client: client, locator: locator}
 }
 
-// liveResponse is the live endpoint's answer. measuredAt is when the walk started,
-// completedAt when it ended (absent from exporters before it was added).
-type liveResponse struct {
-	Node        string       `json:"node"`
-	Namespace   string       `json:"namespace"`
-	Pod         string       `json:"pod"`
-	UID         string       `json:"uid"`
-	Source      string       `json:"source"`
-	MeasuredAt  time.Time    `json:"measuredAt"`
-	CompletedAt time.Time    `json:"completedAt"`
-	Volumes     []liveVolume `json:"volumes"`
-}
-
-type liveVolume struct {
-	Name              string    `json:"name"`
-	Medium            string    `json:"medium"`
-	UsedBytes         *int64    `json:"usedBytes"`
-	LimitBytes        *int64    `json:"limitBytes,omitempty"`
-	UnreadableEntries int64     `json:"unreadableEntries"`
-	MeasuredAt        time.Time `json:"measuredAt"`
-	CompletedAt       time.Time `json:"completedAt"`
-}
-
-// completedAt is when the volume's value was complete: the first of the volume's and the
-// answer's completedAt, else (older exporters) measuredAt, the walk's start — stricter.
-func (lr *liveResponse) completedAt(v liveVolume) time.Time {
-	for _, t := range []time.Time{v.CompletedAt, lr.CompletedAt, v.MeasuredAt, lr.MeasuredAt} {
+// completedAt is when the volume's value was complete: its completedAt, else (exporters
+// before it was added) the walk's start, measuredAt, which is stricter.
+func completedAt(lr *liveapi.Response, v liveapi.Volume) time.Time {
+	for _, t := range []time.Time{v.CompletedAt, v.MeasuredAt, lr.MeasuredAt} {
 		if !t.IsZero() {
 			return t
 		}
@@ -134,13 +112,10 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 	if err != nil {
 		return Measurement{}, err
 	}
-	u, err := url.Parse(base)
+	u, err := liveapi.URL(base, pod.Namespace, pod.Name, string(pod.UID), volume)
 	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "exporter URL %q: %w", base, err)
+		return Measurement{}, &MeasurementError{Reason: MeasureUnreachable, Err: err}
 	}
-	u = u.JoinPath("live", "namespaces", pod.Namespace, "pods", pod.Name)
-	u.RawQuery = url.Values{"uid": {string(pod.UID)}, "volume": {volume}}.Encode()
-
 	status, body, err := getJSON(ctx, m.client, u, maxLiveResponseBytes)
 	if err != nil {
 		return Measurement{}, err
@@ -157,7 +132,7 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter on node %q answered %d: %s", pod.Spec.NodeName, status, msg)
 		}
 	}
-	var lr liveResponse
+	var lr liveapi.Response
 	if err := json.Unmarshal(body, &lr); err != nil {
 		return Measurement{}, measureErr(MeasureBadResponse, "decoding answer of exporter on node %q: %w", pod.Spec.NodeName, err)
 	}
@@ -179,21 +154,35 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		if v.UnreadableEntries < 0 {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d", volume, v.UnreadableEntries)
 		}
-		at := lr.completedAt(v)
-		if err := checkFresh(at, m.now(), m.maxAge); err != nil {
-			return Measurement{}, err
-		}
 		return Measurement{Source: SourceExporter, Node: lr.Node, Volume: volume, UsedBytes: *v.UsedBytes,
-			UnreadableEntries: v.UnreadableEntries, MeasuredAt: at}, nil
+			UnreadableEntries: v.UnreadableEntries, MeasuredAt: completedAt(&lr, v)}, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no volume %q", volume)
 }
 
-// errorMessage extracts {"error": "..."} from an error answer, or a prefix of the raw body.
-func errorMessage(body []byte) string {
-	var e struct {
-		Error string `json:"error"`
+// getJSON GETs u through client and returns the status and at most limit bytes of the
+// body. Failing to build, send or read the request is MeasureUnreachable.
+func getJSON(ctx context.Context, client *http.Client, u *url.URL, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return 0, nil, measureErr(MeasureUnreachable, "building request: %w", err)
 	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, measureErr(MeasureUnreachable, "GET %s: %w", u.Redacted(), err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return 0, nil, measureErr(MeasureUnreachable, "reading answer of %s: %w", u.Redacted(), err)
+	}
+	return resp.StatusCode, body, nil
+}
+
+// errorMessage extracts the liveapi.Error of an error answer, or a prefix of the raw body.
+func errorMessage(body []byte) string {
+	var e liveapi.Error
 	if err := json.Unmarshal(body, &e); err == nil && e.Error != "" {
 		return e.Error
 	}

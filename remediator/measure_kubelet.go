@@ -2,67 +2,40 @@ package remediator
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"net/http"
-	"net/url"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	statsv1alpha1 "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/kubeletsummary"
 )
 
-// maxSummaryBytes bounds what is read from a kubelet Summary API answer.
-const maxSummaryBytes = 64 << 20
-
 // KubeletMeasurer reads volume usage from the kubelet Summary API through the API server's
-// node proxy (GET {apiServer}/api/v1/nodes/{node}/proxy/stats/summary). The kubelet refreshes
-// volume stats only every --volume-stats-agg-period (1m by default), so with the default
-// maximum age most answers are rejected as stale; see docs/remediator.md.
+// node proxy (GET /api/v1/nodes/{node}/proxy/stats/summary). The kubelet refreshes volume
+// stats only every --volume-stats-agg-period (1m by default), so with the default maximum
+// age most of its measurements are too old to act on; see docs/remediator.md.
 type KubeletMeasurer struct {
-	client    *http.Client
-	apiServer string
-	maxAge    time.Duration
-	now       func() time.Time
+	client kubernetes.Interface
 }
 
-// NewKubeletMeasurer returns a measurer that asks the API server at apiServer (its base URL,
-// e.g. from rest.Config.Host) through client, which must carry the credentials (see
-// rest.HTTPClientFor), and rejects measurements older than maxAge.
-func NewKubeletMeasurer(client *http.Client, apiServer string, maxAge time.Duration) *KubeletMeasurer {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	return &KubeletMeasurer{client: client, apiServer: strings.TrimSuffix(apiServer, "/"), maxAge: maxAge, now: time.Now}
+// NewKubeletMeasurer returns a measurer that asks the API server through client; the
+// client's timeout bounds one measurement.
+func NewKubeletMeasurer(client kubernetes.Interface) *KubeletMeasurer {
+	return &KubeletMeasurer{client: client}
 }
 
-// Measure reads the Summary API of the pod's node and returns the volume's usedBytes.
+// Measure reads the Summary API of the pod's node and returns the volume's usedBytes with
+// the kubelet's stats time.
 func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
 	node := pod.Spec.NodeName
 	if node == "" {
 		return Measurement{}, measureErr(MeasureNotFound, "pod %s/%s is not scheduled to a node", pod.Namespace, pod.Name)
 	}
-	u, err := url.Parse(m.apiServer)
+	summary, err := kubeletsummary.ThroughProxy(ctx, m.client.CoreV1().RESTClient(), node)
 	if err != nil {
-		return Measurement{}, measureErr(MeasureUnreachable, "API server URL %q: %w", m.apiServer, err)
-	}
-	u = u.JoinPath("api", "v1", "nodes", node, "proxy", "stats", "summary")
-	status, body, err := getJSON(ctx, m.client, u, maxSummaryBytes)
-	if err != nil {
-		return Measurement{}, err
-	}
-	switch {
-	case status == http.StatusOK:
-	case status == http.StatusNotFound:
-		return Measurement{}, measureErr(MeasureNotFound, "summary of node %q: %d: %s", node, status, errorMessage(body))
-	case status >= 500:
-		return Measurement{}, measureErr(MeasureUnavailable, "summary of node %q: %d: %s", node, status, errorMessage(body))
-	default:
-		return Measurement{}, measureErr(MeasureBadResponse, "summary of node %q: %d: %s", node, status, errorMessage(body))
-	}
-	var summary statsv1alpha1.Summary
-	if err := json.Unmarshal(body, &summary); err != nil {
-		return Measurement{}, measureErr(MeasureBadResponse, "decoding summary of node %q: %w", node, err)
+		return Measurement{}, &MeasurementError{Reason: summaryErrorReason(err), Err: err}
 	}
 	if summary.Node.NodeName != node {
 		return Measurement{}, measureErr(MeasureWrongNode, "summary asked of node %q is of node %q", node, summary.Node.NodeName)
@@ -81,13 +54,29 @@ func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume s
 			if vs.UsedBytes == nil {
 				return Measurement{}, measureErr(MeasureBadResponse, "summary of node %q has no usedBytes for volume %q", node, volume)
 			}
-			at := vs.Time.Time
-			if err := checkFresh(at, m.now(), m.maxAge); err != nil {
-				return Measurement{}, err
-			}
-			return Measurement{Source: SourceKubelet, Node: node, Volume: volume, UsedBytes: int64(*vs.UsedBytes), MeasuredAt: at}, nil
+			return Measurement{Source: SourceKubelet, Node: node, Volume: volume, UsedBytes: int64(*vs.UsedBytes), MeasuredAt: vs.Time.Time}, nil
 		}
 		return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no stats for volume %q of pod %s/%s (yet)", node, volume, pod.Namespace, pod.Name)
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no pod %s/%s", node, pod.Namespace, pod.Name)
+}
+
+// summaryErrorReason classifies a failed Summary read: the API server's (or kubelet's)
+// status when one answered, else the API server was not reached.
+func summaryErrorReason(err error) string {
+	var status apierrors.APIStatus
+	switch {
+	case errors.Is(err, kubeletsummary.ErrMalformed):
+		return MeasureBadResponse
+	case !errors.As(err, &status):
+		return MeasureUnreachable
+	}
+	switch code := status.Status().Code; {
+	case code == http.StatusNotFound:
+		return MeasureNotFound
+	case code >= 500:
+		return MeasureUnavailable
+	default:
+		return MeasureBadResponse
+	}
 }

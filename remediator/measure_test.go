@@ -2,33 +2,67 @@ package remediator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
-// liveJSON is a live endpoint answer as docs/metrics.md documents it.
-func liveJSON(uid string, measuredAt time.Time, used int64) string {
-	return fmt.Sprintf(`{
-  "node": "node-1", "namespace": "default", "pod": "empty-test1",
-  "uid": %q, "source": "filesystem",
-  "measuredAt": %q,
-  "volumes": [
-    {"name": "cache", "medium": "memory", "usedBytes": 1, "limitBytes": 1048576, "capacityBytes": 100,
-     "inodesUsed": 1, "unreadableEntries": 0, "measuredAt": %q},
-    {"name": "empty", "medium": "disk", "usedBytes": %d, "limitBytes": 1048576,
-     "capacityBytes": 270014464000, "inodesUsed": 2, "unreadableEntries": 0,
-     "measuredAt": %q}
-  ]
-}`, uid, measuredAt.Format(time.RFC3339Nano), measuredAt.Format(time.RFC3339Nano), used, measuredAt.Format(time.RFC3339Nano))
+// liveBody is the exporter's live answer for pod default/empty-test1 on node-1: a memory
+// volume "cache" and the disk volume "empty" using used bytes, both measured at measuredAt.
+func liveBody(uid string, measuredAt time.Time, used int64) liveapi.Response {
+	limit, one := int64(1<<20), int64(1)
+	return liveapi.Response{Node: "node-1", Namespace: "default", Pod: "empty-test1", UID: uid,
+		Source: "filesystem", MeasuredAt: measuredAt, Volumes: []liveapi.Volume{
+			{Name: "cache", Medium: "memory", UsedBytes: &one, LimitBytes: &limit, CapacityBytes: 100,
+				InodesUsed: 1, MeasuredAt: measuredAt, CompletedAt: measuredAt},
+			{Name: "empty", Medium: "disk", UsedBytes: &used, LimitBytes: &limit, CapacityBytes: 270014464000,
+				InodesUsed: 2, MeasuredAt: measuredAt, CompletedAt: measuredAt},
+		}}
+}
+
+// withoutUsedBytes leaves usedBytes out of every volume of r.
+func withoutUsedBytes(r liveapi.Response) liveapi.Response {
+	r.Volumes = slices.Clone(r.Volumes)
+	for i := range r.Volumes {
+		r.Volumes[i].UsedBytes = nil
+	}
+	return r
+}
+
+func encodeJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// measureAndJudge is the remediation step's use of a measurer: measure, then judge the
+// answer (the pod's node, freshness against maxAge) as Server.liveMeasurement does.
+func measureAndJudge(ctx context.Context, m LiveMeasurer, pod *corev1.Pod, volume string, maxAge time.Duration) (Measurement, error) {
+	got, err := m.Measure(ctx, pod, volume)
+	if err != nil {
+		return Measurement{}, err
+	}
+	if err := checkMeasurement(got, pod, time.Now(), maxAge); err != nil {
+		return Measurement{}, err
+	}
+	return got, nil
 }
 
 func TestExporterMeasurer(t *testing.T) {
@@ -37,35 +71,39 @@ func TestExporterMeasurer(t *testing.T) {
 	tests := []struct {
 		name       string
 		status     int
-		body       string
+		body       any // encoded as JSON; a string is sent as it is
 		volume     string
 		wantUsed   int64
 		wantReason string
 	}{
-		{name: "fresh", status: 200, body: liveJSON(uid1, now.Add(-100*time.Millisecond), 10244096), volume: "empty", wantUsed: 10244096},
-		{name: "stale", status: 200, body: liveJSON(uid1, now.Add(-time.Minute), 10244096), volume: "empty", wantReason: MeasureStale},
-		{name: "future", status: 200, body: liveJSON(uid1, now.Add(time.Hour), 10244096), volume: "empty", wantReason: MeasureBadResponse},
-		{name: "other uid answered", status: 200, body: liveJSON(uid2, now, 10244096), volume: "empty", wantReason: MeasureBadResponse},
-		{name: "volume missing in answer", status: 200, body: liveJSON(uid1, now, 10244096), volume: "data", wantReason: MeasureNotFound},
-		{name: "unknown pod", status: 404, body: `{"error": "pod default/empty-test1 is not on node node-1"}`, volume: "empty", wantReason: MeasureNotFound},
-		{name: "cannot measure", status: 503, body: `{"error": "permission denied"}`, volume: "empty", wantReason: MeasureUnavailable},
-		{name: "exporter busy with this caller", status: 429, body: `{"error": "one live measurement per caller at a time"}`, volume: "empty", wantReason: MeasureUnavailable},
-		{name: "bad request", status: 400, body: `{"error": "uid is required"}`, volume: "empty", wantReason: MeasureBadResponse},
+		{name: "fresh", status: 200, body: liveBody(uid1, now.Add(-100*time.Millisecond), 10244096), volume: "empty", wantUsed: 10244096},
+		{name: "stale", status: 200, body: liveBody(uid1, now.Add(-time.Minute), 10244096), volume: "empty", wantReason: MeasureStale},
+		{name: "future", status: 200, body: liveBody(uid1, now.Add(time.Hour), 10244096), volume: "empty", wantReason: MeasureBadResponse},
+		{name: "other uid answered", status: 200, body: liveBody(uid2, now, 10244096), volume: "empty", wantReason: MeasureBadResponse},
+		{name: "volume missing in answer", status: 200, body: liveBody(uid1, now, 10244096), volume: "data", wantReason: MeasureNotFound},
+		{name: "unknown pod", status: 404, body: liveapi.Error{Error: "pod default/empty-test1 is not on node node-1"}, volume: "empty", wantReason: MeasureNotFound},
+		{name: "cannot measure", status: 503, body: liveapi.Error{Error: "permission denied"}, volume: "empty", wantReason: MeasureUnavailable},
+		{name: "exporter busy with this caller", status: 429, body: liveapi.Error{Error: "one live measurement per caller at a time"}, volume: "empty", wantReason: MeasureUnavailable},
+		{name: "bad request", status: 400, body: liveapi.Error{Error: "uid is required"}, volume: "empty", wantReason: MeasureBadResponse},
 		{name: "malformed JSON", status: 200, body: `{"node": "node-1", "volumes": [`, volume: "empty", wantReason: MeasureBadResponse},
-		{name: "no usedBytes", status: 200, body: strings.Replace(liveJSON(uid1, now, 5), `"usedBytes": 5,`, ``, 1), volume: "empty", wantReason: MeasureBadResponse},
+		{name: "no usedBytes", status: 200, body: withoutUsedBytes(liveBody(uid1, now, 5)), volume: "empty", wantReason: MeasureBadResponse},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			body, raw := tt.body.(string)
+			if !raw {
+				body = string(encodeJSON(t, tt.body))
+			}
 			var gotURL string
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				gotURL = r.URL.String()
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(tt.status)
-				_, _ = w.Write([]byte(tt.body))
+				_, _ = w.Write([]byte(body))
 			}))
 			defer ts.Close()
-			m := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL+"/"), 5*time.Second)
-			got, err := m.Measure(t.Context(), pod, tt.volume)
+			m := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL+"/"))
+			got, err := measureAndJudge(t.Context(), m, pod, tt.volume, 5*time.Second)
 			wantURL := "/live/namespaces/default/pods/empty-test1?uid=" + uid1 + "&volume=" + tt.volume
 			if gotURL != wantURL {
 				t.Errorf("requested %q, want %q", gotURL, wantURL)
@@ -82,7 +120,7 @@ func TestExporterMeasurerUnreachable(t *testing.T) {
 	ts := httptest.NewServer(http.NotFoundHandler())
 	url := ts.URL
 	ts.Close()
-	m := NewExporterMeasurer(ts.Client(), StaticLocator(url), 5*time.Second)
+	m := NewExporterMeasurer(ts.Client(), StaticLocator(url))
 	_, err := m.Measure(t.Context(), newPod("default", "p", uid1).build(), "empty")
 	assertMeasurement(t, Measurement{}, err, 0, MeasureUnreachable)
 }
@@ -209,8 +247,11 @@ func TestKubeletMeasurer(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer ts.Close()
-			m := NewKubeletMeasurer(ts.Client(), ts.URL, tt.maxAge)
-			got, err := m.Measure(t.Context(), pod, tt.volume)
+			client, err := kubernetes.NewForConfig(&rest.Config{Host: ts.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := measureAndJudge(t.Context(), NewKubeletMeasurer(client), pod, tt.volume, tt.maxAge)
 			if gotPath != "/api/v1/nodes/node-1/proxy/stats/summary" {
 				t.Errorf("requested %q", gotPath)
 			}

@@ -95,11 +95,11 @@ func TestDecodePayload(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			max := tt.max
-			if max == 0 {
-				max = 1 << 20
+			maxBytes := tt.max
+			if maxBytes == 0 {
+				maxBytes = 1 << 20
 			}
-			p, err := DecodePayload(strings.NewReader(tt.body), max)
+			p, err := DecodePayload(strings.NewReader(tt.body), maxBytes)
 			if tt.wantCode == 0 {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)
@@ -140,8 +140,8 @@ func FuzzDecodePayload(f *testing.F) {
 	f.Add([]byte(`{"version":"3"}`))
 	f.Add([]byte(`{`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		const max = 64 << 10
-		p, err := DecodePayload(bytes.NewReader(body), max)
+		const maxBytes = 64 << 10
+		p, err := DecodePayload(bytes.NewReader(body), maxBytes)
 		if err != nil {
 			var pe *PayloadError
 			if !errors.As(err, &pe) {
@@ -155,7 +155,7 @@ func FuzzDecodePayload(f *testing.F) {
 			}
 			return
 		}
-		if p.Version != PayloadVersion || len(body) > max {
+		if p.Version != PayloadVersion || len(body) > maxBytes {
 			t.Fatalf("accepted version %q, %d bytes", p.Version, len(body))
 		}
 		for i, a := range p.Alerts {

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Policy decisions. Each is a pure function of its inputs; Server.policy applies them in
+// Policy decisions. Each is a pure function of its inputs; policyDecline applies them in
 // documentation order and the first one that declines names the skip reason.
 
 // DefaultOptOutAnnotation is the pod annotation that, set to "false", keeps the remediator
@@ -23,9 +24,6 @@ const (
 	SystemClusterCritical        = "system-cluster-critical"
 	SystemCriticalPriority int32 = 2000000000
 )
-
-// mirrorPodAnnotation marks the API server's mirror of a static pod.
-const mirrorPodAnnotation = "kubernetes.io/config.mirror"
 
 // namespaceAllowed reports whether ns may be remediated: a namespace on the deny list never
 // is; with an empty allow list every other namespace is; otherwise only the listed ones are.
@@ -58,7 +56,7 @@ func optedOut(annotations map[string]string, key string) bool {
 // isMirrorPod reports whether the pod is the API server's mirror of a static pod: deleting
 // or evicting it does not stop the static pod, which the kubelet restarts from its manifest.
 func isMirrorPod(pod *corev1.Pod) bool {
-	if _, ok := pod.Annotations[mirrorPodAnnotation]; ok {
+	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
 		return true
 	}
 	for _, o := range pod.OwnerReferences {
@@ -98,50 +96,6 @@ func inCooldown(last, now time.Time, cooldown time.Duration) bool {
 	return now.Sub(last) < cooldown
 }
 
-// evictionRecord is one eviction (or dry-run eviction) counted against the caps.
-type evictionRecord struct {
-	At        time.Time
-	Node      string
-	Namespace string
-}
-
-// Caps limits evictions within a sliding window. A zero or negative limit is no limit.
-type Caps struct {
-	PerNode      int
-	PerNamespace int
-	Global       int
-	Window       time.Duration
-}
-
-// capExceeded reports which cap, if any, one more eviction of a pod on node in namespace would
-// exceed given the earlier evictions. It returns the skip reason (SkipCapGlobal,
-// SkipCapNamespace, SkipCapNode) or "" when the eviction fits every cap. Records outside the
-// window [now-Window, now] are ignored.
-func capExceeded(records []evictionRecord, node, namespace string, now time.Time, caps Caps) string {
-	var global, perNS, perNode int
-	for _, r := range records {
-		if caps.Window > 0 && now.Sub(r.At) >= caps.Window {
-			continue
-		}
-		global++
-		if r.Namespace == namespace {
-			perNS++
-		}
-		if r.Node == node {
-			perNode++
-		}
-	}
-	switch {
-	case caps.Global > 0 && global >= caps.Global:
-		return SkipCapGlobal
-	case caps.PerNamespace > 0 && perNS >= caps.PerNamespace:
-		return SkipCapNamespace
-	case caps.PerNode > 0 && perNode >= caps.PerNode:
-		return SkipCapNode
-	}
-	return ""
-}
-
 // overLimit reports whether used exceeds limit scaled by ratio (used > limit*ratio, as the
 // kubelet compares used > limit). A limit of 0 or less means no limit: never over.
 func overLimit(used, limit int64, ratio float64) bool {
@@ -169,22 +123,10 @@ func emptyDirLimit(pod *corev1.Pod, name string) (limit int64, ok bool, why stri
 	return 0, false, fmt.Sprintf("pod has no volume %q", name)
 }
 
-// humanBytes formats n bytes with binary prefixes, e.g. 1 MiB, 9.8 MiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit && n > -unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	f := float64(n)
-	prefixes := []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-	i := -1
-	for (f >= unit || f <= -unit) && i < len(prefixes)-1 {
-		f /= unit
-		i++
-	}
-	s := fmt.Sprintf("%.1f", f)
-	s = strings.TrimSuffix(s, ".0")
-	return s + " " + prefixes[i] + "B"
+// quantity spells n bytes as the kubelet spells sizes in its eviction messages and as a
+// sizeLimit is written: 1Mi, 10004Ki, 1536.
+func quantity(n int64) string {
+	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 
 // policyDecline applies the policies in documentation order and returns the skip reason and

@@ -86,7 +86,7 @@ func TestPodKindProtections(t *testing.T) {
 		mirror, daemonset, critical bool
 	}{
 		{"plain pod", newPod("d", "p", "u").build(), false, false, false},
-		{"mirror annotation", newPod("d", "p", "u").annotate(mirrorPodAnnotation, "hash").build(), true, false, false},
+		{"mirror annotation", newPod("d", "p", "u").annotate(corev1.MirrorPodAnnotationKey, "hash").build(), true, false, false},
 		{"owned by node", newPod("d", "p", "u").ownedBy("v1", "Node").build(), true, false, false},
 		{"daemonset", newPod("d", "p", "u").ownedBy("apps/v1", "DaemonSet").build(), false, true, false},
 		{"replicaset", newPod("d", "p", "u").ownedBy("apps/v1", "ReplicaSet").build(), false, false, false},
@@ -124,33 +124,6 @@ func TestInCooldown(t *testing.T) {
 	for _, tt := range tests {
 		if got := inCooldown(tt.last, testNow, tt.cooldown); got != tt.want {
 			t.Errorf("inCooldown(%v, %v) = %v, want %v", tt.last, tt.cooldown, got, tt.want)
-		}
-	}
-}
-
-func TestCapExceeded(t *testing.T) {
-	rec := func(ago time.Duration, node, ns string) evictionRecord {
-		return evictionRecord{At: testNow.Add(-ago), Node: node, Namespace: ns}
-	}
-	caps := Caps{PerNode: 2, PerNamespace: 3, Global: 4, Window: 10 * time.Minute}
-	tests := []struct {
-		name     string
-		records  []evictionRecord
-		node, ns string
-		caps     Caps
-		want     string
-	}{
-		{"empty", nil, "n1", "a", caps, ""},
-		{"node full", []evictionRecord{rec(time.Minute, "n1", "a"), rec(time.Minute, "n1", "b")}, "n1", "c", caps, SkipCapNode},
-		{"other node free", []evictionRecord{rec(time.Minute, "n1", "a"), rec(time.Minute, "n1", "b")}, "n2", "c", caps, ""},
-		{"namespace full", []evictionRecord{rec(time.Minute, "n1", "a"), rec(time.Minute, "n2", "a"), rec(time.Minute, "n3", "a")}, "n4", "a", caps, SkipCapNamespace},
-		{"global full", []evictionRecord{rec(time.Minute, "n1", "a"), rec(time.Minute, "n2", "b"), rec(time.Minute, "n3", "c"), rec(time.Minute, "n4", "d")}, "n5", "e", caps, SkipCapGlobal},
-		{"old records slide out", []evictionRecord{rec(10*time.Minute, "n1", "a"), rec(11*time.Minute, "n1", "a")}, "n1", "a", caps, ""},
-		{"no caps", []evictionRecord{rec(time.Minute, "n1", "a"), rec(time.Minute, "n1", "a"), rec(time.Minute, "n1", "a")}, "n1", "a", Caps{}, ""},
-	}
-	for _, tt := range tests {
-		if got := capExceeded(tt.records, tt.node, tt.ns, testNow, tt.caps); got != tt.want {
-			t.Errorf("%s: capExceeded = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }
@@ -198,17 +171,17 @@ func TestEmptyDirLimit(t *testing.T) {
 	}
 }
 
-func TestHumanBytes(t *testing.T) {
+func TestQuantity(t *testing.T) {
 	tests := []struct {
 		n    int64
 		want string
 	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1 KiB"}, {mib, "1 MiB"}, {10244096, "9.8 MiB"},
-		{3 << 30, "3 GiB"}, {1536, "1.5 KiB"},
+		{0, "0"}, {1023, "1023"}, {1024, "1Ki"}, {mib, "1Mi"}, {10244096, "10004Ki"},
+		{3 << 30, "3Gi"}, {1536, "1536"},
 	}
 	for _, tt := range tests {
-		if got := humanBytes(tt.n); got != tt.want {
-			t.Errorf("humanBytes(%d) = %q, want %q", tt.n, got, tt.want)
+		if got := quantity(tt.n); got != tt.want {
+			t.Errorf("quantity(%d) = %q, want %q", tt.n, got, tt.want)
 		}
 	}
 }
@@ -231,8 +204,8 @@ func TestPolicyDeclineOrder(t *testing.T) {
 		}, newPod("default", "p", "u").build(), nil, SkipNamespace},
 		{"selector before opt-out", func(c *Config) { c.PodSelector = labels.SelectorFromSet(labels.Set{"x": "y"}) },
 			newPod("default", "p", "u").annotate(DefaultOptOutAnnotation, "false").build(), nil, SkipSelector},
-		{"opt-out before mirror", all, newPod("default", "p", "u").annotate(DefaultOptOutAnnotation, "false").annotate(mirrorPodAnnotation, "h").build(), nil, SkipOptOut},
-		{"mirror allowed by flag", func(c *Config) { c.AllowMirrorPods = true }, newPod("default", "p", "u").annotate(mirrorPodAnnotation, "h").build(), nil, ""},
+		{"opt-out before mirror", all, newPod("default", "p", "u").annotate(DefaultOptOutAnnotation, "false").annotate(corev1.MirrorPodAnnotationKey, "h").build(), nil, SkipOptOut},
+		{"mirror allowed by flag", func(c *Config) { c.AllowMirrorPods = true }, newPod("default", "p", "u").annotate(corev1.MirrorPodAnnotationKey, "h").build(), nil, ""},
 		{"daemonset before critical", all, newPod("default", "p", "u").ownedBy("apps/v1", "DaemonSet").priorityClass(SystemNodeCritical).build(), nil, SkipDaemonSet},
 		{"critical allowed by flag", func(c *Config) { c.AllowCriticalPods = true }, newPod("default", "p", "u").priorityClass(SystemNodeCritical).build(), nil, ""},
 		{"cooldown", all, newPod("default", "p", "u").build(), &uidEntry{At: testNow.Add(-time.Minute), Outcome: OutcomeDryRun}, SkipCooldown},

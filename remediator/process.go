@@ -120,11 +120,11 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 	used := m.UsedBytes
 	res.UsedBytes, res.Source, res.UnreadableEntries = &used, m.Source, m.UnreadableEntries
-	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, humanBytes(used),
-		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, quantity(used),
+		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	if m.UnreadableEntries > 0 {
 		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%d entries unreadable; measured %s by %s), limit %s", t.Volume,
-			humanBytes(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, humanBytes(limit))
+			quantity(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	}
 	if s.cfg.ThresholdRatio != 1 {
 		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
@@ -147,7 +147,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	if reason, msg := policyDecline(s.cfg, pod, last, remembered, now); reason != "" {
 		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, msg)
 		if reason != SkipCooldown {
-			s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: %s", usage, msg)
+			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, msg)
 		}
 		return nil
 	}
@@ -160,7 +160,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	if reason != "" {
 		set(OutcomeSkipped, reason, "%s; not evicted: %s", usage, why)
 		if reason != SkipCooldown && reason != SkipDuplicate {
-			s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; not evicted: %s", usage, why)
+			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, why)
 		}
 		return nil
 	}
@@ -178,7 +178,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		s.commitSlot(ctx, slot, OutcomeDryRun, now)
 		s.metrics.evictions.WithLabelValues(EvictionDryRun).Inc()
 		set(OutcomeDryRun, "", "%s; dry run: would evict", usage)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventOverLimit, "%s; dry run: would evict", usage)
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; dry run: would evict", usage)
 		return nil
 	}
 
@@ -197,7 +197,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	case EvictionEvicted:
 		s.commitSlot(ctx, slot, OutcomeEvicted, now)
 		set(OutcomeEvicted, "", "%s; evicted", usage)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvicted, "Evicted: %s", usage)
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvicted, ActionEvict, "Evicted: %s", usage)
 		return nil
 	case EvictionNotFound:
 		s.releaseSlot(ctx, slot)
@@ -206,7 +206,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	case EvictionPDBBlocked:
 		s.releaseSlot(ctx, slot)
 		set(OutcomePDBBlocked, "pdb", "%s; eviction blocked by a PodDisruptionBudget, retry later", usage)
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionBlocked, "%s; eviction blocked: %s", usage, errorText(err))
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionBlocked, ActionEvict, "%s; eviction blocked: %s", usage, errorText(err))
 		return err
 	case EvictionThrottled:
 		// The API server protecting itself says nothing about the pod: no Event on it.
@@ -216,7 +216,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	default:
 		s.releaseSlot(ctx, slot)
 		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
-		s.recorder.Eventf(pod, corev1.EventTypeWarning, EventEvictionFailed, "%s; eviction failed: %s", usage, errorText(err))
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionFailed, ActionEvict, "%s; eviction failed: %s", usage, errorText(err))
 		return err
 	}
 }

@@ -1,7 +1,6 @@
 package remediator
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // liveAnswer builds the exporter's live answer for the volume "empty" of pod
@@ -25,18 +26,14 @@ func (a liveAnswer) body(t *testing.T, now time.Time) []byte {
 	t.Helper()
 	completed := now.Add(-a.endedAgo)
 	started := completed.Add(-a.walk)
-	vol := map[string]any{"name": "empty", "medium": "disk", "usedBytes": a.used, "limitBytes": mib,
-		"capacityBytes": 1 << 40, "inodesUsed": 3, "unreadableEntries": a.unreadable, "measuredAt": started}
-	ans := map[string]any{"node": a.node, "namespace": "default", "pod": "web-0", "uid": uid1, "source": "filesystem",
-		"measuredAt": started, "volumes": []any{vol}}
+	limit := int64(mib)
+	vol := liveapi.Volume{Name: "empty", Medium: "disk", UsedBytes: &a.used, LimitBytes: &limit,
+		CapacityBytes: 1 << 40, InodesUsed: 3, UnreadableEntries: a.unreadable, MeasuredAt: started}
 	if !a.noCompletedAt {
-		vol["completedAt"], ans["completedAt"] = completed, completed
+		vol.CompletedAt = completed
 	}
-	b, err := json.Marshal(ans)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return encodeJSON(t, liveapi.Response{Node: a.node, Namespace: "default", Pod: "web-0", UID: uid1,
+		Source: "filesystem", MeasuredAt: started, Volumes: []liveapi.Volume{vol}})
 }
 
 // exporterEnv is an env whose live re-check goes through a real ExporterMeasurer to an
@@ -51,9 +48,7 @@ func exporterEnv(t *testing.T, cfg Config, answer liveAnswer) (*env, *atomic.Int
 		_, _ = w.Write(answer.body(t, e.clock()))
 	}))
 	t.Cleanup(ts.Close)
-	m := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL), cfg.MaxMeasurementAge)
-	e = newEnvMeasuring(t, cfg, m, newPod("default", "web-0", uid1).build())
-	m.now = e.clock
+	e = newEnvMeasuring(t, cfg, NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL)), newPod("default", "web-0", uid1).build())
 	return e, &requests
 }
 

@@ -5,6 +5,7 @@
 package remediator
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -18,14 +19,12 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 )
 
-// Component is the event source and field manager name.
+// Component is the Events' reporting controller and the field manager name.
 const Component = "emptydir-remediator"
 
 // Server handles Alertmanager webhooks. Create it with New; serve Handler.
@@ -34,7 +33,7 @@ type Server struct {
 	client   kubernetes.Interface
 	measurer LiveMeasurer
 	logger   *slog.Logger
-	recorder record.EventRecorder
+	recorder events.EventRecorder
 	stopRec  func()
 	now      func() time.Time
 	reg      *prometheus.Registry
@@ -64,9 +63,9 @@ type Option func(*Server)
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l } }
 
-// WithEventRecorder sets the recorder for the Events on pods (default: one that posts Events
-// through the client).
-func WithEventRecorder(r record.EventRecorder) Option { return func(s *Server) { s.recorder = r } }
+// WithEventRecorder sets the recorder for the Events on pods (default: one that posts
+// events.k8s.io/v1 Events through the client).
+func WithEventRecorder(r events.EventRecorder) Option { return func(s *Server) { s.recorder = r } }
 
 // WithClock sets the clock used for cooldowns and caps (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
@@ -116,10 +115,16 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 	s.metrics = newMetrics(s.reg)
 	s.measurements = newMeasurementCache(cfg.MaxMeasurementAge)
 	if s.recorder == nil {
-		b := record.NewBroadcaster()
-		b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-		s.recorder = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component})
-		s.stopRec = b.Shutdown
+		// events.k8s.io/v1: eventTime to the microsecond (core/v1 timestamps are cut to the
+		// second), and repeats of one reason on one pod become a series, not new Events.
+		b := events.NewBroadcaster(&events.EventSinkImpl{Interface: client.EventsV1()})
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+			cancel()
+			return nil, fmt.Errorf("starting the Event recorder: %w", err)
+		}
+		s.recorder = b.NewRecorder(scheme.Scheme, Component)
+		s.stopRec = func() { cancel(); b.Shutdown() }
 	}
 	switch store := s.ledgerStore.(type) {
 	case nil:

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 )
 
 // secretVolume mimics the kubelet's atomic writer for a Secret volume: path/token is a
@@ -117,7 +117,7 @@ func TestBearerTokenFileRequiredAtStart(t *testing.T) {
 	for _, path := range []string{empty, filepath.Join(dir, "missing")} {
 		cfg := testConfig()
 		cfg.BearerTokenFile = path
-		if _, err := New(cfg, fake.NewClientset(), &fakeMeasurer{}, WithEventRecorder(record.NewFakeRecorder(1))); err == nil {
+		if _, err := New(cfg, fake.NewClientset(), &fakeMeasurer{}, WithEventRecorder(events.NewFakeRecorder(1))); err == nil {
 			t.Errorf("token file %s accepted", path)
 		}
 	}
@@ -141,7 +141,7 @@ func TestWarnsWithoutAuth(t *testing.T) {
 			cfg := testConfig()
 			tt.cfg(&cfg)
 			srv, err := New(cfg, fake.NewClientset(), &fakeMeasurer{}, WithLogger(slog.New(slog.NewTextHandler(&buf, nil))),
-				WithEventRecorder(record.NewFakeRecorder(1)))
+				WithEventRecorder(events.NewFakeRecorder(1)))
 			if err != nil {
 				t.Fatal(err)
 			}

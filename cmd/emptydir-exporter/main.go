@@ -21,27 +21,25 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
-	var cfg config
+	cfg := defaultConfig()
 	app := newApp(&cfg)
-	app.Version(version.Print("emptydir-exporter"))
-	app.HelpFlag.Short('h')
 	if err := cliflag.Parse(app, args); err != nil {
 		fmt.Fprintf(os.Stderr, "emptydir-exporter: %v\n", err)
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
 	klog.SetSlogLogger(logger.With("component", "client-go"))
+	cfg.renamed.Warn(logger)
 	if err := cfg.validate(); err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
@@ -61,11 +59,10 @@ func run(args []string) int {
 }
 
 func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
-	restConfig, err := loadRESTConfig(cfg.kubeconfig)
+	restConfig, err := cfg.kube.REST("emptydir-exporter/" + version.Version)
 	if err != nil {
 		return err
 	}
-	restConfig.UserAgent = "emptydir-exporter/" + version.Version
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("building Kubernetes client: %w", err)
@@ -100,7 +97,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	mux.Handle(cfg.telemetryPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.Handle(exporter.LivePath, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !pods.HasSynced() {
@@ -146,21 +143,6 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		return fmt.Errorf("shutting down HTTP: %w", err)
 	}
 	return nil
-}
-
-func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		c, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (give --kubeconfig outside a cluster): %w", err)
-		}
-		return c, nil
-	}
-	c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	return c, nil
 }
 
 func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
@@ -104,7 +104,7 @@ func TestShutdownDrainsBeforeReleasingTheLease(t *testing.T) {
 	cfg := remediator.DefaultConfig()
 	cfg.LeaderElection = true
 	m := &gateMeasurer{entered: make(chan struct{}), release: make(chan struct{})}
-	srv, err := remediator.New(cfg, client, m, remediator.WithEventRecorder(record.NewFakeRecorder(10)))
+	srv, err := remediator.New(cfg, client, m, remediator.WithEventRecorder(events.NewFakeRecorder(10)))
 	if err != nil {
 		t.Fatal(err)
 	}

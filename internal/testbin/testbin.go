@@ -58,7 +58,7 @@ func build() {
 	cmd := exec.Command("go", "build", "-o", dir+"/", "github.com/emptydir-guard/emptydir-guard/cmd/...")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		buildErr = fmt.Errorf("go build ./cmd/...: %v\n%s", err, out)
+		buildErr = fmt.Errorf("go build ./cmd/...: %w\n%s", err, out)
 	}
 }
 

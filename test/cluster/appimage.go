@@ -46,7 +46,7 @@ func (c *Cluster) ImportImage(ctx context.Context, name string, files map[string
 		return fmt.Errorf("build image %s: %w", name, err)
 	}
 	if out, err := c.ctr(ctx, "images", "import", archive.Name()); err != nil {
-		return fmt.Errorf("ctr images import %s: %v: %s", name, err, out)
+		return fmt.Errorf("ctr images import %s: %w: %s", name, err, out)
 	}
 	return nil
 }

@@ -382,7 +382,7 @@ func (c *Cluster) waitEtcd(ctx context.Context) error {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == 200 && strings.Contains(string(b), "true"), nil
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(b), "true"), nil
 	})
 }
 
@@ -432,7 +432,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 	hc.Timeout = 5 * time.Second
 	var last string
 	err := c.poll(ctx, "kube-apiserver /readyz", c.apiserver, func() (bool, error) {
-		req, _ := http.NewRequest("GET", c.APIServerURL()+"/readyz", nil)
+		req, _ := http.NewRequest(http.MethodGet, c.APIServerURL()+"/readyz", nil)
 		req.Header.Set("Authorization", "Bearer "+c.pki.adminToken)
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -442,7 +442,7 @@ func (c *Cluster) waitAPIServer(ctx context.Context) error {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		last = fmt.Sprintf("%d %s", resp.StatusCode, b)
-		return resp.StatusCode == 200, nil
+		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w (last answer: %s)", err, last)
@@ -640,7 +640,7 @@ func (c *Cluster) stop() error {
 	if c.netnsName != "" {
 		if _, err := os.Stat(c.netnsPath); err == nil {
 			if out, err := runCmd(context.Background(), "ip", "netns", "del", c.netnsName); err != nil {
-				errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", c.netnsName, err, out))
+				errs = append(errs, fmt.Errorf("ip netns del %s: %w: %s", c.netnsName, err, out))
 			}
 		}
 	}

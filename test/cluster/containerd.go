@@ -141,7 +141,7 @@ func (c *Cluster) ctr(ctx context.Context, args ...string) ([]byte, error) {
 func (c *Cluster) waitContainerd(ctx context.Context) error {
 	return c.poll(ctx, "containerd", c.containerd, func() (bool, error) {
 		if _, err := os.Stat(c.containerdSock); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // no socket yet: poll again
 		}
 		_, err := c.ctr(ctx, "version")
 		return err == nil, nil
@@ -154,7 +154,7 @@ func (c *Cluster) importImages(ctx context.Context) error {
 		return fmt.Errorf("build image archive: %w", err)
 	}
 	if out, err := c.ctr(ctx, "images", "import", archive); err != nil {
-		return fmt.Errorf("ctr images import: %v: %s", err, out)
+		return fmt.Errorf("ctr images import: %w: %s", err, out)
 	}
 	return os.Remove(archive)
 }

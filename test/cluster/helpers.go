@@ -123,7 +123,7 @@ func (c *Cluster) ExecInPod(ctx context.Context, namespace, pod, container strin
 	return o.String(), e.String(), nil
 }
 
-// SeedPod returns the pod of the seed scenario (DESIGN.md): a busybox container that writes
+// SeedPod returns the pod of the seed scenario (docs/design.md): a busybox container that writes
 // nothing by itself and mounts emptyDir "empty" (sizeLimit 1Mi) at /test. It is bound to the
 // node directly because no scheduler runs.
 func (c *Cluster) SeedPod(namespace, name string) *corev1.Pod {

@@ -29,7 +29,7 @@ func createNetns(ctx context.Context, name string, nodeIP net.IP) error {
 	}
 	for _, s := range steps {
 		if out, err := runCmd(ctx, "ip", s...); err != nil {
-			return fmt.Errorf("ip %v: %v: %s", s, err, out)
+			return fmt.Errorf("ip %v: %w: %s", s, err, out)
 		}
 	}
 	return nil

@@ -35,7 +35,7 @@ func (p *proc) exited() bool {
 // diedError describes an exited component with the end of its log, because "exit status 1"
 // alone never tells why.
 func (p *proc) diedError() error {
-	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.name, p.err, p.logPath, tailFile(p.logPath, 30))
+	return fmt.Errorf("%s exited (%w); last lines of %s:\n%s", p.name, p.err, p.logPath, tailFile(p.logPath, 30))
 }
 
 // Command returns a command that runs inside the cluster's network namespace. nsenter is

@@ -441,7 +441,7 @@ func diffSeries(fams map[string]*dto.MetricFamily, ns string, want map[seriesKey
 func startChurnExporter(ctx context.Context, t *testing.T, c *cluster.Cluster, bin, addr, node, rootDir string) (*churnScraper, map[string]*dto.MetricFamily) {
 	t.Helper()
 	framework.StartInNetns(t, c, "exporter-churn-"+node, bin,
-		"--node-name="+node, "--kubeconfig="+c.KubeconfigPath(), "--source=filesystem",
+		"--node.name="+node, "--kubeconfig="+c.KubeconfigPath(), "--collection.source=filesystem",
 		"--kubelet.root-dir="+rootDir, "--collection.interval="+churnInterval.String(),
 		// Every volume every cycle, unbudgeted: this test follows series through churn, and
 		// fills a volume after its pod starts. At a 1 s interval and 4 scrapes a second the

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestClusterSeedPod replays the seed scenario (DESIGN.md) on the shared cluster: with
+// TestClusterSeedPod replays the seed scenario (docs/design.md) on the shared cluster: with
 // LocalStorageCapacityIsolation=false the kubelet does not enforce sizeLimit, so 10 MB in a
 // 1Mi emptyDir stays, and only the filesystem shows it.
 func TestClusterSeedPod(t *testing.T) {
@@ -84,7 +84,7 @@ func TestClusterKubeletAPI(t *testing.T) {
 	defer cancel()
 
 	hc := c.HTTPClient(&tls.Config{RootCAs: c.CAPool()})
-	req, _ := http.NewRequestWithContext(ctx, "GET", c.KubeletURL()+"/stats/summary?only_cpu_and_memory=true", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.KubeletURL()+"/stats/summary?only_cpu_and_memory=true", nil)
 	req.Header.Set("Authorization", "Bearer "+c.AdminToken())
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestClusterKubeletAPI(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), c.NodeName()) {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), c.NodeName()) {
 		t.Fatalf("kubelet direct /stats/summary: %d %.300s", resp.StatusCode, body)
 	}
 
@@ -113,7 +113,7 @@ func TestClusterKubeletAPI(t *testing.T) {
 
 // TestClusterEvictsWithIsolation pins the kubelet behaviour the project reacts to, on a second,
 // private cluster with LocalStorageCapacityIsolation=true: the seed pod is evicted for
-// exceeding its emptyDir sizeLimit (LOCAL-CLUSTER.md observed ~10 s with a 5 s stats period).
+// exceeding its emptyDir sizeLimit (docs/local-cluster.md: about 10 s with a 5 s stats period).
 func TestClusterEvictsWithIsolation(t *testing.T) {
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)

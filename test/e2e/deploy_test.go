@@ -149,7 +149,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		return resp.StatusCode, framework.Tail(string(b), 300)
 	}
 	// only_cpu_and_memory: the full summary fails on this cluster (localStorageCapacityIsolation
-	// off, see LOCAL-CLUSTER.md); the authorization is the same.
+	// off, see docs/design.md); the authorization is the same.
 	if code, body := kubeletGet("/stats/summary?only_cpu_and_memory=true"); code != http.StatusOK {
 		t.Errorf("exporter token with components/kubelet-source: kubelet /stats/summary %d %s, want 200", code, body)
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
@@ -45,7 +46,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 
 	const addr = "127.0.0.1:19731"
 	framework.StartInNetns(t, c, "exporter-fs-"+ns, bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
 		"--web.listen-address="+addr, "--log.level=debug")
 	metricsURL := "http://" + addr + "/metrics"
@@ -114,11 +115,11 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 		t.Fatalf("dd more: %v (%s)", err, stderr)
 	}
 	live := getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/%s/pods/%s?uid=%s&volume=empty", addr, ns, seed.Name, seed.UID), http.StatusOK)
-	var lr exporter.LiveResponse
+	var lr liveapi.Response
 	if err := json.Unmarshal(live, &lr); err != nil {
 		t.Fatalf("live body %s: %v", live, err)
 	}
-	if want := framework.DuBytes(t, seedDir); len(lr.Volumes) != 1 || lr.Volumes[0].UsedBytes != want ||
+	if want := framework.DuBytes(t, seedDir); len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != want ||
 		lr.Volumes[0].LimitBytes == nil || *lr.Volumes[0].LimitBytes != 1<<20 {
 		t.Errorf("live answer %s, want usedBytes %d (du) and limitBytes 1048576", live, want)
 	}
@@ -158,11 +159,11 @@ func TestExporterKubeletSourceWithoutIsolation(t *testing.T) {
 	}
 	const direct, proxied = "127.0.0.1:19741", "127.0.0.1:19742"
 	framework.StartInNetns(t, c, "exporter-kubelet-"+ns, bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 		"--kubelet.url="+c.KubeletURL(), "--kubelet.ca-file="+c.CAFile(), "--kubelet.token-file="+tokenFile,
 		"--collection.interval=2s", "--web.listen-address="+direct)
 	framework.StartInNetns(t, c, "exporter-proxy-"+ns, bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 		"--kubelet.via-apiserver", "--collection.interval=2s", "--web.listen-address="+proxied)
 
 	seed := framework.RunPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
@@ -213,7 +214,7 @@ func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	const addr = "127.0.0.1:19761"
-	framework.StartInNetns(t, c, "exporter-auth", bin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, "exporter-auth", bin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--web.listen-address="+addr, "--web.config.file="+webConfig)
 
 	get := func(path, user, pass string) (int, error) {

@@ -209,7 +209,7 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 	deployCheckAccess(ctx, t, c, "system:serviceaccount:"+ns+":"+in.remediator, map[authorizationv1.ResourceAttributes]bool{
 		{Verb: "get", Resource: "pods", Namespace: seedNS}:                                       true,
 		{Verb: "create", Resource: "pods", Subresource: "eviction", Namespace: seedNS}:           true,
-		{Verb: "create", Resource: "events", Namespace: seedNS}:                                  true,
+		{Verb: "create", Resource: "events", Group: "events.k8s.io", Namespace: seedNS}:          true,
 		{Verb: "patch", Resource: "events", Group: "events.k8s.io", Namespace: seedNS}:           true,
 		{Verb: "list", Resource: "pods", Namespace: ns}:                                          true,
 		{Verb: "get", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:           true,

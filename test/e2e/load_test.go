@@ -33,7 +33,7 @@ import (
 type loadPhase struct {
 	name        string
 	over, under int // pods over and under their volume's sizeLimit
-	maxEvict    int // --max-evictions (global cap); 0: none
+	maxEvict    int // --eviction.max-global (global cap); 0: none
 	ports       int // first of this phase's loopback ports
 }
 
@@ -104,8 +104,8 @@ func TestLoadExactlyOnce(t *testing.T) {
 		}
 	})
 	const exporterAddr = "127.0.0.1:19800"
-	framework.StartInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node-name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
-		"--kubelet.root-dir="+node.RootDir(), "--source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
+	framework.StartInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
 	framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
@@ -190,8 +190,8 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 
 	leader, reps := startReplicaSet(t, c, remediatorBin, ns, lease, ports,
 		"--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr, "--web.bearer-token-file="+tokenFile,
-		"--namespace-allow="+ns, "--kube-api-qps=100", "--kube-api-burst=200",
-		"--max-evictions="+strconv.Itoa(ph.maxEvict), "--max-evictions-per-node=0", "--max-evictions-per-namespace=0")
+		"--policy.namespace-allow="+ns, "--kube-api.qps=100", "--kube-api.burst=200",
+		"--eviction.max-global="+strconv.Itoa(ph.maxEvict), "--eviction.max-per-node=0", "--eviction.max-per-namespace=0")
 	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, "every replica knows the leader", func() (bool, string) {
 		var states []string
 		for _, r := range reps {
@@ -437,12 +437,12 @@ func loadTable(results []loadResult) string {
 	b.WriteString("| run | pods over / under limit | global cap | replicas, Alertmanagers | deliveries | evictions expected / API server count / wrong | deliveries/s | webhook latency p50 / p99 | remediator peak RSS | API requests per eviction (ledger ConfigMap) |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range results {
-		cap := "none"
+		globalCap := "none"
 		if r.phase.maxEvict > 0 {
-			cap = strconv.Itoa(r.phase.maxEvict)
+			globalCap = strconv.Itoa(r.phase.maxEvict)
 		}
 		fmt.Fprintf(&b, "| %s | %d / %d | %s | %d, %d | %d | %d / %d / %d | %.0f | %s / %s | %d MiB | %.1f (%.1f) |\n",
-			r.phase.name, r.phase.over, r.phase.under, cap, r.replicas, r.ams, r.deliveries,
+			r.phase.name, r.phase.over, r.phase.under, globalCap, r.replicas, r.ams, r.deliveries,
 			r.phase.wantEvictions(), r.apiEvictions, r.wrong, float64(r.deliveries)/r.seconds,
 			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), r.peakRSS>>20, r.apiPerEviction, r.ledgerPerEviction)
 	}

@@ -41,7 +41,7 @@ type timing struct {
 	note                                             string
 }
 
-// TestSeedScenario is the acceptance story of DESIGN.md on real parts, twice: on the shared
+// TestSeedScenario is the acceptance story of docs/design.md on real parts, twice: on the shared
 // cluster (localStorageCapacityIsolation=false: only emptyDir guard enforces) and on a second
 // cluster with isolation on and the kubelet's default volumeStatsAggPeriod (both enforce).
 // It asserts the functional outcomes and prints the timings as a table (not asserted).
@@ -59,7 +59,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "scn")
 	s := framework.StartStack(ctx, t, c, framework.StackOptions{
-		RemediatorArgs:        []string{"--pod-selector=" + framework.DryRunOnlyLabel + "!=true"},
+		RemediatorArgs:        []string{"--policy.pod-selector=" + framework.DryRunOnlyLabel + "!=true"},
 		DryRun:                true,
 		BrokenKubeletExporter: true,
 	})
@@ -147,7 +147,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 		t.Errorf("alert for the pod under its limit: %d %s %v, want 200 skipped/not_over_limit", code, raw, err)
 	}
 
-	// Dry run: a second remediator with --dry-run, asked directly about an over-limit pod the
+	// Dry run: a second remediator with --eviction.dry-run, asked directly about an over-limit pod the
 	// main one leaves alone (pod selector): it re-checks, says it would evict, evicts nothing.
 	code, resp, raw, err = framework.PostWebhook(ctx, c, framework.StackDryRunAddr, s.Token, framework.OverLimitPayload(c.NodeName(), ns, dry.Name, string(dry.UID), "empty"))
 	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeDryRun {
@@ -231,7 +231,7 @@ func scenarioBothEnforce(t *testing.T) []timing {
 		}
 	}
 	// The remediator never touches nsKubelet, so that pod measures the kubelet on its own.
-	s := framework.StartStack(ctx, t, c, framework.StackOptions{RemediatorArgs: []string{"--namespace-deny=" + nsKubelet}})
+	s := framework.StartStack(ctx, t, c, framework.StackOptions{RemediatorArgs: []string{"--policy.namespace-deny=" + nsKubelet}})
 	am := framework.WatchAlertmanager(ctx, s.Mon)
 	defer am.Stop()
 

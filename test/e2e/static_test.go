@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
@@ -69,7 +70,7 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 
 	const addr = "127.0.0.1:19741"
 	framework.StartInNetns(t, c, "exporter-static", bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
 		"--web.listen-address="+addr)
 	labels := map[string]string{"namespace": "default", "pod": mirrorName, "uid": string(mirror.UID), "volume": "empty"}
@@ -85,11 +86,11 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 	})
 
 	live := getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/default/pods/%s?uid=%s&volume=empty", addr, mirrorName, mirror.UID), http.StatusOK)
-	var lr exporter.LiveResponse
+	var lr liveapi.Response
 	if err := json.Unmarshal(live, &lr); err != nil {
 		t.Fatalf("live body %s: %v", live, err)
 	}
-	if lr.UID != string(mirror.UID) || len(lr.Volumes) != 1 || lr.Volumes[0].UsedBytes != framework.DuBytes(t, dir) {
+	if lr.UID != string(mirror.UID) || len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != framework.DuBytes(t, dir) {
 		t.Errorf("live answer %s, want uid %s and du's %d bytes", live, mirror.UID, want)
 	}
 }

@@ -22,7 +22,7 @@ const (
 	StackPrometheusAddr      = "127.0.0.1:19890"
 	StackAlertmanagerAddr    = "127.0.0.1:19893"
 
-	// DryRunOnlyLabel keeps the main remediator (--pod-selector) away from the pod that only
+	// DryRunOnlyLabel keeps the main remediator (--policy.pod-selector) away from the pod that only
 	// the dry-run remediator is asked about.
 	DryRunOnlyLabel = "e2e.emptydir-guard.io/dry-run-only"
 )
@@ -54,9 +54,9 @@ type Stack struct {
 type StackOptions struct {
 	// RemediatorArgs are appended to the main remediator's flags.
 	RemediatorArgs []string
-	// DryRun also starts a --dry-run remediator on StackDryRunAddr (scraped as well).
+	// DryRun also starts a --eviction.dry-run remediator on StackDryRunAddr (scraped as well).
 	DryRun bool
-	// BrokenKubeletExporter also starts a second exporter with --source=kubelet; on a cluster
+	// BrokenKubeletExporter also starts a second exporter with --collection.source=kubelet; on a cluster
 	// with localStorageCapacityIsolation=false its Summary API fails, so the measurement
 	// error metrics and their dashboard panel have data.
 	BrokenKubeletExporter bool
@@ -73,13 +73,13 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 		t.Fatal(err)
 	}
 	StartInNetns(t, c, s.ExporterLog, exporterBin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval="+ExporterInterval.String(),
 		"--web.listen-address="+StackExporterAddr)
 	exporterTargets := []string{StackExporterAddr}
 	if o.BrokenKubeletExporter {
 		StartInNetns(t, c, "scn-exporter-kubelet", exporterBin,
-			"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+			"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 			"--kubelet.via-apiserver", "--collection.interval="+ExporterInterval.String(),
 			"--web.listen-address="+StackKubeletExporterAddr)
 		exporterTargets = append(exporterTargets, StackKubeletExporterAddr)
@@ -89,7 +89,7 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	StartInNetns(t, c, s.RemediatorLog, remediatorBin, append(append(common, "--web.listen-address="+StackRemediatorAddr), o.RemediatorArgs...)...)
 	remediatorTargets := []string{StackRemediatorAddr}
 	if o.DryRun {
-		StartInNetns(t, c, s.DryRunLog, remediatorBin, append(common, "--web.listen-address="+StackDryRunAddr, "--dry-run")...)
+		StartInNetns(t, c, s.DryRunLog, remediatorBin, append(common, "--web.listen-address="+StackDryRunAddr, "--eviction.dry-run")...)
 		remediatorTargets = append(remediatorTargets, StackDryRunAddr)
 	}
 

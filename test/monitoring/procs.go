@@ -57,7 +57,7 @@ func waitReady(ctx context.Context, client *http.Client, url string) error {
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, last)
+		return fmt.Errorf("%w (last: %w)", err, last)
 	}
 	return nil
 }

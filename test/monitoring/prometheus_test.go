@@ -35,7 +35,7 @@ func fakePrometheus(t *testing.T, status int, body string) (*Stack, *string) {
 }
 
 func TestQueryResults(t *testing.T) {
-	at := func(ms int64) time.Time { return time.UnixMilli(ms) }
+	at := time.UnixMilli
 	for _, tc := range []struct {
 		name, body string
 		want       []Sample

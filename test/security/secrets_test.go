@@ -95,9 +95,9 @@ func TestSecretsNeverLogged(t *testing.T) {
 	remediatorURL := "http://" + remediatorAddr
 
 	exporter := start(t, dir, "emptydir-exporter",
-		"--node-name="+nodeName,
+		"--node.name="+nodeName,
 		"--kubeconfig="+kubeconfig,
-		"--source=kubelet",
+		"--collection.source=kubelet",
 		"--kubelet.url="+kubelet.URL,
 		"--kubelet.ca-file="+writeFile(t, dir, "kubelet-ca.pem", caPEM(t, kubelet.Certificate().Raw)),
 		"--kubelet.token-file="+writeFile(t, dir, "kubelet-token", sec.kubeletToken),
@@ -263,7 +263,7 @@ func start(t *testing.T, dir, name string, args ...string) *process {
 	go func() { p.done <- cmd.Wait(); _ = out.Close() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-p.done
+		<-p.done //nolint:errcheck // the exit status of the process just killed
 		if t.Failed() {
 			if b, err := os.ReadFile(logPath); err == nil {
 				t.Logf("%s log:\n%s", name, b)

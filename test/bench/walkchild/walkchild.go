@@ -143,5 +143,5 @@ func peakRSS() (int64, error) {
 			return kb << 10, err
 		}
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/self/status: %v", sc.Err())
+	return 0, fmt.Errorf("no VmHWM in /proc/self/status: %w", sc.Err())
 }

@@ -1,0 +1,77 @@
+// Package liveapi is the contract of the exporter's live endpoint, the one definition its
+// server (the exporter) and its client (the remediator) share: the route, the query, the
+// answer and the error body. docs/metrics.md documents it for other callers.
+package liveapi
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Pattern is the route of the live endpoint, in net/http ServeMux pattern syntax; its
+// wildcards are PathNamespace and PathPod.
+const Pattern = "GET /live/namespaces/{" + PathNamespace + "}/pods/{" + PathPod + "}"
+
+// The path wildcards and query parameters of a live request.
+const (
+	PathNamespace = "namespace"
+	PathPod       = "pod"
+	// QueryUID names the exact pod instance (metadata.uid); required.
+	QueryUID = "uid"
+	// QueryVolume restricts the answer to one emptyDir volume; optional.
+	QueryVolume = "volume"
+)
+
+// URL is the live request for the volume of the pod instance namespace/pod with uid, at
+// the exporter whose base URL (scheme://host:port) is base. An empty volume asks for all
+// the pod's emptyDir volumes.
+func URL(base, namespace, pod, uid, volume string) (*url.URL, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return nil, fmt.Errorf("exporter URL %q: %w", base, err)
+	}
+	u = u.JoinPath("live", "namespaces", namespace, "pods", pod)
+	q := url.Values{QueryUID: {uid}}
+	if volume != "" {
+		q.Set(QueryVolume, volume)
+	}
+	u.RawQuery = q.Encode()
+	return u, nil
+}
+
+// Response is the body of a successful live measurement (200).
+type Response struct {
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	UID       string `json:"uid"`
+	Source    string `json:"source"`
+	// MeasuredAt is when the request's measurement started.
+	MeasuredAt time.Time `json:"measuredAt"`
+	Volumes    []Volume  `json:"volumes"`
+}
+
+// Volume is one volume of a Response.
+type Volume struct {
+	Name   string `json:"name"`
+	Medium string `json:"medium"`
+	// UsedBytes is always set by the exporter; a pointer so that a reader tells a missing
+	// value from 0 bytes.
+	UsedBytes     *int64 `json:"usedBytes"`
+	LimitBytes    *int64 `json:"limitBytes,omitempty"`
+	CapacityBytes int64  `json:"capacityBytes"`
+	InodesUsed    int64  `json:"inodesUsed"`
+	// UnreadableEntries counts entries the walk could not read: when it is not 0,
+	// UsedBytes is a lower bound.
+	UnreadableEntries int64 `json:"unreadableEntries"`
+	// MeasuredAt is when the volume's walk started, CompletedAt when it ended (for the
+	// kubelet source, both are the kubelet's stats time).
+	MeasuredAt  time.Time `json:"measuredAt"`
+	CompletedAt time.Time `json:"completedAt"`
+}
+
+// Error is the body of every answer other than 200.
+type Error struct {
+	Error string `json:"error"`
+}

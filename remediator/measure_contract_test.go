@@ -1,0 +1,119 @@
+package remediator
+
+import (
+	"context"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+)
+
+// contractSource is an exporter.Source answering fixed numbers, or err, for every volume.
+type contractSource struct {
+	m   exporter.Measurement
+	err error
+}
+
+func (s contractSource) Name() string { return "filesystem" }
+
+func (s contractSource) Measure(_ context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
+	var out []exporter.VolumeResult
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			out = append(out, exporter.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v,
+				Measurement: s.m, Err: s.err})
+		}
+	}
+	return out
+}
+
+// contractPods is the exporter's view of node-1: pod default/web-0 (uid1) with the
+// emptyDir volume "empty".
+type contractPods struct{ synced bool }
+
+func (c contractPods) pod() exporter.PodVolumes {
+	limit := int64(mib)
+	return exporter.PodVolumes{Namespace: "default", Pod: "web-0", UID: uid1,
+		Volumes: []exporter.Volume{{Name: "empty", Medium: exporter.MediumDisk, LimitBytes: &limit}}}
+}
+
+func (c contractPods) List() ([]exporter.PodVolumes, error) {
+	return []exporter.PodVolumes{c.pod()}, nil
+}
+
+func (c contractPods) Get(namespace, name string) (exporter.PodVolumes, bool, error) {
+	p := c.pod()
+	return p, namespace == p.Namespace && name == p.Pod, nil
+}
+
+func (c contractPods) HasSynced() bool { return c.synced }
+
+// The remediator's ExporterMeasurer against the exporter's own live handler, in process:
+// the route, the query, the answer and the error statuses are one contract, so a change on
+// one side that the other does not follow fails here.
+func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
+	started := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
+	completed := started.Add(2 * time.Second)
+	measured := exporter.Measurement{UsedBytes: 10 * mib, InodesUsed: 3, UnreadableEntries: 2,
+		MeasuredAt: started, CompletedAt: completed, Method: exporter.MethodWalk}
+	tests := []struct {
+		name       string
+		pod        *podBuilder
+		volume     string
+		source     contractSource
+		notSynced  bool
+		want       Measurement
+		wantReason string
+	}{
+		{name: "measured: numbers and the end of the walk", pod: newPod("default", "web-0", uid1), volume: "empty",
+			source: contractSource{m: measured},
+			want: Measurement{Source: SourceExporter, Node: "node-1", Volume: "empty", UsedBytes: 10 * mib,
+				UnreadableEntries: 2, MeasuredAt: completed}},
+		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",
+			source: contractSource{m: measured}, wantReason: MeasureNotFound},
+		{name: "volume not in use", pod: newPod("default", "web-0", uid1), volume: "data",
+			source: contractSource{m: measured}, wantReason: MeasureNotFound},
+		{name: "pod not on this node", pod: newPod("default", "web-1", uid1), volume: "empty",
+			source: contractSource{m: measured}, wantReason: MeasureNotFound},
+		{name: "volume unreadable", pod: newPod("default", "web-0", uid1), volume: "empty",
+			source: contractSource{err: &exporter.MeasureError{Reason: exporter.ReasonPermission, Err: fs.ErrPermission}}, wantReason: MeasureUnavailable},
+		{name: "informer not synced", pod: newPod("default", "web-0", uid1), volume: "empty",
+			source: contractSource{m: measured}, notSynced: true, wantReason: MeasureUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: tt.source, Pods: contractPods{synced: !tt.notSynced}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+			ts := httptest.NewServer(mux)
+			defer ts.Close()
+
+			got, err := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL)).Measure(t.Context(), tt.pod.build(), tt.volume)
+
+			if tt.wantReason != "" {
+				assertMeasurement(t, got, err, 0, tt.wantReason)
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if !got.MeasuredAt.Equal(tt.want.MeasuredAt) {
+				t.Errorf("measuredAt %s, want the end of the walk %s", got.MeasuredAt, tt.want.MeasuredAt)
+			}
+			got.MeasuredAt = tt.want.MeasuredAt
+			if got != tt.want {
+				t.Errorf("measurement %+v, want %+v", got, tt.want)
+			}
+			if err := checkMeasurement(got, tt.pod.build(), time.Now(), 5*time.Second); err != nil {
+				t.Errorf("a fresh answer of the pod's own exporter is rejected: %v", err)
+			}
+		})
+	}
+}
