@@ -21,8 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
-	"github.com/emptydir-guard/emptydir-guard/internal/duoracle"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
 )
 
 const (

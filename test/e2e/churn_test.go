@@ -21,9 +21,9 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
-	"github.com/emptydir-guard/emptydir-guard/internal/duoracle"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
