@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
 )
 
 const (
@@ -185,13 +184,9 @@ func writeBytes(t *testing.T, path string, n int) {
 // duBytes is the oracle: GNU `du -s -B1` of dir.
 func duBytes(t *testing.T, dir string) int64 {
 	t.Helper()
-	out, err := exec.Command("du", "-s", "-B1", dir).Output()
+	n, err := duoracle.Of(dir)
 	if err != nil {
-		t.Fatalf("du -s -B1 %s: %v", dir, err)
-	}
-	n, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("parsing du output %q: %v", out, err)
+		t.Fatal(err)
 	}
 	return n
 }

@@ -4,9 +4,10 @@
 # `make demo` runs deps, k8s-binaries and build first. KEEP=1 keeps everything running until
 # Ctrl-C and prints how to reach it. See docs/demo.md.
 #
-# The demo is TestDemo in test/e2e (it reuses the real-cluster harness, test/cluster): the
-# cluster, Prometheus, Alertmanager, exporter and remediator all run inside a network
-# namespace that the harness creates and removes again, on success, failure and Ctrl-C.
+# The demo is the program test/cmd/demo (it reuses the real-cluster harness, test/cluster, and
+# the e2e tests' framework, test/framework): the cluster, Prometheus, Alertmanager, exporter and
+# remediator all run inside a network namespace that the harness creates and removes again, on
+# success, failure and Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,21 +25,19 @@ if [ ! -x "$EMPTYDIR_GUARD_BIN_DIR/emptydir-exporter" ] || [ ! -x "$EMPTYDIR_GUA
   echo "demo: building the project's binaries into $EMPTYDIR_GUARD_BIN_DIR" >&2
   go build -o "$EMPTYDIR_GUARD_BIN_DIR/" ./cmd/...
 fi
-export K8S_BIN_DIR EMPTYDIR_GUARD_BIN_DIR EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_DEMO=1
+export K8S_BIN_DIR EMPTYDIR_GUARD_BIN_DIR
 export KEEP=${KEEP:-0}
+demo_bin=$(mktemp -d)
+trap 'rm -rf "$demo_bin"' EXIT
+go build -o "$demo_bin/demo" ./test/cmd/demo
 
-timeout=15m
-if [ "$KEEP" = 1 ]; then
-  timeout=0 # until Ctrl-C
-fi
-
-# The test binary stops the cluster on SIGINT/SIGTERM and before its timeout (Ctrl-C reaches
-# it directly: same process group). In KEEP mode Ctrl-C is the normal end, whatever go test
-# then reports.
+# The program stops the cluster on SIGINT/SIGTERM and after 15 minutes (Ctrl-C reaches it
+# directly: same process group). In KEEP mode Ctrl-C is the normal end, whatever it then
+# reports.
 interrupted=0
 trap 'interrupted=1' INT TERM
 set +e
-go test -count=1 -v -timeout "$timeout" -run '^TestDemo$' ./test/e2e/
+"$demo_bin/demo"
 rc=$?
 set -e
 if [ "$KEEP" = 1 ] && [ "$interrupted" = 1 ]; then

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/dashboards"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
@@ -202,91 +204,27 @@ func metricNames(expr parser.Expr) []string {
 	return names
 }
 
-// Grafana variables are replaced by values that keep the expression valid PromQL.
-var (
-	grafanaDurations = strings.NewReplacer(
-		"${__rate_interval}", "5m", "$__rate_interval", "5m",
-		"${__interval}", "1m", "$__interval", "1m",
-		"${__range}", "3h", "$__range", "3h",
-	)
-	grafanaVariable = regexp.MustCompile(`\$\{[A-Za-z0-9_]+(:[a-z]+)?\}|\$[A-Za-z_][A-Za-z0-9_]*`)
-)
+// The dashboards' own variables are replaced by a value that keeps the expression valid PromQL.
+var grafanaVariable = regexp.MustCompile(`\$\{[A-Za-z0-9_]+(:[a-z]+)?\}|\$[A-Za-z_][A-Za-z0-9_]*`)
 
 func substitute(expr string) string {
-	return grafanaVariable.ReplaceAllString(grafanaDurations.Replace(expr), "value")
-}
-
-type dashboardQuery struct {
-	dashboard, panel, expr string
-	variable               bool
+	return grafanaVariable.ReplaceAllString(dashboards.Substitute(expr, nil), "value")
 }
 
 var labelValues = regexp.MustCompile(`^label_values\((.*),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
 
 // dashboardQueries reads every query of the committed dashboards: panel targets (also in
 // rows) and query variables.
-func dashboardQueries(t *testing.T) []dashboardQuery {
+func dashboardQueries(t *testing.T) []dashboards.Query {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(dashboardDir, "*.json"))
-	if len(paths) != 4 {
+	if paths, _ := filepath.Glob(filepath.Join(dashboardDir, "*.json")); len(paths) != 4 {
 		t.Fatalf("want 4 dashboards, found %v", paths)
 	}
-	var out []dashboardQuery
-	for _, p := range paths {
-		var d struct {
-			Panels     []panel `json:"panels"`
-			Templating struct {
-				List []struct {
-					Type  string `json:"type"`
-					Name  string `json:"name"`
-					Query any    `json:"query"`
-				} `json:"list"`
-			} `json:"templating"`
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(data, &d); err != nil {
-			t.Fatalf("%s: %v", p, err)
-		}
-		name := filepath.Base(p)
-		var walk func([]panel)
-		walk = func(ps []panel) {
-			for _, pn := range ps {
-				for _, tg := range pn.Targets {
-					out = append(out, dashboardQuery{dashboard: name, panel: pn.Title, expr: tg.Expr})
-				}
-				walk(pn.Panels)
-			}
-		}
-		walk(d.Panels)
-		for _, v := range d.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			q, ok := v.Query.(string)
-			if !ok {
-				t.Errorf("%s: variable %s: query is not a string: %v", name, v.Name, v.Query)
-				continue
-			}
-			out = append(out, dashboardQuery{dashboard: name, panel: "variable " + v.Name, expr: q, variable: true})
-		}
+	qs, err := dashboards.Queries(dashboardDir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
-}
-
-type panel struct {
-	Type    string  `json:"type"`
-	Title   string  `json:"title"`
-	Panels  []panel `json:"panels"`
-	Targets []struct {
-		Expr       string `json:"expr"`
-		Datasource struct {
-			Type string `json:"type"`
-			UID  string `json:"uid"`
-		} `json:"datasource"`
-	} `json:"targets"`
+	return qs
 }
 
 // TestDashboardQueriesParseAndUsePublishedMetrics parses every panel query and variable
@@ -299,13 +237,13 @@ func TestDashboardQueriesParseAndUsePublishedMetrics(t *testing.T) {
 	}
 	used := map[string]bool{}
 	for _, q := range queries {
-		where := fmt.Sprintf("%s / %s: %q", q.dashboard, q.panel, q.expr)
-		if strings.TrimSpace(q.expr) == "" {
+		where := fmt.Sprintf("%s / %s: %q", q.Dashboard, q.Panel, q.Expr)
+		if strings.TrimSpace(q.Expr) == "" {
 			t.Errorf("%s: empty query", where)
 			continue
 		}
-		expr := q.expr
-		if q.variable {
+		expr := q.Expr
+		if q.Variable {
 			m := labelValues.FindStringSubmatch(expr)
 			if m == nil {
 				t.Errorf("%s: want label_values(<selector>, <label>)", where)
@@ -433,17 +371,7 @@ func TestDashboardConventions(t *testing.T) {
 	}
 	link := regexp.MustCompile(`/d/([a-z0-9-]+)`)
 	for _, f := range files {
-		var d struct {
-			UID        string  `json:"uid"`
-			Panels     []panel `json:"panels"`
-			Templating struct {
-				List []struct {
-					Type  string `json:"type"`
-					Name  string `json:"name"`
-					Query any    `json:"query"`
-				} `json:"list"`
-			} `json:"templating"`
-		}
+		var d dashboards.Dashboard
 		if err := json.Unmarshal(f.Data, &d); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"testing"
 )
 
 // DirEnv names the folder of prebuilt commands.
@@ -22,8 +21,16 @@ var (
 	buildErr error
 )
 
+// TB is what Path needs of a test; testing.TB has it, and so do programs that reuse test
+// helpers (the demo).
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
 // Path returns the path of the command name, building all commands on first use.
-func Path(t testing.TB, name string) string {
+func Path(t TB, name string) string {
 	t.Helper()
 	once.Do(build)
 	if buildErr != nil {

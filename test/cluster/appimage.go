@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"context"
 	"crypto/sha256"
-	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -29,8 +28,9 @@ const AppImageUser = "65532:65532"
 // since the image has no libc.
 func (c *Cluster) ImportImage(ctx context.Context, name string, files map[string]string, entrypoint []string) error {
 	for _, host := range files {
-		if err := checkStaticELF(host); err != nil {
-			return err
+		// `go build` links dynamically when cgo is on and net is imported.
+		if err := CheckStatic(host); err != nil {
+			return fmt.Errorf("%w; build it with CGO_ENABLED=0", err)
 		}
 	}
 	archive, err := os.CreateTemp(c.workDir, "appimage-*.tar")
@@ -47,22 +47,6 @@ func (c *Cluster) ImportImage(ctx context.Context, name string, files map[string
 	}
 	if out, err := c.ctr(ctx, "images", "import", archive.Name()); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", name, err, out)
-	}
-	return nil
-}
-
-// checkStaticELF refuses a dynamically linked ELF executable, which could not start in an
-// image without libc (`go build` links dynamically when cgo is on and net is imported).
-func checkStaticELF(p string) error {
-	f, err := elf.Open(p)
-	if err != nil {
-		return fmt.Errorf("%s: %w", p, err)
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("%s is dynamically linked; build it with CGO_ENABLED=0", p)
-		}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,16 +86,16 @@ func TestWriteAppImageArchive(t *testing.T) {
 
 func TestCheckStatic(t *testing.T) {
 	if _, err := os.Stat(busyboxPath); err == nil {
-		if err := checkStaticELF(busyboxPath); err != nil {
+		if err := CheckStatic(busyboxPath); err != nil {
 			t.Errorf("static busybox: %v", err)
 		}
 	}
 	if _, err := os.Stat("/bin/ls"); err == nil {
-		if err := checkStaticELF("/bin/ls"); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		if err := CheckStatic("/bin/ls"); !errors.Is(err, ErrDynamicallyLinked) {
 			t.Errorf("dynamic /bin/ls: %v, want a dynamically linked error", err)
 		}
 	}
-	if err := checkStaticELF(filepath.Join(t.TempDir(), "missing")); err == nil {
+	if err := CheckStatic(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("missing file accepted")
 	}
 }

@@ -414,9 +414,15 @@ func (c *Cluster) startAPIServer() error {
 		"--profiling=false",
 	}
 	args = append(args, c.opts.ExtraAPIServerArgs...)
-	p, err := c.startProc("kube-apiserver", c.Command(context.Background(), filepath.Join(c.binDir, "kube-apiserver"), args...))
+	return c.startBinary("kube-apiserver", &c.apiserver, args)
+}
+
+// startBinary starts the Kubernetes binary name from BinDir with args and keeps its process
+// in slot, which c.mu guards.
+func (c *Cluster) startBinary(name string, slot **proc, args []string) error {
+	p, err := c.startProc(name, c.Command(context.Background(), filepath.Join(c.binDir, name), args...))
 	c.mu.Lock()
-	c.apiserver = p
+	*slot = p
 	c.mu.Unlock()
 	return err
 }
@@ -521,11 +527,7 @@ func (c *Cluster) startKubelet() error {
 		"--v=2",
 	}
 	args = append(args, c.opts.ExtraKubeletArgs...)
-	p, err := c.startProc("kubelet", c.Command(context.Background(), filepath.Join(c.binDir, "kubelet"), args...))
-	c.mu.Lock()
-	c.kubelet = p
-	c.mu.Unlock()
-	return err
+	return c.startBinary("kubelet", &c.kubelet, args)
 }
 
 // poll calls f every 250ms until it returns true, ctx ends, ReadyTimeout passes or the

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -48,26 +47,11 @@ func preflight(binDir string) error {
 			problems = append(problems, fmt.Sprintf("CNI plugin %s/%s missing: install containernetworking-plugins (`make deps`)", cniBinDir, p))
 		}
 	}
-	if err := checkStatic(busyboxPath); err != nil {
-		problems = append(problems, fmt.Sprintf("%s: %v: install busybox-static (`make deps`)", busyboxPath, err))
+	if err := CheckStatic(busyboxPath); err != nil {
+		problems = append(problems, fmt.Sprintf("%v: the test images need a static busybox: install busybox-static (`make deps`)", err))
 	}
 	if len(problems) > 0 {
 		return errors.New("cluster prerequisites missing:\n  - " + strings.Join(problems, "\n  - "))
-	}
-	return nil
-}
-
-// checkStatic makes sure the busybox copied into images has no dynamic loader to miss.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return errors.New("is dynamically linked, the test images need a static busybox")
-		}
 	}
 	return nil
 }

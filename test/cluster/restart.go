@@ -19,64 +19,75 @@ import (
 // ErrRunning is returned by StartAPIServer and StartKubelet while the component still runs.
 var ErrRunning = errors.New("component is still running")
 
+// component is one process that the fault helpers stop and start again.
+type component struct {
+	name  string
+	proc  func(*Cluster) *proc                  // the current process (under c.mu)
+	start func(*Cluster) error                  // starts it again with the flags Start gave it
+	ready func(*Cluster, context.Context) error // waits until it serves again
+}
+
+var (
+	apiServerComponent = component{name: "kube-apiserver", proc: func(c *Cluster) *proc { return c.apiserver },
+		start: (*Cluster).startAPIServer, ready: (*Cluster).waitAPIServer}
+	kubeletComponent = component{name: "kubelet", proc: func(c *Cluster) *proc { return c.kubelet },
+		start: (*Cluster).startKubelet, ready: (*Cluster).waitKubeletHealthy}
+)
+
 // StopAPIServer stops kube-apiserver (SIGTERM, then SIGKILL after 2s) and waits until it
 // has exited. etcd, containerd, the kubelet and the pods keep running.
-func (c *Cluster) StopAPIServer() {
-	c.mu.Lock()
-	p := c.apiserver
-	c.mu.Unlock()
-	p.stop(2 * time.Second)
-	c.logf("kube-apiserver stopped")
-}
+func (c *Cluster) StopAPIServer() { c.stopComponent(apiServerComponent) }
 
 // StartAPIServer starts kube-apiserver again with the flags Start gave it and waits for its
 // /readyz. It is an error while the API server still runs.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
-	c.mu.Lock()
-	p := c.apiserver
-	c.mu.Unlock()
-	if p != nil && !p.exited() {
-		return fmt.Errorf("kube-apiserver: %w: StopAPIServer first", ErrRunning)
-	}
-	if err := c.startAPIServer(); err != nil {
-		return err
-	}
-	if err := c.waitAPIServer(ctx); err != nil {
-		return fmt.Errorf("restarted kube-apiserver: %w", err)
-	}
-	c.logf("kube-apiserver ready again")
-	return nil
+	return c.startComponent(ctx, apiServerComponent)
 }
 
 // StopKubelet stops the kubelet (SIGTERM, then SIGKILL after 2s). Containers keep running
 // under containerd, and their volumes stay on disk, as when a node's kubelet restarts.
-func (c *Cluster) StopKubelet() {
-	c.mu.Lock()
-	p := c.kubelet
-	c.mu.Unlock()
-	p.stop(2 * time.Second)
-	c.logf("kubelet stopped")
-}
+func (c *Cluster) StopKubelet() { c.stopComponent(kubeletComponent) }
 
 // StartKubelet starts the kubelet again with the configuration Start gave it and waits until
 // it answers its health check. (The node's Ready condition is no signal here: it still says
-// Ready from before the stop.)
+// Ready from before the stop.) It is an error while the kubelet still runs.
 func (c *Cluster) StartKubelet(ctx context.Context) error {
+	return c.startComponent(ctx, kubeletComponent)
+}
+
+func (c *Cluster) current(comp component) *proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return comp.proc(c)
+}
+
+func (c *Cluster) stopComponent(comp component) {
+	c.current(comp).stop(2 * time.Second)
+	c.logf("%s stopped", comp.name)
+}
+
+func (c *Cluster) startComponent(ctx context.Context, comp component) error {
+	if p := c.current(comp); p != nil && !p.exited() {
+		return fmt.Errorf("%s: %w: stop it first", comp.name, ErrRunning)
+	}
+	if err := comp.start(c); err != nil {
+		return err
+	}
+	if err := comp.ready(c, ctx); err != nil {
+		return fmt.Errorf("restarted %s: %w", comp.name, err)
+	}
+	c.logf("%s ready again", comp.name)
+	return nil
+}
+
+// waitKubeletHealthy waits until the kubelet's /healthz answers ok.
+func (c *Cluster) waitKubeletHealthy(ctx context.Context) error {
+	hc := c.HTTPClient(nil)
+	hc.Timeout = 2 * time.Second
 	c.mu.Lock()
 	p := c.kubelet
 	c.mu.Unlock()
-	if p != nil && !p.exited() {
-		return fmt.Errorf("kubelet: %w: StopKubelet first", ErrRunning)
-	}
-	if err := c.startKubelet(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	p = c.kubelet
-	c.mu.Unlock()
-	hc := c.HTTPClient(nil)
-	hc.Timeout = 2 * time.Second
-	err := c.poll(ctx, "kubelet /healthz", p, func() (bool, error) {
+	return c.poll(ctx, "kubelet /healthz", p, func() (bool, error) {
 		resp, err := hc.Get("http://127.0.0.1:10248/healthz")
 		if err != nil {
 			return false, nil
@@ -85,11 +96,6 @@ func (c *Cluster) StartKubelet(ctx context.Context) error {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode == http.StatusOK && strings.TrimSpace(string(b)) == "ok", nil
 	})
-	if err != nil {
-		return fmt.Errorf("restarted kubelet: %w", err)
-	}
-	c.logf("kubelet healthy again")
-	return nil
 }
 
 // DeletePodInEtcd removes a pod's object from etcd directly, behind the API server's back:

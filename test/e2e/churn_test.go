@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -24,6 +23,8 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // Churn: 1,000 pods come and go in waves on a node without a kubelet (cluster.FakeNode),
@@ -66,10 +67,7 @@ func TestPodChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := "churn-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "churn")
 	node, err := cluster.NewFakeNode(ctx, cs, "fake-"+ns, filepath.Join(t.TempDir(), "kubelet"))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +79,7 @@ func TestPodChurn(t *testing.T) {
 	})
 
 	ex, base := startChurnExporter(ctx, t, c, bin, "127.0.0.1:19771", node.Name(), node.RootDir())
-	baseGoroutines, _ := sample(base, "go_goroutines", nil)
+	baseGoroutines, _ := framework.Sample(base, "go_goroutines", nil)
 
 	live := map[string]*corev1.Pod{} // by name
 	var figures []churnFigures
@@ -132,12 +130,12 @@ func TestPodChurn(t *testing.T) {
 			t.Errorf("wave %d, with %d pods terminating and %d not set up yet: %s", wave, len(doomed), len(created), msg)
 		}
 		// The exporter saw the in-between states: terminating and Pending pods are listed.
-		if n, _ := sample(fams, "emptydir_exporter_pods", nil); int(n) != len(live)+len(doomed)+len(created) {
+		if n, _ := framework.Sample(fams, "emptydir_exporter_pods", nil); int(n) != len(live)+len(doomed)+len(created) {
 			t.Errorf("wave %d: emptydir_exporter_pods %v while settling, want %d running + %d terminating + %d pending",
 				wave, n, len(live), len(doomed), len(created))
 		}
 		for _, p := range doomed { // their data is gone: old numbers would be stale
-			if _, found := sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(p.UID)}); found {
+			if _, found := framework.Sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(p.UID)}); found {
 				t.Errorf("wave %d: series of %s (uid %s) published after its volumes were torn down", wave, p.Name, p.UID)
 			}
 		}
@@ -172,7 +170,7 @@ func TestPodChurn(t *testing.T) {
 		want := expectedSeries(t, live, node.VolumeDir)
 		var last map[string]*dto.MetricFamily
 		var diff seriesDiff
-		eventually(t, 60*time.Second, churnInterval/2, fmt.Sprintf("wave %d: exactly the live pods' series at du's bytes", wave), func() (bool, string) {
+		framework.Eventually(t, 60*time.Second, churnInterval/2, fmt.Sprintf("wave %d: exactly the live pods' series at du's bytes", wave), func() (bool, string) {
 			fams, err := ex.get(ctx)
 			if err != nil {
 				return false, err.Error()
@@ -181,23 +179,23 @@ func TestPodChurn(t *testing.T) {
 			return diff.ok(), diff.String()
 		})
 		for _, p := range doomed {
-			if _, found := sample(last, "emptydir_used_bytes", map[string]string{"uid": string(p.UID)}); found {
+			if _, found := framework.Sample(last, "emptydir_used_bytes", map[string]string{"uid": string(p.UID)}); found {
 				t.Errorf("wave %d: series left for deleted pod %s (uid %s)", wave, p.Name, p.UID)
 			}
 		}
 		if msg := ex.healthProblems(last); msg != "" {
 			t.Errorf("wave %d, settled: %s", wave, msg)
 		}
-		pods, _ := sample(last, "emptydir_exporter_pods", nil)
-		vols, _ := sample(last, "emptydir_exporter_volumes", nil)
+		pods, _ := framework.Sample(last, "emptydir_exporter_pods", nil)
+		vols, _ := framework.Sample(last, "emptydir_exporter_volumes", nil)
 		if int(pods) != len(live) || int(vols) != len(want) {
 			t.Errorf("wave %d: emptydir_exporter_pods=%v volumes=%v, want %d and %d", wave, pods, vols, len(live), len(want))
 		}
 		f := churnFigures{wave: wave + 1, created: len(created), deleted: len(doomed), recreated: len(recreate),
 			live: len(live), volumes: len(want), series: diff.series, stale: diff.stale}
-		f.rss, _ = sample(last, "process_resident_memory_bytes", nil)
-		f.heap, _ = sample(last, "go_memstats_heap_inuse_bytes", nil)
-		f.goroutines, _ = sample(last, "go_goroutines", nil)
+		f.rss, _ = framework.Sample(last, "process_resident_memory_bytes", nil)
+		f.heap, _ = framework.Sample(last, "go_memstats_heap_inuse_bytes", nil)
+		f.goroutines, _ = framework.Sample(last, "go_goroutines", nil)
 		figures = append(figures, f)
 		t.Logf("wave %d: +%d (%d recreated) -%d, live %d pods/%d volumes, RSS %.1f MiB, heap in use %.1f MiB, %v goroutines",
 			f.wave, f.created, f.recreated, f.deleted, f.live, f.volumes, f.rss/(1<<20), f.heap/(1<<20), f.goroutines)
@@ -209,7 +207,7 @@ func TestPodChurn(t *testing.T) {
 	// Every pod gone: no volume series, goroutines back to where they were with none.
 	parallel(t, podList(live), func(p *corev1.Pod) error { return node.DeletePod(ctx, p) })
 	var end map[string]*dto.MetricFamily
-	eventually(t, 60*time.Second, churnInterval/2, "no series once every pod is gone", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, churnInterval/2, "no series once every pod is gone", func() (bool, string) {
 		fams, err := ex.get(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -222,7 +220,7 @@ func TestPodChurn(t *testing.T) {
 	if end, err = ex.get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	endGoroutines, _ := sample(end, "go_goroutines", nil)
+	endGoroutines, _ := framework.Sample(end, "go_goroutines", nil)
 	if endGoroutines > baseGoroutines+churnGoroutineSlack {
 		t.Errorf("exporter goroutines %v with no pods after churn, %v before: something kept running", endGoroutines, baseGoroutines)
 	}
@@ -245,16 +243,13 @@ func TestPodChurnRealKubelet(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 3*time.Minute)
 	defer cancel()
-	ns := "churnk-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "churnk")
 	ex, _ := startChurnExporter(ctx, t, c, bin, "127.0.0.1:19772", c.NodeName(), c.KubeletRootDir())
 	volumeDir := func(p *corev1.Pod, v string) string { return exporter.Dir(c.KubeletRootDir(), string(p.UID), v) }
 	settled := func(what string, live map[string]*corev1.Pod) {
 		t.Helper()
 		want := expectedSeries(t, live, volumeDir)
-		eventually(t, 60*time.Second, churnInterval/2, what, func() (bool, string) {
+		framework.Eventually(t, 60*time.Second, churnInterval/2, what, func() (bool, string) {
 			fams, err := ex.get(ctx)
 			if err != nil {
 				return false, err.Error()
@@ -382,19 +377,11 @@ func expectedSeries(t *testing.T, live map[string]*corev1.Pod, volumeDir func(*c
 	if len(dirs) == 0 {
 		return want
 	}
-	out, err := exec.Command("du", append([]string{"-s", "-B1", "--"}, dirs...)...).Output()
+	sizes, err := duoracle.Bytes(dirs...)
 	if err != nil {
-		t.Fatalf("du of %d volumes: %v", len(dirs), err)
+		t.Fatal(err)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		n, dir, ok := strings.Cut(line, "\t")
-		if !ok {
-			t.Fatalf("du line %q", line)
-		}
-		b, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			t.Fatalf("du line %q: %v", line, err)
-		}
+	for dir, b := range sizes {
 		want[keys[dir]] = b
 	}
 	if len(want) != len(dirs) {
@@ -453,7 +440,7 @@ func diffSeries(fams map[string]*dto.MetricFamily, ns string, want map[seriesKey
 // scraper with the failures counted so far as baseline, and the baseline's metrics.
 func startChurnExporter(ctx context.Context, t *testing.T, c *cluster.Cluster, bin, addr, node, rootDir string) (*churnScraper, map[string]*dto.MetricFamily) {
 	t.Helper()
-	startInNetns(t, c, "exporter-churn-"+node, bin,
+	framework.StartInNetns(t, c, "exporter-churn-"+node, bin,
 		"--node.name="+node, "--kubeconfig="+c.KubeconfigPath(), "--collection.source=filesystem",
 		"--kubelet.root-dir="+rootDir, "--collection.interval="+churnInterval.String(),
 		// Every volume every cycle, unbudgeted: this test follows series through churn, and
@@ -466,12 +453,12 @@ func startChurnExporter(ctx context.Context, t *testing.T, c *cluster.Cluster, b
 	ex := &churnScraper{url: "http://" + addr + "/metrics", node: node,
 		// No kept-alive connections: each would hold a goroutine in the exporter.
 		hc: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: c.DialContext, DisableKeepAlives: true}}}
-	eventually(t, 60*time.Second, 250*time.Millisecond, "exporter synced and collecting", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 250*time.Millisecond, "exporter synced and collecting", func() (bool, string) {
 		fams, err := ex.get(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
-		ok, _ := sample(fams, "emptydir_exporter_collection_success", nil)
+		ok, _ := framework.Sample(fams, "emptydir_exporter_collection_success", nil)
 		return ok == 1, "collection_success not 1 yet"
 	})
 	ex.waitCycles(ctx, t, 2)
@@ -494,7 +481,7 @@ type churnScraper struct {
 }
 
 func (s *churnScraper) get(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	return scrapeWith(ctx, s.hc, s.url)
+	return framework.ScrapeWith(ctx, s.hc, s.url)
 }
 
 // waitCycles waits until n more collection cycles have ended.
@@ -512,7 +499,7 @@ func (s *churnScraper) waitCycles(ctx context.Context, t *testing.T, n int) {
 		return sum
 	}
 	from := cycles()
-	eventually(t, 30*time.Second, churnInterval/4, fmt.Sprintf("%d collection cycles", n), func() (bool, string) {
+	framework.Eventually(t, 30*time.Second, churnInterval/4, fmt.Sprintf("%d collection cycles", n), func() (bool, string) {
 		now := cycles()
 		return now >= from+float64(n), fmt.Sprintf("%v cycles since", now-from)
 	})
@@ -520,7 +507,7 @@ func (s *churnScraper) waitCycles(ctx context.Context, t *testing.T, n int) {
 
 // failures sums the failed collection cycles and the measurement errors counted so far.
 func (s *churnScraper) failures(fams map[string]*dto.MetricFamily) (failedCycles, measurementErrors float64) {
-	failedCycles, _ = sample(fams, "emptydir_exporter_collections_total", map[string]string{"result": "error"})
+	failedCycles, _ = framework.Sample(fams, "emptydir_exporter_collections_total", map[string]string{"result": "error"})
 	for _, m := range fams["emptydir_exporter_measurement_errors_total"].GetMetric() {
 		measurementErrors += m.GetCounter().GetValue()
 	}
@@ -531,7 +518,7 @@ func (s *churnScraper) failures(fams map[string]*dto.MetricFamily) (failedCycles
 // cycle, or failed cycles or measurement errors since the churn began.
 func (s *churnScraper) healthProblems(fams map[string]*dto.MetricFamily) string {
 	var p []string
-	if ok, _ := sample(fams, "emptydir_exporter_collection_success", map[string]string{"node": s.node, "source": "filesystem"}); ok != 1 {
+	if ok, _ := framework.Sample(fams, "emptydir_exporter_collection_success", map[string]string{"node": s.node, "source": "filesystem"}); ok != 1 {
 		p = append(p, "collection_success 0")
 	}
 	failed, errs := s.failures(fams)
@@ -626,10 +613,10 @@ func writeChurnSection(t *testing.T, figures []churnFigures, base, end map[strin
 		fmt.Fprintf(&b, "| %d | %d | %d | %d | %d | %d | %d | %d | %s | %s | %.0f |\n",
 			f.wave, f.created, f.recreated, f.deleted, f.live, f.volumes, f.series, f.stale, mib(f.rss), mib(f.heap), f.goroutines)
 	}
-	rssBase, _ := sample(base, "process_resident_memory_bytes", nil)
-	rssEnd, _ := sample(end, "process_resident_memory_bytes", nil)
-	gBase, _ := sample(base, "go_goroutines", nil)
-	gEnd, _ := sample(end, "go_goroutines", nil)
+	rssBase, _ := framework.Sample(base, "process_resident_memory_bytes", nil)
+	rssEnd, _ := framework.Sample(end, "process_resident_memory_bytes", nil)
+	gBase, _ := framework.Sample(base, "go_goroutines", nil)
+	gEnd, _ := framework.Sample(end, "go_goroutines", nil)
 	var peakRSS, peakHeap float64
 	for _, f := range figures {
 		peakRSS, peakHeap = max(peakRSS, f.rss), max(peakHeap, f.heap)

@@ -2,20 +2,17 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -28,10 +25,7 @@ func TestClusterSeedPod(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
 	defer cancel()
 
-	ns := "smoke-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "smoke")
 	pod := c.SeedPod(ns, "empty-test1")
 	created, err := c.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
@@ -61,14 +55,7 @@ func TestClusterSeedPod(t *testing.T) {
 	if fi, err := os.Stat(vol); err != nil || !fi.IsDir() {
 		t.Fatalf("volume folder %s: %v", vol, err)
 	}
-	out, err := exec.Command("du", "-s", "-B1", vol).Output()
-	if err != nil {
-		t.Fatalf("du %s: %v", vol, err)
-	}
-	used, err := strconv.ParseInt(strings.Fields(string(out))[0], 10, 64)
-	if err != nil {
-		t.Fatalf("parse du output %q: %v", out, err)
-	}
+	used := framework.DuBytes(t, vol)
 	if used < 10240000 {
 		t.Errorf("du -s -B1 %s = %d, want >= 10240000", vol, used)
 	}
@@ -85,12 +72,6 @@ func TestClusterSeedPod(t *testing.T) {
 		t.Errorf("after 15 s pod phase=%s reason=%q uid=%s, want Running with uid %s",
 			after.Status.Phase, after.Status.Reason, after.UID, created.UID)
 	}
-}
-
-func randSuffix() string {
-	b := make([]byte, 3)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // TestClusterKubeletAPI checks both paths the exporter may use to reach the kubelet from the
@@ -137,18 +118,10 @@ func TestClusterEvictsWithIsolation(t *testing.T) {
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{
+	c := ownCluster(ctx, t, cluster.Options{
 		LocalStorageCapacityIsolation: true,
 		VolumeStatsAggPeriod:          5 * time.Second,
 		Logf:                          t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
 	})
 	pod := c.SeedPod("default", "empty-test1")
 	if _, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // TestDeployManifestsOnRealCluster applies the kustomize base (deploy/) to the real API
@@ -78,15 +79,15 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	for i := range control.Spec.Containers[0].VolumeMounts {
 		control.Spec.Containers[0].VolumeMounts[i].MountPropagation = &none
 	}
-	ctlPod := deployWaitReady(ctx, t, c, deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+randSuffix(), *control, in.applied["DaemonSet/"+in.exporter]))
+	ctlPod := deployWaitReady(ctx, t, c, deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+framework.RandSuffix(), *control, in.applied["DaemonSet/"+in.exporter]))
 	expURL, ctlURL := deployExporterURL(expPod), deployExporterURL(ctlPod)
-	eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 folder is unreadable", func() (bool, string) {
-		fams, err := scrape(ctx, c, ctlURL+"/metrics")
+	framework.Eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 folder is unreadable", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, ctlURL+"/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		used, ok := sample(fams, "emptydir_used_bytes", seed.labels)
-		unreadable, _ := sample(fams, "emptydir_unreadable_entries", seed.labels)
+		used, ok := framework.Sample(fams, "emptydir_used_bytes", seed.labels)
+		unreadable, _ := framework.Sample(fams, "emptydir_unreadable_entries", seed.labels)
 		return ok && unreadable > 0 && int64(used) < seed.used, fmt.Sprintf("used=%v (found %v, du %d) unreadable=%v", used, ok, seed.used, unreadable)
 	})
 
@@ -94,24 +95,24 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	// exporters is a tmpfs the kubelet mounts later on the host. The manifest's exporter sees
 	// its data; the control sees only the empty folder under it.
 	seedNS := seed.pod.Namespace
-	mem := runPod(ctx, t, c, memoryPod(c, seedNS, "mem-after-exporter"))
+	mem := framework.RunPod(ctx, t, c, memoryPod(c, seedNS, "mem-after-exporter"))
 	if _, stderr, err := c.ExecInPod(ctx, seedNS, mem.Name, "test2", "dd", "if=/dev/zero", "of=/mem/f", "bs=1K", "count=2000"); err != nil {
 		t.Fatalf("dd into the memory volume: %v (%s)", err, stderr)
 	}
-	wantMem := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(mem.UID), "mem"))
+	wantMem := framework.DuBytes(t, exporter.Dir(c.KubeletRootDir(), string(mem.UID), "mem"))
 	memLabels := map[string]string{"namespace": seedNS, "pod": mem.Name, "uid": string(mem.UID), "volume": "mem", "medium": "memory"}
-	eventually(t, 60*time.Second, time.Second, "the exporter sees a tmpfs mounted after it started", func() (bool, string) {
-		fams, err := scrape(ctx, c, expURL+"/metrics")
+	framework.Eventually(t, 60*time.Second, time.Second, "the exporter sees a tmpfs mounted after it started", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, expURL+"/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		used, ok := sample(fams, "emptydir_used_bytes", memLabels)
-		capacity, _ := sample(fams, "emptydir_capacity_bytes", memLabels)
-		ctl, err := scrape(ctx, c, ctlURL+"/metrics")
+		used, ok := framework.Sample(fams, "emptydir_used_bytes", memLabels)
+		capacity, _ := framework.Sample(fams, "emptydir_capacity_bytes", memLabels)
+		ctl, err := framework.Scrape(ctx, c, ctlURL+"/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		ctlUsed, ctlOK := sample(ctl, "emptydir_used_bytes", memLabels)
+		ctlUsed, ctlOK := framework.Sample(ctl, "emptydir_used_bytes", memLabels)
 		return ok && int64(used) == wantMem && wantMem >= 2048000 && capacity == 64<<20 && ctlOK && ctlUsed < 2048000,
 			fmt.Sprintf("used=%v (found %v, du %d) capacity=%v; control without propagation used=%v (found %v)", used, ok, wantMem, capacity, ctlUsed, ctlOK)
 	})
@@ -145,7 +146,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, tail(string(b), 300)
+		return resp.StatusCode, framework.Tail(string(b), 300)
 	}
 	// only_cpu_and_memory: the full summary fails on this cluster (localStorageCapacityIsolation
 	// off, see docs/design.md); the authorization is the same.

@@ -19,6 +19,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // The detect → evict distribution: writesPerEnforcer seed writes for each enforcer, each at a
@@ -59,20 +60,20 @@ func BenchmarkDetectEvict(b *testing.B) {
 			pods = append(pods, p)
 		}
 	}
-	trackers := make([]*podTracker, len(pods))
+	trackers := make([]*framework.PodTracker, len(pods))
 	for i, p := range pods {
 		running, err := c.WaitForPodPhase(ctx, p.Namespace, p.Name, corev1.PodRunning)
 		if err != nil {
 			b.Fatal(err)
 		}
 		pods[i] = running
-		trackers[i] = trackPod(ctx, c, running)
+		trackers[i] = framework.TrackPod(ctx, c, running)
 		defer trackers[i].Stop()
 	}
 
 	// Every write at its own random moment of the window, concurrently.
 	start := time.Now()
-	writes := make([]seedWrite, len(pods))
+	writes := make([]framework.SeedWrite, len(pods))
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, p := range pods {
@@ -84,7 +85,7 @@ func BenchmarkDetectEvict(b *testing.B) {
 				return
 			case <-time.After(time.Until(start.Add(at))):
 			}
-			writes[i], errs[i] = writeSeed(ctx, c, p, trackers[i], 10000)
+			writes[i], errs[i] = framework.WriteSeed(ctx, c, p, trackers[i], 10000)
 		})
 	}
 	wg.Wait()
@@ -93,10 +94,10 @@ func BenchmarkDetectEvict(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	eventually(b, evictionDeadline, time.Second, "every seed pod evicted", func() (bool, string) {
+	framework.Eventually(b, evictionDeadline, time.Second, "every seed pod evicted", func() (bool, string) {
 		left := 0
 		for _, tr := range trackers {
-			if tr.evicted().IsZero() {
+			if tr.Evicted().IsZero() {
 				left++
 			}
 		}
@@ -105,28 +106,28 @@ func BenchmarkDetectEvict(b *testing.B) {
 
 	var ours, kubelet []detectRow
 	for i, w := range writes {
-		term, failed, gone, reason, msg := w.tracker.snapshot()
+		term, failed, gone, reason, msg := w.Tracker.Snapshot()
 		if term.IsZero() {
 			term = gone // grace period 0: deleted at once
 		}
 		byKubelet := !failed.IsZero() && (term.IsZero() || failed.Before(term))
 		if byKubelet && (reason != "Evicted" || !strings.Contains(msg, kubeletEvictMsg)) {
-			b.Errorf("%s/%s: Failed with %q %q, not the kubelet's sizeLimit eviction", w.pod.Namespace, w.pod.Name, reason, msg)
+			b.Errorf("%s/%s: Failed with %q %q, not the kubelet's sizeLimit eviction", w.Pod.Namespace, w.Pod.Name, reason, msg)
 		}
 		row := detectRow{byKubelet: byKubelet}
 		if pods[i].Namespace == nsOurs {
-			row.timing = s.oursTimeline(ctx, b, w, am, false)
+			row.timing = oursTimeline(ctx, b, c, s, w, am, false)
 		}
-		row.evicted = w.tracker.evicted().Sub(w.t0)
-		if at := stats.at(string(w.pod.UID)); !at.IsZero() {
-			row.kubeletStats = at.Sub(w.t0)
+		row.evicted = w.Tracker.Evicted().Sub(w.T0)
+		if at := stats.At(string(w.Pod.UID)); !at.IsZero() {
+			row.kubeletStats = at.Sub(w.T0)
 		}
 		if pods[i].Namespace == nsOurs {
 			ours = append(ours, row)
 			continue
 		}
 		if !byKubelet {
-			b.Errorf("%s/%s in the namespace denied to the remediator was not evicted by the kubelet (terminating %v)", w.pod.Namespace, w.pod.Name, term)
+			b.Errorf("%s/%s in the namespace denied to the remediator was not evicted by the kubelet (terminating %v)", w.Pod.Namespace, w.Pod.Name, term)
 		}
 		kubelet = append(kubelet, row)
 	}
@@ -135,7 +136,7 @@ func BenchmarkDetectEvict(b *testing.B) {
 	}
 	// The exporter's own word on whether its cycle ended just before the scrapes all along.
 	alignment := "not aligned to the scrapes during the writes"
-	if r, err := s.mon.Query(ctx, fmt.Sprintf("min_over_time(emptydir_exporter_collection_aligned[%ds])", int(time.Since(start).Seconds())+1)); err != nil {
+	if r, err := s.Mon.Query(ctx, fmt.Sprintf("min_over_time(emptydir_exporter_collection_aligned[%ds])", int(time.Since(start).Seconds())+1)); err != nil {
 		b.Error(err)
 	} else if len(r) == 1 && r[0].Value == 1 {
 		alignment = "aligned just before the scrapes throughout the writes"
@@ -148,9 +149,9 @@ func BenchmarkDetectEvict(b *testing.B) {
 	// The shipped exporter interval writes section detect; another one
 	// (EMPTYDIR_GUARD_EXPORTER_INTERVAL) its own section beside it.
 	section, generator := "detect", "make bench-detect: BenchmarkDetectEvict"
-	if exporterInterval != 5*time.Second {
-		section = "detect-" + exporterInterval.String()
-		generator = "EMPTYDIR_GUARD_EXPORTER_INTERVAL=" + exporterInterval.String() + " " + generator
+	if framework.ExporterInterval != 5*time.Second {
+		section = "detect-" + framework.ExporterInterval.String()
+		generator = "EMPTYDIR_GUARD_EXPORTER_INTERVAL=" + framework.ExporterInterval.String() + " " + generator
 	}
 	if err := docsection.Replace("../../docs/performance.md", section, generator, body); err != nil {
 		b.Error(err)
@@ -230,7 +231,7 @@ func detectTables(ours, kubelet []detectRow, alignment string) string {
 		}
 	}
 	fmt.Fprintf(&b, "Write → eviction, seconds after the end of a 10 MB `dd` into a 1Mi emptyDir; %d writes per enforcer at uniformly random moments of %s, all in one cluster (localStorageCapacityIsolation on, kubelet defaults). The shipped timings: exporter interval %s (cycle %s), scrape 5s, EmptyDirOverLimit evaluated every 2s (its own rule group), Alertmanager group_wait 1s.\n\n",
-		len(ours), writeWindow, exporterInterval, alignment)
+		len(ours), writeWindow, framework.ExporterInterval, alignment)
 	fmt.Fprintf(&b, "| enforcer | writes | p50 | p90 | max | p50 ratio ours/kubelet |\n| --- | --- | --- | --- | --- | --- |\n")
 	po, pk := percentile(evictions(ours), 0.5), percentile(evictions(kubelet), 0.5)
 	fmt.Fprintf(&b, "| emptyDir guard (kubelet enforcing too; evicted first by the kubelet: %d) | %d | %s | %s | %s | **%.2f** |\n",
@@ -267,8 +268,8 @@ func detectTables(ours, kubelet []detectRow, alignment string) string {
 // watchKubeletStats polls the kubelet's Summary API (through the API server's node proxy)
 // every second and records when each pod's volume "empty" was first reported over the seed
 // limit, per pod UID: the moment the kubelet's own cached volume stats caught up with the write.
-func watchKubeletStats(ctx context.Context, c *cluster.Cluster) *firstSeen {
-	return pollFirstSeen(ctx, time.Second, func(ctx context.Context) ([]string, error) {
+func watchKubeletStats(ctx context.Context, c *cluster.Cluster) *framework.FirstSeen {
+	return framework.PollFirstSeen(ctx, time.Second, func(ctx context.Context) ([]string, error) {
 		raw, err := c.Client().CoreV1().RESTClient().Get().
 			AbsPath("/api/v1/nodes", c.NodeName(), "proxy", "stats", "summary").DoRaw(ctx)
 		if err != nil {
@@ -281,7 +282,7 @@ func watchKubeletStats(ctx context.Context, c *cluster.Cluster) *firstSeen {
 		var over []string
 		for _, p := range sum.Pods {
 			for _, v := range p.VolumeStats {
-				if v.Name == "empty" && v.UsedBytes != nil && *v.UsedBytes > seedLimit {
+				if v.Name == "empty" && v.UsedBytes != nil && *v.UsedBytes > framework.SeedLimit {
 					over = append(over, p.PodRef.UID)
 				}
 			}

@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // twoEnforcers is a cluster of its own whose kubelet enforces sizeLimit at its defaults, with
-// the chain of the seed scenario (startStack) and two namespaces: pods in ours may be evicted
+// the chain of the seed scenario (framework.StartStack) and two namespaces: pods in ours may be evicted
 // by emptyDir guard or the kubelet, whichever comes first; kubeletOnly is denied to the
 // remediator, so the kubelet enforces there alone.
 type twoEnforcers struct {
 	c                 *cluster.Cluster
-	s                 *stack
-	am                *firstSeen // when Alertmanager first listed each pod's alert
+	s                 *framework.Stack
+	am                *framework.FirstSeen // when Alertmanager first listed each pod's alert
 	ours, kubeletOnly string
 }
 
@@ -22,14 +23,14 @@ type twoEnforcers struct {
 // to the remediator's flags; everything stops when the test ends.
 func startTwoEnforcers(ctx context.Context, t testing.TB, oursPrefix, kubeletOnlyPrefix string, remediatorArgs ...string) *twoEnforcers {
 	t.Helper()
-	e := &twoEnforcers{c: startIsolatedCluster(ctx, t), ours: oursPrefix + randSuffix(), kubeletOnly: kubeletOnlyPrefix + randSuffix()}
+	e := &twoEnforcers{c: startIsolatedCluster(ctx, t), ours: oursPrefix + framework.RandSuffix(), kubeletOnly: kubeletOnlyPrefix + framework.RandSuffix()}
 	for _, ns := range []string{e.ours, e.kubeletOnly} {
 		if err := e.c.EnsureNamespace(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.s = startStack(ctx, t, e.c, stackOptions{remediatorArgs: append([]string{"--policy.namespace-deny=" + e.kubeletOnly}, remediatorArgs...)})
-	e.am = watchAlertmanager(ctx, e.s.mon)
+	e.s = framework.StartStack(ctx, t, e.c, framework.StackOptions{RemediatorArgs: append([]string{"--policy.namespace-deny=" + e.kubeletOnly}, remediatorArgs...)})
+	e.am = framework.WatchAlertmanager(ctx, e.s.Mon)
 	t.Cleanup(e.am.Stop)
 	return e
 }

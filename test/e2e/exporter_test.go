@@ -21,6 +21,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // memoryPod mounts a medium: Memory emptyDir with sizeLimit 64Mi at /mem.
@@ -33,24 +34,6 @@ func memoryPod(c *cluster.Cluster, ns, name string) *corev1.Pod {
 	return p
 }
 
-func runPod(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	if _, err := c.Client().CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create pod %s/%s: %v", pod.Namespace, pod.Name, err)
-	}
-	t.Cleanup(func() {
-		zero := int64(0)
-		_ = c.Client().CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	})
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	running, err := c.WaitForPodPhase(wctx, pod.Namespace, pod.Name, corev1.PodRunning)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return running
-}
-
 // TestExporterFilesystemSourceOnRealKubelet runs the exporter binary against a real
 // API server and kubelet (localStorageCapacityIsolation off, so the kubelet's own
 // Summary API is broken and enforces nothing) and checks its numbers against du.
@@ -59,20 +42,17 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 6*time.Minute)
 	defer cancel()
-	ns := "exp-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "exp")
 
 	const addr = "127.0.0.1:19731"
-	startInNetns(t, c, "exporter-fs-"+ns, bin,
+	framework.StartInNetns(t, c, "exporter-fs-"+ns, bin,
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
 		"--web.listen-address="+addr, "--log.level=debug")
 	metricsURL := "http://" + addr + "/metrics"
 
-	seed := runPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
-	mem := runPod(ctx, t, c, memoryPod(c, ns, "mem-test"))
+	seed := framework.RunPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
+	mem := framework.RunPod(ctx, t, c, memoryPod(c, ns, "mem-test"))
 	if _, stderr, err := c.ExecInPod(ctx, ns, seed.Name, "test2", "dd", "if=/dev/zero", "of=/test/test.file", "bs=1K", "count=10000"); err != nil {
 		t.Fatalf("dd: %v (%s)", err, stderr)
 	}
@@ -81,7 +61,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	}
 	seedDir := exporter.Dir(c.KubeletRootDir(), string(seed.UID), "empty")
 	memDir := exporter.Dir(c.KubeletRootDir(), string(mem.UID), "mem")
-	wantSeed, wantMem := duBytes(t, seedDir), duBytes(t, memDir)
+	wantSeed, wantMem := framework.DuBytes(t, seedDir), framework.DuBytes(t, memDir)
 	if wantSeed < 10240000 {
 		t.Fatalf("du says %d bytes after writing 10240000", wantSeed)
 	}
@@ -89,18 +69,18 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	seedLabels := map[string]string{"namespace": ns, "pod": seed.Name, "uid": string(seed.UID), "volume": "empty",
 		"medium": "disk", "node": c.NodeName()}
 	memLabels := map[string]string{"namespace": ns, "pod": mem.Name, "uid": string(mem.UID), "volume": "mem", "medium": "memory"}
-	eventually(t, 60*time.Second, time.Second, "exporter reports du's numbers", func() (bool, string) {
-		fams, err := scrape(ctx, c, metricsURL)
+	framework.Eventually(t, 60*time.Second, time.Second, "exporter reports du's numbers", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, metricsURL)
 		if err != nil {
 			return false, err.Error()
 		}
-		used, ok1 := sample(fams, "emptydir_used_bytes", seedLabels)
-		memUsed, ok2 := sample(fams, "emptydir_used_bytes", memLabels)
+		used, ok1 := framework.Sample(fams, "emptydir_used_bytes", seedLabels)
+		memUsed, ok2 := framework.Sample(fams, "emptydir_used_bytes", memLabels)
 		return ok1 && ok2 && int64(used) == wantSeed && int64(memUsed) == wantMem,
 			fmt.Sprintf("seed used=%v (found %v, du %d), mem used=%v (found %v, du %d)", used, ok1, wantSeed, memUsed, ok2, wantMem)
 	})
 
-	fams, err := scrape(ctx, c, metricsURL)
+	fams, err := framework.Scrape(ctx, c, metricsURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +98,12 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 		{"emptydir_exporter_pod_informer_synced", nil, 1},
 	}
 	for _, ck := range checks {
-		got, ok := sample(fams, ck.name, ck.labels)
+		got, ok := framework.Sample(fams, ck.name, ck.labels)
 		if !ok || got != ck.want {
 			t.Errorf("%s%v = %v (found %v), want %v", ck.name, ck.labels, got, ok, ck.want)
 		}
 	}
-	if age, ok := sample(fams, "emptydir_measurement_age_seconds", seedLabels); !ok || age > 10 {
+	if age, ok := framework.Sample(fams, "emptydir_measurement_age_seconds", seedLabels); !ok || age > 10 {
 		t.Errorf("measurement age %v (found %v), want at most a few seconds with a 2s interval", age, ok)
 	}
 	if n := len(fams["emptydir_used_bytes"].GetMetric()); n < 2 {
@@ -139,7 +119,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	if err := json.Unmarshal(live, &lr); err != nil {
 		t.Fatalf("live body %s: %v", live, err)
 	}
-	if want := duBytes(t, seedDir); len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != want ||
+	if want := framework.DuBytes(t, seedDir); len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != want ||
 		lr.Volumes[0].LimitBytes == nil || *lr.Volumes[0].LimitBytes != 1<<20 {
 		t.Errorf("live answer %s, want usedBytes %d (du) and limitBytes 1048576", live, want)
 	}
@@ -154,12 +134,12 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	if err := c.Client().CoreV1().Pods(ns).Delete(ctx, mem.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, time.Second, "deleted pod's series vanish", func() (bool, string) {
-		fams, err := scrape(ctx, c, metricsURL)
+	framework.Eventually(t, 60*time.Second, time.Second, "deleted pod's series vanish", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, metricsURL)
 		if err != nil {
 			return false, err.Error()
 		}
-		_, found := sample(fams, "emptydir_used_bytes", memLabels)
+		_, found := framework.Sample(fams, "emptydir_used_bytes", memLabels)
 		return !found, "still published"
 	})
 }
@@ -172,33 +152,30 @@ func TestExporterKubeletSourceWithoutIsolation(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
-	ns := "expk-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "expk")
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(c.AdminToken()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const direct, proxied = "127.0.0.1:19741", "127.0.0.1:19742"
-	startInNetns(t, c, "exporter-kubelet-"+ns, bin,
+	framework.StartInNetns(t, c, "exporter-kubelet-"+ns, bin,
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 		"--kubelet.url="+c.KubeletURL(), "--kubelet.ca-file="+c.CAFile(), "--kubelet.token-file="+tokenFile,
 		"--collection.interval=2s", "--web.listen-address="+direct)
-	startInNetns(t, c, "exporter-proxy-"+ns, bin,
+	framework.StartInNetns(t, c, "exporter-proxy-"+ns, bin,
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 		"--kubelet.via-apiserver", "--collection.interval=2s", "--web.listen-address="+proxied)
 
-	seed := runPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
+	seed := framework.RunPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
 	for _, addr := range []string{direct, proxied} {
-		eventually(t, 60*time.Second, time.Second, addr+" reports the kubelet error", func() (bool, string) {
-			fams, err := scrape(ctx, c, "http://"+addr+"/metrics")
+		framework.Eventually(t, 60*time.Second, time.Second, addr+" reports the kubelet error", func() (bool, string) {
+			fams, err := framework.Scrape(ctx, c, "http://"+addr+"/metrics")
 			if err != nil {
 				return false, err.Error()
 			}
-			errs, _ := sample(fams, "emptydir_exporter_measurement_errors_total", map[string]string{"source": "kubelet", "reason": "kubelet_error"})
-			ok, _ := sample(fams, "emptydir_exporter_collection_success", map[string]string{"source": "kubelet"})
-			_, published := sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(seed.UID)})
+			errs, _ := framework.Sample(fams, "emptydir_exporter_measurement_errors_total", map[string]string{"source": "kubelet", "reason": "kubelet_error"})
+			ok, _ := framework.Sample(fams, "emptydir_exporter_collection_success", map[string]string{"source": "kubelet"})
+			_, published := framework.Sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(seed.UID)})
 			return errs > 0 && ok == 0 && !published,
 				fmt.Sprintf("kubelet_error=%v success=%v published=%v", errs, ok, published)
 		})
@@ -237,7 +214,7 @@ func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	const addr = "127.0.0.1:19761"
-	startInNetns(t, c, "exporter-auth", bin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, "exporter-auth", bin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--web.listen-address="+addr, "--web.config.file="+webConfig)
 
 	get := func(path, user, pass string) (int, error) {
@@ -252,7 +229,7 @@ func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	eventually(t, 30*time.Second, 500*time.Millisecond, "exporter serving", func() (bool, string) {
+	framework.Eventually(t, 30*time.Second, 500*time.Millisecond, "exporter serving", func() (bool, string) {
 		code, err := get("/metrics", "prometheus", "s3cret")
 		return err == nil && code == http.StatusOK, fmt.Sprint(code, err)
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // replica is one remediator process of a leader-elected pair.
@@ -62,7 +63,7 @@ func startReplicaSet(t *testing.T, c *cluster.Cluster, bin, ns, lease string, po
 			_ = r.cmd.Process.Kill()
 			if t.Failed() {
 				if b, err := os.ReadFile(c.LogPath(id)); err == nil {
-					t.Logf("--- %s log (tail) ---\n%s", id, tail(string(b), 3000))
+					t.Logf("--- %s log (framework.Tail) ---\n%s", id, framework.Tail(string(b), 3000))
 				}
 			}
 		})
@@ -75,7 +76,7 @@ func startReplicaSet(t *testing.T, c *cluster.Cluster, bin, ns, lease string, po
 func waitLeader(t *testing.T, c *cluster.Cluster, reps ...*replica) *replica {
 	t.Helper()
 	var leader *replica
-	eventually(t, 60*time.Second, 200*time.Millisecond, "one replica leads", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 200*time.Millisecond, "one replica leads", func() (bool, string) {
 		leader = nil
 		var states []string
 		for _, r := range reps {
@@ -109,7 +110,7 @@ func (r *replica) stop(t *testing.T, c *cluster.Cluster, sig syscall.Signal) {
 	if err := r.cmd.Process.Signal(sig); err != nil {
 		t.Fatalf("signalling %s: %v", r.name, err)
 	}
-	eventually(t, 60*time.Second, 200*time.Millisecond, r.name+" stops", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 200*time.Millisecond, r.name+" stops", func() (bool, string) {
 		resp, err := c.HTTPClient(nil).Get("http://" + r.addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -148,19 +149,16 @@ func TestRemediatorFailover(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
-	ns := "failover-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "failover")
 	const token = "e2e-failover-token"
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const exporterAddr = "127.0.0.1:19761"
-	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, "exporter-"+ns, exporterBin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=5s", "--web.listen-address="+exporterAddr)
-	eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
 	common := []string{"--kubeconfig=" + c.KubeconfigPath(), "--exporter.url=http://" + exporterAddr,
@@ -168,13 +166,13 @@ func TestRemediatorFailover(t *testing.T) {
 
 	var pods []*corev1.Pod
 	for i := range 4 {
-		p := runPod(ctx, t, c, c.SeedPod(ns, fmt.Sprintf("over-%d", i)))
-		fill(ctx, t, c, p, 2000)
+		p := framework.RunPod(ctx, t, c, c.SeedPod(ns, fmt.Sprintf("over-%d", i)))
+		framework.Fill(ctx, t, c, p, 2000)
 		pods = append(pods, p)
 	}
 	deliver := func(r *replica, p *corev1.Pod) remediator.AlertResult {
 		t.Helper()
-		code, wr := remWebhook(ctx, t, c, r.addr, token, p, string(p.UID), "empty")
+		code, wr := framework.AlertWebhook(ctx, t, c, r.addr, token, p, string(p.UID), "empty")
 		if len(wr.Alerts) != 1 {
 			t.Fatalf("%s: %d, %+v", r.name, code, wr)
 		}
@@ -197,7 +195,7 @@ func TestRemediatorFailover(t *testing.T) {
 		if res.Outcome != remediator.OutcomeSkipped || res.Reason != remediator.SkipCapGlobal {
 			t.Errorf("new leader %s, pod %s: %s/%s %q, want skipped/cap_global", standby.name, pods[2].Name, res.Outcome, res.Reason, res.Message)
 		}
-		if ok, desc := podState(ctx, c, ns, pods[2].Name, string(pods[2].UID)); !ok {
+		if ok, desc := framework.PodState(ctx, c, ns, pods[2].Name, string(pods[2].UID)); !ok {
 			t.Errorf("%s over the cap: %s, want running", pods[2].Name, desc)
 		}
 		got := ledgerEntries(ctx, t, c, ns, "caps-ledger")

@@ -27,6 +27,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // The big volumes: folders of bigFilesPerFolder empty files each, walked by an exporter held
@@ -86,7 +87,7 @@ func (f *faultEnv) startExporter(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	eventually(t, 60*time.Second, 100*time.Millisecond, "exporter listens", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 100*time.Millisecond, "exporter listens", func() (bool, string) {
 		resp, err := f.c.HTTPClient(nil).Get("http://" + f.expAddr + "/healthz")
 		if err != nil {
 			return false, err.Error()
@@ -102,7 +103,7 @@ func (f *faultEnv) killExporter(t *testing.T) {
 	if err := f.exporter.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("SIGKILL exporter: %v", err)
 	}
-	eventually(t, 30*time.Second, 100*time.Millisecond, "exporter gone", func() (bool, string) {
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "exporter gone", func() (bool, string) {
 		resp, err := f.c.HTTPClient(nil).Get("http://" + f.expAddr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -114,7 +115,7 @@ func (f *faultEnv) killExporter(t *testing.T) {
 // deliver posts the EmptyDirOverLimit alert of pod's volume "empty" once. A payload handled by
 // the leader answers one alert result; a standby's refusal answers none (res is then zero).
 func (f *faultEnv) deliver(pod *corev1.Pod) (code int, res remediator.AlertResult, desc string, err error) {
-	code, wr, raw, err := postWebhook(f.ctx, f.c, f.remAddr, f.token, overLimitPayload(f.c.NodeName(), pod.Namespace, pod.Name, string(pod.UID), "empty"))
+	code, wr, raw, err := framework.PostWebhook(f.ctx, f.c, f.remAddr, f.token, framework.OverLimitPayload(f.c.NodeName(), pod.Namespace, pod.Name, string(pod.UID), "empty"))
 	if err != nil {
 		return 0, res, "", err
 	}
@@ -177,12 +178,12 @@ type delivery struct {
 }
 
 func (f *faultEnv) scrapeExporter() (map[string]*dto.MetricFamily, error) {
-	return scrape(f.ctx, f.c, "http://"+f.expAddr+"/metrics")
+	return framework.Scrape(f.ctx, f.c, "http://"+f.expAddr+"/metrics")
 }
 
 func (f *faultEnv) scrapeRemediator(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	fams, err := scrape(f.ctx, f.c, "http://"+f.remAddr+"/metrics")
+	fams, err := framework.Scrape(f.ctx, f.c, "http://"+f.remAddr+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func (f *faultEnv) scrapeRemediator(t *testing.T) map[string]*dto.MetricFamily {
 
 // used returns the published emptydir_used_bytes of pod's volume "empty", if published.
 func used(fams map[string]*dto.MetricFamily, pod *corev1.Pod) (int64, bool) {
-	v, ok := sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(pod.UID), "volume": "empty"})
+	v, ok := framework.Sample(fams, "emptydir_used_bytes", map[string]string{"uid": string(pod.UID), "volume": "empty"})
 	return int64(v), ok
 }
 
@@ -247,7 +248,7 @@ func TestFaults(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
 	defer cancel()
-	f := &faultEnv{t: t, c: c, ctx: ctx, ns: "faults-" + randSuffix(), token: "e2e-faults-token", bin: exporterBin,
+	f := &faultEnv{t: t, c: c, ctx: ctx, ns: "faults-" + framework.RandSuffix(), token: "e2e-faults-token", bin: exporterBin,
 		expAddr: "127.0.0.1:19781", remAddr: "127.0.0.1:19782"}
 	if err := c.EnsureNamespace(ctx, f.ns); err != nil {
 		t.Fatal(err)
@@ -262,32 +263,32 @@ func TestFaults(t *testing.T) {
 	f.startExporter(t)
 	// The remediator's defaults (--measurement.timeout 35s, --measurement.max-age 5s from the
 	// walk's end, Lease 15s/10s/2s), with leader election and the ledger ConfigMap as deployed.
-	startInNetns(t, c, "remediator-"+f.ns, remediatorBin, "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, "remediator-"+f.ns, remediatorBin, "--kubeconfig="+c.KubeconfigPath(),
 		"--exporter.url=http://"+f.expAddr, "--web.bearer-token-file="+tokenFile, "--policy.namespace-allow="+f.ns,
 		"--leader-elect.enabled", "--leader-elect.lease-namespace="+f.ns, "--leader-elect.identity=faults-remediator",
 		"--web.listen-address="+f.remAddr)
-	eventually(t, 60*time.Second, 200*time.Millisecond, "remediator leads", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 200*time.Millisecond, "remediator leads", func() (bool, string) {
 		s := readyState(c, f.remAddr)
 		return strings.Contains(s, "leader"), s
 	})
 
 	// bigUnder is far under its limit and must survive everything; its walk is the slow one.
-	bigUnder := runPod(ctx, t, c, podWithLimit(c, f.ns, "big-under", "4Gi"))
+	bigUnder := framework.RunPod(ctx, t, c, podWithLimit(c, f.ns, "big-under", "4Gi"))
 	bigOver := podWithLimit(c, f.ns, "big-over", "1Mi")
 	bigOver.Labels = map[string]string{"app": "big-over"}
-	bigOver = runPod(ctx, t, c, bigOver)
-	apiOver := runPod(ctx, t, c, c.SeedPod(f.ns, "api-over"))
-	kubeletOver := runPod(ctx, t, c, c.SeedPod(f.ns, "kubelet-over"))
-	killOver := runPod(ctx, t, c, c.SeedPod(f.ns, "kill-over"))
-	doomed := runPod(ctx, t, c, c.SeedPod(f.ns, "doomed"))
+	bigOver = framework.RunPod(ctx, t, c, bigOver)
+	apiOver := framework.RunPod(ctx, t, c, c.SeedPod(f.ns, "api-over"))
+	kubeletOver := framework.RunPod(ctx, t, c, c.SeedPod(f.ns, "kubelet-over"))
+	killOver := framework.RunPod(ctx, t, c, c.SeedPod(f.ns, "kill-over"))
+	doomed := framework.RunPod(ctx, t, c, c.SeedPod(f.ns, "doomed"))
 	for _, p := range []*corev1.Pod{bigOver, apiOver, kubeletOver, killOver} {
-		fill(ctx, t, c, p, 2000)
+		framework.Fill(ctx, t, c, p, 2000)
 	}
 	addFiles(t, c, bigUnder, bigUnderFolders)
 	addFiles(t, c, bigOver, bigOverFolders)
-	wantUnder := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
-	wantOver := duBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
-	eventually(t, 2*time.Minute, time.Second, "exporter publishes du's numbers of the big volumes", func() (bool, string) {
+	wantUnder := framework.DuBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
+	wantOver := framework.DuBytes(t, exporter.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
+	framework.Eventually(t, 2*time.Minute, time.Second, "exporter publishes du's numbers of the big volumes", func() (bool, string) {
 		fams, err := f.scrapeExporter()
 		if err != nil {
 			return false, err.Error()
@@ -329,7 +330,7 @@ func (f *faultEnv) apiServerRestart(t *testing.T, bigUnder, over, doomed *corev1
 	if err != nil {
 		t.Fatal(err)
 	}
-	watchErrs0, _ := sample(before, "emptydir_exporter_pod_watch_errors_total", nil)
+	watchErrs0, _ := framework.Sample(before, "emptydir_exporter_pod_watch_errors_total", nil)
 
 	c.StopAPIServer()
 	stopped := time.Now()
@@ -376,10 +377,10 @@ func (f *faultEnv) apiServerRestart(t *testing.T, bigUnder, over, doomed *corev1
 	if res.Outcome != remediator.OutcomeEvicted {
 		t.Fatalf("after the restart: %s/%s %q, want evicted", res.Outcome, res.Reason, res.Message)
 	}
-	late := runPod(f.ctx, t, c, c.SeedPod(f.ns, "late"))
+	late := framework.RunPod(f.ctx, t, c, c.SeedPod(f.ns, "late"))
 	created := time.Now()
 	var lateSeen, doomedGone time.Time
-	eventually(t, 2*time.Minute, 500*time.Millisecond, "exporter measures the pod created after the restart and drops the one deleted during it", func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, 500*time.Millisecond, "exporter measures the pod created after the restart and drops the one deleted during it", func() (bool, string) {
 		fams, err := f.scrapeExporter()
 		if err != nil {
 			return false, err.Error()
@@ -396,12 +397,12 @@ func (f *faultEnv) apiServerRestart(t *testing.T, bigUnder, over, doomed *corev1
 	if err != nil {
 		t.Fatal(err)
 	}
-	watchErrs, _ := sample(after, "emptydir_exporter_pod_watch_errors_total", nil)
+	watchErrs, _ := framework.Sample(after, "emptydir_exporter_pod_watch_errors_total", nil)
 	if watchErrs <= watchErrs0 {
 		t.Errorf("emptydir_exporter_pod_watch_errors_total %v → %v: the outage is not counted", watchErrs0, watchErrs)
 	}
-	eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
-		ok, desc := podState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
+	framework.Eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
+		ok, desc := framework.PodState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
 		return !ok, desc
 	})
 	requireEvent(f.ctx, t, c, over, remediator.EventEvicted)
@@ -466,19 +467,19 @@ func (f *faultEnv) kubeletRestart(t *testing.T, bigUnder, over *corev1.Pod, want
 	if final.UsedBytes == nil || *final.UsedBytes != wantUnder {
 		t.Errorf("live re-check across the kubelet restart used %v bytes, want du's %d", final.UsedBytes, wantUnder)
 	}
-	eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves once the kubelet is back", func() (bool, string) {
-		ok, desc := podState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
+	framework.Eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves once the kubelet is back", func() (bool, string) {
+		ok, desc := framework.PodState(f.ctx, c, over.Namespace, over.Name, string(over.UID))
 		return desc == "gone", fmt.Sprint(ok, desc)
 	})
 	gone := time.Now()
 	var exporterOK time.Time
-	eventually(t, time.Minute, 500*time.Millisecond, "exporter's walks still match du", func() (bool, string) {
+	framework.Eventually(t, time.Minute, 500*time.Millisecond, "exporter's walks still match du", func() (bool, string) {
 		fams, err := f.scrapeExporter()
 		if err != nil {
 			return false, err.Error()
 		}
 		u, _ := used(fams, bigUnder)
-		ok, _ := sample(fams, "emptydir_exporter_collection_success", nil)
+		ok, _ := framework.Sample(fams, "emptydir_exporter_collection_success", nil)
 		exporterOK = time.Now()
 		return u == wantUnder && ok == 1, fmt.Sprintf("big-under %d (du %d), collection_success %v", u, wantUnder, ok)
 	})
@@ -520,11 +521,11 @@ func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUn
 	if code != http.StatusServiceUnavailable || res.Outcome != remediator.OutcomeError || !strings.HasPrefix(res.Reason, "measurement_") {
 		t.Fatalf("over-limit pod without an exporter: %d %s/%s %q, want 503 error/measurement_* (never evict without a live measurement)", code, res.Outcome, res.Reason, res.Message)
 	}
-	if ok, desc := podState(f.ctx, c, over.Namespace, over.Name, string(over.UID)); !ok {
+	if ok, desc := framework.PodState(f.ctx, c, over.Namespace, over.Name, string(over.UID)); !ok {
 		t.Fatalf("over-limit pod evicted without a live measurement: %s", desc)
 	}
 	fams := f.scrapeRemediator(t)
-	unreachable, _ := sample(fams, "emptydir_remediator_live_measurement_errors_total", map[string]string{"reason": remediator.MeasureUnreachable})
+	unreachable, _ := framework.Sample(fams, "emptydir_remediator_live_measurement_errors_total", map[string]string{"reason": remediator.MeasureUnreachable})
 	if unreachable < 2 {
 		t.Errorf("live_measurement_errors_total{reason=unreachable} = %v, want the two refused re-checks counted", unreachable)
 	}
@@ -605,9 +606,9 @@ func (f *faultEnv) bigVolume(t *testing.T, big *corev1.Pod) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live0, _ := sample(exp0, "emptydir_exporter_live_requests_total", map[string]string{"code": "200"})
+	live0, _ := framework.Sample(exp0, "emptydir_exporter_live_requests_total", map[string]string{"code": "200"})
 	rem0 := f.scrapeRemediator(t)
-	reused0, _ := sample(rem0, "emptydir_remediator_live_measurements_reused_total", nil)
+	reused0, _ := framework.Sample(rem0, "emptydir_remediator_live_measurements_reused_total", nil)
 	n0, sum0 := histogram(rem0, "emptydir_remediator_live_measurement_duration_seconds")
 
 	code, res, _, err := f.deliver(big)
@@ -629,12 +630,12 @@ func (f *faultEnv) bigVolume(t *testing.T, big *corev1.Pod) {
 		t.Fatalf("retry: %d %s/%s, want 503 pdb_blocked", code, res.Outcome, res.Reason)
 	}
 	rem2 := f.scrapeRemediator(t)
-	reused, _ := sample(rem2, "emptydir_remediator_live_measurements_reused_total", nil)
+	reused, _ := framework.Sample(rem2, "emptydir_remediator_live_measurements_reused_total", nil)
 	exp2, err := f.scrapeExporter()
 	if err != nil {
 		t.Fatal(err)
 	}
-	live2, _ := sample(exp2, "emptydir_exporter_live_requests_total", map[string]string{"code": "200"})
+	live2, _ := framework.Sample(exp2, "emptydir_exporter_live_requests_total", map[string]string{"code": "200"})
 	if reused != reused0+1 || live2 != live0+1 {
 		t.Errorf("retry: live_measurements_reused_total %v → %v, exporter live requests answered 200 %v → %v; want the retry to reuse the one walk",
 			reused0, reused, live0, live2)
@@ -647,8 +648,8 @@ func (f *faultEnv) bigVolume(t *testing.T, big *corev1.Pod) {
 	if final.Outcome != remediator.OutcomeEvicted {
 		t.Fatalf("big over-limit volume without the PDB: %s/%s %q, want evicted", final.Outcome, final.Reason, final.Message)
 	}
-	eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
-		ok, desc := podState(f.ctx, c, big.Namespace, big.Name, string(big.UID))
+	framework.Eventually(t, time.Minute, 500*time.Millisecond, "evicted pod leaves", func() (bool, string) {
+		ok, desc := framework.PodState(f.ctx, c, big.Namespace, big.Name, string(big.UID))
 		return !ok, desc
 	})
 	requireEvent(f.ctx, t, c, big, remediator.EventEvicted)

@@ -26,6 +26,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // hostileCase is one request of TestHostileInput and what must come of it.
@@ -85,7 +86,7 @@ func TestHostileInput(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 3*time.Minute)
 	defer cancel()
 
-	suffix := randSuffix()
+	suffix := framework.RandSuffix()
 	ns, denied, outside := "hostile-"+suffix, "hostile-denied-"+suffix, "hostile-outside-"+suffix
 	for _, n := range []string{ns, denied, outside} {
 		if err := c.EnsureNamespace(ctx, n); err != nil {
@@ -106,23 +107,23 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	expLog, remLog := "exporter-"+node.Name(), "remediator-"+node.Name()
-	startInNetns(t, c, expLog, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, expLog, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
-	startInNetns(t, c, remLog, remediatorBin, "--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr,
+	framework.StartInNetns(t, c, remLog, remediatorBin, "--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr,
 		"--web.bearer-token-file="+tokenFile, "--web.listen-address="+remAddr, fmt.Sprintf("--web.max-request-size=%dKiB", hostileMaxBody>>10),
 		"--policy.namespace-allow="+ns, "--policy.namespace-deny="+denied)
 	for _, addr := range []string{exporterAddr, remAddr} {
-		eventually(t, 60*time.Second, 200*time.Millisecond, addr+" ready", func() (bool, string) {
+		framework.Eventually(t, 60*time.Second, 200*time.Millisecond, addr+" ready", func() (bool, string) {
 			s := readyState(c, addr)
 			return strings.HasPrefix(s, "200"), s
 		})
 	}
 
 	uid := string(victim.UID)
-	valid := overLimitPayload(node.Name(), ns, victim.Name, uid, "data")
+	valid := framework.OverLimitPayload(node.Name(), ns, victim.Name, uid, "data")
 	webhook := func(tok string, body []byte) func() hostileAnswer {
 		return func() hostileAnswer {
-			code, _, raw, err := postWebhook(ctx, c, remAddr, tok, body)
+			code, _, raw, err := framework.PostWebhook(ctx, c, remAddr, tok, body)
 			return hostileAnswer{code, raw, err}
 		}
 	}
@@ -207,15 +208,15 @@ func TestHostileInput(t *testing.T) {
 			})), code: http.StatusRequestEntityTooLarge, reason: fmt.Sprintf("request body larger than %d bytes", hostileMaxBody),
 			counter: rejected(http.StatusRequestEntityTooLarge), log: payloadRejected(http.StatusRequestEntityTooLarge)}},
 		{{name: "the pod's name with another pod's uid", to: remediatorTo,
-			send: webhook(token, overLimitPayload(node.Name(), ns, victim.Name, string(remote.UID), "data")),
+			send: webhook(token, framework.OverLimitPayload(node.Name(), ns, victim.Name, string(remote.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "recreated"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "recreated"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=recreated", "uid=" + string(remote.UID)}, handled: true}},
 		{{name: "alert for a namespace in --policy.namespace-deny", to: remediatorTo,
-			send: webhook(token, overLimitPayload(node.Name(), denied, deniedPod.Name, string(deniedPod.UID), "data")),
+			send: webhook(token, framework.OverLimitPayload(node.Name(), denied, deniedPod.Name, string(deniedPod.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "namespace"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "namespace"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=namespace", "namespace=" + denied}, handled: true}},
 		{{name: "alert for a namespace outside --policy.namespace-allow", to: remediatorTo,
-			send: webhook(token, overLimitPayload(node.Name(), outside, outsidePod.Name, string(outsidePod.UID), "data")),
+			send: webhook(token, framework.OverLimitPayload(node.Name(), outside, outsidePod.Name, string(outsidePod.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "namespace"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "namespace"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=namespace", "namespace=" + outside}, handled: true}},
 		{{name: "pod on another node", to: exporterTo, send: live(livePath+remote.Name+"?uid="+string(remote.UID)+"&volume=data", nil),
@@ -337,7 +338,7 @@ func (e hostileEnv) run(t *testing.T, group []hostileCase) []hostileRow {
 	rows := make([]hostileRow, 0, len(group))
 	for i, hc := range group {
 		got := answers[i]
-		t.Logf("%s → %s: %d %s (err %v)", hc.name, hc.to, got.code, tail(strings.TrimSpace(got.body), 300), got.err)
+		t.Logf("%s → %s: %d %s (err %v)", hc.name, hc.to, got.code, framework.Tail(strings.TrimSpace(got.body), 300), got.err)
 		switch {
 		case hc.code == 0 && (got.err != nil || got.code != 0):
 			t.Errorf("%s: got %d %q, err %v; want the connection closed without an answer", hc.name, got.code, got.body, got.err)
@@ -379,7 +380,7 @@ func liveCodeSeries(code int) counterWant {
 
 func (e hostileEnv) scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	fams, err := scrape(e.ctx, e.c, url)
+	fams, err := framework.Scrape(e.ctx, e.c, url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -35,6 +34,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // deployImage is the project's image as the e2e tests build it: the statically linked
@@ -99,18 +99,18 @@ type seedPod struct {
 func (in *install) startSeed(ctx context.Context, t *testing.T, prefix string) seedPod {
 	t.Helper()
 	c := in.c
-	seedNS := prefix + "-" + randSuffix()
+	seedNS := prefix + "-" + framework.RandSuffix()
 	if err := c.EnsureNamespace(ctx, seedNS); err != nil {
 		t.Fatal(err)
 	}
-	seed := runPod(ctx, t, c, c.SeedPod(seedNS, "empty-test1"))
+	seed := framework.RunPod(ctx, t, c, c.SeedPod(seedNS, "empty-test1"))
 	if _, stderr, err := c.ExecInPod(ctx, seedNS, seed.Name, "test2", "sh", "-c",
 		"mkdir /test/private && dd if=/dev/zero of=/test/private/f bs=1K count=10000 2>/dev/null && "+
 			"chmod 600 /test/private/f && chown -R 1234:1234 /test/private && chmod 700 /test/private"); err != nil {
 		t.Fatalf("writing into the seed pod: %v (%s)", err, stderr)
 	}
 	dir := exporter.Dir(c.KubeletRootDir(), string(seed.UID), "empty")
-	return seedPod{pod: seed, used: duBytes(t, dir), volumeOn: dir,
+	return seedPod{pod: seed, used: framework.DuBytes(t, dir), volumeOn: dir,
 		labels: map[string]string{"namespace": seedNS, "pod": seed.Name, "uid": string(seed.UID), "volume": "empty", "node": c.NodeName()}}
 }
 
@@ -124,13 +124,13 @@ func (in *install) createPods(ctx context.Context, t *testing.T) (exp *corev1.Po
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp = deployPodFromTemplate(ctx, t, c, in.ns, in.exporter+"-"+randSuffix(), ds.Spec.Template, in.applied["DaemonSet/"+in.exporter])
+	exp = deployPodFromTemplate(ctx, t, c, in.ns, in.exporter+"-"+framework.RandSuffix(), ds.Spec.Template, in.applied["DaemonSet/"+in.exporter])
 	dep, err := c.Client().AppsV1().Deployments(in.ns).Get(ctx, in.remediator, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := int32(0); i < *dep.Spec.Replicas; i++ {
-		rems = append(rems, deployPodFromTemplate(ctx, t, c, in.ns, in.remediator+"-"+randSuffix(), dep.Spec.Template, in.applied["Deployment/"+in.remediator]))
+		rems = append(rems, deployPodFromTemplate(ctx, t, c, in.ns, in.remediator+"-"+framework.RandSuffix(), dep.Spec.Template, in.applied["Deployment/"+in.remediator]))
 	}
 	return exp, rems
 }
@@ -161,23 +161,23 @@ func (in *install) checkExporter(ctx context.Context, t *testing.T, pod *corev1.
 		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io"}:         false,
 	})
 	u := deployExporterURL(pod)
-	eventually(t, 60*time.Second, time.Second, "the deployed exporter reports the seed pod's usage", func() (bool, string) {
-		fams, err := scrape(ctx, c, u+"/metrics")
+	framework.Eventually(t, 60*time.Second, time.Second, "the deployed exporter reports the seed pod's usage", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, u+"/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		used, ok := sample(fams, "emptydir_used_bytes", seed.labels)
-		unreadable, _ := sample(fams, "emptydir_unreadable_entries", seed.labels)
-		limit, _ := sample(fams, "emptydir_limit_bytes", seed.labels)
-		synced, _ := sample(fams, "emptydir_exporter_pod_informer_synced", nil)
+		used, ok := framework.Sample(fams, "emptydir_used_bytes", seed.labels)
+		unreadable, _ := framework.Sample(fams, "emptydir_unreadable_entries", seed.labels)
+		limit, _ := framework.Sample(fams, "emptydir_limit_bytes", seed.labels)
+		synced, _ := framework.Sample(fams, "emptydir_exporter_pod_informer_synced", nil)
 		return ok && int64(used) == seed.used && unreadable == 0 && limit == 1<<20 && synced == 1,
 			fmt.Sprintf("used=%v (found %v, du %d) unreadable=%v limit=%v synced=%v", used, ok, seed.used, unreadable, limit, synced)
 	})
-	fams, err := scrape(ctx, c, u+"/metrics")
+	fams, err := framework.Scrape(ctx, c, u+"/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs, _ := sample(fams, "emptydir_exporter_pod_watch_errors_total", nil); errs != 0 {
+	if errs, _ := framework.Sample(fams, "emptydir_exporter_pod_watch_errors_total", nil); errs != 0 {
 		t.Errorf("pod watch errors %v under the install's RBAC", errs)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -245,7 +245,7 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 		}
 	}
 	var leader, standby *corev1.Pod
-	eventually(t, 60*time.Second, time.Second, "a remediator replica holds the Lease", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, time.Second, "a remediator replica holds the Lease", func() (bool, string) {
 		l, err := c.Client().CoordinationV1().Leases(ns).Get(ctx, lease, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -298,14 +298,14 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 	if a := resp.Alerts[0]; a.UsedBytes == nil || *a.UsedBytes != seed.used || a.Source != "exporter" {
 		t.Errorf("live re-check %s, want usedBytes %d (du) from the exporter", body, seed.used)
 	}
-	eventually(t, 60*time.Second, time.Second, "the seed pod is evicted", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, time.Second, "the seed pod is evicted", func() (bool, string) {
 		p, err := c.Client().CoreV1().Pods(seedNS).Get(ctx, s.Name, metav1.GetOptions{})
 		if err != nil {
 			return true, ""
 		}
 		return p.UID != s.UID || p.DeletionTimestamp != nil, "still running"
 	})
-	eventually(t, 30*time.Second, time.Second, "an EmptyDirEvicted event on the seed pod", func() (bool, string) {
+	framework.Eventually(t, 30*time.Second, time.Second, "an EmptyDirEvicted event on the seed pod", func() (bool, string) {
 		evs, err := c.Client().CoreV1().Events(seedNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(s.UID)})
 		if err != nil {
 			return false, err.Error()
@@ -328,7 +328,7 @@ func deployExporterURL(p *corev1.Pod) string {
 func deployStaticBinary(t *testing.T, name, dir string) string {
 	t.Helper()
 	p := testbin.Path(t, name)
-	if deployIsStatic(p) {
+	if cluster.CheckStatic(p) == nil {
 		return p
 	}
 	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
@@ -340,20 +340,6 @@ func deployStaticBinary(t *testing.T, name, dir string) string {
 	}
 	t.Logf("%s is dynamically linked; using a CGO_ENABLED=0 build", p)
 	return filepath.Join(dir, name)
-}
-
-func deployIsStatic(p string) bool {
-	f, err := elf.Open(p)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return false
-		}
-	}
-	return true
 }
 
 func deployToken(t *testing.T) string {
@@ -491,7 +477,7 @@ func deployWaitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod 
 	}
 	for _, ct := range pod.Spec.Containers {
 		if logs, err := c.Client().CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: ct.Name}).DoRaw(ctx); err == nil {
-			fmt.Fprintf(&b, "--- %s log ---\n%s\n", ct.Name, tail(string(logs), 3000))
+			fmt.Fprintf(&b, "--- %s log ---\n%s\n", ct.Name, framework.Tail(string(logs), 3000))
 		}
 	}
 	t.Fatalf("pod %s/%s not Ready within 2m\n%s", pod.Namespace, pod.Name, b.String())

@@ -25,6 +25,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
@@ -90,7 +91,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodeName := "load-" + randSuffix()
+	nodeName := "load-" + framework.RandSuffix()
 	node, err := cluster.NewFakeNode(ctx, client, nodeName, filepath.Join(c.WorkDir(), "fakenodes", nodeName))
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +104,9 @@ func TestLoadExactlyOnce(t *testing.T) {
 		}
 	})
 	const exporterAddr = "127.0.0.1:19800"
-	startInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+	framework.StartInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
-	eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
 	const token = "e2e-load-token"
@@ -134,10 +135,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 
 func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client kubernetes.Interface, node *cluster.FakeNode,
 	ph loadPhase, remediatorBin, exporterAddr, tokenFile, token string) loadResult {
-	ns := "load-" + randSuffix()
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	ns := framework.Namespace(ctx, t, c, "load")
 	lease := "load"
 
 	// The replicas' pods, so that a standby finds the leader (PodLeaderResolver): bound to
@@ -194,7 +192,7 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 		"--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr, "--web.bearer-token-file="+tokenFile,
 		"--policy.namespace-allow="+ns, "--kube-api.qps=100", "--kube-api.burst=200",
 		"--eviction.max-global="+strconv.Itoa(ph.maxEvict), "--eviction.max-per-node=0", "--eviction.max-per-namespace=0")
-	eventually(t, 30*time.Second, 200*time.Millisecond, "every replica knows the leader", func() (bool, string) {
+	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, "every replica knows the leader", func() (bool, string) {
 		var states []string
 		for _, r := range reps {
 			s := readyState(c, r.addr)
@@ -208,11 +206,11 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 
 	// Alertmanager i delivers to replica i (one of them may be the leader) through a recorder
 	// that times each delivery as Alertmanager sees it.
-	var recs []*webhookRecorder
+	var recs []*framework.WebhookRecorder
 	var hooks []string
 	for i := range 2 {
 		addr := fmt.Sprintf("127.0.0.1:%d", ph.ports+10+i)
-		rec, err := newWebhookRecorder(c, addr, "http://"+reps[i].addr)
+		rec, err := framework.NewWebhookRecorder(c, addr, "http://"+reps[i].addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,11 +239,11 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 	}
 
 	// Done when each Alertmanager has delivered every alert successfully (200) at least once.
-	eventually(t, 4*time.Minute, time.Second, "every alert delivered by both Alertmanagers", func() (bool, string) {
+	framework.Eventually(t, 4*time.Minute, time.Second, "every alert delivered by both Alertmanagers", func() (bool, string) {
 		var missing []string
 		for i, rec := range recs {
 			answered := map[string]bool{}
-			for _, d := range rec.all() {
+			for _, d := range rec.All() {
 				if d.Code == 200 {
 					for _, a := range d.Payload.Alerts {
 						answered[a.Labels["uid"]] = true
@@ -306,11 +304,11 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 	// 3. The remediators' own records agree: their counters, their ledger, their answers.
 	var evictedCounter float64
 	for _, r := range reps {
-		fams, err := scrape(ctx, c, "http://"+r.addr+"/metrics")
+		fams, err := framework.Scrape(ctx, c, "http://"+r.addr+"/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, _ := sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"})
+		v, _ := framework.Sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"})
 		evictedCounter += v
 	}
 	if int(evictedCounter) != want {
@@ -324,7 +322,7 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 	var latencies []time.Duration
 	var first, last time.Time
 	for _, rec := range recs {
-		for _, d := range rec.all() {
+		for _, d := range rec.All() {
 			res.deliveries++
 			latencies = append(latencies, d.Answered.Sub(d.Received))
 			if first.IsZero() || d.Received.Before(first) {
@@ -364,13 +362,6 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 		ph.name, leader.name, len(pods), res.deliveries, res.seconds, float64(res.deliveries)/res.seconds, res.p50, res.p99,
 		res.evicted, res.apiEvictions, res.wrong, res.peakRSS>>20, res.apiPerEviction, res.ledgerPerEviction)
 	return res
-}
-
-// all returns every recorded delivery.
-func (r *webhookRecorder) all() []recordedWebhook {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.got)
 }
 
 func countValues(m map[string]string, v string) int {

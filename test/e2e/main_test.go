@@ -17,6 +17,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 const enableEnv = "EMPTYDIR_GUARD_CLUSTER"
@@ -86,8 +87,8 @@ func requireCluster(t testing.TB) {
 	}
 }
 
-// sharedCluster returns the one cluster all tests share (LocalStorageCapacityIsolation=false,
-// VolumeStatsAggPeriod=5s), starting it on first use. With the tests enabled a missing part
+// sharedCluster returns the one cluster all tests share (framework.SharedClusterOptions),
+// starting it on first use. With the tests enabled a missing part
 // fails the test instead of skipping it.
 func sharedCluster(t testing.TB) *cluster.Cluster {
 	t.Helper()
@@ -100,15 +101,26 @@ func sharedCluster(t testing.TB) *cluster.Cluster {
 	if sharedC == nil && sharedErr == nil {
 		logger := log.New(os.Stderr, "", log.Ltime|log.Lmicroseconds)
 		ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
-		sharedC, sharedErr = cluster.Start(ctx, cluster.Options{
-			LocalStorageCapacityIsolation: false,
-			VolumeStatsAggPeriod:          5 * time.Second,
-			Logf:                          logger.Printf,
-		})
+		sharedC, sharedErr = cluster.Start(ctx, framework.SharedClusterOptions(logger.Printf))
 		cancel()
 	}
 	if sharedErr != nil {
 		t.Fatalf("shared cluster: %v", sharedErr)
 	}
 	return sharedC
+}
+
+// ownCluster starts a cluster of the test's own (framework.StartCluster). TestMain stops only
+// the shared cluster on SIGINT/SIGTERM; this one is stopped then too (Stop is idempotent and
+// safe concurrently; what an exit cuts short, CleanupStale finishes).
+func ownCluster(ctx context.Context, t testing.TB, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
+	c := framework.StartCluster(ctx, t, opts)
+	go func() {
+		<-ctx.Done()
+		if rootCtx.Err() != nil {
+			_ = c.Stop()
+		}
+	}()
+	return c
 }

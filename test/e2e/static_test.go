@@ -18,6 +18,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // TestExporterStaticPodOnRealKubelet runs a static pod from the kubelet's staticPodPath (own
@@ -30,18 +31,10 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
 	manifests := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{
+	c := ownCluster(ctx, t, cluster.Options{
 		VolumeStatsAggPeriod: 5 * time.Second,
 		KubeletConfig:        map[string]any{"staticPodPath": manifests, "fileCheckFrequency": "1s"},
 		Logf:                 t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
 	})
 
 	static := c.SeedPod("default", "static-seed")
@@ -56,7 +49,7 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 	}
 	mirrorName := "static-seed-" + c.NodeName() // the kubelet appends its node name
 	var mirror *corev1.Pod
-	eventually(t, 2*time.Minute, time.Second, "mirror pod running", func() (bool, string) {
+	framework.Eventually(t, 2*time.Minute, time.Second, "mirror pod running", func() (bool, string) {
 		p, err := c.Client().CoreV1().Pods("default").Get(ctx, mirrorName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -73,21 +66,21 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 		t.Fatalf("dd: %v (%s)", err, stderr)
 	}
 	dir := exporter.Dir(c.KubeletRootDir(), hash, "empty")
-	want := duBytes(t, dir)
+	want := framework.DuBytes(t, dir)
 
 	const addr = "127.0.0.1:19741"
-	startInNetns(t, c, "exporter-static", bin,
+	framework.StartInNetns(t, c, "exporter-static", bin,
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
 		"--web.listen-address="+addr)
 	labels := map[string]string{"namespace": "default", "pod": mirrorName, "uid": string(mirror.UID), "volume": "empty"}
-	eventually(t, 60*time.Second, time.Second, "static pod's volume published", func() (bool, string) {
-		fams, err := scrape(ctx, c, "http://"+addr+"/metrics")
+	framework.Eventually(t, 60*time.Second, time.Second, "static pod's volume published", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, "http://"+addr+"/metrics")
 		if err != nil {
 			return false, err.Error()
 		}
-		used, ok := sample(fams, "emptydir_used_bytes", labels)
-		success, _ := sample(fams, "emptydir_exporter_collection_success", nil)
+		used, ok := framework.Sample(fams, "emptydir_used_bytes", labels)
+		success, _ := framework.Sample(fams, "emptydir_exporter_collection_success", nil)
 		return ok && int64(used) == want && success == 1,
 			fmt.Sprintf("used=%v (found %v, du of the hash folder %d), collection_success=%v", used, ok, want, success)
 	})
@@ -97,7 +90,7 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 	if err := json.Unmarshal(live, &lr); err != nil {
 		t.Fatalf("live body %s: %v", live, err)
 	}
-	if lr.UID != string(mirror.UID) || len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != duBytes(t, dir) {
+	if lr.UID != string(mirror.UID) || len(lr.Volumes) != 1 || *lr.Volumes[0].UsedBytes != framework.DuBytes(t, dir) {
 		t.Errorf("live answer %s, want uid %s and du's %d bytes", live, mirror.UID, want)
 	}
 }
