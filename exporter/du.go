@@ -85,7 +85,9 @@ var errChanged = errors.New("entry changed during the walk")
 // (up to maxRememberedLinks) and with the depth of the tree, never with the number
 // of plain files; its open fds are bounded by concurrency and heldDirs.
 type walker struct {
-	ctx     context.Context
+	ctx context.Context
+	// meter, when the walk is metered, receives the CPU time of its goroutines' threads.
+	meter   *cpuMeter
 	rootDev devID
 	sem     chan struct{}
 	wg      sync.WaitGroup
@@ -152,7 +154,8 @@ type subdir struct {
 // MeasureDiskUsage walks root like `du -s -B1 -x`: it does not follow symbolic
 // links, does not cross into other filesystems, counts each hard-linked inode once
 // and tolerates entries that vanish during the walk. Up to concurrency folders are
-// read at once.
+// read at once. When ctx carries a cpuMeter, each walking goroutine charges its thread's CPU
+// time to it.
 //
 // The tenant owning the volume controls its content and may change it during the
 // walk, so every folder is opened relative to its parent's fd, never by path (no
@@ -178,6 +181,7 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 	}
 	w := &walker{
 		ctx:     ctx,
+		meter:   cpuMeterOf(ctx),
 		rootDev: devOf(&stx),
 		sem:     make(chan struct{}, concurrency-1),
 		links:   map[uint64]struct{}{},
@@ -195,8 +199,11 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 
 // walkFrom walks the tree below the open folder fd, depth first, and closes fd. A
 // subfolder goes to a new goroutine when a slot is free and is walked by this one
-// otherwise, which bounds goroutines; the explicit stack bounds the Go stack.
+// otherwise, which bounds goroutines; the explicit stack bounds the Go stack. Each call is
+// one goroutine's whole share of the walk, metered as one.
 func (w *walker) walkFrom(fd int, ino uint64) {
+	tm := startThreadMeter(w.meter)
+	defer tm.stop()
 	st := walkStates.Get().(*walkState)
 	stack := pushFrame(st.stack[:0], fd, ino, nil)
 	defer func() {
@@ -209,6 +216,7 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 	}()
 	w.list(&stack[0], st.buf)
 	for len(stack) > 0 && w.ctx.Err() == nil {
+		tm.tick()
 		top := &stack[len(stack)-1]
 		if len(top.subdirs) == 0 {
 			done := top.fd
@@ -293,7 +301,9 @@ func (w *walker) list(f *frame, buf []byte) {
 				helpers.Add(1)
 				go func() {
 					defer func() { <-w.sem; helpers.Done() }()
+					tm := startThreadMeter(w.meter)
 					w.measure(f.fd, b.recs, &b.subfolders)
+					tm.stop()
 					if len(b.subdirs) > 0 {
 						mu.Lock()
 						found.add(&b.subfolders)
