@@ -1183,7 +1183,7 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 	for _, o := range full {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
-			if v, _ := argValue(ds.Spec.Template.Spec.Containers[0].Args, "source"); v != "kubelet" {
+			if v, _ := argValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.source"); v != "kubelet" {
 				t.Errorf("kubelet-source component: exporter args %v", ds.Spec.Template.Spec.Containers[0].Args)
 			}
 		}

@@ -58,7 +58,8 @@ type Config struct {
 	LeaderElection bool
 }
 
-// DefaultConfig returns the documented defaults.
+// DefaultConfig returns the documented defaults. The command's flags take their defaults from
+// it (docs/flags.md is generated from those flags), so it is the one place they are written.
 func DefaultConfig() Config {
 	return Config{
 		WebhookPath:        "/webhook",

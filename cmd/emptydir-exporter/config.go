@@ -11,10 +11,14 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	promslogflag "github.com/prometheus/common/promslog/flag"
+	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 )
 
 const (
@@ -30,12 +34,13 @@ const maxCPUBudget = 1024
 type config struct {
 	web           *web.FlagConfig
 	log           promslog.Config
+	renamed       cliflag.Renamed
 	telemetryPath string
 
-	nodeName   string
-	kubeconfig string
-	source     string
-	interval   time.Duration
+	nodeName string
+	kube     kubeclient.Config
+	source   string
+	interval time.Duration
 
 	kubeletRootDir    string
 	walkConcurrency   int
@@ -56,52 +61,78 @@ type config struct {
 	liveMaxWait     time.Duration
 }
 
-// newApp declares the flags; parsing fills cfg.
+// defaultConfig is the one place of the command's defaults: the flags show and apply them.
+func defaultConfig() config {
+	return config{
+		telemetryPath:     "/metrics",
+		kube:              kubeclient.Config{QPS: rest.DefaultQPS, Burst: rest.DefaultBurst},
+		source:            sourceFilesystem,
+		interval:          10 * time.Second,
+		kubeletRootDir:    "/var/lib/kubelet",
+		walkConcurrency:   4,
+		projectQuota:      true,
+		volumeConcurrency: 2,
+		volumeTimeout:     time.Minute,
+		unlimitedInterval: time.Minute,
+		cpuBudget:         0.05,
+		kubeletTokenFile:  "/var/run/secrets/kubernetes.io/serviceaccount/token",
+		kubeletTimeout:    10 * time.Second,
+		liveConcurrency:   2,
+		liveMaxWait:       exporter.DefaultLiveMaxWait,
+	}
+}
+
+// newApp declares the flags, bound to cfg and defaulting to what cfg holds (defaultConfig).
 func newApp(cfg *config) *kingpin.Application {
+	def := func(v any) string { return fmt.Sprint(v) }
 	app := kingpin.New("emptydir-exporter",
 		"Publishes the usage and sizeLimit of every emptyDir volume of the pods on one node.")
+	app.Version(version.Print("emptydir-exporter"))
+	app.HelpFlag.Short('h')
 	cfg.web = kingpinflag.AddFlags(app, ":9731")
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
-		Default("/metrics").StringVar(&cfg.telemetryPath)
-	app.Flag("node-name", "Node whose pods to measure (set from the downward API's spec.nodeName).").
+		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)
+	app.Flag("node.name", "Node whose pods to measure (required; set it from the downward API's spec.nodeName).").
 		Envar("NODE_NAME").StringVar(&cfg.nodeName)
-	app.Flag("kubeconfig", "Kubeconfig file; in-cluster configuration when empty.").
-		Envar("KUBECONFIG").StringVar(&cfg.kubeconfig)
-	app.Flag("source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
-		Default(sourceFilesystem).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
-	app.Flag("collection.interval", "How often to measure every volume.").
-		Default("10s").DurationVar(&cfg.interval)
+	cfg.kube.AddFlags(app)
+	app.Flag("collection.source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
+		Default(cfg.source).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
+	app.Flag("collection.interval", "How often every volume with a sizeLimit is measured (source kubelet: every volume); at least 1s.").
+		Default(def(cfg.interval)).DurationVar(&cfg.interval)
 	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
-		Default("/var/lib/kubelet").StringVar(&cfg.kubeletRootDir)
-	app.Flag("fs.walk-concurrency", "Folders read at once while walking one volume (source filesystem).").
-		Default("4").IntVar(&cfg.walkConcurrency)
+		Default(cfg.kubeletRootDir).StringVar(&cfg.kubeletRootDir)
+	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
+		Default(def(cfg.walkConcurrency)).IntVar(&cfg.walkConcurrency)
 	app.Flag("fs.project-quota", "Read a volume's usage from the XFS/ext4 project quota the kubelet put it under (LocalStorageCapacityIsolationFSQuotaMonitoring), in O(1), instead of walking it; needs CAP_SYS_ADMIN, else every volume is walked (source filesystem).").
-		Default("true").BoolVar(&cfg.projectQuota)
-	app.Flag("collection.concurrency", "Volumes walked at once by the collection (source filesystem); above 1, one slow volume cannot hold up the others.").
-		Default("2").IntVar(&cfg.volumeConcurrency)
-	app.Flag("collection.volume-timeout", "Time one volume's walk may take (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
-		Default("1m").DurationVar(&cfg.volumeTimeout)
-	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction (source filesystem); volumes with one are walked every --collection.interval.").
-		Default("1m").DurationVar(&cfg.unlimitedInterval)
-	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0: no budget.").
-		Default("0.05").Float64Var(&cfg.cpuBudget)
-	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver).").
+		Default(def(cfg.projectQuota)).BoolVar(&cfg.projectQuota)
+	app.Flag("collection.concurrency", "Volumes walked at once by the collection, 1 to 16 (source filesystem); above 1, one slow volume cannot hold up the others.").
+		Default(def(cfg.volumeConcurrency)).IntVar(&cfg.volumeConcurrency)
+	app.Flag("collection.volume-timeout", "Time one volume's walk may take, at least 1s (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
+		Default(def(cfg.volumeTimeout)).DurationVar(&cfg.volumeTimeout)
+	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction, at least --collection.interval (source filesystem); volumes with one are walked every --collection.interval.").
+		Default(def(cfg.unlimitedInterval)).DurationVar(&cfg.unlimitedInterval)
+	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
+		Default(def(cfg.cpuBudget)).Float64Var(&cfg.cpuBudget)
+	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
-		BoolVar(&cfg.kubeletViaAPIServer)
+		Default(def(cfg.kubeletViaAPIServer)).BoolVar(&cfg.kubeletViaAPIServer)
 	app.Flag("kubelet.ca-file", "CA bundle that signed the kubelet's serving certificate; system roots when empty.").
 		StringVar(&cfg.kubeletCAFile)
 	app.Flag("kubelet.token-file", "Bearer token for the kubelet, re-read as it rotates; empty sends none, as an http:// --kubelet.url requires.").
-		Default("/var/run/secrets/kubernetes.io/serviceaccount/token").StringVar(&cfg.kubeletTokenFile)
+		Default(cfg.kubeletTokenFile).StringVar(&cfg.kubeletTokenFile)
 	app.Flag("kubelet.insecure-skip-tls-verify", "Do not verify the kubelet's serving certificate. Only for test clusters.").
-		BoolVar(&cfg.kubeletInsecure)
+		Default(def(cfg.kubeletInsecure)).BoolVar(&cfg.kubeletInsecure)
 	app.Flag("kubelet.timeout", "Timeout of one Summary API request.").
-		Default("10s").DurationVar(&cfg.kubeletTimeout)
-	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once.").
-		Default("2").IntVar(&cfg.liveConcurrency)
-	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After).").
-		Default(exporter.DefaultLiveMaxWait.String()).DurationVar(&cfg.liveMaxWait)
+		Default(def(cfg.kubeletTimeout)).DurationVar(&cfg.kubeletTimeout)
+	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once on the node; one caller (remote IP) runs one at a time, the others queue.").
+		Default(def(cfg.liveConcurrency)).IntVar(&cfg.liveConcurrency)
+	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
+		Default(def(cfg.liveMaxWait)).DurationVar(&cfg.liveMaxWait)
+	// The spellings before the flags were named area.name, kept for existing deployments.
+	cfg.renamed.Alias(app, "node-name", "node.name")
+	cfg.renamed.Alias(app, "source", "collection.source")
 	return app
 }
 
@@ -109,8 +140,11 @@ func newApp(cfg *config) *kingpin.Application {
 // that every rule is a table test away.
 func (c *config) validate() error {
 	var errs []error
+	if err := c.kube.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.nodeName == "" {
-		errs = append(errs, errors.New("--node-name (or NODE_NAME) is required: the exporter measures the pods of one node"))
+		errs = append(errs, errors.New("--node.name (or NODE_NAME) is required: the exporter measures the pods of one node"))
 	}
 	if c.interval < time.Second {
 		errs = append(errs, fmt.Errorf("--collection.interval=%s is below 1s", c.interval))
@@ -153,7 +187,7 @@ func (c *config) validate() error {
 		case c.kubeletViaAPIServer && c.kubeletURL != "":
 			errs = append(errs, errors.New("--kubelet.url and --kubelet.via-apiserver exclude each other"))
 		case !c.kubeletViaAPIServer && c.kubeletURL == "":
-			errs = append(errs, errors.New("--source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
+			errs = append(errs, errors.New("--collection.source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
 		case c.kubeletURL != "":
 			u, err := url.Parse(c.kubeletURL)
 			switch {
@@ -171,7 +205,7 @@ func (c *config) validate() error {
 			}
 		}
 	default:
-		errs = append(errs, fmt.Errorf("--source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
+		errs = append(errs, fmt.Errorf("--collection.source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
 	}
 	return errors.Join(errs...)
 }
@@ -201,8 +235,8 @@ func (c *config) checkPaths() error {
 			}
 		}
 	}
-	if c.kubeconfig != "" {
-		if _, err := os.Stat(c.kubeconfig); err != nil {
+	if c.kube.Kubeconfig != "" {
+		if _, err := os.Stat(c.kube.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +21,7 @@ func clearEnv(t *testing.T) {
 // parse fills a config from args as the command does.
 func parse(t *testing.T, args ...string) *config {
 	t.Helper()
-	var cfg config
+	cfg := defaultConfig()
 	if _, err := newApp(&cfg).Parse(args); err != nil {
 		t.Fatalf("parsing %q: %v", args, err)
 	}
@@ -28,7 +30,7 @@ func parse(t *testing.T, args ...string) *config {
 
 func TestParseDefaults(t *testing.T) {
 	clearEnv(t)
-	cfg := parse(t, "--node-name=node-1")
+	cfg := parse(t, "--node.name=node-1")
 
 	checks := []struct {
 		name      string
@@ -37,9 +39,11 @@ func TestParseDefaults(t *testing.T) {
 		{"--web.listen-address", (*cfg.web.WebListenAddresses)[0], ":9731"},
 		{"--web.config.file", *cfg.web.WebConfigFile, ""},
 		{"--web.telemetry-path", cfg.telemetryPath, "/metrics"},
-		{"--node-name", cfg.nodeName, "node-1"},
-		{"--kubeconfig", cfg.kubeconfig, ""},
-		{"--source", cfg.source, sourceFilesystem},
+		{"--node.name", cfg.nodeName, "node-1"},
+		{"--kubeconfig", cfg.kube.Kubeconfig, ""},
+		{"--kube-api.qps", cfg.kube.QPS, float32(5)},
+		{"--kube-api.burst", cfg.kube.Burst, 10},
+		{"--collection.source", cfg.source, sourceFilesystem},
 		{"--collection.interval", cfg.interval, 10 * time.Second},
 		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
 		{"--fs.walk-concurrency", cfg.walkConcurrency, 4},
@@ -74,7 +78,7 @@ func TestParseNodeNameFromEnv(t *testing.T) {
 	if got := parse(t).nodeName; got != "node-from-downward-api" {
 		t.Errorf("nodeName = %q, want the NODE_NAME env value", got)
 	}
-	if got := parse(t, "--node-name=explicit").nodeName; got != "explicit" {
+	if got := parse(t, "--node.name=explicit").nodeName; got != "explicit" {
 		t.Errorf("nodeName = %q, want the flag to win over NODE_NAME", got)
 	}
 	if err := parse(t).validate(); err != nil {
@@ -83,18 +87,18 @@ func TestParseNodeNameFromEnv(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	kubelet := []string{"--node-name=node-1", "--source=kubelet"}
+	kubelet := []string{"--node.name=node-1", "--collection.source=kubelet"}
 	tests := []struct {
 		name string
 		args []string
 		// want lists the flags the error must name; empty means valid.
 		want []string
 	}{
-		{"good filesystem config", []string{"--node-name=node-1", "--kubelet.root-dir=/host/var/lib/kubelet",
+		{"good filesystem config", []string{"--node.name=node-1", "--kubelet.root-dir=/host/var/lib/kubelet",
 			"--fs.walk-concurrency=64", "--collection.interval=1s", "--collection.concurrency=16",
 			"--collection.volume-timeout=1s", "--collection.unlimited-interval=1s", "--collection.cpu-budget=1024"}, nil},
-		{"no CPU budget", []string{"--node-name=node-1", "--collection.cpu-budget=0"}, nil},
-		{"unlimited interval equal to the interval", []string{"--node-name=node-1", "--collection.interval=30s",
+		{"no CPU budget", []string{"--node.name=node-1", "--collection.cpu-budget=0"}, nil},
+		{"unlimited interval equal to the interval", []string{"--node.name=node-1", "--collection.interval=30s",
 			"--collection.unlimited-interval=30s"}, nil},
 		{"good kubelet config", append(kubelet, "--kubelet.url=https://10.0.0.5:10250",
 			"--kubelet.ca-file=/etc/kubelet-ca.crt"), nil},
@@ -104,26 +108,27 @@ func TestValidate(t *testing.T) {
 		{"relative root dir ignored for source kubelet", append(kubelet, "--kubelet.via-apiserver",
 			"--kubelet.root-dir=relative"), nil},
 
-		{"missing node name", []string{}, []string{"--node-name"}},
-		{"unknown source", []string{"--node-name=n", "--source=cadvisor"}, []string{"--source", "cadvisor"}},
-		{"interval below 1s", []string{"--node-name=n", "--collection.interval=999ms"}, []string{"--collection.interval"}},
-		{"walk concurrency 0", []string{"--node-name=n", "--fs.walk-concurrency=0"}, []string{"--fs.walk-concurrency"}},
-		{"walk concurrency 65", []string{"--node-name=n", "--fs.walk-concurrency=65"}, []string{"--fs.walk-concurrency"}},
-		{"collection concurrency 0", []string{"--node-name=n", "--collection.concurrency=0"}, []string{"--collection.concurrency"}},
-		{"collection concurrency 17", []string{"--node-name=n", "--collection.concurrency=17"}, []string{"--collection.concurrency"}},
-		{"volume timeout below 1s", []string{"--node-name=n", "--collection.volume-timeout=500ms"}, []string{"--collection.volume-timeout"}},
-		{"relative root dir", []string{"--node-name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
-		{"unlimited interval below the interval", []string{"--node-name=n", "--collection.interval=2m"},
+		{"missing node name", []string{}, []string{"--node.name"}},
+		{"unknown source", []string{"--node.name=n", "--collection.source=cadvisor"}, []string{"--collection.source", "cadvisor"}},
+		{"interval below 1s", []string{"--node.name=n", "--collection.interval=999ms"}, []string{"--collection.interval"}},
+		{"walk concurrency 0", []string{"--node.name=n", "--fs.walk-concurrency=0"}, []string{"--fs.walk-concurrency"}},
+		{"walk concurrency 65", []string{"--node.name=n", "--fs.walk-concurrency=65"}, []string{"--fs.walk-concurrency"}},
+		{"collection concurrency 0", []string{"--node.name=n", "--collection.concurrency=0"}, []string{"--collection.concurrency"}},
+		{"collection concurrency 17", []string{"--node.name=n", "--collection.concurrency=17"}, []string{"--collection.concurrency"}},
+		{"volume timeout below 1s", []string{"--node.name=n", "--collection.volume-timeout=500ms"}, []string{"--collection.volume-timeout"}},
+		{"relative root dir", []string{"--node.name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
+		{"unlimited interval below the interval", []string{"--node.name=n", "--collection.interval=2m"},
 			[]string{"--collection.unlimited-interval=1m0s", "--collection.interval=2m0s"}},
-		{"negative CPU budget", []string{"--node-name=n", "--collection.cpu-budget=-0.1"}, []string{"--collection.cpu-budget"}},
-		{"CPU budget above the cores walks can use", []string{"--node-name=n", "--collection.cpu-budget=1025"}, []string{"--collection.cpu-budget"}},
-		{"CPU budget NaN", []string{"--node-name=n", "--collection.cpu-budget=NaN"}, []string{"--collection.cpu-budget"}},
+		{"negative CPU budget", []string{"--node.name=n", "--collection.cpu-budget=-0.1"}, []string{"--collection.cpu-budget"}},
+		{"CPU budget above the cores walks can use", []string{"--node.name=n", "--collection.cpu-budget=1025"}, []string{"--collection.cpu-budget"}},
+		{"CPU budget NaN", []string{"--node.name=n", "--collection.cpu-budget=NaN"}, []string{"--collection.cpu-budget"}},
 		{"budget flags ignored for source kubelet", append(kubelet, "--kubelet.via-apiserver",
 			"--collection.cpu-budget=-1", "--collection.unlimited-interval=0s"), nil},
-		{"live concurrency 0", []string{"--node-name=n", "--live.concurrency=0"}, []string{"--live.concurrency"}},
-		{"live max wait 0", []string{"--node-name=n", "--live.max-wait=0s"}, []string{"--live.max-wait"}},
-		{"live max wait as long as the live timeout", []string{"--node-name=n", "--live.max-wait=30s"}, []string{"--live.max-wait", "30s"}},
-		{"telemetry path without slash", []string{"--node-name=n", "--web.telemetry-path=metrics"}, []string{"--web.telemetry-path"}},
+		{"live concurrency 0", []string{"--node.name=n", "--live.concurrency=0"}, []string{"--live.concurrency"}},
+		{"live max wait 0", []string{"--node.name=n", "--live.max-wait=0s"}, []string{"--live.max-wait"}},
+		{"API rate limit zero", []string{"--node.name=n", "--kube-api.burst=0"}, []string{"--kube-api.burst"}},
+		{"live max wait as long as the live timeout", []string{"--node.name=n", "--live.max-wait=30s"}, []string{"--live.max-wait", "30s"}},
+		{"telemetry path without slash", []string{"--node.name=n", "--web.telemetry-path=metrics"}, []string{"--web.telemetry-path"}},
 		{"kubelet source without URL", kubelet, []string{"--kubelet.url", "--kubelet.via-apiserver"}},
 		{"URL and via API server", append(kubelet, "--kubelet.url=https://10.0.0.5:10250", "--kubelet.via-apiserver"),
 			[]string{"--kubelet.url", "--kubelet.via-apiserver"}},
@@ -143,7 +148,7 @@ func TestValidate(t *testing.T) {
 			[]string{"--kubelet.ca-file", "--kubelet.insecure-skip-tls-verify"}},
 		{"kubelet timeout 0", append(kubelet, "--kubelet.via-apiserver", "--kubelet.timeout=0s"), []string{"--kubelet.timeout"}},
 		{"every error at once", []string{"--collection.interval=0s", "--fs.walk-concurrency=-1", "--kubelet.root-dir=."},
-			[]string{"--node-name", "--collection.interval", "--fs.walk-concurrency", "--kubelet.root-dir"}},
+			[]string{"--node.name", "--collection.interval", "--fs.walk-concurrency", "--kubelet.root-dir"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,7 +186,7 @@ func TestCheckPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(t.TempDir(), "missing")
-	kubelet := []string{"--source=kubelet", "--kubelet.url=https://10.0.0.5:10250"}
+	kubelet := []string{"--collection.source=kubelet", "--kubelet.url=https://10.0.0.5:10250"}
 
 	tests := []struct {
 		name string
@@ -202,7 +207,7 @@ func TestCheckPaths(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clearEnv(t)
-			cfg := parse(t, append([]string{"--node-name=n"}, tc.args...)...)
+			cfg := parse(t, append([]string{"--node.name=n"}, tc.args...)...)
 			if err := cfg.validate(); err != nil {
 				t.Fatalf("the case must pass validate first: %v", err)
 			}
@@ -222,5 +227,23 @@ func TestCheckPaths(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The flags of earlier releases keep working as hidden aliases, so that an existing
+// DaemonSet still starts; the flag still wins over NODE_NAME.
+func TestRenamedFlagsStillWork(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("NODE_NAME", "from-env")
+	old, now := parse(t, "--node-name=node-1", "--source=kubelet"), parse(t, "--node.name=node-1", "--collection.source=kubelet")
+	if old.nodeName != "node-1" || old.source != sourceKubelet || old.nodeName != now.nodeName || old.source != now.source {
+		t.Errorf("old spellings give node %q source %q, new ones node %q source %q", old.nodeName, old.source, now.nodeName, now.source)
+	}
+	var log bytes.Buffer
+	old.renamed.Warn(slog.New(slog.NewTextHandler(&log, nil)))
+	for _, want := range []string{"flag=--node-name use=--node.name", "flag=--source use=--collection.source"} {
+		if strings.Count(log.String(), want) != 1 {
+			t.Errorf("want one warning with %q:\n%s", want, log.String())
+		}
 	}
 }

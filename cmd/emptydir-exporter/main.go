@@ -21,8 +21,6 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
@@ -32,16 +30,15 @@ import (
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
-	var cfg config
+	cfg := defaultConfig()
 	app := newApp(&cfg)
-	app.Version(version.Print("emptydir-exporter"))
-	app.HelpFlag.Short('h')
 	if err := cliflag.Parse(app, args); err != nil {
 		fmt.Fprintf(os.Stderr, "emptydir-exporter: %v\n", err)
 		return 2
 	}
 	logger := promslog.New(&cfg.log)
 	klog.SetSlogLogger(logger.With("component", "client-go"))
+	cfg.renamed.Warn(logger)
 	if err := cfg.validate(); err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
@@ -61,11 +58,10 @@ func run(args []string) int {
 }
 
 func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
-	restConfig, err := loadRESTConfig(cfg.kubeconfig)
+	restConfig, err := cfg.kube.REST("emptydir-exporter/" + version.Version)
 	if err != nil {
 		return err
 	}
-	restConfig.UserAgent = "emptydir-exporter/" + version.Version
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("building Kubernetes client: %w", err)
@@ -146,21 +142,6 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		return fmt.Errorf("shutting down HTTP: %w", err)
 	}
 	return nil
-}
-
-func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		c, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (give --kubeconfig outside a cluster): %w", err)
-		}
-		return c, nil
-	}
-	c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	return c, nil
 }
 
 func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {

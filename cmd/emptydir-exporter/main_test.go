@@ -15,11 +15,11 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		args []string
 	}{
 		{"no node name", []string{}},
-		{"unknown --source value", []string{"--node-name=n", "--source=cadvisor"}},
-		{"unknown flag", []string{"--node-name=n", "--no-such-flag"}},
-		{"interval below 1s", []string{"--node-name=n", "--collection.interval=10ms"}},
-		{"kubelet source without URL", []string{"--node-name=n", "--source=kubelet"}},
-		{"missing root dir", []string{"--node-name=n", "--kubelet.root-dir=" + missing}},
+		{"unknown --collection.source value", []string{"--node.name=n", "--collection.source=cadvisor"}},
+		{"unknown flag", []string{"--node.name=n", "--no-such-flag"}},
+		{"interval below 1s", []string{"--node.name=n", "--collection.interval=10ms"}},
+		{"kubelet source without URL", []string{"--node.name=n", "--collection.source=kubelet"}},
+		{"missing root dir", []string{"--node.name=n", "--kubelet.root-dir=" + missing}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestRunGoodFlagsGetsPastValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code := run([]string{"--node-name=n", "--kubelet.root-dir=" + root, "--web.listen-address=" + freeAddr(t)})
+	code := run([]string{"--node.name=n", "--kubelet.root-dir=" + root, "--web.listen-address=" + freeAddr(t)})
 
 	if code != 1 {
 		t.Errorf("run = %d, want 1 (flags accepted, no cluster to talk to)", code)

@@ -3,8 +3,6 @@
 // See docs/remediator.md.
 package main
 
-import (
-	"os"
-)
+import "os"
 
-func main() { os.Exit(run()) }
+func main() { os.Exit(run(os.Args[1:])) }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -19,40 +18,40 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
-
-const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // leaderPortName is the container port through which a standby forwards webhooks to the
 // leader's pod (the leader election identity is the pod name).
 const leaderPortName = "http"
 
-// run parses the flags, serves until SIGINT/SIGTERM and returns the exit code:
+// run parses args, serves until SIGINT/SIGTERM and returns the exit code:
 // 0 after a clean shutdown, 1 on a runtime error, 2 on bad flags.
-func run() int {
-	c, logCfg, webFlags, err := parseFlags(os.Args[1:])
-	if err != nil {
+func run(args []string) int {
+	c := defaultConfig()
+	app := newApp(&c)
+	if err := cliflag.Parse(app, args); err != nil {
 		fmt.Fprintf(os.Stderr, "emptydir-remediator: %v; see --help\n", err)
 		return 2
 	}
-	logger := promslog.New(logCfg)
+	logger := promslog.New(&c.log)
 	// client-go logs through klog: route it into the same structured logger.
 	klog.SetSlogLogger(logger.With("component", "client-go"))
-	fillDefaults(c)
-	if err := validate(c); err != nil {
+	c.renamed.Warn(logger)
+	fillDefaults(&c)
+	if err := validate(&c); err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
 	}
 	logger.Info("starting emptydir-remediator", "version", version.Info(), "build_context", version.BuildContext(),
-		"dry_run", c.dryRun, "source", c.source, "leader_elect", c.leaderElect)
+		"dry_run", c.remediator.DryRun, "source", c.measurement.source, "leader_elect", c.remediator.LeaderElection)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, c, webFlags, logger); err != nil {
+	if err := serve(ctx, &c, logger); err != nil {
 		logger.Error("emptydir-remediator failed", "err", err)
 		return 1
 	}
@@ -60,63 +59,34 @@ func run() int {
 	return 0
 }
 
-// fillDefaults fills namespaces and the identity left empty from the pod's environment.
-func fillDefaults(c *config) {
-	own := os.Getenv("POD_NAMESPACE")
-	if own == "" {
-		if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
-			own = strings.TrimSpace(string(b))
-		}
-	}
-	if c.exporterNS == "" {
-		c.exporterNS = own
-	}
-	if c.leaseNamespace == "" {
-		c.leaseNamespace = own
-	}
-	if c.leaseIdentity == "" {
-		c.leaseIdentity = os.Getenv("POD_NAME")
-	}
-	if c.leaseIdentity == "" {
-		c.leaseIdentity, _ = os.Hostname()
-	}
-}
-
-func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slog.Logger) error {
-	rc, err := c.remediatorConfig()
+func serve(ctx context.Context, c *config, logger *slog.Logger) error {
+	restCfg, err := c.kube.REST(remediator.Component + "/" + version.Version)
 	if err != nil {
 		return err
 	}
-	// Read by the server, and again whenever the Secret behind it is rotated.
-	rc.BearerTokenFile = c.bearerTokenFile
-	restCfg, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading Kubernetes client configuration: %w", err)
-	}
-	restCfg.UserAgent = remediator.Component + "/" + version.Version
-	restCfg.QPS, restCfg.Burst = c.kubeAPIQPS, c.kubeAPIBurst
 	restCfg.Wrap(remediator.WithoutEvictionRetries)
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return fmt.Errorf("creating Kubernetes client: %w", err)
 	}
-	measurer, err := newMeasurer(c, restCfg, client)
+	measurer, err := newMeasurer(c.measurement, c.remediator.MaxMeasurementAge, restCfg, client)
 	if err != nil {
 		return err
 	}
+	lec := c.leaderElection
 	opts := []remediator.Option{remediator.WithLogger(logger)}
-	if c.ledgerConfigMap != "" && c.leaseNamespace != "" {
-		opts = append(opts, remediator.WithLedgerConfigMap(c.leaseNamespace, c.ledgerConfigMap))
+	if c.ledgerConfigMap != "" && lec.Namespace != "" {
+		opts = append(opts, remediator.WithLedgerConfigMap(lec.Namespace, c.ledgerConfigMap))
 	} else {
 		logger.Warn("eviction ledger in memory only: caps and cooldowns are forgotten on restart", "ledger_configmap", c.ledgerConfigMap)
 	}
-	if c.leaderElect {
-		if webFlags.WebConfigFile != nil && *webFlags.WebConfigFile != "" {
+	if c.remediator.LeaderElection {
+		if c.web.WebConfigFile != nil && *c.web.WebConfigFile != "" {
 			// The leader would be reached without the TLS and auth the web config sets up.
 			logger.Warn("standbys answer webhooks with 503 instead of forwarding them to the leader: --web.config.file is set")
 		} else {
 			opts = append(opts, remediator.WithLeaderForwarding(
-				remediator.PodLeaderResolver{Client: client, Namespace: c.leaseNamespace, PortName: leaderPortName},
+				remediator.PodLeaderResolver{Client: client, Namespace: lec.Namespace, PortName: leaderPortName},
 				&http.Client{Transport: &http.Transport{
 					DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 					MaxIdleConnsPerHost: 4,
@@ -124,38 +94,20 @@ func serve(ctx context.Context, c *config, webFlags *web.FlagConfig, logger *slo
 				}}))
 		}
 	}
-	srv, err := remediator.New(rc, client, measurer, opts...)
+	srv, err := remediator.New(c.remediator, client, measurer, opts...)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
 
 	var lead func(context.Context) error
-	if c.leaderElect {
-		lec := remediator.LeaderElectionConfig{
-			Namespace: c.leaseNamespace, Name: c.leaseName, Identity: c.leaseIdentity,
-			LeaseDuration: c.leaseDuration, RenewDeadline: c.renewDeadline, RetryPeriod: c.retryPeriod,
-		}
+	if c.remediator.LeaderElection {
 		lead = func(ctx context.Context) error { return srv.RunLeaderElection(ctx, lec) }
 	}
 
-	// The alerts of a payload are handled one after the other, each within
-	// --web.alert-timeout (which holds the --measurement.timeout of its live walk).
-	// WriteTimeout runs from the end of the request headers to the end of the answer, so it
-	// must cover the whole payload: ten alerts at their slowest, plus 30 s for reading the
-	// body (ReadTimeout) and writing the answer. A larger payload that is that slow loses its
-	// answer (the connection is closed); Alertmanager then retries, and what was done is not
-	// done twice (the ledger), so nothing is lost but time. With the documented grouping
-	// (one pod volume per group, docs/alerting.md) a payload holds one alert.
-	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      c.alertTimeout*10 + 30*time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
-	}
-	return serveUntilDone(ctx, httpSrv, func() error { return web.ListenAndServe(httpSrv, webFlags, logger) },
-		lead, c.alertTimeout+5*time.Second)
+	httpSrv := newHTTPServer(srv.Handler(), c.remediator.AlertTimeout, logger)
+	return serveUntilDone(ctx, httpSrv, func() error { return web.ListenAndServe(httpSrv, c.web, logger) },
+		lead, drainTimeout(c.remediator.AlertTimeout))
 }
 
 // serveUntilDone serves HTTP (serve) and runs leader election (lead, when not nil) until ctx
@@ -199,8 +151,8 @@ func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() erro
 }
 
 // newMeasurer builds the configured live measurer.
-func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (remediator.LiveMeasurer, error) {
-	switch c.source {
+func newMeasurer(m measurementConfig, maxAge time.Duration, restCfg *rest.Config, client kubernetes.Interface) (remediator.LiveMeasurer, error) {
+	switch m.source {
 	case remediator.SourceKubelet:
 		if err := checkKubeletCredentials(restCfg); err != nil {
 			return nil, err
@@ -209,16 +161,16 @@ func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (
 		if err != nil {
 			return nil, fmt.Errorf("creating API server HTTP client: %w", err)
 		}
-		hc.Timeout = c.measureTimeout
-		return remediator.NewKubeletMeasurer(hc, restCfg.Host, c.maxAge), nil
+		hc.Timeout = m.timeout
+		return remediator.NewKubeletMeasurer(hc, restCfg.Host, maxAge), nil
 	default:
 		hc := &http.Client{}
-		if c.exporterHTTPCfg != "" {
-			hcfg, _, err := promconfig.LoadHTTPConfigFile(c.exporterHTTPCfg)
+		if m.exporterHTTPConfig != "" {
+			hcfg, _, err := promconfig.LoadHTTPConfigFile(m.exporterHTTPConfig)
 			if err != nil {
 				return nil, fmt.Errorf("loading --exporter.http-config.file: %w", err)
 			}
-			if err := checkExporterCredentials(c, *hcfg); err != nil {
+			if err := checkExporterCredentials(m, *hcfg); err != nil {
 				return nil, err
 			}
 			hc, err = promconfig.NewClientFromConfig(*hcfg, remediator.Component)
@@ -226,13 +178,13 @@ func newMeasurer(c *config, restCfg *rest.Config, client kubernetes.Interface) (
 				return nil, fmt.Errorf("--exporter.http-config.file: %w", err)
 			}
 		}
-		hc.Timeout = c.measureTimeout
+		hc.Timeout = m.timeout
 		var loc remediator.ExporterLocator
-		if c.exporterURL != "" {
-			loc = remediator.StaticLocator(c.exporterURL)
+		if m.exporterURL != "" {
+			loc = remediator.StaticLocator(m.exporterURL)
 		} else {
-			loc = remediator.PodLocator{Client: client, Namespace: c.exporterNS, Selector: c.exporterSelector, Scheme: c.exporterScheme, Port: c.exporterPort}
+			loc = remediator.PodLocator{Client: client, Namespace: m.exporterNamespace, Selector: m.exporterSelector, Scheme: m.exporterScheme, Port: m.exporterPort}
 		}
-		return remediator.NewExporterMeasurer(hc, loc, c.maxAge), nil
+		return remediator.NewExporterMeasurer(hc, loc, maxAge), nil
 	}
 }

@@ -302,6 +302,13 @@ func (c *Cluster) LogPath(name string) string {
 	return filepath.Join(c.workDir, "logs", name+".log")
 }
 
+// LogTail returns the last n lines of a component's log, for error messages.
+func (c *Cluster) LogTail(name string, n int) string { return tailFile(c.LogPath(name), n) }
+
+// Logf reports progress through Options.Logf, for the packages that run parts beside the
+// cluster (test/monitoring).
+func (c *Cluster) Logf(format string, args ...any) { c.logf(format, args...) }
+
 func (c *Cluster) writeKubeconfigs() error {
 	admin := fmt.Sprintf(`apiVersion: v1
 kind: Config

@@ -19,7 +19,7 @@ import (
 // FakeNode is a Node object in the API with no kubelet behind it: the test plays the
 // kubelet's part for the pods bound to it, creating and removing their emptyDir folders
 // below RootDir exactly where a kubelet with --root-dir=RootDir keeps them. An exporter
-// started with --node-name=Name() --kubelet.root-dir=RootDir() --source=filesystem
+// started with --node.name=Name() --kubelet.root-dir=RootDir() --collection.source=filesystem
 // measures these folders as it would a real node's, so hundreds of pods can come and go
 // without containers (no CPU, no images, no container runtime).
 type FakeNode struct {

@@ -97,3 +97,15 @@ func (c *Cluster) HTTPClient(tlsConfig *tls.Config) *http.Client {
 		},
 	}
 }
+
+// Listen opens a listening socket inside the cluster's network namespace, so that test code
+// can serve processes that run there (e.g. a recording proxy in front of a webhook).
+// Accepted connections belong to that namespace whatever thread serves them.
+func (c *Cluster) Listen(network, addr string) (net.Listener, error) {
+	var l net.Listener
+	var listenErr error
+	if err := inNetns(c.netnsPath, func() { l, listenErr = net.Listen(network, addr) }); err != nil {
+		return nil, err
+	}
+	return l, listenErr
+}

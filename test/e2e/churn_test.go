@@ -454,7 +454,7 @@ func diffSeries(fams map[string]*dto.MetricFamily, ns string, want map[seriesKey
 func startChurnExporter(ctx context.Context, t *testing.T, c *cluster.Cluster, bin, addr, node, rootDir string) (*churnScraper, map[string]*dto.MetricFamily) {
 	t.Helper()
 	startInNetns(t, c, "exporter-churn-"+node, bin,
-		"--node-name="+node, "--kubeconfig="+c.KubeconfigPath(), "--source=filesystem",
+		"--node.name="+node, "--kubeconfig="+c.KubeconfigPath(), "--collection.source=filesystem",
 		"--kubelet.root-dir="+rootDir, "--collection.interval="+churnInterval.String(),
 		// Every volume every cycle, within the default CPU budget (it charges the walks only,
 		// not the 4 scrapes a second): this test follows series through churn, and fills a

@@ -50,8 +50,8 @@ func BenchmarkDetectEvict(b *testing.B) {
 	}
 	// The caps (5 per node and namespace in 10m by default) are policy, not latency: lifted so
 	// that every write is evicted as fast as the chain allows.
-	s := startStack(ctx, b, c, stackOptions{remediatorArgs: []string{"--namespace-deny=" + nsKubelet,
-		"--max-evictions=0", "--max-evictions-per-node=0", "--max-evictions-per-namespace=0"}})
+	s := startStack(ctx, b, c, stackOptions{remediatorArgs: []string{"--policy.namespace-deny=" + nsKubelet,
+		"--eviction.max-global=0", "--eviction.max-per-node=0", "--eviction.max-per-namespace=0"}})
 	am := watchAlertmanager(ctx, s.mon)
 	defer am.Stop()
 	stats := watchKubeletStats(ctx, c)

@@ -65,7 +65,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 
 	const addr = "127.0.0.1:19731"
 	startInNetns(t, c, "exporter-fs-"+ns, bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
 		"--web.listen-address="+addr, "--log.level=debug")
 	metricsURL := "http://" + addr + "/metrics"
@@ -181,11 +181,11 @@ func TestExporterKubeletSourceWithoutIsolation(t *testing.T) {
 	}
 	const direct, proxied = "127.0.0.1:19741", "127.0.0.1:19742"
 	startInNetns(t, c, "exporter-kubelet-"+ns, bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 		"--kubelet.url="+c.KubeletURL(), "--kubelet.ca-file="+c.CAFile(), "--kubelet.token-file="+tokenFile,
 		"--collection.interval=2s", "--web.listen-address="+direct)
 	startInNetns(t, c, "exporter-proxy-"+ns, bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 		"--kubelet.via-apiserver", "--collection.interval=2s", "--web.listen-address="+proxied)
 
 	seed := runPod(ctx, t, c, c.SeedPod(ns, "empty-test1"))
@@ -236,7 +236,7 @@ func TestExporterWebConfigProtectsEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	const addr = "127.0.0.1:19761"
-	startInNetns(t, c, "exporter-auth", bin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	startInNetns(t, c, "exporter-auth", bin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--web.listen-address="+addr, "--web.config.file="+webConfig)
 
 	get := func(path, user, pass string) (int, error) {

@@ -52,7 +52,7 @@ func startReplicaSet(t *testing.T, c *cluster.Cluster, bin, ns, lease string, po
 	for i, port := range ports {
 		id := fmt.Sprintf("%s-%c", lease, 'a'+i)
 		r := &replica{name: id, addr: fmt.Sprintf("127.0.0.1:%d", port)}
-		all := append([]string{"--web.listen-address=" + r.addr, "--leader-elect", "--leader-elect.lease-namespace=" + ns,
+		all := append([]string{"--web.listen-address=" + r.addr, "--leader-elect.enabled", "--leader-elect.lease-namespace=" + ns,
 			"--leader-elect.lease-name=" + lease, "--leader-elect.identity=" + id, "--ledger.configmap=" + lease + "-ledger"}, args...)
 		r.cmd = c.Command(context.Background(), bin, all...)
 		if err := c.StartProcess(id, r.cmd); err != nil {
@@ -155,13 +155,13 @@ func TestRemediatorFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	const exporterAddr = "127.0.0.1:19761"
-	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=5s", "--web.listen-address="+exporterAddr)
 	eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
 	common := []string{"--kubeconfig=" + c.KubeconfigPath(), "--exporter.url=http://" + exporterAddr,
-		"--web.bearer-token-file=" + tokenFile, "--namespace-allow=" + ns, "--log.level=debug"}
+		"--web.bearer-token-file=" + tokenFile, "--policy.namespace-allow=" + ns, "--log.level=debug"}
 
 	var pods []*corev1.Pod
 	for i := range 4 {
@@ -180,7 +180,7 @@ func TestRemediatorFailover(t *testing.T) {
 
 	t.Run("caps hold after the leader crashes", func(t *testing.T) {
 		leader, standby := startReplicas(t, c, remediatorBin, ns, "caps", [2]int{19762, 19763},
-			append(common, "--max-evictions=2", "--cap-window=10m")...)
+			append(common, "--eviction.max-global=2", "--eviction.cap-window=10m")...)
 		for _, p := range pods[:2] {
 			if res := deliver(leader, p); res.Outcome != remediator.OutcomeEvicted {
 				t.Fatalf("leader %s, pod %s: %s/%s %q, want evicted", leader.name, p.Name, res.Outcome, res.Reason, res.Message)
@@ -207,7 +207,7 @@ func TestRemediatorFailover(t *testing.T) {
 
 	t.Run("cooldown holds after a graceful handover", func(t *testing.T) {
 		leader, standby := startReplicas(t, c, remediatorBin, ns, "cooldown", [2]int{19764, 19765},
-			append(common, "--dry-run", "--cooldown=10m")...)
+			append(common, "--eviction.dry-run", "--eviction.cooldown=10m")...)
 		p := pods[3]
 		if res := deliver(leader, p); res.Outcome != remediator.OutcomeDryRun {
 			t.Fatalf("leader %s: %s/%s %q, want dry_run", leader.name, res.Outcome, res.Reason, res.Message)

@@ -254,14 +254,14 @@ func TestFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The exporter's defaults (10 s interval, 1 m volume timeout, 2 volumes at once).
-	f.args = []string{"--node-name=" + c.NodeName(), "--kubeconfig=" + c.KubeconfigPath(),
+	f.args = []string{"--node.name=" + c.NodeName(), "--kubeconfig=" + c.KubeconfigPath(),
 		"--kubelet.root-dir=" + c.KubeletRootDir(), "--web.listen-address=" + f.expAddr}
 	f.startExporter(t)
-	// The remediator's defaults (--measurement.timeout 35s, --max-measurement-age 5s from the
+	// The remediator's defaults (--measurement.timeout 35s, --measurement.max-age 5s from the
 	// walk's end, Lease 15s/10s/2s), with leader election and the ledger ConfigMap as deployed.
 	startInNetns(t, c, "remediator-"+f.ns, remediatorBin, "--kubeconfig="+c.KubeconfigPath(),
-		"--exporter.url=http://"+f.expAddr, "--web.bearer-token-file="+tokenFile, "--namespace-allow="+f.ns,
-		"--leader-elect", "--leader-elect.lease-namespace="+f.ns, "--leader-elect.identity=faults-remediator",
+		"--exporter.url=http://"+f.expAddr, "--web.bearer-token-file="+tokenFile, "--policy.namespace-allow="+f.ns,
+		"--leader-elect.enabled", "--leader-elect.lease-namespace="+f.ns, "--leader-elect.identity=faults-remediator",
 		"--web.listen-address="+f.remAddr)
 	eventually(t, 60*time.Second, 200*time.Millisecond, "remediator leads", func() (bool, string) {
 		s := readyState(c, f.remAddr)
@@ -495,7 +495,7 @@ func (f *faultEnv) kubeletRestart(t *testing.T, bigUnder, over *corev1.Pod, want
 // remediator refuses to act meanwhile, and a new exporter publishes only complete values.
 func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUnder int64) {
 	c := f.c
-	// The remediator reuses a live measurement while it is fresh (--max-measurement-age, 5 s
+	// The remediator reuses a live measurement while it is fresh (--measurement.max-age, 5 s
 	// from the walk's end): let the last one of big-under expire, so that this delivery walks.
 	time.Sleep(6 * time.Second)
 	pending := f.asyncDeliver(bigUnder)

@@ -106,11 +106,11 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	expLog, remLog := "exporter-"+node.Name(), "remediator-"+node.Name()
-	startInNetns(t, c, expLog, exporterBin, "--node-name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
-		"--kubelet.root-dir="+node.RootDir(), "--source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
+	startInNetns(t, c, expLog, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
 	startInNetns(t, c, remLog, remediatorBin, "--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr,
 		"--web.bearer-token-file="+tokenFile, "--web.listen-address="+remAddr, fmt.Sprintf("--web.max-request-size=%dKiB", hostileMaxBody>>10),
-		"--namespace-allow="+ns, "--namespace-deny="+denied)
+		"--policy.namespace-allow="+ns, "--policy.namespace-deny="+denied)
 	for _, addr := range []string{exporterAddr, remAddr} {
 		eventually(t, 60*time.Second, 200*time.Millisecond, addr+" ready", func() (bool, string) {
 			s := readyState(c, addr)
@@ -210,11 +210,11 @@ func TestHostileInput(t *testing.T) {
 			send: webhook(token, overLimitPayload(node.Name(), ns, victim.Name, string(remote.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "recreated"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "recreated"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=recreated", "uid=" + string(remote.UID)}, handled: true}},
-		{{name: "alert for a namespace in --namespace-deny", to: remediatorTo,
+		{{name: "alert for a namespace in --policy.namespace-deny", to: remediatorTo,
 			send: webhook(token, overLimitPayload(node.Name(), denied, deniedPod.Name, string(deniedPod.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "namespace"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "namespace"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=namespace", "namespace=" + denied}, handled: true}},
-		{{name: "alert for a namespace outside --namespace-allow", to: remediatorTo,
+		{{name: "alert for a namespace outside --policy.namespace-allow", to: remediatorTo,
 			send: webhook(token, overLimitPayload(node.Name(), outside, outsidePod.Name, string(outsidePod.UID), "data")),
 			code: http.StatusOK, reason: `"reason": "namespace"`, counter: counterWant{"emptydir_remediator_skips_total", map[string]string{"reason": "namespace"}, 1},
 			log: []string{`msg="alert handled"`, "outcome=skipped", "reason=namespace", "namespace=" + outside}, handled: true}},

@@ -25,13 +25,14 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 // loadPhase is one burst of TestLoadExactlyOnce.
 type loadPhase struct {
 	name        string
 	over, under int // pods over and under their volume's sizeLimit
-	maxEvict    int // --max-evictions (global cap); 0: none
+	maxEvict    int // --eviction.max-global (global cap); 0: none
 	ports       int // first of this phase's loopback ports
 }
 
@@ -102,8 +103,8 @@ func TestLoadExactlyOnce(t *testing.T) {
 		}
 	})
 	const exporterAddr = "127.0.0.1:19800"
-	startInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node-name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
-		"--kubelet.root-dir="+node.RootDir(), "--source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
+	startInNetns(t, c, "exporter-"+nodeName, exporterBin, "--node.name="+node.Name(), "--kubeconfig="+c.KubeconfigPath(),
+		"--kubelet.root-dir="+node.RootDir(), "--collection.source=filesystem", "--collection.interval=30s", "--web.listen-address="+exporterAddr)
 	eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
@@ -191,8 +192,8 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 
 	leader, reps := startReplicaSet(t, c, remediatorBin, ns, lease, ports,
 		"--kubeconfig="+c.KubeconfigPath(), "--exporter.url=http://"+exporterAddr, "--web.bearer-token-file="+tokenFile,
-		"--namespace-allow="+ns, "--kube-api-qps=100", "--kube-api-burst=200",
-		"--max-evictions="+strconv.Itoa(ph.maxEvict), "--max-evictions-per-node=0", "--max-evictions-per-namespace=0")
+		"--policy.namespace-allow="+ns, "--kube-api.qps=100", "--kube-api.burst=200",
+		"--eviction.max-global="+strconv.Itoa(ph.maxEvict), "--eviction.max-per-node=0", "--eviction.max-per-namespace=0")
 	eventually(t, 30*time.Second, 200*time.Millisecond, "every replica knows the leader", func() (bool, string) {
 		var states []string
 		for _, r := range reps {
@@ -218,7 +219,7 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 		t.Cleanup(rec.Close)
 		recs, hooks = append(recs, rec), append(hooks, "http://"+addr+"/webhook")
 	}
-	ams, err := c.StartHAAlertmanagers(ctx, cluster.HAAlertmanagerOptions{
+	ams, err := monitoring.StartHAAlertmanagers(ctx, c, monitoring.HAAlertmanagerOptions{
 		WebhookURLs: hooks, WebhookToken: token, AlertmanagerConfig: "../../deploy/alertmanager/alertmanager.yml",
 		GroupWait: time.Second, GroupInterval: 30 * time.Second, RepeatInterval: 10 * time.Minute,
 		BasePort: ph.ports + 20,
@@ -228,9 +229,9 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 	}
 	t.Cleanup(ams.Stop)
 
-	alerts := make([]cluster.PostableAlert, 0, len(pods))
+	alerts := make([]monitoring.PostableAlert, 0, len(pods))
 	for _, w := range pods {
-		alerts = append(alerts, cluster.PostableAlert{StartsAt: time.Now(), Labels: map[string]string{
+		alerts = append(alerts, monitoring.PostableAlert{StartsAt: time.Now(), Labels: map[string]string{
 			"alertname": "EmptyDirOverLimit", "severity": "critical", "remediation": "evict",
 			"namespace": ns, "pod": w.pod.Name, "uid": string(w.pod.UID), "volume": "data", "node": node.Name()}})
 	}

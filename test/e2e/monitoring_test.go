@@ -23,10 +23,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 // Addresses inside the cluster's namespace used by the scenario (other e2e tests use 1973x/1974x).
@@ -39,7 +41,7 @@ const (
 	scnPrometheusAddr     = "127.0.0.1:19890"
 	scnAlertmanagerAddr   = "127.0.0.1:19893"
 
-	// dryRunOnlyLabel keeps the main remediator (--pod-selector) away from the pod that only
+	// dryRunOnlyLabel keeps the main remediator (--policy.pod-selector) away from the pod that only
 	// the dry-run remediator is asked about.
 	dryRunOnlyLabel = "e2e.emptydir-guard.io/dry-run-only"
 )
@@ -60,7 +62,7 @@ var exporterInterval = func() time.Duration {
 // recording proxy → remediator → live re-check at the exporter → Eviction API.
 type stack struct {
 	c          *cluster.Cluster
-	mon        *cluster.Monitoring
+	mon        *monitoring.Stack
 	token      string
 	tokenFile  string
 	recorder   *webhookRecorder
@@ -72,9 +74,9 @@ type stack struct {
 type stackOptions struct {
 	// remediatorArgs are appended to the main remediator's flags.
 	remediatorArgs []string
-	// dryRun also starts a --dry-run remediator on scnDryRunAddr (scraped as well).
+	// dryRun also starts a --eviction.dry-run remediator on scnDryRunAddr (scraped as well).
 	dryRun bool
-	// brokenKubeletExporter also starts a second exporter with --source=kubelet; on a cluster
+	// brokenKubeletExporter also starts a second exporter with --collection.source=kubelet; on a cluster
 	// with localStorageCapacityIsolation=false its Summary API fails, so the measurement
 	// error metrics and their dashboard panel have data.
 	brokenKubeletExporter bool
@@ -89,13 +91,13 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 		t.Fatal(err)
 	}
 	startInNetns(t, c, s.exporterLg, exporterBin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval="+exporterInterval.String(),
 		"--web.listen-address="+scnExporterAddr)
 	exporterTargets := []string{scnExporterAddr}
 	if o.brokenKubeletExporter {
 		startInNetns(t, c, "scn-exporter-kubelet", exporterBin,
-			"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--source=kubelet",
+			"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--collection.source=kubelet",
 			"--kubelet.via-apiserver", "--collection.interval="+exporterInterval.String(),
 			"--web.listen-address="+scnKubeletExporterAdr)
 		exporterTargets = append(exporterTargets, scnKubeletExporterAdr)
@@ -105,7 +107,7 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 	startInNetns(t, c, s.remediLg, remediatorBin, append(append(common, "--web.listen-address="+scnRemediatorAddr), o.remediatorArgs...)...)
 	remediatorTargets := []string{scnRemediatorAddr}
 	if o.dryRun {
-		startInNetns(t, c, s.dryRunLg, remediatorBin, append(common, "--web.listen-address="+scnDryRunAddr, "--dry-run")...)
+		startInNetns(t, c, s.dryRunLg, remediatorBin, append(common, "--web.listen-address="+scnDryRunAddr, "--eviction.dry-run")...)
 		remediatorTargets = append(remediatorTargets, scnDryRunAddr)
 	}
 
@@ -116,7 +118,7 @@ func startStack(ctx context.Context, t testing.TB, c *cluster.Cluster, o stackOp
 	}
 	t.Cleanup(s.recorder.Close)
 
-	s.mon, err = c.StartMonitoring(ctx, cluster.MonitoringOptions{
+	s.mon, err = monitoring.Start(ctx, c, monitoring.Options{
 		RulesFiles:         []string{"../../rules/emptydir-guard.rules.yml"},
 		AlertmanagerConfig: "../../deploy/alertmanager/alertmanager.yml",
 		ExporterTargets:    exporterTargets,
@@ -283,20 +285,22 @@ type podTracker struct {
 	failed        time.Time
 	gone          time.Time
 	reason, msg   string
-	stop          chan struct{}
+	cancel        context.CancelFunc
 	done          chan struct{}
 }
 
 func trackPod(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) *podTracker {
-	tr := &podTracker{ns: p.Namespace, name: p.Name, uid: string(p.UID), stop: make(chan struct{}), done: make(chan struct{})}
+	pollCtx, cancel := context.WithCancel(ctx)
+	tr := &podTracker{ns: p.Namespace, name: p.Name, uid: string(p.UID), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(tr.done)
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
+		// Until the pod is gone, ctx ends or Stop: its error is only that end. The Get uses
+		// ctx, not pollCtx: Stop lets a poll under way finish and record.
+		_ = wait.PollUntilContextCancel(pollCtx, 200*time.Millisecond, true, func(context.Context) (bool, error) {
 			got, err := c.Client().CoreV1().Pods(tr.ns).Get(ctx, tr.name, metav1.GetOptions{})
 			now := time.Now()
 			tr.mu.Lock()
+			defer tr.mu.Unlock()
 			switch {
 			case apierrors.IsNotFound(err) || (err == nil && string(got.UID) != tr.uid):
 				if tr.gone.IsZero() {
@@ -310,19 +314,8 @@ func trackPod(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) *podTracke
 					tr.failed, tr.reason, tr.msg = now, got.Status.Reason, got.Status.Message
 				}
 			}
-			finished := !tr.gone.IsZero()
-			tr.mu.Unlock()
-			if finished {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-tr.stop:
-				return
-			case <-tick.C:
-			}
-		}
+			return !tr.gone.IsZero(), nil
+		})
 	}()
 	return tr
 }
@@ -347,47 +340,39 @@ func (tr *podTracker) snapshot() (terminating, failed, gone time.Time, reason, m
 }
 
 func (tr *podTracker) Stop() {
-	select {
-	case <-tr.stop:
-	default:
-		close(tr.stop)
-	}
+	tr.cancel()
 	<-tr.done
 }
 
 // firstSeen polls a source every interval and records, per key, when a poll first listed it.
 type firstSeen struct {
-	mu    sync.Mutex
-	first map[string]time.Time
-	stop  chan struct{}
-	done  chan struct{}
+	mu     sync.Mutex
+	first  map[string]time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // pollFirstSeen calls list every interval until ctx ends or Stop; a failed poll records nothing.
 func pollFirstSeen(ctx context.Context, interval time.Duration, list func(context.Context) ([]string, error)) *firstSeen {
-	w := &firstSeen{first: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	pollCtx, cancel := context.WithCancel(ctx)
+	w := &firstSeen{first: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for {
+		// list gets ctx, not pollCtx: Stop lets a poll under way finish and record.
+		wait.UntilWithContext(pollCtx, func(context.Context) {
 			keys, err := list(ctx)
 			now := time.Now()
-			if err == nil {
-				w.mu.Lock()
-				for _, k := range keys {
-					if k != "" && w.first[k].IsZero() {
-						w.first[k] = now
-					}
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			for _, k := range keys {
+				if k != "" && w.first[k].IsZero() {
+					w.first[k] = now
 				}
-				w.mu.Unlock()
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-w.stop:
-				return
-			case <-time.After(interval):
-			}
-		}
+		}, interval)
 	}()
 	return w
 }
@@ -399,10 +384,10 @@ func (w *firstSeen) at(key string) time.Time {
 	return w.first[key]
 }
 
-func (w *firstSeen) Stop() { close(w.stop); <-w.done }
+func (w *firstSeen) Stop() { w.cancel(); <-w.done }
 
 // watchAlertmanager records when Alertmanager first held EmptyDirOverLimit, per UID.
-func watchAlertmanager(ctx context.Context, mon *cluster.Monitoring) *firstSeen {
+func watchAlertmanager(ctx context.Context, mon *monitoring.Stack) *firstSeen {
 	return pollFirstSeen(ctx, 250*time.Millisecond, func(ctx context.Context) ([]string, error) {
 		alerts, err := mon.AlertmanagerAlerts(ctx, `alertname="EmptyDirOverLimit"`)
 		uids := make([]string, 0, len(alerts))
@@ -442,8 +427,8 @@ next:
 }
 
 // firstOver returns the first raw sample of a range result whose value exceeds v.
-func firstOver(res []cluster.Sample, v float64) (cluster.Point, bool) {
-	var best cluster.Point
+func firstOver(res []monitoring.Sample, v float64) (monitoring.Point, bool) {
+	var best monitoring.Point
 	found := false
 	for _, s := range res {
 		for _, p := range s.Values {

@@ -78,12 +78,12 @@ func TestRemediatorOnRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const exporterAddr, liveAddr, dryAddr = "127.0.0.1:19751", "127.0.0.1:19752", "127.0.0.1:19753"
-	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+	startInNetns(t, c, "exporter-"+ns, exporterBin, "--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=5s", "--web.listen-address="+exporterAddr)
 	remArgs := []string{"--kubeconfig=" + c.KubeconfigPath(), "--exporter.url=http://" + exporterAddr,
-		"--web.bearer-token-file=" + tokenFile, "--namespace-allow=" + ns, "--log.level=debug"}
+		"--web.bearer-token-file=" + tokenFile, "--policy.namespace-allow=" + ns, "--log.level=debug"}
 	startInNetns(t, c, "remediator-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+liveAddr)...)
-	startInNetns(t, c, "remediator-dry-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+dryAddr, "--dry-run")...)
+	startInNetns(t, c, "remediator-dry-"+ns, remediatorBin, append(remArgs, "--web.listen-address="+dryAddr, "--eviction.dry-run")...)
 	for _, addr := range []string{exporterAddr + "/readyz", liveAddr + "/readyz", dryAddr + "/readyz"} {
 		eventually(t, 60*time.Second, 500*time.Millisecond, addr+" ready", func() (bool, string) {
 			resp, err := c.HTTPClient(nil).Get("http://" + addr)

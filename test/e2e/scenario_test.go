@@ -23,6 +23,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
 const (
@@ -82,7 +83,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 		t.Fatal(err)
 	}
 	s := startStack(ctx, t, c, stackOptions{
-		remediatorArgs:        []string{"--pod-selector=" + dryRunOnlyLabel + "!=true"},
+		remediatorArgs:        []string{"--policy.pod-selector=" + dryRunOnlyLabel + "!=true"},
 		dryRun:                true,
 		brokenKubeletExporter: true,
 	})
@@ -152,7 +153,7 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 	})
 	requireEvent(ctx, t, c, guarded, remediator.EventEvictionBlocked)
 
-	// Dry run: a second remediator with --dry-run, asked directly about an over-limit pod the
+	// Dry run: a second remediator with --eviction.dry-run, asked directly about an over-limit pod the
 	// main one leaves alone (pod selector): it re-checks, says it would evict, evicts nothing.
 	code, resp, raw, err := postWebhook(ctx, c, scnDryRunAddr, s.token, overLimitPayload(c.NodeName(), ns, dry.Name, string(dry.UID), "empty"))
 	if err != nil || code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeDryRun {
@@ -226,7 +227,7 @@ func scenarioBothEnforce(t *testing.T) []timing {
 		}
 	}
 	// The remediator never touches nsKubelet, so that pod measures the kubelet on its own.
-	s := startStack(ctx, t, c, stackOptions{remediatorArgs: []string{"--namespace-deny=" + nsKubelet}})
+	s := startStack(ctx, t, c, stackOptions{remediatorArgs: []string{"--policy.namespace-deny=" + nsKubelet}})
 	am := watchAlertmanager(ctx, s.mon)
 	defer am.Stop()
 
@@ -475,7 +476,7 @@ func (s *stack) oursTimeline(ctx context.Context, t testing.TB, w seedWrite, am 
 func secs(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
 
 // firstSample returns the time of the first raw sample above v of a range-selector query.
-func firstSample(ctx context.Context, mon *cluster.Monitoring, expr string, v float64) (time.Time, bool) {
+func firstSample(ctx context.Context, mon *monitoring.Stack, expr string, v float64) (time.Time, bool) {
 	res, err := mon.Query(ctx, expr)
 	if err != nil {
 		return time.Time{}, false
@@ -541,7 +542,7 @@ func requireNotEvicted(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 
 // checkDashboards runs every dashboard query against the live Prometheus; each must return
 // at least one series. Rates need two samples of a counter, so each query gets some time.
-func checkDashboards(ctx context.Context, t *testing.T, mon *cluster.Monitoring, vars map[string]string) {
+func checkDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack, vars map[string]string) {
 	t.Helper()
 	qs := dashboardExprs(t)
 	deadline := time.Now().Add(90 * time.Second)
@@ -679,8 +680,8 @@ func TestDemo(t *testing.T) {
 				return time.Time{}, "", false
 			}
 			for _, a := range alerts {
-				if a.Labels["alertname"] == "EmptyDirOverLimit" && a.Labels["uid"] == uid && a.State == "firing" {
-					return a.ActiveAt, "EmptyDirOverLimit firing: " + a.Annotations["summary"], true
+				if a.Labels["alertname"] == "EmptyDirOverLimit" && string(a.Labels["uid"]) == uid && a.State == "firing" {
+					return a.ActiveAt, "EmptyDirOverLimit firing: " + string(a.Annotations["summary"]), true
 				}
 			}
 			return time.Time{}, "", false

@@ -76,7 +76,7 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 
 	const addr = "127.0.0.1:19741"
 	startInNetns(t, c, "exporter-static", bin,
-		"--node-name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
 		"--web.listen-address="+addr)
 	labels := map[string]string{"namespace": "default", "pod": mirrorName, "uid": string(mirror.UID), "volume": "empty"}

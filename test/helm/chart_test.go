@@ -205,7 +205,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 	// The control: the same keys spelled right pass.
 	r := release("guard")
 	r.Values = map[string]any{"exporter": map[string]any{"tolerations": []any{}, "source": "kubelet", "extraArgs": []any{"--collection.interval=1s"}},
-		"remediator": map[string]any{"replicas": 1, "flags": map[string]any{"max-evictions": 3, "cooldown": "10m"}}}
+		"remediator": map[string]any{"replicas": 1, "flags": map[string]any{"eviction.max-global": 3, "eviction.cooldown": "10m"}}}
 	if _, err := helmchart.Render(root, r); err != nil {
 		t.Errorf("valid values rejected: %v", err)
 	}

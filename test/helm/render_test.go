@@ -282,8 +282,8 @@ func TestRender(t *testing.T) {
 		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
 		check: func(t *testing.T, r rendered) {
 			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
-			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--dry-run",
-				"--namespace-deny=kube-system", "--namespace-deny=monitoring", "--max-evictions-per-node=2", "--cooldown=15m")
+			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--eviction.dry-run",
+				"--policy.namespace-deny=kube-system", "--policy.namespace-deny=monitoring", "--eviction.max-per-node=2", "--eviction.cooldown=15m")
 			var monitors, rules int
 			dashboards := map[string]string{}
 			for _, o := range r.objs {
@@ -333,7 +333,7 @@ func TestRender(t *testing.T) {
 		check: func(t *testing.T, r rendered) {
 			ds := exporterDS(t, r, "guard-emptydir-exporter")
 			c := ds.Spec.Template.Spec.Containers[0]
-			wantArgs(t, "exporter", c.Args, "--source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
+			wantArgs(t, "exporter", c.Args, "--collection.source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
 			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 0 {
 				t.Errorf("kubelet source: hostPaths %v, mounts %v", hp, c.VolumeMounts)
 			}
@@ -383,9 +383,9 @@ func TestRender(t *testing.T) {
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
 			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
-			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--namespace-allow=batch", "--namespace-allow=ci",
-				"--pod-selector=emptydir-guard/evict!=false", "--threshold-ratio=1.1", "--max-evictions=10", "--cap-window=30m",
-				"--allow-daemonset-pods", "--log.level=debug", "--exporter.scheme=https")
+			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--policy.namespace-allow=batch", "--policy.namespace-allow=ci",
+				"--policy.pod-selector=emptydir-guard/evict!=false", "--eviction.threshold-ratio=1.1", "--eviction.max-global=10", "--eviction.cap-window=30m",
+				"--policy.allow-daemonset-pods", "--log.level=debug", "--exporter.scheme=https")
 			if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" {
 				t.Errorf("replicas %d, priorityClassName %q", *d.Spec.Replicas, d.Spec.Template.Spec.PriorityClassName)
 			}
@@ -514,14 +514,25 @@ remediator:
   dryRun: true
   namespaceAllow: [a, b]
   podSelector: app=x
-  flags: {threshold-ratio: 0.9, cooldown: 10m, max-evictions-per-node: 1, max-evictions-per-namespace: 2, max-evictions: 3,
-    cap-window: 1h, eviction.grace-period: 30, max-measurement-age: 1m, measurement.timeout: 3s, web.alert-timeout: 20s,
-    opt-out-annotation: example.com/no-evict, allow-daemonset-pods: true, allow-critical-pods: false, allow-mirror-pods: true,
+  flags: {eviction.threshold-ratio: 0.9, eviction.cooldown: 10m, eviction.max-per-node: 1, eviction.max-per-namespace: 2, eviction.max-global: 3,
+    eviction.cap-window: 1h, eviction.grace-period: 30, measurement.max-age: 1m, measurement.timeout: 3s, web.alert-timeout: 20s,
+    policy.opt-out-annotation: example.com/no-evict, policy.allow-daemonset-pods: true, policy.allow-critical-pods: false, policy.allow-mirror-pods: true,
     log.level: warn, log.format: logfmt}
 `), &all.Values); err != nil {
 		t.Fatal(err)
 	}
-	releases := map[string]helmchart.Release{"every flag": all, "base": helmchart.BaseRelease(root, nil)}
+	// Values written before the flags were renamed keep working: their keys render the old
+	// spellings, which the command still takes (deprecated, with a warning).
+	renamed := release("guard")
+	if err := yaml.Unmarshal([]byte(`
+remediator:
+  flags: {threshold-ratio: 0.9, cooldown: 10m, max-evictions-per-node: 1, max-evictions-per-namespace: 2, max-evictions: 3,
+    cap-window: 1h, max-measurement-age: 1m, opt-out-annotation: example.com/no-evict, allow-daemonset-pods: true,
+    allow-critical-pods: false, allow-mirror-pods: true}
+`), &renamed.Values); err != nil {
+		t.Fatal(err)
+	}
+	releases := map[string]helmchart.Release{"every flag": all, "deprecated flag keys": renamed, "base": helmchart.BaseRelease(root, nil)}
 	files, _ := filepath.Glob(valuesFile("*-values.yaml"))
 	for _, f := range files {
 		releases[filepath.Base(f)] = release("guard", filepath.Base(f))
@@ -542,7 +553,7 @@ remediator:
 		})
 	}
 	// The controls: a flag the command does not have, and a value after a boolean flag, fail.
-	for _, bad := range []string{"--max-eviction=3", "--allow-daemonset-pods=true"} {
+	for _, bad := range []string{"--max-eviction=3", "--policy.allow-daemonset-pods=true"} {
 		if out, err := exec.Command(commandBinary(t, "emptydir-remediator"), bad, "--version").CombinedOutput(); err == nil {
 			t.Errorf("%s parsed: %s", bad, out)
 		}

@@ -95,9 +95,9 @@ func TestSecretsNeverLogged(t *testing.T) {
 	remediatorURL := "http://" + remediatorAddr
 
 	exporter := start(t, dir, "emptydir-exporter",
-		"--node-name="+nodeName,
+		"--node.name="+nodeName,
 		"--kubeconfig="+kubeconfig,
-		"--source=kubelet",
+		"--collection.source=kubelet",
 		"--kubelet.url="+kubelet.URL,
 		"--kubelet.ca-file="+writeFile(t, dir, "kubelet-ca.pem", caPEM(t, kubelet.Certificate().Raw)),
 		"--kubelet.token-file="+writeFile(t, dir, "kubelet-token", sec.kubeletToken),

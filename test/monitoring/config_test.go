@@ -1,4 +1,4 @@
-package cluster
+package monitoring
 
 import (
 	"encoding/json"
@@ -121,10 +121,10 @@ func TestPrometheusConfig(t *testing.T) {
 	}
 }
 
-func TestModelDuration(t *testing.T) {
+func TestPromDuration(t *testing.T) {
 	for d, want := range map[time.Duration]string{time.Second: "1s", 5 * time.Second: "5s", 4 * time.Second: "4s", 1500 * time.Millisecond: "1500ms"} {
-		if got := model(d); got != want {
-			t.Errorf("model(%s) = %s, want %s", d, got, want)
+		if got := promDuration(d); got != want {
+			t.Errorf("promDuration(%s) = %s, want %s", d, got, want)
 		}
 	}
 }

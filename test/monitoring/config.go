@@ -1,0 +1,151 @@
+package monitoring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// defaultRouteTimings fills the remediator route's timings left zero: 1s, 5s, 10s, short
+// enough for tests to see a delivery and its retries.
+func defaultRouteTimings(groupWait, groupInterval, repeatInterval *time.Duration) {
+	if *groupWait == 0 {
+		*groupWait = time.Second
+	}
+	if *groupInterval == 0 {
+		*groupInterval = 5 * time.Second
+	}
+	if *repeatInterval == 0 {
+		*repeatInterval = 10 * time.Second
+	}
+}
+
+// PrometheusConfig generates the scrape and alerting configuration: scrape and evaluation
+// interval, jobs emptydir-exporter and emptydir-remediator with static targets, the rule
+// files, and the Alertmanager.
+func PrometheusConfig(interval time.Duration, ruleFiles []string, alertmanagerAddr string, exporters, remediators []string) ([]byte, error) {
+	iv := promDuration(interval)
+	job := func(name string, targets []string) map[string]any {
+		if targets == nil {
+			targets = []string{}
+		}
+		return map[string]any{
+			"job_name":        name,
+			"scrape_interval": iv,
+			"scrape_timeout":  promDuration(interval * 4 / 5),
+			"static_configs":  []any{map[string]any{"targets": targets}},
+		}
+	}
+	cfg := map[string]any{
+		"global": map[string]any{
+			"scrape_interval":     iv,
+			"evaluation_interval": iv,
+			"scrape_timeout":      promDuration(interval * 4 / 5),
+		},
+		"rule_files": ruleFiles,
+		"alerting": map[string]any{
+			"alertmanagers": []any{map[string]any{
+				"static_configs": []any{map[string]any{"targets": []string{alertmanagerAddr}}},
+			}},
+		},
+		"scrape_configs": []any{job("emptydir-exporter", exporters), job("emptydir-remediator", remediators)},
+	}
+	return yaml.Marshal(cfg)
+}
+
+// promDuration formats a duration the way Prometheus configs want it (e.g. "5s", "1500ms").
+func promDuration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
+}
+
+const remediatorReceiver = "emptydir-remediator"
+
+// AlertmanagerConfig derives a test configuration from base (an Alertmanager YAML, normally
+// deploy/alertmanager/alertmanager.yml; empty: a generated one with the same route): the
+// webhooks of receiver "emptydir-remediator" post to webhookURL with the bearer token in
+// tokenFile, and the routes to that receiver use the given timers.
+func AlertmanagerConfig(base, webhookURL, tokenFile string, groupWait, groupInterval, repeatInterval time.Duration) ([]byte, error) {
+	var cfg map[string]any
+	if base == "" {
+		cfg = map[string]any{
+			"route": map[string]any{
+				"receiver": "human",
+				"group_by": []any{"alertname", "namespace"},
+				"routes": []any{map[string]any{
+					"receiver": remediatorReceiver,
+					"matchers": []any{`remediation="evict"`},
+					"group_by": []any{"namespace", "pod", "uid", "volume"},
+					"continue": true,
+				}, map[string]any{"receiver": "human"}},
+			},
+			"receivers": []any{
+				map[string]any{"name": remediatorReceiver, "webhook_configs": []any{map[string]any{"send_resolved": false}}},
+				map[string]any{"name": "human"},
+			},
+		}
+	} else {
+		b, err := os.ReadFile(base)
+		if err != nil {
+			return nil, fmt.Errorf("alertmanager config: %w", err)
+		}
+		if err := yaml.Unmarshal(b, &cfg); err != nil {
+			return nil, fmt.Errorf("alertmanager config %s: %w", base, err)
+		}
+	}
+	// Routes to the remediator: short timers, so the test measures the pipeline, not the wait.
+	found := 0
+	var walk func(r map[string]any)
+	walk = func(r map[string]any) {
+		if r["receiver"] == remediatorReceiver {
+			found++
+			r["group_wait"] = promDuration(groupWait)
+			r["group_interval"] = promDuration(groupInterval)
+			r["repeat_interval"] = promDuration(repeatInterval)
+		}
+		subs, _ := r["routes"].([]any)
+		for _, s := range subs {
+			if sr, ok := s.(map[string]any); ok {
+				walk(sr)
+			}
+		}
+	}
+	root, ok := cfg["route"].(map[string]any)
+	if !ok {
+		return nil, errors.New("alertmanager config: no route")
+	}
+	walk(root)
+	if found == 0 {
+		return nil, fmt.Errorf("alertmanager config: no route to receiver %q", remediatorReceiver)
+	}
+	hooks := 0
+	recvs, _ := cfg["receivers"].([]any)
+	for _, r := range recvs {
+		rm, ok := r.(map[string]any)
+		if !ok || rm["name"] != remediatorReceiver {
+			continue
+		}
+		whs, _ := rm["webhook_configs"].([]any)
+		for _, w := range whs {
+			wm, ok := w.(map[string]any)
+			if !ok {
+				continue
+			}
+			wm["url"] = webhookURL
+			wm["http_config"] = map[string]any{
+				"authorization": map[string]any{"type": "Bearer", "credentials_file": tokenFile},
+			}
+			hooks++
+		}
+	}
+	if hooks == 0 {
+		return nil, fmt.Errorf("alertmanager config: receiver %q has no webhook_configs", remediatorReceiver)
+	}
+	return yaml.Marshal(cfg)
+}
