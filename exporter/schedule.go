@@ -48,10 +48,10 @@ type dueWalk struct {
 // overdue goes right after the never-measured ones, the longest unwalked first, on any
 // credit: one with a sizeLimit whose last walk started unlimitedEvery ago or more, one
 // without whose last walk started (or, never walked, which was first seen) 2×unlimitedEvery
-// ago or more. Every volume is then walked
-// at least every 2×unlimitedEvery (plus a cycle, and the walks themselves) whenever the
-// budget covers one walk of each in that time, however the walks of volumes near their
-// limit drain it. A volume whose walk is still in flight is not due.
+// ago or more. Every volume is then walked at least every 2×unlimitedEvery (plus a cycle,
+// and the walks themselves) whenever the budget covers one walk of each in that time,
+// however the walks of volumes near their limit drain it. A volume whose walk is still in
+// flight is not due.
 func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedEvery, tolerance time.Duration) []dueWalk {
 	type candidate struct {
 		dueWalk
@@ -69,7 +69,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 		}
 		return unlimitedEvery > 0 && !s.started.IsZero() && since(s, 2*unlimitedEvery)
 	}
-	var limited, unlimited []candidate // the cycle's own walks, and the background ones
+	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			k := volumeKey{p.UID, v.Name}
