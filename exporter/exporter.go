@@ -164,7 +164,14 @@ func New(cfg Config) (*Exporter, error) {
 			schedule.budgetCapacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
 		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, schedule, now, e.noteMeasured,
-			func(reason string, n int) { e.deferredWalks.WithLabelValues(reason).Add(float64(n)) })
+			func(reason string, n int) { e.deferredWalks.WithLabelValues(reason).Add(float64(n)) },
+			func(p PodVolumes) (PodVolumes, bool) {
+				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
+				if err != nil {
+					return p, true // judged by the cycle's list
+				}
+				return cur, ok
+			})
 	}
 	return e, nil
 }

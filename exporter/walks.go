@@ -67,6 +67,8 @@ type volumeWalks struct {
 	done func(VolumeResult)
 	// deferred receives the number of due walks a cycle did not start, by reason.
 	deferred func(reason string, n int)
+	// podNow is a pod as the informer knows it now; false when it is gone.
+	podNow func(PodVolumes) (PodVolumes, bool)
 
 	mu      sync.Mutex
 	running map[volumeKey]*inflight
@@ -87,10 +89,11 @@ type inflight struct {
 }
 
 func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration, schedule walkSchedule,
-	now func() time.Time, done func(VolumeResult), deferred func(string, int)) *volumeWalks {
+	now func() time.Time, done func(VolumeResult), deferred func(string, int),
+	podNow func(PodVolumes) (PodVolumes, bool)) *volumeWalks {
 	w := &volumeWalks{
 		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), schedule: schedule,
-		now: now, done: done, deferred: deferred,
+		now: now, done: done, deferred: deferred, podNow: podNow,
 		running: map[volumeKey]*inflight{}, latest: map[volumeKey]VolumeResult{},
 		started: map[volumeKey]time.Time{}, seen: map[volumeKey]time.Time{}, cost: map[volumeKey]time.Duration{},
 		used: map[volumeKey]int64{},
@@ -281,6 +284,22 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 	return started
 }
 
+// absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
+// the cycle listed it: a walk may start well after the cycle's list (the walks before it,
+// the CPU budget), and a pod deleted meanwhile has its volumes torn down while the list
+// still shows it running.
+func (w *volumeWalks) absent(p PodVolumes, err error) error {
+	if err = absentWhileSettling(p, err); err == nil || errors.Is(err, errVolumeAbsent) ||
+		reasonOf(err) != ReasonNotFound || w.podNow == nil {
+		return err
+	}
+	now, ok := w.podNow(p)
+	if !ok || now.UID != p.UID {
+		return errVolumeAbsent // deleted, or replaced by a pod of the same name
+	}
+	return absentWhileSettling(now, err)
+}
+
 // volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
 type volumeGoner interface {
 	VolumeGone(PodVolumes, Volume) bool
@@ -320,7 +339,7 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 	defer cancel()
 	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol)
-	r.Err = absentWhileSettling(d.pod, r.Err)
+	r.Err = w.absent(d.pod, r.Err)
 	spent := meter.spent()
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
