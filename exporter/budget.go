@@ -1,62 +1,52 @@
 package exporter
 
 import (
+	"context"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// cpuBudget bounds the CPU the collection spends, as a token bucket of CPU time: it fills
-// at share CPU-seconds per wall second up to capacity, and everything the process spends
-// drains it. The collection starts a walk only while the bucket holds credit; a walk may
-// overdraw it, and the debt is paid back by later cycles, so over time the process stays
-// within share of one core whenever the walks are what it spends its time on.
+// cpuBudget bounds the CPU the periodic walks spend, as a token bucket of CPU time: it fills
+// at share CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The
+// collection starts a walk only while the bucket holds credit; a walk may overdraw it, and
+// the debt is paid back by later cycles, so over time the walks stay within share of one core.
 //
-// It charges the process's CPU (getrusage RUSAGE_SELF), not the walks' own: a walk reads
-// folders on several goroutines and OS threads (and the garbage it leaves is collected on
-// others), so per-thread accounting would miss most of it, and what the operator budgets is
-// the exporter's share of the node, the figure process_cpu_seconds_total and the container's
-// cgroup show. Scrapes and live measurements are charged too: they are not deferred, but
-// they leave less for the walks.
-//
-// It also attributes the CPU spent to the walks in flight, shared equally among them between
-// two events (a walk starting or ending), which tells what each volume's walk costs.
+// It charges the walks only, each as the threads that walked counted it (cpuMeter), not the
+// process: scrapes, live measurements and the Go runtime are not walks the budget can defer,
+// and charging them would let a scraper polling /metrics starve the walks (at a 1 s interval
+// with frequent scrapes they drained the bucket, and volumes without a sizeLimit waited for
+// minutes). What a walk's threads miss (garbage collection on other threads; the walker
+// allocates nothing per entry) is measured against the process's CPU in docs/performance.md.
 type cpuBudget struct {
 	share    float64
 	capacity time.Duration
-	cpu      func() time.Duration
-	now      func() time.Time
+	// spent reads the CPU time every metered walk has spent so far.
+	spent func() time.Duration
+	now   func() time.Time
 
-	mu       sync.Mutex
-	credit   time.Duration
-	lastWall time.Time
-	lastCPU  time.Duration
-	inFlight map[*walkCost]struct{}
+	mu        sync.Mutex
+	credit    time.Duration
+	lastWall  time.Time
+	lastSpent time.Duration
 }
 
-// walkCost accumulates the CPU attributed to one walk.
-type walkCost struct{ cpu time.Duration }
-
-// newCPUBudget returns a full bucket of capacity for share of one core.
-func newCPUBudget(share float64, capacity time.Duration, cpu func() time.Duration, now func() time.Time) *cpuBudget {
-	return &cpuBudget{share: share, capacity: capacity, cpu: cpu, now: now,
-		credit: capacity, lastWall: now(), lastCPU: cpu(), inFlight: map[*walkCost]struct{}{}}
+// newCPUBudget returns a full bucket of capacity for share of one core, drained by spent.
+func newCPUBudget(share float64, capacity time.Duration, spent func() time.Duration, now func() time.Time) *cpuBudget {
+	return &cpuBudget{share: share, capacity: capacity, spent: spent, now: now,
+		credit: capacity, lastWall: now(), lastSpent: spent()}
 }
 
-// update fills the bucket for the time passed, drains what the process spent, and
-// attributes that to the walks in flight. Callers hold b.mu.
+// update fills the bucket for the time passed and drains what the walks spent since the
+// last update. Callers hold b.mu.
 func (b *cpuBudget) update() {
-	wall, cpu := b.now(), b.cpu()
-	spent := max(0, cpu-b.lastCPU)
-	b.credit += time.Duration(b.share*float64(max(0, wall.Sub(b.lastWall)))) - spent
+	wall, spent := b.now(), b.spent()
+	b.credit += time.Duration(b.share*float64(max(0, wall.Sub(b.lastWall)))) - max(0, spent-b.lastSpent)
 	b.credit = min(b.credit, b.capacity)
-	if n := len(b.inFlight); n > 0 {
-		for w := range b.inFlight {
-			w.cpu += spent / time.Duration(n)
-		}
-	}
-	b.lastWall, b.lastCPU = wall, cpu
+	b.lastWall, b.lastSpent = wall, spent
 }
 
 // remaining is the credit now: CPU time the collection may still start walks on, negative
@@ -68,38 +58,106 @@ func (b *cpuBudget) remaining() time.Duration {
 	return b.credit
 }
 
-// start begins a walk expected to cost cost (0: unknown) if the bucket allows it, and
-// returns the walk's cost accumulator, to hand to end. The bucket allows a walk while it
-// holds more than min(cost, capacity): a walk whose cost is known never takes more than
-// the bucket holds, so it cannot overdraw it into the next cycles (whose walks of limited
-// volumes would then be deferred), and one costlier than a full bucket still runs when
-// the bucket is full.
-func (b *cpuBudget) start(cost time.Duration) (*walkCost, bool) {
+// allows reports whether the bucket allows a walk expected to cost cost (0: start on any
+// credit) to start now. It allows one while it holds more than min(cost, capacity): a walk
+// whose cost is known never takes more than the bucket holds, so it cannot overdraw it into
+// the next cycles (whose walks of limited volumes would then be deferred), and one costlier
+// than a full bucket still runs when the bucket is full.
+func (b *cpuBudget) allows(cost time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.update()
-	if b.credit <= 0 || b.credit < min(cost, b.capacity) {
-		return nil, false
-	}
-	w := &walkCost{}
-	b.inFlight[w] = struct{}{}
-	return w, true
+	return b.credit > 0 && b.credit >= min(cost, b.capacity)
 }
 
-// end ends the walk of w and returns the CPU attributed to it.
-func (b *cpuBudget) end(w *walkCost) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.update()
-	delete(b.inFlight, w)
-	return w.cpu
+// cpuMeter adds up the CPU time one walk spent, as the threads that walked counted it, and
+// adds it to a total of all walks (what the budget drains) as it goes.
+type cpuMeter struct {
+	walk  atomic.Int64
+	total *atomic.Int64 // nil: no total
 }
 
-// processCPU is the CPU time, user and system, the process has spent.
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0 // cannot happen with RUSAGE_SELF; reading 0 then drains nothing
+// add charges d of CPU time to the walk.
+func (m *cpuMeter) add(d time.Duration) {
+	m.walk.Add(int64(d))
+	if m.total != nil {
+		m.total.Add(int64(d))
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// spent is the CPU time charged to the walk so far.
+func (m *cpuMeter) spent() time.Duration { return time.Duration(m.walk.Load()) }
+
+type cpuMeterKey struct{}
+
+// withCPUMeter returns ctx carrying m, so that the walk started under it charges its CPU
+// there, through the source's call, whatever the source.
+func withCPUMeter(ctx context.Context, m *cpuMeter) context.Context {
+	return context.WithValue(ctx, cpuMeterKey{}, m)
+}
+
+// cpuMeterOf is the meter ctx carries; nil when its walk is metered by nobody (a live
+// measurement, a benchmark).
+func cpuMeterOf(ctx context.Context) *cpuMeter {
+	m, _ := ctx.Value(cpuMeterKey{}).(*cpuMeter)
+	return m
+}
+
+// threadMeter meters one walking goroutine: it locks the goroutine to its OS thread, so that
+// the thread's CPU clock counts this goroutine's work (its system calls included) and no
+// other's, and charges what the clock advanced to the meter, every threadMeterEvery ticks
+// and when stopped, so that the budget sees a long walk as it goes.
+type threadMeter struct {
+	m     *cpuMeter
+	last  time.Duration
+	ticks int
+}
+
+// threadMeterEvery is how many folders or batches a walking goroutine reads between two
+// readings of its thread's CPU clock: a reading is a system call (the vDSO does not serve
+// thread clocks), small next to a folder's 4 or more, and rarer still this way.
+const threadMeterEvery = 32
+
+// startThreadMeter starts metering the calling goroutine for m; nil m meters nothing.
+func startThreadMeter(m *cpuMeter) threadMeter {
+	if m == nil {
+		return threadMeter{}
+	}
+	runtime.LockOSThread()
+	return threadMeter{m: m, last: threadCPU()}
+}
+
+// tick charges the thread's CPU to the meter every threadMeterEvery calls.
+func (t *threadMeter) tick() {
+	if t.m == nil {
+		return
+	}
+	if t.ticks++; t.ticks >= threadMeterEvery {
+		t.ticks = 0
+		t.flush()
+	}
+}
+
+// stop charges the rest and unlocks the goroutine from its thread.
+func (t *threadMeter) stop() {
+	if t.m == nil {
+		return
+	}
+	t.flush()
+	runtime.UnlockOSThread()
+}
+
+func (t *threadMeter) flush() {
+	now := threadCPU()
+	t.m.add(now - t.last)
+	t.last = now
+}
+
+// threadCPU is the CPU time, user and system, the calling OS thread has spent.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0 // cannot happen on Linux; reading 0 then charges nothing
+	}
+	return time.Duration(ts.Nano())
 }

@@ -48,13 +48,15 @@ var (
 		"The CPU budget of the collection, as a share of one core (--collection.cpu-budget); absent when there is none.", []string{"node"}, nil)
 	budgetRemainingDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_remaining_seconds",
 		"CPU seconds the collection may still spend on walks now; at or below 0, due walks are deferred until the budget refills.", []string{"node"}, nil)
+	walkCPUDesc = prometheus.NewDesc("emptydir_exporter_walk_cpu_seconds_total",
+		"CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.", []string{"node"}, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, measurementInfoDesc, ageDesc, durationDesc, successDesc,
-		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc} {
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, walkCPUDesc} {
 		ch <- d
 	}
 	describeAlignment(ch)
@@ -106,8 +108,11 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	gauge(podsDesc, float64(snap.pods), node)
 	gauge(volumesDesc, float64(snap.volumeCount), node)
 	gauge(syncedDesc, boolFloat(e.cfg.Pods.HasSynced()), node)
-	if e.walks != nil && e.walks.schedule.budget != nil {
-		b := e.walks.schedule.budget
+	if e.walks != nil {
+		ch <- prometheus.MustNewConstMetric(walkCPUDesc, prometheus.CounterValue, e.walks.cpuSpent().Seconds(), node)
+	}
+	if e.walks != nil && e.walks.budget != nil {
+		b := e.walks.budget
 		gauge(budgetDesc, b.share, node)
 		gauge(budgetRemainingDesc, b.remaining().Seconds(), node)
 	}

@@ -47,7 +47,7 @@ const keptNames = 64 << 10
 // A variable so that tests can lower it.
 var maxRememberedLinks = 1 << 17
 
-// testHookBeforeOpen, when set by a test, runs between the statx that saw name as
+// testHookBeforeOpen, when set by a test, runs between the listing that saw name as
 // a folder and the openat of name: the window in which a tenant can swap it.
 var testHookBeforeOpen func(name string)
 
@@ -85,10 +85,15 @@ var errChanged = errors.New("entry changed during the walk")
 // (up to maxRememberedLinks) and with the depth of the tree, never with the number
 // of plain files; its open fds are bounded by concurrency and heldDirs.
 type walker struct {
-	ctx     context.Context
+	ctx context.Context
+	// meter, when the walk is metered, receives the CPU time of its goroutines' threads.
+	meter   *cpuMeter
 	rootDev devID
-	sem     chan struct{}
-	wg      sync.WaitGroup
+	// direntInodes: the root's filesystem lists each entry with its type and real inode
+	// number (direntsExact), so a listed folder needs no statx before it is opened.
+	direntInodes bool
+	sem          chan struct{}
+	wg           sync.WaitGroup
 
 	used, inodes, unreadable, unchecked atomic.Int64
 
@@ -133,12 +138,19 @@ type subfolders struct {
 	names   []byte
 }
 
+// addName appends the subfolder name (NUL-terminated, then padding) of inode ino.
+func (s *subfolders) addName(name []byte, ino uint64, uncounted bool) {
+	from := len(s.names)
+	s.names = append(s.names, name[:bytes.IndexByte(name, 0)+1]...)
+	s.subdirs = append(s.subdirs, subdir{ino: ino, from: from, to: len(s.names), uncounted: uncounted})
+}
+
 // add appends the subfolders of o.
 func (s *subfolders) add(o *subfolders) {
 	for _, sub := range o.subdirs {
 		from := len(s.names)
 		s.names = append(s.names, o.names[sub.from:sub.to]...)
-		s.subdirs = append(s.subdirs, subdir{ino: sub.ino, from: from, to: len(s.names)})
+		s.subdirs = append(s.subdirs, subdir{ino: sub.ino, from: from, to: len(s.names), uncounted: sub.uncounted})
 	}
 }
 
@@ -147,12 +159,16 @@ func (s *subfolders) add(o *subfolders) {
 type subdir struct {
 	ino      uint64
 	from, to int // its name in subfolders.names, the terminating NUL included
+	// uncounted: listed from getdents64 alone (walker.direntInodes); its own blocks and
+	// inode are counted when it is opened, or by a statx of its name if that fails.
+	uncounted bool
 }
 
 // MeasureDiskUsage walks root like `du -s -B1 -x`: it does not follow symbolic
 // links, does not cross into other filesystems, counts each hard-linked inode once
 // and tolerates entries that vanish during the walk. Up to concurrency folders are
-// read at once.
+// read at once. When ctx carries a cpuMeter, each walking goroutine charges its thread's CPU
+// time to it.
 //
 // The tenant owning the volume controls its content and may change it during the
 // walk, so every folder is opened relative to its parent's fd, never by path (no
@@ -176,11 +192,18 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 	if concurrency < 1 {
 		concurrency = 1
 	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		unix.Close(fd)
+		return DiskUsage{}, &fs.PathError{Op: "statfs", Path: root, Err: err}
+	}
 	w := &walker{
-		ctx:     ctx,
-		rootDev: devOf(&stx),
-		sem:     make(chan struct{}, concurrency-1),
-		links:   map[uint64]struct{}{},
+		direntInodes: direntsExact(sfs.Type),
+		ctx:          ctx,
+		meter:        cpuMeterOf(ctx),
+		rootDev:      devOf(&stx),
+		sem:          make(chan struct{}, concurrency-1),
+		links:        map[uint64]struct{}{},
 	}
 	w.used.Add(int64(stx.Blocks) * 512)
 	w.inodes.Add(1)
@@ -195,8 +218,11 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 
 // walkFrom walks the tree below the open folder fd, depth first, and closes fd. A
 // subfolder goes to a new goroutine when a slot is free and is walked by this one
-// otherwise, which bounds goroutines; the explicit stack bounds the Go stack.
+// otherwise, which bounds goroutines; the explicit stack bounds the Go stack. Each call is
+// one goroutine's whole share of the walk, metered as one.
 func (w *walker) walkFrom(fd int, ino uint64) {
+	tm := startThreadMeter(w.meter)
+	defer tm.stop()
 	st := walkStates.Get().(*walkState)
 	stack := pushFrame(st.stack[:0], fd, ino, nil)
 	defer func() {
@@ -209,6 +235,7 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 	}()
 	w.list(&stack[0], st.buf)
 	for len(stack) > 0 && w.ctx.Err() == nil {
+		tm.tick()
 		top := &stack[len(stack)-1]
 		if len(top.subdirs) == 0 {
 			done := top.fd
@@ -223,7 +250,7 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 		sub := top.subdirs[len(top.subdirs)-1]
 		top.subdirs = top.subdirs[:len(top.subdirs)-1]
 		name := top.names[sub.from:sub.to]
-		child, ok := w.enter(top.fd, name, sub.ino)
+		child, ok := w.enter(top.fd, name, sub)
 		if !ok {
 			continue
 		}
@@ -293,7 +320,9 @@ func (w *walker) list(f *frame, buf []byte) {
 				helpers.Add(1)
 				go func() {
 					defer func() { <-w.sem; helpers.Done() }()
+					tm := startThreadMeter(w.meter)
 					w.measure(f.fd, b.recs, &b.subfolders)
+					tm.stop()
 					if len(b.subdirs) > 0 {
 						mu.Lock()
 						found.add(&b.subfolders)
@@ -326,9 +355,14 @@ func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 		if reclen < 24 || reclen > len(recs) {
 			break // never from the kernel; stops a bad record looping forever
 		}
+		ino, typ := binary.NativeEndian.Uint64(recs[0:8]), recs[18]
 		name := recs[19:reclen] // NUL-terminated, then padding
 		recs = recs[reclen:]
 		if name[0] == '.' && (name[1] == 0 || name[1] == '.' && name[2] == 0) {
+			continue
+		}
+		if typ == unix.DT_DIR && w.direntInodes {
+			subs.addName(name, ino, true)
 			continue
 		}
 		if err := statx(fd, name, statxFlags, &stx); err != nil {
@@ -341,9 +375,7 @@ func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 		if stx.Mode&unix.S_IFMT == unix.S_IFDIR {
 			used += int64(stx.Blocks) * 512
 			inodes++
-			from := len(subs.names)
-			subs.names = append(subs.names, name[:bytes.IndexByte(name, 0)+1]...)
-			subs.subdirs = append(subs.subdirs, subdir{ino: stx.Ino, from: from, to: len(subs.names)})
+			subs.addName(name, stx.Ino, false)
 			continue
 		}
 		if stx.Nlink > 1 && !w.firstSight(stx.Ino) {
@@ -356,25 +388,66 @@ func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 	w.inodes.Add(inodes)
 }
 
-// enter opens the subfolder name (NUL-terminated) of the open folder parent. It
-// returns false when the subfolder cannot be walked: it vanished or changed
+// enter opens the subfolder sub, named name (NUL-terminated), of the open folder
+// parent. It returns false when the subfolder cannot be walked: it vanished or changed
 // (neither is an error: what the listing saw is counted) or it cannot be read
-// (counted as unreadable).
-func (w *walker) enter(parent int, name []byte, ino uint64) (int, bool) {
+// (counted as unreadable). A subfolder listed uncounted is counted here: from the
+// folder opened when it is the one listed, else from a statx of whatever its name
+// holds now, as the listing would have done (an unreadable folder's own blocks count,
+// as du counts them).
+func (w *walker) enter(parent int, name []byte, sub subdir) (int, bool) {
 	if testHookBeforeOpen != nil {
 		testHookBeforeOpen(string(name[:len(name)-1]))
 	}
-	fd, err := w.openVerified(parent, name, ino)
+	var stx unix.Statx_t
+	fd, err := w.openVerified(parent, name, sub.ino, &stx)
 	if err != nil {
 		w.noteError(err)
+		if sub.uncounted {
+			w.countByName(parent, name)
+		}
 		return -1, false
+	}
+	if sub.uncounted {
+		w.used.Add(int64(stx.Blocks) * 512)
+		w.inodes.Add(1)
 	}
 	return fd, true
 }
 
+// countByName counts the entry name (NUL-terminated) of the open folder parent as the
+// listing counts a file, whatever it is now; an entry gone is not counted.
+func (w *walker) countByName(parent int, name []byte) {
+	var stx unix.Statx_t
+	if err := statx(parent, name, statxFlags, &stx); err != nil || devOf(&stx) != w.rootDev {
+		return
+	}
+	if stx.Mode&unix.S_IFMT != unix.S_IFDIR && stx.Nlink > 1 && !w.firstSight(stx.Ino) {
+		return
+	}
+	w.used.Add(int64(stx.Blocks) * 512)
+	w.inodes.Add(1)
+}
+
+// direntsExact reports whether a filesystem, by its statfs type, lists every entry with
+// the inode number statx reports: ext4, XFS and tmpfs do, where the kubelet keeps
+// emptyDirs. Elsewhere (overlayfs without xino, for one) d_ino need not be st_ino, and
+// every entry is measured by a statx of its name before a folder is opened. The file
+// type getdents64 gives is only a hint either way: an entry it calls a folder that
+// opens as something else is counted by a statx of its name. A variable so that tests
+// can walk the other way too.
+var direntsExact = func(fsType int64) bool {
+	switch uint32(fsType) {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.TMPFS_MAGIC:
+		return true
+	}
+	return false
+}
+
 // openVerified opens the folder name (NUL-terminated) relative to the open folder
-// parent and checks that it is the inode ino of the walked filesystem.
-func (w *walker) openVerified(parent int, name []byte, ino uint64) (int, error) {
+// parent and checks that it is the inode ino of the walked filesystem; stx receives
+// the folder's statx.
+func (w *walker) openVerified(parent int, name []byte, ino uint64, stx *unix.Statx_t) (int, error) {
 	fd, err := openat(parent, name, dirFlags)
 	switch {
 	case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
@@ -382,12 +455,11 @@ func (w *walker) openVerified(parent int, name []byte, ino uint64) (int, error) 
 	case err != nil:
 		return -1, err
 	}
-	var stx unix.Statx_t
-	if err := statx(fd, emptyPath, unix.AT_EMPTY_PATH, &stx); err != nil {
+	if err := statx(fd, emptyPath, unix.AT_EMPTY_PATH, stx); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
-	if devOf(&stx) != w.rootDev || stx.Ino != ino {
+	if devOf(stx) != w.rootDev || stx.Ino != ino {
 		unix.Close(fd)
 		return -1, errChanged // another folder, or a mount, took its place
 	}
@@ -402,7 +474,8 @@ func (w *walker) openVerified(parent int, name []byte, ino uint64) (int, error) 
 func (w *walker) reopen(stack []frame, child int) {
 	top := &stack[len(stack)-1]
 	if child >= 0 {
-		if fd, err := w.openVerified(child, dotDot, top.ino); err == nil {
+		var stx unix.Statx_t
+		if fd, err := w.openVerified(child, dotDot, top.ino, &stx); err == nil {
 			top.fd = fd
 			return
 		}
@@ -413,7 +486,8 @@ func (w *walker) reopen(stack []frame, child int) {
 	}
 	fd := stack[anchor].fd
 	for i := anchor + 1; i < len(stack); i++ {
-		next, err := w.openVerified(fd, stack[i].name, stack[i].ino)
+		var stx unix.Statx_t
+		next, err := w.openVerified(fd, stack[i].name, stack[i].ino, &stx)
 		if fd != stack[anchor].fd {
 			closeFD(fd)
 		}

@@ -38,8 +38,8 @@ type Config struct {
 	// sizeLimit: it cannot trigger an eviction, so it needs no more than the kubelet's own
 	// cadence; 0 means every cycle.
 	UnlimitedInterval time.Duration
-	// CPUBudget bounds the exporter's CPU, as a share of one core, within which the
-	// collection of a VolumeSource starts walks (see cpuBudget); 0 means no bound.
+	// CPUBudget bounds the CPU the periodic walks of a VolumeSource spend, as a share of one
+	// core, counted on the threads that walk (see cpuBudget); 0 means no bound.
 	CPUBudget float64
 	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
 	// less: what a burst of walks may take at once; 0 means the budget's share of
@@ -50,8 +50,6 @@ type Config struct {
 	// before the scrapes of a regular scraper (see scrapeAligner); requests reach it through
 	// ScrapeHandler. Off, cycles keep the phase of their start.
 	AlignToScrapes bool
-	// ProcessCPU reads the CPU time the process has spent; nil means getrusage. For tests.
-	ProcessCPU func() time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -169,20 +167,20 @@ func New(cfg Config) (*Exporter, error) {
 		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
 			e.deferredWalks.WithLabelValues(r)
 		}
-		schedule := walkSchedule{unlimitedEvery: cfg.UnlimitedInterval}
-		if cfg.CPUBudget > 0 {
-			capacity := cfg.CPUBudgetCapacity
-			if capacity <= 0 {
-				capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
-			}
-			cpu := cfg.ProcessCPU
-			if cpu == nil {
-				cpu = processCPU
-			}
-			schedule.budget = newCPUBudget(cfg.CPUBudget, capacity, cpu, now)
+		schedule := walkSchedule{unlimitedEvery: cfg.UnlimitedInterval, budgetShare: cfg.CPUBudget,
+			budgetCapacity: cfg.CPUBudgetCapacity}
+		if schedule.budgetCapacity <= 0 {
+			schedule.budgetCapacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
 		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, schedule, now, e.noteMeasured,
-			func(reason string, n int) { e.deferredWalks.WithLabelValues(reason).Add(float64(n)) })
+			func(reason string, n int) { e.deferredWalks.WithLabelValues(reason).Add(float64(n)) },
+			func(p PodVolumes) (PodVolumes, bool) {
+				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
+				if err != nil {
+					return p, true // judged by the cycle's list
+				}
+				return cur, ok
+			})
 	}
 	return e, nil
 }
@@ -274,11 +272,8 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		if errors.Is(r.Err, errVolumeAbsent) {
 			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
-		if errors.Is(r.Err, errPending) && r.Volume.LimitBytes == nil && e.cfg.UnlimitedInterval > 0 {
-			// Its first walk runs in the background at the slow cadence, within the CPU budget
-			// (deferrals are counted): not measured yet is not a failure, on a node where pods
-			// come and go every cycle.
-			continue
+		if errors.Is(r.Err, errAwaitingSlowWalk) {
+			continue // not measured yet by design of the walk schedule (walkSchedule.unmeasured)
 		}
 		success = false
 		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {

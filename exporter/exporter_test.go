@@ -91,7 +91,7 @@ func fixture() (*collPods, *collSource, *time.Time) {
 func newTestExporter(t *testing.T, pods PodLister, src Source, now *time.Time) *Exporter {
 	t.Helper()
 	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now },
-		CPUBudget: 0.05, ProcessCPU: func() time.Duration { return 0 }})
+		CPUBudget: 0.05})
 	if err != nil {
 		t.Fatal(err)
 	}

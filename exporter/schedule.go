@@ -11,6 +11,8 @@ type volumeState struct {
 	inFlight bool
 	// started is when its last walk started; zero when it never did.
 	started time.Time
+	// seen is when a cycle first saw it.
+	seen time.Time
 	// usedBytes is what its last completed walk found; measured tells whether there was one.
 	usedBytes int64
 	measured  bool
@@ -24,30 +26,50 @@ type dueWalk struct {
 	vol Volume
 	key volumeKey
 	// cost is what the CPU budget must hold to start it: 0 (any credit) for a volume with
-	// a sizeLimit, the cost of its last walk for the others.
+	// a sizeLimit or an overdue one, the cost of its last walk for the others.
 	cost time.Duration
+	// background: a volume without a sizeLimit at its slow cadence, walked behind the cycle's
+	// back and published by the next one.
+	background bool
+	// wait: the cycle waits for its walk to publish it (a volume with a sizeLimit, or any
+	// when there is no slow cadence).
+	wait bool
 }
 
 // dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
 // first. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
-// nearest to its limit (by its last usage) goes first; before all, one never measured, and
-// then one whose last walk started unlimitedEvery ago or more (the longest unwalked first),
-// so that a budget too small for every limited volume defers those far from their limit
-// without starving them. A volume without a sizeLimit only feeds dashboards: it is due once
-// every unlimitedEvery, in the cycle nearest to that (tolerance is half a cycle, so that
-// timer jitter never pushes it a whole cycle late), after the limited ones, the longest
-// unwalked first. A volume whose walk is still in flight is not due.
+// nearest to its limit (by its last usage) goes first; before all, one never measured. A
+// volume without a sizeLimit only feeds dashboards: it is due once every unlimitedEvery, in
+// the cycle nearest to that (tolerance is half a cycle, so that timer jitter never pushes it
+// a whole cycle late), in the background after the limited ones, the longest unwalked first,
+// and only on credit that covers its last walk's cost.
+//
+// So that a budget too small for every walk defers without starving anyone, a volume
+// overdue goes right after the never-measured ones, the longest unwalked first, on any
+// credit: one with a sizeLimit whose last walk started unlimitedEvery ago or more, one
+// without whose last walk started (or, never walked, which was first seen) 2×unlimitedEvery
+// ago or more. Every volume is then walked at least every 2×unlimitedEvery (plus a cycle,
+// and the walks themselves) whenever the budget covers one walk of each in that time,
+// however the walks of volumes near their limit drain it. A volume whose walk is still in
+// flight is not due.
 func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedEvery, tolerance time.Duration) []dueWalk {
 	type candidate struct {
 		dueWalk
-		tier    int       // limited: 0 never measured, 1 overdue, 2 by urgency
+		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
 		urgency float64   // limited: usage/limit
 		started time.Time // when its last walk started
 	}
-	slow := func(s volumeState) bool { // its slow-cadence walk is due
-		return s.started.IsZero() || !now.Add(tolerance).Before(s.started.Add(unlimitedEvery))
+	since := func(s volumeState, d time.Duration) bool { // its last walk started d ago or more
+		return !now.Add(tolerance).Before(s.started.Add(d))
 	}
-	var limited, unlimited []candidate
+	slow := func(s volumeState) bool { return s.started.IsZero() || since(s, unlimitedEvery) }
+	overdue := func(s volumeState) bool { // a volume without a sizeLimit
+		if s.started.IsZero() {
+			s.started = s.seen
+		}
+		return unlimitedEvery > 0 && !s.started.IsZero() && since(s, 2*unlimitedEvery)
+	}
+	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			k := volumeKey{p.UID, v.Name}
@@ -55,8 +77,12 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			if s.inFlight {
 				continue
 			}
-			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k}, started: s.started}
+			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: v.LimitBytes != nil || unlimitedEvery == 0},
+				started: s.started}
 			switch {
+			case v.LimitBytes == nil && overdue(s):
+				c.tier = 1
+				limited = append(limited, c)
 			case v.LimitBytes != nil:
 				switch {
 				case !s.measured:
@@ -68,7 +94,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 				}
 				limited = append(limited, c)
 			case slow(s):
-				c.cost = s.cost
+				c.cost, c.background = s.cost, unlimitedEvery > 0
 				unlimited = append(unlimited, c)
 			}
 		}

@@ -30,6 +30,8 @@ func TestDueWalks(t *testing.T) {
 		tolerance      time.Duration
 		want           []string
 		wantCost       map[string]time.Duration
+		// wantBackground: the walks the cycle neither dispatches itself nor waits for
+		wantBackground []string
 	}{
 		{
 			name: "limited nearest to the limit first, never measured before all",
@@ -70,6 +72,23 @@ func TestDueWalks(t *testing.T) {
 			unlimitedEvery: time.Minute,
 			want:           []string{"half", "new-unlimited", "logs", "data"},
 			wantCost:       map[string]time.Duration{"half": 0, "new-unlimited": 0, "logs": 3 * time.Second, "data": time.Second},
+			wantBackground: []string{"new-unlimited", "logs", "data"},
+		},
+		{
+			name: "unlimited overdue by twice its cadence goes with the overdue limited ones, before the nearest to its limit, on any credit",
+			pods: volumes(limits, "full", "logs", "half", "new-logs", "old-new-logs", "data"),
+			state: map[string]volumeState{
+				"full":         {measured: true, usedBytes: 130, started: now.Add(-10 * time.Second)},
+				"half":         {measured: true, usedBytes: 50, started: now.Add(-70 * time.Second)},
+				"logs":         {measured: true, started: now.Add(-125 * time.Second), cost: 3 * time.Second},
+				"new-logs":     {seen: now.Add(-30 * time.Second)},
+				"old-new-logs": {seen: now.Add(-121 * time.Second)},
+				"data":         {measured: true, started: now.Add(-61 * time.Second), cost: time.Second},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"old-new-logs", "logs", "half", "full", "new-logs", "data"},
+			wantCost:       map[string]time.Duration{"logs": 0, "old-new-logs": 0, "data": time.Second},
+			wantBackground: []string{"new-logs", "data"},
 		},
 		{
 			name:           "tolerance: the cycle nearest to the cadence walks it, not the next one",
@@ -78,6 +97,7 @@ func TestDueWalks(t *testing.T) {
 			unlimitedEvery: time.Minute,
 			tolerance:      5 * time.Second,
 			want:           []string{"early"},
+			wantBackground: []string{"early"},
 		},
 		{
 			name:  "no cadence: every volume every cycle",
@@ -95,6 +115,12 @@ func TestDueWalks(t *testing.T) {
 				got = append(got, d.vol.Name)
 				if want, ok := tc.wantCost[d.vol.Name]; ok && d.cost != want {
 					t.Errorf("%s: cost %v, want %v", d.vol.Name, d.cost, want)
+				}
+				if d.background != slices.Contains(tc.wantBackground, d.vol.Name) {
+					t.Errorf("%s: background %v, want %v", d.vol.Name, d.background, !d.background)
+				}
+				if wantWait := d.vol.LimitBytes != nil || tc.unlimitedEvery == 0; d.wait != wantWait {
+					t.Errorf("%s: the cycle waits for it: %v, want %v", d.vol.Name, d.wait, wantWait)
 				}
 				if d.key != (volumeKey{d.pod.UID, d.vol.Name}) {
 					t.Errorf("%s: key %v does not name its pod and volume", d.vol.Name, d.key)

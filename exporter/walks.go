@@ -5,11 +5,18 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// errPending marks a volume whose first measurement has not completed yet.
+// errPending marks a volume whose first measurement has not completed yet, although due: a
+// failure of the cycle, until it completes.
 var errPending = errors.New("first measurement still running")
+
+// errAwaitingSlowWalk marks a volume without a sizeLimit whose first walk has not completed
+// yet: it runs in the background at the slow cadence, within the CPU budget (deferrals are
+// counted), so not measured yet is no failure, on a node where pods come and go every cycle.
+var errAwaitingSlowWalk = errors.New("first slow-cadence walk not completed yet")
 
 // Reasons a due walk was deferred to a later cycle, as the reason label spells them.
 const (
@@ -23,8 +30,19 @@ const (
 type walkSchedule struct {
 	// unlimitedEvery is how often a volume without a sizeLimit is walked; 0: every cycle.
 	unlimitedEvery time.Duration
-	// budget bounds the CPU the walks take; nil: unbounded.
-	budget *cpuBudget
+	// budgetShare bounds the CPU the walks take, as a share of one core (cpuBudget); 0: unbounded.
+	budgetShare float64
+	// budgetCapacity is the most CPU time the budget saves up.
+	budgetCapacity time.Duration
+}
+
+// unmeasured is the error of a volume none of whose walks has completed yet: one without a
+// sizeLimit at the slow cadence is not measured yet by design.
+func (s walkSchedule) unmeasured(v Volume) error {
+	if v.LimitBytes == nil && s.unlimitedEvery > 0 {
+		return errAwaitingSlowWalk
+	}
+	return errPending
 }
 
 // volumeWalks measures the volumes of a VolumeSource in the background, each with
@@ -37,7 +55,11 @@ type volumeWalks struct {
 	timeout  time.Duration
 	slots    chan struct{}
 	schedule walkSchedule
-	now      func() time.Time
+	// budget bounds the CPU the walks spend; nil: unbounded.
+	budget *cpuBudget
+	// cpu is the CPU time every periodic walk has spent, as its threads counted it.
+	cpu atomic.Int64
+	now func() time.Time
 	// dispatching is the previous cycle's background dispatch of walks of volumes without
 	// a sizeLimit; a cycle starts once it has ended.
 	dispatching sync.WaitGroup
@@ -45,6 +67,8 @@ type volumeWalks struct {
 	done func(VolumeResult)
 	// deferred receives the number of due walks a cycle did not start, by reason.
 	deferred func(reason string, n int)
+	// podNow is a pod as the informer knows it now; false when it is gone.
+	podNow func(PodVolumes) (PodVolumes, bool)
 
 	mu      sync.Mutex
 	running map[volumeKey]*inflight
@@ -52,8 +76,10 @@ type volumeWalks struct {
 	// Of each volume: when its last walk started, and the CPU time and usage its last
 	// successful walk found, which schedule the next ones.
 	started map[volumeKey]time.Time
-	cost    map[volumeKey]time.Duration
-	used    map[volumeKey]int64
+	// seen is when a cycle first saw each volume, from which one never walked is overdue.
+	seen map[volumeKey]time.Time
+	cost map[volumeKey]time.Duration
+	used map[volumeKey]int64
 }
 
 // inflight is the walk of one volume under way: a periodic one, or a live request's.
@@ -63,14 +89,23 @@ type inflight struct {
 }
 
 func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration, schedule walkSchedule,
-	now func() time.Time, done func(VolumeResult), deferred func(string, int)) *volumeWalks {
-	return &volumeWalks{
+	now func() time.Time, done func(VolumeResult), deferred func(string, int),
+	podNow func(PodVolumes) (PodVolumes, bool)) *volumeWalks {
+	w := &volumeWalks{
 		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), schedule: schedule,
-		now: now, done: done, deferred: deferred,
+		now: now, done: done, deferred: deferred, podNow: podNow,
 		running: map[volumeKey]*inflight{}, latest: map[volumeKey]VolumeResult{},
-		started: map[volumeKey]time.Time{}, cost: map[volumeKey]time.Duration{}, used: map[volumeKey]int64{},
+		started: map[volumeKey]time.Time{}, seen: map[volumeKey]time.Time{}, cost: map[volumeKey]time.Duration{},
+		used: map[volumeKey]int64{},
 	}
+	if schedule.budgetShare > 0 {
+		w.budget = newCPUBudget(schedule.budgetShare, schedule.budgetCapacity, w.cpuSpent, now)
+	}
+	return w
 }
+
+// cpuSpent is the CPU time every periodic walk has spent so far.
+func (w *volumeWalks) cpuSpent() time.Duration { return time.Duration(w.cpu.Load()) }
 
 // beginLive hands the volumes keys to a live walk that is about to start. A periodic walk
 // of them in flight is cancelled, since the live walk redoes its work and both would share
@@ -115,10 +150,11 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
 // in order: Err set when that walk failed (errVolumeAbsent when the volume is not there while
-// its pod is Settling), errPending when none has completed yet. With a
-// slow cadence for volumes without a sizeLimit, it returns once the walks of volumes with one
-// have ended, which an over-limit alert waits for: the others are started in the background
-// until cycleCtx's deadline, and published by the next cycle.
+// its pod is Settling), errPending or errAwaitingSlowWalk (walkSchedule.unmeasured) when none
+// has completed yet. With a slow cadence for volumes without a sizeLimit, it returns once the
+// walks of volumes with one have ended, which an over-limit alert waits for: the others
+// (overdue ones first, in the cycle's own order) are published by the next cycle, those on
+// time started in the background until cycleCtx's deadline.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
 func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
@@ -127,7 +163,16 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	w.mu.Lock()
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			current[volumeKey{p.UID, v.Name}] = true
+			k := volumeKey{p.UID, v.Name}
+			current[k] = true
+			if _, ok := w.seen[k]; !ok {
+				w.seen[k] = now
+			}
+		}
+	}
+	for k := range w.seen {
+		if !current[k] {
+			delete(w.seen, k)
 		}
 	}
 	for k := range w.latest {
@@ -145,13 +190,11 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	due := dueWalks(pods, w.state, now, w.schedule.unlimitedEvery, tolerance)
 	w.mu.Unlock()
 
-	limited, others := due, []dueWalk(nil)
-	if w.schedule.unlimitedEvery > 0 {
-		if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.vol.LimitBytes == nil }); i >= 0 {
-			limited, others = due[:i], due[i:]
-		}
+	foreground, others := due, []dueWalk(nil)
+	if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.background }); i >= 0 {
+		foreground, others = due[:i], due[i:]
 	}
-	started := w.dispatch(cycleCtx, walksCtx, limited, now)
+	started := w.dispatch(cycleCtx, walksCtx, foreground, now)
 	if len(others) > 0 {
 		// Until the cycle's deadline, not until cycle returns (Run then cancels cycleCtx).
 		ctx, cancel := walksCtx, context.CancelFunc(func() {})
@@ -182,7 +225,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			r, ok := w.latest[k]
 			switch {
 			case !ok:
-				r = VolumeResult{Err: errPending}
+				r = VolumeResult{Err: w.schedule.unmeasured(v)}
 			case p.Settling && r.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
 				// numbers would outlive the folder the kubelet has removed.
@@ -198,8 +241,9 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 }
 
 // dispatch starts the walks of due in order, each when a slot is free and the CPU budget
-// allows it, until ctx ends, and returns a channel per walk started, closed when it ends.
-// What it could not start is deferred to a later cycle and counted.
+// allows it, until ctx ends, and returns a channel per walk started that the cycle waits
+// for (dueWalk.wait), closed when it ends. What it could not start is deferred to a later
+// cycle and counted.
 func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time) []chan struct{} {
 	var started []chan struct{}
 	budgetDeferred := 0
@@ -221,14 +265,10 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 				return started
 			}
 		}
-		var cost *walkCost
-		if b := w.schedule.budget; b != nil {
-			var ok bool
-			if cost, ok = b.start(d.cost); !ok {
-				<-w.slots
-				budgetDeferred++
-				continue
-			}
+		if w.budget != nil && !w.budget.allows(d.cost) {
+			<-w.slots
+			budgetDeferred++
+			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)
 		f := &inflight{done: make(chan struct{}), cancel: cancel}
@@ -236,10 +276,28 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 		w.running[d.key] = f
 		w.started[d.key] = now
 		w.mu.Unlock()
-		started = append(started, f.done)
-		go w.walk(wctx, d, cost, f)
+		if d.wait {
+			started = append(started, f.done)
+		}
+		go w.walk(wctx, d, f)
 	}
 	return started
+}
+
+// absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
+// the cycle listed it: a walk may start well after the cycle's list (the walks before it,
+// the CPU budget), and a pod deleted meanwhile has its volumes torn down while the list
+// still shows it running.
+func (w *volumeWalks) absent(p PodVolumes, err error) error {
+	if err = absentWhileSettling(p, err); err == nil || errors.Is(err, errVolumeAbsent) ||
+		reasonOf(err) != ReasonNotFound || w.podNow == nil {
+		return err
+	}
+	now, ok := w.podNow(p)
+	if !ok || now.UID != p.UID {
+		return errVolumeAbsent // deleted, or replaced by a pod of the same name
+	}
+	return absentWhileSettling(now, err)
 }
 
 // volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
@@ -257,13 +315,15 @@ func (w *volumeWalks) gone(p PodVolumes, v Volume) bool {
 func (w *volumeWalks) state(k volumeKey) volumeState {
 	_, inFlight := w.running[k]
 	used, measured := w.used[k]
-	return volumeState{inFlight: inFlight, started: w.started[k], cost: w.cost[k], usedBytes: used, measured: measured}
+	return volumeState{inFlight: inFlight, started: w.started[k], seen: w.seen[k], cost: w.cost[k],
+		usedBytes: used, measured: measured}
 }
 
-// walk measures one volume, holding a slot taken by cycle, within its own timeout; cost,
-// when a budget is set, collects the CPU time of the walk. A walk whose context ends early
-// (shutdown, or a live walk took the volume over) leaves no result.
-func (w *volumeWalks) walk(ctx context.Context, d dueWalk, cost *walkCost, f *inflight) {
+// walk measures one volume, holding a slot taken by cycle, within its own timeout, and charges
+// the CPU time its threads spend to w.cpu, which the budget drains, also when it fails or is
+// cut short. A walk whose context ends early (shutdown, or a live walk took the volume over)
+// leaves no result.
+func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 	defer func() {
 		w.mu.Lock()
 		if w.running[d.key] == f {
@@ -274,15 +334,13 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, cost *walkCost, f *in
 		close(f.done)
 	}()
 	defer func() { <-w.slots }()
-	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
+	meter := &cpuMeter{total: &w.cpu}
+	walkCtx, cancel := context.WithTimeout(withCPUMeter(ctx, meter), w.timeout)
 	defer cancel()
 	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol)
-	r.Err = absentWhileSettling(d.pod, r.Err)
-	var spent time.Duration
-	if cost != nil {
-		spent = w.schedule.budget.end(cost)
-	}
+	r.Err = w.absent(d.pod, r.Err)
+	spent := meter.spent()
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}

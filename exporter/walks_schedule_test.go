@@ -2,22 +2,21 @@ package exporter
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// costlySource is a VolumeSource whose every walk spends walkCPU of a fake process CPU
-// clock, finds used[volume] bytes, and is recorded in order.
+// costlySource is a VolumeSource whose every walk charges walkCPU to its CPU meter, finds
+// used[volume] bytes, and is recorded in order.
 type costlySource struct {
 	clock   *clock
 	walkCPU time.Duration
 	used    map[string]int64
-	cpu     atomic.Int64
 
 	mu     sync.Mutex
 	walked []string
@@ -29,16 +28,16 @@ func (s *costlySource) Measure(ctx context.Context, pods []PodVolumes) []VolumeR
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
-func (s *costlySource) MeasureVolume(_ context.Context, _ PodVolumes, v Volume) (Measurement, error) {
-	s.cpu.Add(int64(s.walkCPU))
+func (s *costlySource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume) (Measurement, error) {
+	if m := cpuMeterOf(ctx); m != nil {
+		m.add(s.walkCPU)
+	}
 	s.mu.Lock()
 	s.walked = append(s.walked, v.Name)
 	s.mu.Unlock()
 	at := s.clock.Now()
 	return Measurement{UsedBytes: s.used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
 }
-
-func (s *costlySource) processCPU() time.Duration { return time.Duration(s.cpu.Load()) }
 
 // takeWalked returns the volumes walked since the last call, in order.
 func (s *costlySource) takeWalked() string {
@@ -96,7 +95,7 @@ func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
 	pods := &collPods{synced: true, pods: volumes(map[string]int64{"far": 100, "near": 100}, "far", "near", "logs")}
 	// 5 % of a core: 500ms per 10 s cycle, one walk's worth, saving up at most 1 s.
 	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
-		UnlimitedInterval: time.Minute, CPUBudget: 0.05, CPUBudgetCapacity: time.Second, ProcessCPU: src.processCPU})
+		UnlimitedInterval: time.Minute, CPUBudget: 0.05, CPUBudgetCapacity: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,4 +210,103 @@ func settle(t *testing.T, e *Exporter) {
 	t.Helper()
 	e.walks.dispatching.Wait()
 	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+}
+
+// TestCPUBudgetChargesOnlyWalks: the budget is drained by what the walks' threads spend, not
+// by the rest of the process (scrapes, live measurements, the runtime), which it cannot
+// defer: a process busy between cycles still walks its limited volume every cycle.
+func TestCPUBudgetChargesOnlyWalks(t *testing.T) {
+	clk := &clock{t: t0}
+	src := &costlySource{clock: clk, walkCPU: 50 * time.Millisecond, used: map[string]int64{"near": 90}}
+	pods := &collPods{synced: true, pods: volumes(map[string]int64{"near": 100}, "near")}
+	// 1 % of a core: 100ms per 10 s cycle, saving up at most 100ms; a walk costs 50ms.
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.01, CPUBudgetCapacity: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walked []string
+	for range 3 {
+		e.Refresh(context.Background())
+		settle(t, e)
+		walked = append(walked, src.takeWalked())
+		burnCPU(t, 300*time.Millisecond) // three cycles' worth of budget, spent outside the walks
+		clk.Add(10 * time.Second)
+	}
+	if want := []string{"near", "near", "near"}; !slices.Equal(walked, want) {
+		t.Errorf("walks per cycle %q, want %q", walked, want)
+	}
+	want := `
+# HELP emptydir_exporter_walk_cpu_seconds_total CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.
+# TYPE emptydir_exporter_walk_cpu_seconds_total counter
+emptydir_exporter_walk_cpu_seconds_total{node="node-1"} 0.15
+# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# TYPE emptydir_exporter_walks_deferred_total counter
+emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 0
+emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 0
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_exporter_walk_cpu_seconds_total",
+		"emptydir_exporter_walks_deferred_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// burnCPU spins until the process has spent d more CPU time.
+func burnCPU(t *testing.T, d time.Duration) {
+	t.Helper()
+	until := processCPU(t) + d
+	x := 0
+	for processCPU(t) < until {
+		for i := range 100000 {
+			x += i
+		}
+	}
+	_ = x
+}
+
+// TestNoVolumeStarvesUnderTightBudget: when the walks of volumes with a sizeLimit take
+// nearly the whole budget, every volume is still walked at least every 2×UnlimitedInterval
+// (plus a cycle), the one without a sizeLimit too, and the one nearest to its limit keeps the
+// fast interval but in the cycles an overdue walk took the credit.
+func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
+	clk := &clock{t: t0}
+	src := &costlySource{clock: clk, walkCPU: 100 * time.Millisecond,
+		used: map[string]int64{"near": 90, "far": 10, "logs": 1}}
+	pods := &collPods{synced: true, pods: volumes(map[string]int64{"near": 100, "far": 100}, "near", "far", "logs")}
+	// 1.5 % of a core: 150ms per 10 s cycle, saving up at most 150ms; a walk costs 100ms.
+	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.015, CPUBudgetCapacity: 150 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cycles = 40
+	last := map[string]int{}
+	gaps := map[string]int{} // longest, in cycles
+	var sequence []string
+	for c := range cycles {
+		e.Refresh(context.Background())
+		settle(t, e)
+		w := src.takeWalked()
+		sequence = append(sequence, w)
+		for _, v := range strings.Split(w, ",") {
+			if v == "" {
+				continue
+			}
+			if p, ok := last[v]; ok {
+				gaps[v] = max(gaps[v], c-p)
+			}
+			last[v] = c
+		}
+		clk.Add(10 * time.Second)
+	}
+	t.Logf("walks per cycle: %q", sequence)
+	for _, v := range []string{"near", "far", "logs"} {
+		gaps[v] = max(gaps[v], cycles-1-last[v])
+		if gaps[v] > 13 { // 2×1m + one 10 s cycle
+			t.Errorf("%s went %d cycles unwalked, want at most 13", v, gaps[v])
+		}
+	}
+	if gaps["near"] > 2 {
+		t.Errorf("the volume nearest to its limit went %d cycles unwalked, want at most 2", gaps["near"])
+	}
 }

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -85,5 +86,50 @@ emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source
 `
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes", "emptydir_exporter_measurement_errors_total"); err != nil {
 		t.Errorf("the cycle after the live walk (the cancelled walk is no error): %v", err)
+	}
+}
+
+// tearingSource is a VolumeSource whose volume folders are gone, and which plays the pod
+// being deleted (change) while the walk runs, after the cycle listed it as running.
+type tearingSource struct{ change func() }
+
+func (s *tearingSource) Name() string { return "filesystem" }
+func (s *tearingSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+	return measureEach(ctx, pods, s.MeasureVolume)
+}
+func (s *tearingSource) MeasureVolume(context.Context, PodVolumes, Volume) (Measurement, error) {
+	s.change()
+	return Measurement{}, fsError(&fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist})
+}
+
+// TestVolumeTornDownDuringItsWalk: a pod deleted after the cycle listed it, whose volumes
+// the kubelet tears down before the walk opens them, is judged by what the informer knows
+// when the walk ends: terminating or gone, its missing volume is no measurement error; still
+// running, it is one.
+func TestVolumeTornDownDuringItsWalk(t *testing.T) {
+	running := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", Volumes: []Volume{{Name: "data", Medium: MediumDisk}}}
+	tests := []struct {
+		name       string
+		now        []PodVolumes // the informer's pods once the walk runs
+		wantErrors float64
+	}{
+		{"terminating", []PodVolumes{func() PodVolumes { p := running; p.Settling = true; return p }()}, 0},
+		{"deleted", nil, 0},
+		{"recreated under its name", []PodVolumes{func() PodVolumes { p := running; p.UID = "uid-2"; return p }()}, 0},
+		{"still running", []PodVolumes{running}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pods := &collPods{synced: true, pods: []PodVolumes{running}}
+			src := &tearingSource{change: func() { pods.mu.Lock(); pods.pods = tc.now; pods.mu.Unlock() }}
+			e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: (&clock{t: t0}).Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.walks.cycle(context.Background(), context.Background(), []PodVolumes{running}, 0)
+			if got := testutil.ToFloat64(e.measureErrors.WithLabelValues("filesystem", ReasonNotFound)); got != tc.wantErrors {
+				t.Errorf("not_found errors %v, want %v", got, tc.wantErrors)
+			}
+		})
 	}
 }

@@ -118,7 +118,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(cfg.volumeTimeout)).DurationVar(&cfg.volumeTimeout)
 	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction, at least --collection.interval (source filesystem); volumes with one are walked every --collection.interval.").
 		Default(def(cfg.unlimitedInterval)).DurationVar(&cfg.unlimitedInterval)
-	app.Flag("collection.cpu-budget", "CPU the exporter may spend, as a share of one core, within which the collection starts walks, nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
+	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
 		Default(def(cfg.cpuBudget)).Float64Var(&cfg.cpuBudget)
 	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
 		StringVar(&cfg.kubeletURL)

@@ -443,12 +443,11 @@ func startChurnExporter(ctx context.Context, t *testing.T, c *cluster.Cluster, b
 	framework.StartInNetns(t, c, "exporter-churn-"+node, bin,
 		"--node.name="+node, "--kubeconfig="+c.KubeconfigPath(), "--collection.source=filesystem",
 		"--kubelet.root-dir="+rootDir, "--collection.interval="+churnInterval.String(),
-		// Every volume every cycle, unbudgeted: this test follows series through churn, and
-		// fills a volume after its pod starts. At a 1 s interval and 4 scrapes a second the
-		// default budget (5 % of a core) would defer the volumes without a sizeLimit, by
-		// design and counted (TestCPUBudgetDefersWalksAndSaysSo); their slow cadence would
-		// keep a pre-fill walk for a minute (TestUnlimitedVolumesAtSlowCadence).
-		"--collection.unlimited-interval="+churnInterval.String(), "--collection.cpu-budget=0",
+		// Every volume every cycle, within the default CPU budget (it charges the walks only,
+		// not the 4 scrapes a second): this test follows series through churn, and fills a
+		// volume after its pod starts, which the slow cadence would keep at its pre-fill walk
+		// for a minute (TestUnlimitedVolumesAtSlowCadence).
+		"--collection.unlimited-interval="+churnInterval.String(),
 		"--web.listen-address="+addr)
 	ex := &churnScraper{url: "http://" + addr + "/metrics", node: node,
 		// No kept-alive connections: each would hold a goroutine in the exporter.

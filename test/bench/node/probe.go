@@ -18,6 +18,8 @@ type usage struct {
 	mallocs     uint64
 	allocBytes  uint64
 	peakRSSByte int64
+	// walkCPU is the CPU the exporter's walks charged (emptydir_exporter_walk_cpu_seconds_total), where read.
+	walkCPU time.Duration
 }
 
 // probe marks the start of a measured phase: it resets the process's peak RSS (where the
