@@ -64,6 +64,8 @@ type node struct {
 	source  *countingSource
 	reg     *prometheus.Registry
 	metrics http.Handler
+	// usedDesc is emptydir_used_bytes' Desc, found once by usedBytes.
+	usedDesc *prometheus.Desc
 }
 
 // schedule is how an exporter under test walks: the defaults, or the old behaviour.
@@ -135,12 +137,22 @@ func (n *node) volumeValues(name string) (map[string]float64, error) {
 // caller): the benchmark's own polls, which the exporter's share leaves out.
 func (n *node) usedBytes(key string, series int) (float64, time.Duration, error) {
 	start := threadCPU()
+	if n.usedDesc == nil {
+		descs := make(chan *prometheus.Desc, series)
+		n.exp.Describe(descs)
+		close(descs)
+		for d := range descs {
+			if strings.Contains(d.String(), `"emptydir_used_bytes"`) {
+				n.usedDesc = d
+			}
+		}
+	}
 	ch := make(chan prometheus.Metric, series)
 	n.exp.Collect(ch)
 	close(ch)
 	used := -1.0
 	for m := range ch {
-		if !strings.Contains(m.Desc().String(), `"emptydir_used_bytes"`) {
+		if m.Desc() != n.usedDesc {
 			continue
 		}
 		var d dto.Metric
