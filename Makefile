@@ -108,7 +108,7 @@ bench-detect: deps k8s-binaries build
 
 # One busy node (110 pods × 3 emptyDirs, 1M files, cached under /var/tmp/emptydir-guard-bench):
 # ours at the defaults against the exporter's old every-volume cycle and the kubelet's walk;
-# writes docs/performance.md, section node. About 9 minutes (the first run also generates the tree).
+# writes docs/performance.md, section node. About 11 minutes (the first run also generates the tree).
 .PHONY: bench-node
 bench: bench-node
 bench-node:

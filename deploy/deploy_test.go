@@ -950,15 +950,25 @@ func TestKustomizeBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + rel + "]\ncomponents:\n"
+	// kubelet-source patches the exporter's PodMonitor, so it comes after monitoring (as its
+	// kustomization.yaml says): kustomize applies components in the order listed.
+	var ordered []string
 	for _, c := range comps {
-		k += "  - " + rel + "/components/" + c.Name() + "\n"
+		if c.Name() != "kubelet-source" {
+			ordered = append(ordered, c.Name())
+		}
+	}
+	ordered = append(ordered, "kubelet-source")
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + rel + "]\ncomponents:\n"
+	for _, c := range ordered {
+		k += "  - " + rel + "/components/" + c + "\n"
 	}
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	full := kustomize(t, overlay, "--load-restrictor=LoadRestrictionsNone")
 	got := strings.Join(names(full), " ")
+	collection := ""
 	for _, want := range []string{"PodMonitor/emptydir-exporter", "PodMonitor/emptydir-remediator", "PrometheusRule/emptydir-guard",
 		"ClusterRole/emptydir-exporter-kubelet", "ClusterRoleBinding/emptydir-exporter-kubelet"} {
 		if !strings.Contains(got, want) {
@@ -970,10 +980,15 @@ func TestKustomizeBuild(t *testing.T) {
 			if v, _ := argValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.source"); v != "kubelet" {
 				t.Errorf("kubelet-source component: exporter args %v", ds.Spec.Template.Spec.Containers[0].Args)
 			}
+			collection, _ = argValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.interval")
 		}
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "PodMonitor" {
 			checkPodMonitor(t, u, loadBase(t))
 		}
+	}
+	// Scraped at its collection interval: faster would only repeat the kubelet's samples.
+	if got := exporterScrapeInterval(t, full); got != collection || got != "30s" {
+		t.Errorf("kubelet-source component: exporter scraped every %q, collected every %q; want both 30s", got, collection)
 	}
 	// The kubelet-source component grants what the kubelet asks for /stats/summary.
 	if !allowed(full, "emptydir-exporter", perm{"", "", "nodes/stats", "get"}) {
@@ -982,6 +997,23 @@ func TestKustomizeBuild(t *testing.T) {
 	if allowed(full, "emptydir-exporter", perm{"", "", "nodes/proxy", "get"}) {
 		t.Error("kubelet-source component grants nodes/proxy, which the direct kubelet URL does not need")
 	}
+}
+
+// exporterScrapeInterval is the interval of the exporter's PodMonitor endpoint.
+func exporterScrapeInterval(t *testing.T, objs []runtime.Object) string {
+	t.Helper()
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "PodMonitor" && u.GetName() == "emptydir-exporter" {
+			eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "podMetricsEndpoints")
+			if len(eps) != 1 {
+				t.Fatalf("PodMonitor emptydir-exporter: %d endpoints, want 1", len(eps))
+			}
+			interval, _ := eps[0].(map[string]any)["interval"].(string)
+			return interval
+		}
+	}
+	t.Fatal("no PodMonitor emptydir-exporter")
+	return ""
 }
 
 // checkPodMonitor: its selector picks the pods of one workload and its port is theirs.

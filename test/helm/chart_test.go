@@ -2,6 +2,7 @@ package helmchart_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -207,32 +209,50 @@ func TestSchemaRejectsTypos(t *testing.T) {
 	}
 }
 
-// TestKubeletSourceComponentMatchesTheChart: the kustomize component's args patch (written by
-// hand: a JSON patch is not a manifest the chart can render) gives the exporter the arguments
-// the chart gives it for exporter.source=kubelet.
+// TestKubeletSourceComponentMatchesTheChart: the kustomize component's patches (written by
+// hand: a JSON patch is not a manifest the chart can render) give the exporter the arguments,
+// and its PodMonitor the scrape interval, the chart gives them for exporter.source=kubelet.
 func TestKubeletSourceComponentMatchesTheChart(t *testing.T) {
 	k, err := deploy.ReadKustomization("components/kubelet-source")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var patched []string
+	var patchedArgs []string
+	var patchedInterval string
 	for _, p := range k.Patches {
 		var ops []struct {
-			Path  string   `json:"path"`
-			Value []string `json:"value"`
+			Path  string          `json:"path"`
+			Value json.RawMessage `json:"value"`
 		}
 		if err := yaml.Unmarshal([]byte(p.Patch), &ops); err != nil {
 			t.Fatal(err)
 		}
 		for _, op := range ops {
-			if p.Target.Kind == "DaemonSet" && op.Path == "/spec/template/spec/containers/0/args" {
-				patched = op.Value
+			switch {
+			case p.Target.Kind == "DaemonSet" && op.Path == "/spec/template/spec/containers/0/args":
+				err = json.Unmarshal(op.Value, &patchedArgs)
+			case p.Target.Kind == "PodMonitor" && p.Target.Name == "emptydir-exporter" && op.Path == "/spec/podMetricsEndpoints/0/interval":
+				err = json.Unmarshal(op.Value, &patchedInterval)
+			}
+			if err != nil {
+				t.Fatalf("components/kubelet-source, patch of %s: %v", op.Path, err)
 			}
 		}
 	}
-	r := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"source": "kubelet"}}))
+	r := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"source": "kubelet"}, "podMonitor": map[string]any{"enabled": true}}))
 	want := exporterDS(t, r, "emptydir-exporter").Spec.Template.Spec.Containers[0].Args
-	if !slices.Equal(patched, want) {
-		t.Errorf("components/kubelet-source patches the exporter's args to\n %v\nthe chart renders for source kubelet\n %v", patched, want)
+	if !slices.Equal(patchedArgs, want) {
+		t.Errorf("components/kubelet-source patches the exporter's args to\n %v\nthe chart renders for source kubelet\n %v", patchedArgs, want)
+	}
+	pm := find[*unstructured.Unstructured](r, "emptydir-exporter")
+	if pm == nil || pm.GetKind() != "PodMonitor" {
+		t.Fatalf("no PodMonitor emptydir-exporter in %v", kindNames(r))
+	}
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(eps) != 1 {
+		t.Fatalf("PodMonitor emptydir-exporter: %d endpoints, want 1", len(eps))
+	}
+	if want := eps[0].(map[string]any)["interval"]; patchedInterval != want {
+		t.Errorf("components/kubelet-source patches the exporter's scrape interval to %q, the chart renders %v for source kubelet", patchedInterval, want)
 	}
 }

@@ -50,13 +50,16 @@ func overLimitEvaluation(t *testing.T) time.Duration {
 // collection interval (so the cycle aligns just before the scrapes, see docs/metrics.md) and
 // no slower than 5s (every eviction waits for that scrape, see docs/performance.md), while
 // EmptyDirOverLimit is evaluated at most every half of that, and the remediator keeps the
-// slower interval; with the PodMonitors and the ServiceMonitors.
+// slower interval; with the PodMonitors and the ServiceMonitors. With the kubelet source
+// (collected every 30s) the exporter is scraped at its collection interval, not faster.
 func TestMonitorIntervals(t *testing.T) {
-	for _, monitor := range []struct{ values, kind, endpoints string }{
-		{"podMonitor: {enabled: true}", "PodMonitor", "podMetricsEndpoints"},
-		{"serviceMonitor: {enabled: true}", "ServiceMonitor", "endpoints"},
+	for _, monitor := range []struct{ name, values, kind, endpoints string }{
+		{"PodMonitor", "podMonitor: {enabled: true}", "PodMonitor", "podMetricsEndpoints"},
+		{"ServiceMonitor", "serviceMonitor: {enabled: true}", "ServiceMonitor", "endpoints"},
+		{"PodMonitor/kubelet-source", "{podMonitor: {enabled: true}, exporter: {source: kubelet}}", "PodMonitor", "podMetricsEndpoints"},
+		{"ServiceMonitor/kubelet-source", "{serviceMonitor: {enabled: true}, exporter: {source: kubelet}}", "ServiceMonitor", "endpoints"},
 	} {
-		t.Run(monitor.kind, func(t *testing.T) {
+		t.Run(monitor.name, func(t *testing.T) {
 			r := release("guard")
 			if err := yaml.Unmarshal([]byte(monitor.values), &r.Values); err != nil {
 				t.Fatal(err)
@@ -83,8 +86,11 @@ func TestMonitorIntervals(t *testing.T) {
 				return d
 			}
 			exp, rem := interval("guard-emptydir-exporter"), interval("guard-emptydir-remediator")
-			if exp%collection != 0 || exp > 5*time.Second {
-				t.Errorf("exporter scraped every %v: want a multiple of its --collection.interval=%v, at most 5s", exp, collection)
+			if exp%collection != 0 || exp > max(5*time.Second, collection) {
+				t.Errorf("exporter scraped every %v: want a multiple of its --collection.interval=%v, at most 5s or that interval", exp, collection)
+			}
+			if exp < collection {
+				t.Errorf("exporter scraped every %v, faster than its --collection.interval=%v: the extra scrapes repeat its samples", exp, collection)
 			}
 			// The alert's own evaluation interval: below half the exporter's scrape, so
 			// the wait from the scrape to the firing evaluation is not a second scrape.

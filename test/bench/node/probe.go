@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,15 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// threadCPU is the CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime: %v", err))
+	}
+	return time.Duration(ts.Nano())
+}
+
 // peakRSS is the process's peak resident set size since the last reset (VmHWM).
 func peakRSS() int64 {
 	f, err := os.Open("/proc/self/status")
@@ -84,3 +94,16 @@ func loadAverage() string {
 
 func numCPU() int       { return runtime.NumCPU() }
 func goVersion() string { return runtime.Version() }
+
+// cpuProfile writes the process's CPU profile to path until the returned stop is called.
+func cpuProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
