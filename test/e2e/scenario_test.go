@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/dashboards"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
@@ -491,31 +492,31 @@ func requireNotEvicted(ctx context.Context, t *testing.T, c *cluster.Cluster, p 
 func checkDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack, vars map[string]string) {
 	t.Helper()
 	qs := framework.DashboardExprs(t)
-	deadline := time.Now().Add(90 * time.Second)
+	// One deadline for all queries: a query tried after it still gets its one try.
+	dctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
 	var noData, nanOnly []string
 	for _, q := range qs {
 		expr := dashboards.Substitute(q.Expr, vars)
-		for {
-			res, err := mon.Query(ctx, expr)
-			if err != nil {
-				t.Errorf("%s / %s: %v", q.Dashboard, q.Panel, err)
-				break
+		var res []monitoring.Sample
+		var queryErr error
+		err := wait.PollUntilContextCancel(dctx, time.Second, true, func(context.Context) (bool, error) {
+			res, queryErr = mon.Query(ctx, expr)
+			return queryErr != nil || len(res) > 0, nil
+		})
+		switch {
+		case queryErr != nil:
+			t.Errorf("%s / %s: %v", q.Dashboard, q.Panel, queryErr)
+		case err != nil:
+			noData = append(noData, fmt.Sprintf("%s / %s: %s", q.Dashboard, q.Panel, expr))
+		default:
+			nan := true
+			for _, r := range res {
+				nan = nan && math.IsNaN(r.Value)
 			}
-			if len(res) > 0 {
-				nan := true
-				for _, r := range res {
-					nan = nan && math.IsNaN(r.Value)
-				}
-				if nan {
-					nanOnly = append(nanOnly, fmt.Sprintf("%s / %s", q.Dashboard, q.Panel))
-				}
-				break
+			if nan {
+				nanOnly = append(nanOnly, fmt.Sprintf("%s / %s", q.Dashboard, q.Panel))
 			}
-			if time.Now().After(deadline) {
-				noData = append(noData, fmt.Sprintf("%s / %s: %s", q.Dashboard, q.Panel, expr))
-				break
-			}
-			time.Sleep(time.Second)
 		}
 	}
 	if len(noData) > 0 {
