@@ -278,7 +278,8 @@ func scenarioBothEnforce(t *testing.T) []timing {
 		t.Errorf("seed pod: terminating=%v failed=%v reason=%q message=%q: evicted by nobody known", term, failed, reason, msg)
 	}
 
-	// The kubelet on its own, at its defaults.
+	// The kubelet on its own, at its defaults: the e2e package's one pin of the kubelet
+	// behaviour the project stands in for (Failed/Evicted with its own message, no API call).
 	framework.Eventually(t, evictionDeadline, time.Second, "kubelet evicts the pod in the denied namespace", func() (bool, string) {
 		_, failed, gone, reason, msg := trKub.Snapshot()
 		return !failed.IsZero() || !gone.IsZero(), fmt.Sprintf("reason=%q message=%q", reason, msg)
