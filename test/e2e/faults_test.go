@@ -547,25 +547,26 @@ func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUn
 	watched := make(chan republish, 1)
 	go func() {
 		var r republish
+		var scrapeErr error
 		err := wait.PollUntilContextTimeout(f.ctx, 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			fams, err := f.scrapeExporter()
-			if err != nil { // the port is open before the handler serves: retry
-				return false, nil
+			scrapeErr = err // the port is open before the handler serves: retry
+			if err == nil {
+				switch u, ok := used(fams, bigUnder); {
+				case !ok:
+					r.absent++
+				case u != wantUnder:
+					return false, fmt.Errorf("new exporter published big-under = %d, not du's %d: a partial value", u, wantUnder)
+				default:
+					r.at = time.Now()
+					return true, nil
+				}
 			}
-			u, ok := used(fams, bigUnder)
-			switch {
-			case !ok:
-				r.absent++
-				return false, nil
-			case u != wantUnder:
-				return false, fmt.Errorf("new exporter published big-under = %d, not du's %d: a partial value", u, wantUnder)
-			default:
-				r.at = time.Now()
-				return true, nil
-			}
+			return false, nil
 		})
 		if wait.Interrupted(err) {
-			err = fmt.Errorf("new exporter did not publish big-under within 2m (absent in %d scrapes): %w", r.absent, err)
+			// The last scrape's error too, if it failed: the exporter may never have served.
+			err = fmt.Errorf("new exporter did not publish big-under within 2m (absent in %d scrapes): %w", r.absent, errors.Join(err, scrapeErr))
 		}
 		r.err = err
 		watched <- r

@@ -450,19 +450,20 @@ func deployPodFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster
 func deployWaitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
+	var lastGetErr error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := c.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		last = p
-		for _, cond := range p.Status.Conditions {
-			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
-				return true, nil
+		lastGetErr = err
+		if err == nil {
+			last = p
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
+					return true, nil
+				}
 			}
-		}
-		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-			return false, fmt.Errorf("phase %s, which never becomes Ready", p.Status.Phase)
+			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+				return false, fmt.Errorf("phase %s, which never becomes Ready", p.Status.Phase)
+			}
 		}
 		return false, nil
 	})
@@ -470,6 +471,9 @@ func deployWaitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod 
 		return last
 	}
 	var b strings.Builder
+	if lastGetErr != nil {
+		fmt.Fprintf(&b, "last get: %v\n", lastGetErr)
+	}
 	if last != nil {
 		st, _ := json.MarshalIndent(last.Status, "", "  ")
 		fmt.Fprintf(&b, "status: %s\n", st)

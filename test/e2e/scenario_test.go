@@ -500,16 +500,18 @@ func checkDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack, v
 	for _, q := range qs {
 		expr := dashboards.Substitute(q.Expr, vars)
 		var res []monitoring.Sample
-		var queryErr error
 		err := wait.PollUntilContextCancel(dctx, time.Second, true, func(context.Context) (bool, error) {
-			res, queryErr = mon.Query(ctx, expr)
-			return queryErr != nil || len(res) > 0, nil
+			var err error
+			if res, err = mon.Query(ctx, expr); err != nil {
+				return false, fmt.Errorf("%s / %s: %w", q.Dashboard, q.Panel, err)
+			}
+			return len(res) > 0, nil
 		})
 		switch {
-		case queryErr != nil:
-			t.Errorf("%s / %s: %v", q.Dashboard, q.Panel, queryErr)
-		case err != nil:
+		case wait.Interrupted(err):
 			noData = append(noData, fmt.Sprintf("%s / %s: %s", q.Dashboard, q.Panel, expr))
+		case err != nil:
+			t.Error(err)
 		default:
 			nan := true
 			for _, r := range res {
