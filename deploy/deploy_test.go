@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 )
 
@@ -40,16 +41,10 @@ func loadBase(t *testing.T) manifests {
 	return manifests{objs}
 }
 
+// find is the object of type T named name, or T's zero value.
 func find[T runtime.Object](m manifests, name string) T {
-	var zero T
-	for _, o := range m.objs {
-		if v, ok := o.(T); ok {
-			if acc, ok := o.(metav1.Object); ok && acc.GetName() == name {
-				return v
-			}
-		}
-	}
-	return zero
+	v, _ := deploy.Find[T](m.objs, name)
+	return v
 }
 
 func all[T runtime.Object](m manifests) []T {
@@ -64,20 +59,12 @@ func all[T runtime.Object](m manifests) []T {
 
 func exporterDS(t *testing.T, m manifests) *appsv1.DaemonSet {
 	t.Helper()
-	ds := find[*appsv1.DaemonSet](m, "emptydir-exporter")
-	if ds == nil {
-		t.Fatal("no DaemonSet emptydir-exporter")
-	}
-	return ds
+	return deploytest.MustFind[*appsv1.DaemonSet](t, m.objs, "emptydir-exporter")
 }
 
 func remediatorDeploy(t *testing.T, m manifests) *appsv1.Deployment {
 	t.Helper()
-	d := find[*appsv1.Deployment](m, "emptydir-remediator")
-	if d == nil {
-		t.Fatal("no Deployment emptydir-remediator")
-	}
-	return d
+	return deploytest.MustFind[*appsv1.Deployment](t, m.objs, "emptydir-remediator")
 }
 
 func TestBaseDecodesIntoTypedObjects(t *testing.T) {

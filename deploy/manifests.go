@@ -13,6 +13,7 @@ import (
 	"io"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -144,4 +145,17 @@ func joinPath(dir, name string) string {
 		return name
 	}
 	return strings.TrimSuffix(dir, "/") + "/" + name
+}
+
+// Find is the object of type T named name among objs; false when there is none.
+func Find[T runtime.Object](objs []runtime.Object, name string) (T, bool) {
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			if acc, ok := o.(metav1.Object); ok && acc.GetName() == name {
+				return v, true
+			}
+		}
+	}
+	var zero T
+	return zero, false
 }

@@ -90,12 +90,7 @@ func admits(t *testing.T, policies []*networkingv1.NetworkPolicy, src, dst endpo
 
 func TestNetworkPolicies(t *testing.T) {
 	m := loadBase(t)
-	var policies []*networkingv1.NetworkPolicy
-	for _, o := range m.objs {
-		if np, ok := o.(*networkingv1.NetworkPolicy); ok {
-			policies = append(policies, np)
-		}
-	}
+	policies := all[*networkingv1.NetworkPolicy](m)
 	ds, d := exporterDS(t, m), remediatorDeploy(t, m)
 	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
 	expPort, _ := namedPort(expC, "metrics")
@@ -190,12 +185,7 @@ func TestNetworkPolicyPatchInDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rendered := manifests{kustomize(t, dir)}
-	var policies []*networkingv1.NetworkPolicy
-	for _, o := range rendered.objs {
-		if np, ok := o.(*networkingv1.NetworkPolicy); ok {
-			policies = append(policies, np)
-		}
-	}
+	policies := all[*networkingv1.NetworkPolicy](rendered)
 	ds, d := exporterDS(t, rendered), remediatorDeploy(t, rendered)
 	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
 	exporterPod := endpoint{deploy.Namespace, ds.Spec.Template.Labels}

@@ -150,6 +150,32 @@ var wantSummaryNumbers = []wantVolume{
 		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: exporter.MethodKubelet}},
 }
 
+// assertAllFailed checks that every volume of summaryPods failed for reason, with an error
+// mentioning each of wantInErr, and carries no numbers.
+func assertAllFailed(t *testing.T, got []exporter.VolumeResult, reason string, wantInErr ...string) {
+	t.Helper()
+	if len(got) != len(summaryPods()) {
+		t.Fatalf("got %d results, want one per volume (%d)", len(got), len(summaryPods()))
+	}
+	for _, r := range got {
+		if r.Err == nil {
+			t.Errorf("%s: no error, measurement %+v", r.Volume.Name, r.Measurement)
+			continue
+		}
+		if got := reasonOfErr(r.Err); got != reason {
+			t.Errorf("%s: reason %q, want %q (err %v)", r.Volume.Name, got, reason, r.Err)
+		}
+		for _, s := range wantInErr {
+			if !strings.Contains(r.Err.Error(), s) {
+				t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, s)
+			}
+		}
+		if r.Measurement != (exporter.Measurement{}) {
+			t.Errorf("%s: failed volume carries numbers %+v", r.Volume.Name, r.Measurement)
+		}
+	}
+}
+
 func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -252,26 +278,7 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 				assertMeasured(t, got, wantSummaryNumbers)
 				return
 			}
-			if len(got) != len(summaryPods()) {
-				t.Fatalf("got %d results, want one per volume (%d)", len(got), len(summaryPods()))
-			}
-			for _, r := range got {
-				if r.Err == nil {
-					t.Errorf("%s: no error, measurement %+v", r.Volume.Name, r.Measurement)
-					continue
-				}
-				if reason := reasonOfErr(r.Err); reason != tc.reason {
-					t.Errorf("%s: reason %q, want %q (err %v)", r.Volume.Name, reason, tc.reason, r.Err)
-				}
-				for _, s := range tc.wantInErr {
-					if !strings.Contains(r.Err.Error(), s) {
-						t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, s)
-					}
-				}
-				if r.Measurement != (exporter.Measurement{}) {
-					t.Errorf("%s: failed volume carries numbers %+v", r.Volume.Name, r.Measurement)
-				}
-			}
+			assertAllFailed(t, got, tc.reason, tc.wantInErr...)
 		})
 	}
 }
@@ -442,21 +449,7 @@ func TestKubeletProxySourceErrors(t *testing.T) {
 
 			got := proxySource(t, srv.URL).Measure(ctx, summaryPods())
 
-			if len(got) != len(summaryPods()) {
-				t.Fatalf("got %d results, want %d", len(got), len(summaryPods()))
-			}
-			for _, r := range got {
-				if r.Err == nil {
-					t.Errorf("%s: no error, measurement %+v", r.Volume.Name, r.Measurement)
-					continue
-				}
-				if reason := reasonOfErr(r.Err); reason != tc.wantReason {
-					t.Errorf("%s: reason %q, want %q (err %v)", r.Volume.Name, reason, tc.wantReason, r.Err)
-				}
-				if !strings.Contains(r.Err.Error(), tc.wantInErr) {
-					t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, tc.wantInErr)
-				}
-			}
+			assertAllFailed(t, got, tc.wantReason, tc.wantInErr)
 		})
 	}
 }

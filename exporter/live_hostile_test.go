@@ -1,7 +1,6 @@
 package exporter_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -80,17 +79,7 @@ func TestLiveHandlerRejectsHostileInput(t *testing.T) {
 			if tc.wantInErr == nil {
 				return
 			}
-			var e struct {
-				Error string `json:"error"`
-			}
-			if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
-				t.Fatalf("body %s is not {\"error\": \"...\"} (%v)", body, err)
-			}
-			for _, s := range tc.wantInErr {
-				if !strings.Contains(e.Error, s) {
-					t.Errorf("error %q does not mention %q", e.Error, s)
-				}
-			}
+			checkErrorBody(t, body, tc.wantInErr)
 		})
 	}
 	if n := f.source.calls.Load(); n != 0 {

@@ -224,18 +224,26 @@ func TestLiveHandlerRejects(t *testing.T) {
 			if code != tc.wantCode {
 				t.Fatalf("status %d %s, want %d", code, body, tc.wantCode)
 			}
-			var e struct {
-				Error string `json:"error"`
-			}
-			if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
-				t.Fatalf("body %s is not {\"error\": \"...\"} (%v)", body, err)
-			}
-			for _, s := range tc.wantInErr {
-				if !strings.Contains(e.Error, s) {
-					t.Errorf("error %q does not mention %q", e.Error, s)
-				}
-			}
+			checkErrorBody(t, body, tc.wantInErr)
 		})
+	}
+}
+
+// checkErrorBody checks that body is the documented error answer, {"error": "..."} (decoded
+// here by its wire name, not through the shared type, so that a renamed field fails), and
+// that its message mentions each of wantInErr.
+func checkErrorBody(t *testing.T, body []byte, wantInErr []string) {
+	t.Helper()
+	var e struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error == "" {
+		t.Fatalf("body %s is not {\"error\": \"...\"} (%v)", body, err)
+	}
+	for _, s := range wantInErr {
+		if !strings.Contains(e.Error, s) {
+			t.Errorf("error %q does not mention %q", e.Error, s)
+		}
 	}
 }
 

@@ -60,13 +60,7 @@ func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var walked []string
-	for range 7 { // cycles at 0, 10, ..., 60 s
-		e.Refresh(context.Background())
-		settle(t, e) // the cycle waits for the limited walks only
-		walked = append(walked, src.takeWalked())
-		clk.Add(10 * time.Second)
-	}
+	walked := walkCycles(t, e, src, clk, 7, nil) // cycles at 0, 10, ..., 60 s
 	want := []string{"limited,unlimited", "limited", "limited", "limited", "limited", "limited", "limited,unlimited"}
 	if strings.Join(walked, " ") != strings.Join(want, " ") {
 		t.Errorf("walks per cycle %q, want %q", walked, want)
@@ -99,13 +93,7 @@ func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var walked []string
-	for range 3 {
-		e.Refresh(context.Background())
-		settle(t, e)
-		walked = append(walked, src.takeWalked())
-		clk.Add(10 * time.Second)
-	}
+	walked := walkCycles(t, e, src, clk, 3, nil)
 	// Cycle 1: the full bucket (1 s) pays for both limited volumes, never measured, in the
 	// pods' order, and is overdrawn (-200ms). Cycles 2 and 3: 500ms of credit each, which the
 	// volume nearest to its limit takes.
@@ -205,6 +193,23 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 1
 	}
 }
 
+// walkCycles runs n collection cycles of e, 10 s apart on clk, and returns the volumes src
+// walked in each (see takeWalked). between, if set, runs after each cycle's walks.
+func walkCycles(t *testing.T, e *Exporter, src *costlySource, clk *clock, n int, between func()) []string {
+	t.Helper()
+	walked := make([]string, 0, n)
+	for range n {
+		e.Refresh(context.Background())
+		settle(t, e) // a cycle waits for its limited walks only
+		walked = append(walked, src.takeWalked())
+		if between != nil {
+			between()
+		}
+		clk.Add(10 * time.Second)
+	}
+	return walked
+}
+
 // settle waits until every walk a cycle started, in the background too, has ended.
 func settle(t *testing.T, e *Exporter) {
 	t.Helper()
@@ -225,14 +230,9 @@ func TestCPUBudgetChargesOnlyWalks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var walked []string
-	for range 3 {
-		e.Refresh(context.Background())
-		settle(t, e)
-		walked = append(walked, src.takeWalked())
+	walked := walkCycles(t, e, src, clk, 3, func() {
 		burnCPU(t, 300*time.Millisecond) // three cycles' worth of budget, spent outside the walks
-		clk.Add(10 * time.Second)
-	}
+	})
 	if want := []string{"near", "near", "near"}; !slices.Equal(walked, want) {
 		t.Errorf("walks per cycle %q, want %q", walked, want)
 	}
@@ -282,12 +282,8 @@ func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
 	const cycles = 40
 	last := map[string]int{}
 	gaps := map[string]int{} // longest, in cycles
-	var sequence []string
-	for c := range cycles {
-		e.Refresh(context.Background())
-		settle(t, e)
-		w := src.takeWalked()
-		sequence = append(sequence, w)
+	sequence := walkCycles(t, e, src, clk, cycles, nil)
+	for c, w := range sequence {
 		for _, v := range strings.Split(w, ",") {
 			if v == "" {
 				continue
@@ -297,7 +293,6 @@ func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
 			}
 			last[v] = c
 		}
-		clk.Add(10 * time.Second)
 	}
 	t.Logf("walks per cycle: %q", sequence)
 	for _, v := range []string{"near", "far", "logs"} {

@@ -129,14 +129,7 @@ func (s *configMapStore) load(ctx context.Context) (ledgerState, string, error) 
 		s.count(LedgerOpCacheRead, LedgerResultSuccess)
 		return ledgerState{}, versionAbsent, nil
 	}
-	cm := obj.(*corev1.ConfigMap)
-	st, err := s.decode(cm)
-	if err != nil {
-		s.count(LedgerOpCacheRead, LedgerResultError)
-		return ledgerState{}, "", err
-	}
-	s.count(LedgerOpCacheRead, LedgerResultSuccess)
-	return st, cm.ResourceVersion, nil
+	return s.decodeRead(LedgerOpCacheRead, obj.(*corev1.ConfigMap))
 }
 
 // get reads the ConfigMap from the API server.
@@ -150,12 +143,18 @@ func (s *configMapStore) get(ctx context.Context) (ledgerState, string, error) {
 		s.count(LedgerOpGet, LedgerResultError)
 		return ledgerState{}, "", fmt.Errorf("getting ConfigMap %s: %w", s.key(), err)
 	}
+	return s.decodeRead(LedgerOpGet, cm)
+}
+
+// decodeRead decodes the ConfigMap that the read op returned, counting op's result: a
+// ledger that does not decode fails the read.
+func (s *configMapStore) decodeRead(op string, cm *corev1.ConfigMap) (ledgerState, string, error) {
 	st, err := s.decode(cm)
 	if err != nil {
-		s.count(LedgerOpGet, LedgerResultError)
+		s.count(op, LedgerResultError)
 		return ledgerState{}, "", err
 	}
-	s.count(LedgerOpGet, LedgerResultSuccess)
+	s.count(op, LedgerResultSuccess)
 	return st, cm.ResourceVersion, nil
 }
 

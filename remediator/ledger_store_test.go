@@ -179,6 +179,26 @@ func TestLedgerStaleCacheNeverEvictsTwice(t *testing.T) {
 	}
 }
 
+// ledgerReplica is one more Server on e's API server, keeping its ledger in the ConfigMap
+// all replicas share; it is closed when the test ends.
+func (e *env) ledgerReplica(cfg Config) *Server {
+	e.t.Helper()
+	s, err := New(cfg, e.client, e.measurer, WithEventRecorder(e.recorder), WithClock(e.clock),
+		WithLedgerConfigMap("emptydir-guard", "emptydir-remediator-ledger"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(s.Close)
+	return s
+}
+
+// waitLedgerSynced waits until s's watch of the ledger ConfigMap has synced.
+func waitLedgerSynced(t *testing.T, s *Server) {
+	t.Helper()
+	store := s.ledgerStore.(*configMapStore)
+	waitFor(t, "the ledger watch to sync", func() bool { return store.informer.HasSynced() })
+}
+
 // The ledger's operations are counted by op and result: a replica with a stale cache
 // (frozen watch) is refused its write, re-reads with a GET and declines over the cap.
 func TestLedgerOperationsMetric(t *testing.T) {
@@ -188,14 +208,8 @@ func TestLedgerOperationsMetric(t *testing.T) {
 	withResourceVersions(e.client)
 	e.measurer.used[uid1], e.measurer.used[uid2] = 10*mib, 10*mib
 	replica := func() *Server {
-		s, err := New(cfg, e.client, e.measurer, WithEventRecorder(e.recorder), WithClock(e.clock),
-			WithLedgerConfigMap("emptydir-guard", "emptydir-remediator-ledger"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		store := s.ledgerStore.(*configMapStore)
-		waitFor(t, "the ledger watch to sync", func() bool { return store.informer.HasSynced() })
+		s := e.ledgerReplica(cfg)
+		waitLedgerSynced(t, s)
 		return s
 	}
 	first, second := replica(), replica()
@@ -239,13 +253,8 @@ func TestAPIRequestsPerEviction(t *testing.T) {
 	cfg.Caps = Caps{}
 	e := newEnv(t, cfg, pods...)
 	withResourceVersions(e.client)
-	s, err := New(cfg, e.client, e.measurer, WithEventRecorder(e.recorder), WithClock(e.clock),
-		WithLedgerConfigMap("emptydir-guard", "emptydir-remediator-ledger"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	waitFor(t, "the ledger watch to sync", func() bool { return s.ledgerStore.(*configMapStore).informer.HasSynced() })
+	s := e.ledgerReplica(cfg)
+	waitLedgerSynced(t, s)
 	e.client.ClearActions()
 	for _, p := range pods {
 		e.measurer.used[string(p.UID)] = 10 * mib

@@ -265,15 +265,7 @@ func TestCapsHoldAcrossServers(t *testing.T) {
 	cfg.Caps = Caps{Global: 1, Window: 10 * time.Minute}
 	e := newEnv(t, cfg, newPod("default", "web-0", uid1).build(), newPod("default", "web-1", uid2).build())
 	e.measurer.used[uid1], e.measurer.used[uid2] = 10*mib, 10*mib
-	replica := func() *Server {
-		s, err := New(cfg, e.client, e.measurer, WithEventRecorder(e.recorder), WithClock(e.clock),
-			WithLedgerConfigMap("emptydir-guard", "emptydir-remediator-ledger"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	first, second := replica(), replica()
+	first, second := e.ledgerReplica(cfg), e.ledgerReplica(cfg)
 	if res := first.handleAlert(t.Context(), 0, firing("default", "web-0", uid1)); res.Outcome != OutcomeEvicted {
 		t.Fatalf("first replica: %+v, want evicted", res)
 	}

@@ -155,21 +155,28 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clearEnv(t)
 			err := parse(t, tc.args...).validate()
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("validate: %v, want no error", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("validate passed, want an error naming %v", tc.want)
-			}
-			for _, flag := range tc.want {
-				if !strings.Contains(err.Error(), flag) {
-					t.Errorf("error %q does not name %s", err, flag)
-				}
-			}
+			checkNames(t, "validate", err, tc.want)
 		})
+	}
+}
+
+// checkNames checks the result err of check: no error when want is empty, else an error
+// naming each of want.
+func checkNames(t *testing.T, check string, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("%s: %v, want no error", check, err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("%s passed, want an error naming %v", check, want)
+	}
+	for _, s := range want {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %s", err, s)
+		}
 	}
 }
 
@@ -213,20 +220,7 @@ func TestCheckPaths(t *testing.T) {
 				t.Fatalf("the case must pass validate first: %v", err)
 			}
 			err := cfg.checkPaths()
-			if len(tc.want) == 0 {
-				if err != nil {
-					t.Fatalf("checkPaths: %v, want no error", err)
-				}
-				return
-			}
-			if err == nil {
-				t.Fatalf("checkPaths passed, want an error naming %v", tc.want)
-			}
-			for _, s := range tc.want {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error %q does not name %s", err, s)
-				}
-			}
+			checkNames(t, "checkPaths", err, tc.want)
 		})
 	}
 }

@@ -14,21 +14,22 @@ import (
 	"github.com/prometheus/exporter-toolkit/web"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 )
 
 func TestDefaultServerTimeouts(t *testing.T) {
 	d := defaultServerTimeouts
-	for name, v := range map[string]time.Duration{"readHeader": d.readHeader, "read": d.read, "write": d.write, "idle": d.idle} {
+	for name, v := range map[string]time.Duration{"readHeader": d.ReadHeader, "read": d.Read, "write": d.Write, "idle": d.Idle} {
 		if v <= 0 {
 			t.Errorf("%s timeout is %s: a client could hold a connection forever", name, v)
 		}
 	}
-	if d.readHeader > d.read {
-		t.Errorf("readHeader %s > read %s: the header timeout would never fire", d.readHeader, d.read)
+	if d.ReadHeader > d.Read {
+		t.Errorf("readHeader %s > read %s: the header timeout would never fire", d.ReadHeader, d.Read)
 	}
-	if d.write <= exporter.LiveTimeout {
+	if d.Write <= exporter.LiveTimeout {
 		t.Errorf("write timeout %s does not outlast the live endpoint's own %s: slow live answers would be cut off",
-			d.write, exporter.LiveTimeout)
+			d.Write, exporter.LiveTimeout)
 	}
 }
 
@@ -77,20 +78,20 @@ func TestServerClosesSlowClients(t *testing.T) {
 	tests := []struct {
 		name string
 		// Only the timeout under test is short, so that it alone can close the connection.
-		timeouts serverTimeouts
+		timeouts httpserver.Timeouts
 		client   slowClient
 		// wantStatus is the status of the response sent before the server closes; 0 is none.
 		wantStatus int
 	}{
-		{"slowloris: headers never end", serverTimeouts{readHeader: short, read: long, write: long, idle: long},
+		{"slowloris: headers never end", httpserver.Timeouts{ReadHeader: short, Read: long, Write: long, Idle: long},
 			trickle("GET / HTTP/1.1\r\nHost: exporter\r\n", "X-Slow: 1\r\n"), 0},
 		// Below the 256 KiB that net/http discards on its own after the handler, so the
 		// server waits for the body before it answers, unless ReadTimeout stops it.
-		{"slow body", serverTimeouts{readHeader: long, read: short, write: long, idle: long},
+		{"slow body", httpserver.Timeouts{ReadHeader: long, Read: short, Write: long, Idle: long},
 			trickle("POST / HTTP/1.1\r\nHost: exporter\r\nContent-Length: 200000\r\n\r\n", "x"), http.StatusOK},
-		{"idle keep-alive connection", serverTimeouts{readHeader: long, read: long, write: long, idle: short},
+		{"idle keep-alive connection", httpserver.Timeouts{ReadHeader: long, Read: long, Write: long, Idle: short},
 			send("GET / HTTP/1.1\r\nHost: exporter\r\n\r\n"), http.StatusOK},
-		{"response not written in time", serverTimeouts{readHeader: long, read: long, write: short, idle: long},
+		{"response not written in time", httpserver.Timeouts{ReadHeader: long, Read: long, Write: short, Idle: long},
 			send("GET /slow HTTP/1.1\r\nHost: exporter\r\n\r\n"), 0},
 	}
 	for _, tc := range tests {

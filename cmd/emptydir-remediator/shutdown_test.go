@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -39,26 +40,13 @@ func (j *journal) add(e string) {
 	}
 }
 
-func (j *journal) has(e string) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	for _, x := range j.entries {
-		if x == e {
-			return true
-		}
-	}
-	return false
-}
+func (j *journal) has(e string) bool { return j.index(e) >= 0 }
 
+// index is the position of e in the journal, -1 when it is not there.
 func (j *journal) index(e string) int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for i, x := range j.entries {
-		if x == e {
-			return i
-		}
-	}
-	return -1
+	return slices.Index(j.entries, e)
 }
 
 // gateMeasurer answers over the limit once released; entered is closed when the first

@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 )
 
 // The HTTP server's limits; the write and drain timeouts are derived from --web.alert-timeout.
@@ -31,14 +33,10 @@ const (
 	maxHeaderBytes = 16 << 10
 )
 
-// serverTimeouts bound how long one connection may hold the webhook server.
-type serverTimeouts struct {
-	readHeader, read, write, idle time.Duration
-}
-
-// defaultServerTimeouts are the production timeouts for alerts of at most alertTimeout.
-func defaultServerTimeouts(alertTimeout time.Duration) serverTimeouts {
-	return serverTimeouts{readHeader: readHeaderTimeout, read: readTimeout, write: writeTimeout(alertTimeout), idle: idleTimeout}
+// defaultServerTimeouts are the production timeouts of the webhook server for alerts of at
+// most alertTimeout.
+func defaultServerTimeouts(alertTimeout time.Duration) httpserver.Timeouts {
+	return httpserver.Timeouts{ReadHeader: readHeaderTimeout, Read: readTimeout, Write: writeTimeout(alertTimeout), Idle: idleTimeout}
 }
 
 // writeTimeout bounds one webhook request from the end of its headers (where net/http starts
@@ -56,16 +54,7 @@ func drainTimeout(alertTimeout time.Duration) time.Duration {
 	return alertTimeout + drainGrace
 }
 
-// newHTTPServer is the webhook server with timeouts t and the header limit above;
-// web.ListenAndServe adds TLS and auth from --web.config.file.
-func newHTTPServer(h http.Handler, t serverTimeouts, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: t.readHeader,
-		ReadTimeout:       t.read,
-		WriteTimeout:      t.write,
-		IdleTimeout:       t.idle,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelError),
-	}
+// newHTTPServer is the webhook server with timeouts t and the header limit above.
+func newHTTPServer(h http.Handler, t httpserver.Timeouts, logger *slog.Logger) *http.Server {
+	return httpserver.New(h, t, maxHeaderBytes, logger)
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
 
@@ -104,7 +105,7 @@ func TestIdleTimeoutOutlastsAlertmanager(t *testing.T) {
 }
 
 // serveOnLoopback runs newHTTPServer(h, timeouts) on a loopback port until the test ends.
-func serveOnLoopback(t *testing.T, h http.Handler, timeouts serverTimeouts) string {
+func serveOnLoopback(t *testing.T, h http.Handler, timeouts httpserver.Timeouts) string {
 	t.Helper()
 	srv := newHTTPServer(h, timeouts, slog.New(slog.DiscardHandler))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -168,7 +169,7 @@ func TestHeaderSizeLimit(t *testing.T) {
 // net/http would fall back to.
 func TestIdleConnectionClosed(t *testing.T) {
 	const short, long = 100 * time.Millisecond, time.Hour
-	addr := serveOnLoopback(t, http.NotFoundHandler(), serverTimeouts{readHeader: long, read: long, write: long, idle: short})
+	addr := serveOnLoopback(t, http.NotFoundHandler(), httpserver.Timeouts{ReadHeader: long, Read: long, Write: long, Idle: short})
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

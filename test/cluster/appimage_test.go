@@ -25,14 +25,7 @@ func TestWriteAppImageArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := readTar(t, buf.Bytes())
-	var manifest []struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
-		t.Fatalf("manifest.json: %v", err)
-	}
+	manifest := archiveManifest(t, files)
 	if len(manifest) != 1 || len(manifest[0].RepoTags) != 1 || manifest[0].RepoTags[0] != "localhost/app:test" || len(manifest[0].Layers) != 1 {
 		t.Fatalf("manifest %+v", manifest)
 	}

@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 const (
@@ -311,47 +313,26 @@ func (c *Cluster) LogTail(name string, n int) string { return tailFile(c.LogPath
 func (c *Cluster) Logf(format string, args ...any) { c.logf(format, args...) }
 
 func (c *Cluster) writeKubeconfigs() error {
-	admin := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: edg
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: admin
-  user:
-    token: %s
-contexts:
-- name: edg
-  context:
-    cluster: edg
-    user: admin
-current-context: edg
-`, c.APIServerURL(), c.pki.caCert, c.pki.adminToken)
-	if err := os.WriteFile(c.kubeconfig, []byte(admin), 0o600); err != nil {
+	if err := writeKubeconfig(c.kubeconfig, c.APIServerURL(), c.pki.caCert, "admin",
+		&clientcmdapi.AuthInfo{Token: c.pki.adminToken}); err != nil {
 		return err
 	}
-	node := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: edg
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: node
-  user:
-    client-certificate: %s
-    client-key: %s
-contexts:
-- name: edg
-  context:
-    cluster: edg
-    user: node
-current-context: edg
-`, c.APIServerURL(), c.pki.caCert, c.pki.nodeClientCert, c.pki.nodeClientKey)
-	return os.WriteFile(filepath.Join(c.workDir, "kubelet.kubeconfig"), []byte(node), 0o600)
+	return writeKubeconfig(filepath.Join(c.workDir, "kubelet.kubeconfig"), c.APIServerURL(), c.pki.caCert, "node",
+		&clientcmdapi.AuthInfo{ClientCertificate: c.pki.nodeClientCert, ClientKey: c.pki.nodeClientKey})
+}
+
+// writeKubeconfig writes a kubeconfig (mode 0600) whose one context reaches server, trusting
+// the CA file ca, as user.
+func writeKubeconfig(path, server, ca, userName string, user *clientcmdapi.AuthInfo) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["edg"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: ca}
+	cfg.AuthInfos[userName] = user
+	cfg.Contexts["edg"] = &clientcmdapi.Context{Cluster: "edg", AuthInfo: userName}
+	cfg.CurrentContext = "edg"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return nil
 }
 
 func (c *Cluster) startEtcd() error {

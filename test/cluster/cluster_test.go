@@ -24,14 +24,7 @@ func TestBuildImageArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := readTar(t, mustRead(t, path))
-	var manifest []struct {
-		Config   string
-		RepoTags []string
-		Layers   []string
-	}
-	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
-		t.Fatalf("manifest.json: %v", err)
-	}
+	manifest := archiveManifest(t, files)
 	tags := map[string]map[string]any{}
 	for _, m := range manifest {
 		cfgBytes, ok := files[m.Config]
@@ -108,6 +101,23 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// archiveImage is one image of a docker-archive's manifest.json, as containerd imports it.
+type archiveImage struct {
+	Config   string
+	RepoTags []string
+	Layers   []string
+}
+
+// archiveManifest decodes the manifest.json among files, an archive's contents (readTar).
+func archiveManifest(t *testing.T, files map[string][]byte) []archiveImage {
+	t.Helper()
+	var manifest []archiveImage
+	if err := json.Unmarshal(files["manifest.json"], &manifest); err != nil {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	return manifest
 }
 
 func readTar(t *testing.T, b []byte) map[string][]byte {

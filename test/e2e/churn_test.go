@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
@@ -62,12 +61,7 @@ func TestPodChurn(t *testing.T) {
 	defer cancel()
 
 	// The cluster's client is limited to 50 requests/s; 1,000 pods take four calls each.
-	cfg := c.RESTConfig()
-	cfg.QPS, cfg.Burst = 400, 400
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := fastClient(t, c, 400, 400)
 	ns := framework.Namespace(ctx, t, c, "churn")
 	node, err := cluster.NewFakeNode(ctx, cs, "fake-"+ns, filepath.Join(t.TempDir(), "kubelet"))
 	if err != nil {

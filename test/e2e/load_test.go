@@ -85,12 +85,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 	defer cancel()
 
 	// The test plays kubelet for hundreds of pods: a client faster than the cluster's default.
-	rc := c.RESTConfig()
-	rc.QPS, rc.Burst = 500, 1000
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := fastClient(t, c, 500, 1000)
 	nodeName := "load-" + framework.RandSuffix()
 	node, err := cluster.NewFakeNode(ctx, client, nodeName, filepath.Join(c.WorkDir(), "fakenodes", nodeName))
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
+	"k8s.io/client-go/kubernetes"
 )
 
 const enableEnv = "EMPTYDIR_GUARD_CLUSTER"
@@ -85,6 +86,19 @@ func requireCluster(t testing.TB) {
 	if !clusterEnabled {
 		t.Skipf("real-cluster test: set %s=1 (as root, with K8S_BIN_DIR from `make k8s-binaries`) to run it", enableEnv)
 	}
+}
+
+// fastClient is a client of c allowed qps requests/s (bursts of burst), for the tests that
+// play kubelet for hundreds of pods: the cluster's own client is limited to 50 requests/s.
+func fastClient(t testing.TB, c *cluster.Cluster, qps float32, burst int) *kubernetes.Clientset {
+	t.Helper()
+	rc := c.RESTConfig()
+	rc.QPS, rc.Burst = qps, burst
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }
 
 // sharedCluster returns the one cluster all tests share (framework.SharedClusterOptions),

@@ -46,14 +46,10 @@ func render(t *testing.T, r helmchart.Release) rendered {
 	return rendered{files, objs}
 }
 
+// find is the object of type T named name, or T's zero value.
 func find[T runtime.Object](r rendered, name string) T {
-	var zero T
-	for _, o := range r.objs {
-		if v, ok := o.(T); ok && o.(metav1.Object).GetName() == name {
-			return v
-		}
-	}
-	return zero
+	v, _ := deploy.Find[T](r.objs, name)
+	return v
 }
 
 func kindNames(r rendered) []string {

@@ -20,25 +20,18 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
 )
 
 func exporterDS(t *testing.T, r rendered, name string) *appsv1.DaemonSet {
 	t.Helper()
-	ds := find[*appsv1.DaemonSet](r, name)
-	if ds == nil {
-		t.Fatalf("no DaemonSet %s in %v", name, kindNames(r))
-	}
-	return ds
+	return deploytest.MustFind[*appsv1.DaemonSet](t, r.objs, name)
 }
 
 func remediatorDeploy(t *testing.T, r rendered, name string) *appsv1.Deployment {
 	t.Helper()
-	d := find[*appsv1.Deployment](r, name)
-	if d == nil {
-		t.Fatalf("no Deployment %s in %v", name, kindNames(r))
-	}
-	return d
+	return deploytest.MustFind[*appsv1.Deployment](t, r.objs, name)
 }
 
 func argValues(args []string, flag string) []string {

@@ -112,16 +112,25 @@ func buildDeep(root string, entries int) error {
 	for c := range chains {
 		dir := filepath.Join(root, "c"+strconv.Itoa(c))
 		for range depth {
-			if err := os.Mkdir(dir, 0o755); err != nil {
+			if err := mkdirWithFiles(dir, filesPerLevel, n); err != nil {
 				return err
 			}
-			for f := range filesPerLevel {
-				if err := writeFile(filepath.Join(dir, "f"+strconv.Itoa(f)), fileSize(n)); err != nil {
-					return err
-				}
-				n++
-			}
+			n += filesPerLevel
 			dir = filepath.Join(dir, "d")
+		}
+	}
+	return nil
+}
+
+// mkdirWithFiles creates dir holding files f0, f1, ... of the sizes fileSize gives the
+// tree's n-th, n+1-th, ... file.
+func mkdirWithFiles(dir string, files, n int) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	for f := range files {
+		if err := writeFile(filepath.Join(dir, "f"+strconv.Itoa(f)), fileSize(n+f)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -138,16 +147,10 @@ func buildSmallFolders(root string, entries int) error {
 				return err
 			}
 		}
-		dir := filepath.Join(parent, "d"+strconv.Itoa(d%perParent))
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := mkdirWithFiles(filepath.Join(parent, "d"+strconv.Itoa(d%perParent)), files, n); err != nil {
 			return err
 		}
-		for f := range files {
-			if err := writeFile(filepath.Join(dir, "f"+strconv.Itoa(f)), fileSize(n)); err != nil {
-				return err
-			}
-			n++
-		}
+		n += files
 	}
 	return nil
 }
