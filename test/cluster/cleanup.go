@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func inodeOf(path string) (uint64, error) {
@@ -74,21 +76,30 @@ func (c *Cluster) removeCgroups() error {
 		})
 		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 		for _, d := range dirs {
-			var err error
-			for i := 0; i < 20; i++ {
-				killPidsIn(filepath.Join(d, "cgroup.procs"))
-				if err = unix.Rmdir(d); err == nil || errors.Is(err, unix.ENOENT) {
-					err = nil
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("rmdir cgroup %s: %w", d, err))
+			if err := rmdirCgroup(d, 2*time.Second, func() { killPidsIn(filepath.Join(d, "cgroup.procs")) }); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// rmdirCgroup removes a cgroup once the processes in it are gone, which takes a moment after
+// they were killed: it tries every 100ms until timeout, calling before (if not nil) ahead of
+// each try, and on failure reports the last rmdir error.
+func rmdirCgroup(dir string, timeout time.Duration, before func()) error {
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if before != nil {
+			before()
+		}
+		last = unix.Rmdir(dir)
+		return last == nil || errors.Is(last, unix.ENOENT), nil
+	})
+	if err != nil {
+		return fmt.Errorf("rmdir cgroup %s: %w (still after %s)", dir, last, timeout)
+	}
+	return nil
 }
 
 func killPidsIn(procsFile string) {
@@ -107,7 +118,9 @@ func killPidsIn(procsFile string) {
 // shutdown: in its network namespace, in its cgroup tree, or a shim of its containerd.
 func (c *Cluster) killStragglers() int {
 	killed := map[int]bool{}
-	for round := 0; round < 3; round++ {
+	// Up to three rounds, 300ms apart, until one finds nothing left to kill: a process may
+	// fork while the others are being killed.
+	_ = wait.ExponentialBackoff(wait.Backoff{Duration: 300 * time.Millisecond, Steps: 3}, func() (bool, error) {
 		n := 0
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
@@ -122,11 +135,8 @@ func (c *Cluster) killStragglers() int {
 				}
 			}
 		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return n == 0, nil
+	})
 	return len(killed)
 }
 

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -514,30 +515,23 @@ func (c *Cluster) startKubelet() error {
 // poll calls f every 250ms until it returns true, ctx ends, ReadyTimeout passes or the
 // watched component exits; failures carry the tail of that component's log.
 func (c *Cluster) poll(ctx context.Context, what string, watch *proc, f func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ReadyTimeout)
-	defer cancel()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, c.opts.ReadyTimeout, true, func(context.Context) (bool, error) {
 		ok, err := f()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
+		if err != nil || ok {
+			return ok, err
 		}
 		if watch != nil && watch.exited() {
-			return fmt.Errorf("waiting for %s: %w", what, watch.diedError())
+			return false, watch.diedError()
 		}
-		select {
-		case <-ctx.Done():
-			msg := fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-			if watch != nil {
-				msg = fmt.Errorf("%w; last lines of %s:\n%s", msg, watch.logPath, tailFile(watch.logPath, 30))
-			}
-			return msg
-		case <-tick.C:
-		}
+		return false, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case wait.Interrupted(err) && watch != nil:
+		return fmt.Errorf("waiting for %s: %w; last lines of %s:\n%s", what, err, watch.logPath, tailFile(watch.logPath, 30))
+	default:
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
 }
 
@@ -662,18 +656,21 @@ func (c *Cluster) killContainers() {
 		_, _ = ctr("tasks", "kill", "-a", "-s", "SIGKILL", id)
 	}
 	// containerd's CRI plugin deletes tasks itself on their exit event; delete whatever is
-	// left until no task remains.
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	// left until no task remains. Stop goes on after 15 s regardless: what is left is said.
+	var left []string
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
 		out, err := ctr("tasks", "ls", "-q")
-		left := strings.Fields(string(out))
+		left = strings.Fields(string(out))
 		if err == nil && len(left) == 0 {
-			break
+			return true, nil
 		}
 		for _, id := range left {
 			_, _ = ctr("tasks", "delete", "-f", id)
 		}
-		time.Sleep(200 * time.Millisecond)
+		return false, nil
+	})
+	if err != nil {
+		c.logf("ctr tasks delete: %v; tasks left: %v", err, left)
 	}
 	if len(ids) > 0 {
 		c.logf("killed %d containers", len(ids))

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // LimitCPU holds a process (all its threads) to millicores of CPU time with a CFS quota, as
@@ -41,14 +39,10 @@ func (c *Cluster) LimitCPU(pid int, name string, millicores int) (undo func() er
 		return nil, fmt.Errorf("LimitCPU: %w", err)
 	}
 	undo = func() error {
-		var err error
-		for range 50 { // the process may take a moment to leave after it was killed
-			if err = unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
-				return nil
-			}
-			time.Sleep(100 * time.Millisecond)
+		if err := rmdirCgroup(dir, 5*time.Second, nil); err != nil {
+			return fmt.Errorf("LimitCPU: %w", err)
 		}
-		return fmt.Errorf("LimitCPU: remove %s: %w", dir, err)
+		return nil
 	}
 	for _, f := range []string{"cpu.cfs_period_us", "cpu.cfs_quota_us", "cpu.max"} {
 		if v, ok := files[f]; ok {

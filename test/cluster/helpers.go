@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // EnsureNamespace creates a namespace with what kube-controller-manager would add (which
@@ -65,31 +66,31 @@ func (c *Cluster) WaitNodeReady(ctx context.Context) error {
 // WaitForPodPhase waits until the pod reaches phase. It fails early when the pod reaches a
 // different terminal phase, since it can never leave it.
 func (c *Cluster) WaitForPodPhase(ctx context.Context, namespace, name string, phase corev1.PodPhase) (*corev1.Pod, error) {
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
+	var pod *corev1.Pod
 	var last string
-	for {
-		pod, err := c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var err error
+		pod, err = c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			if pod.Status.Phase == phase {
-				return pod, nil
+				return true, nil
 			}
 			last = describePod(pod)
 			if (pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded) && phase != pod.Status.Phase {
-				return pod, fmt.Errorf("pod %s/%s reached terminal phase %s, want %s: %s", namespace, name, pod.Status.Phase, phase, last)
+				return false, fmt.Errorf("pod %s/%s reached terminal phase %s, want %s: %s", namespace, name, pod.Status.Phase, phase, last)
 			}
 		} else {
 			last = err.Error()
 		}
 		if c.kubelet != nil && c.kubelet.exited() {
-			return pod, fmt.Errorf("waiting for pod %s/%s: %w", namespace, name, c.kubelet.diedError())
+			return false, fmt.Errorf("waiting for pod %s/%s: %w", namespace, name, c.kubelet.diedError())
 		}
-		select {
-		case <-ctx.Done():
-			return pod, fmt.Errorf("waiting for pod %s/%s phase %s: %w (last: %s)", namespace, name, phase, ctx.Err(), last)
-		case <-tick.C:
-		}
+		return false, nil
+	})
+	if wait.Interrupted(err) {
+		return pod, fmt.Errorf("waiting for pod %s/%s phase %s: %w (last: %s)", namespace, name, phase, err, last)
 	}
+	return pod, err
 }
 
 func describePod(p *corev1.Pod) string {

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
@@ -286,17 +287,14 @@ func TestPodChurnRealKubelet(t *testing.T) {
 			if err := c.Client().CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
 				return err
 			}
-			for {
+			err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 				_, err := c.Client().CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
-				select {
-				case <-ctx.Done():
-					return fmt.Errorf("pod %s not gone: %w", p.Name, ctx.Err())
-				case <-time.After(250 * time.Millisecond):
-				}
+				return apierrors.IsNotFound(err), nil
+			})
+			if err != nil {
+				return fmt.Errorf("pod %s not gone: %w", p.Name, err)
 			}
+			return nil
 		})
 		settled(fmt.Sprintf("round %d: no series once the kubelet deleted them", round), nil)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,40 +107,5 @@ func TestClusterKubeletAPI(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(out)); got != c.NodeIP() {
 		t.Errorf("node InternalIP = %q, want %q", got, c.NodeIP())
-	}
-}
-
-// TestClusterEvictsWithIsolation pins the kubelet behaviour the project reacts to, on a second,
-// private cluster with LocalStorageCapacityIsolation=true: the seed pod is evicted for
-// exceeding its emptyDir sizeLimit (docs/local-cluster.md: about 10 s with a 5 s stats period).
-func TestClusterEvictsWithIsolation(t *testing.T) {
-	requireCluster(t)
-	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
-	defer cancel()
-	c := ownCluster(ctx, t, cluster.Options{
-		LocalStorageCapacityIsolation: true,
-		VolumeStatsAggPeriod:          5 * time.Second,
-		Logf:                          t.Logf,
-	})
-	pod := c.SeedPod("default", "empty-test1")
-	if _, err := c.Client().CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer wcancel()
-	if _, err := c.WaitForPodPhase(wctx, "default", pod.Name, corev1.PodRunning); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.ExecInPod(ctx, "default", pod.Name, "test2", "dd", "if=/dev/zero", "of=/test/test.file", "bs=1K", "count=10000"); err != nil {
-		t.Fatal(err)
-	}
-	written := time.Now()
-	failed, err := c.WaitForPodPhase(wctx, "default", pod.Name, corev1.PodFailed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("evicted %s after the write: %s: %s", time.Since(written).Round(time.Second), failed.Status.Reason, failed.Status.Message)
-	if failed.Status.Reason != "Evicted" || !strings.Contains(failed.Status.Message, `exceeds the limit "1Mi"`) {
-		t.Errorf("pod failed with reason %q message %q, want an emptyDir sizeLimit eviction", failed.Status.Reason, failed.Status.Message)
 	}
 }

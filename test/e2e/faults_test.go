@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
@@ -137,25 +138,29 @@ func (f *faultEnv) deliver(pod *corev1.Pod) (code int, res remediator.AlertResul
 func (f *faultEnv) deliverUntilDone(t *testing.T, pod *corev1.Pod, within time.Duration) (remediator.AlertResult, []string) {
 	t.Helper()
 	var refused []string
-	deadline := time.Now().Add(within)
-	for {
-		code, res, desc, err := f.deliver(pod)
+	var res remediator.AlertResult
+	err := wait.PollUntilContextTimeout(f.ctx, time.Second, within, true, func(context.Context) (bool, error) {
+		code, r, desc, err := f.deliver(pod)
 		switch {
 		case err != nil:
 			refused = append(refused, err.Error())
+		case code == http.StatusOK:
+			res = r
+			return true, nil
 		case code < 500:
-			if code != http.StatusOK {
-				t.Fatalf("delivery for %s: %s, want 200 or 5xx", pod.Name, desc)
-			}
-			return res, refused
+			return false, fmt.Errorf("%s, want 200 or 5xx", desc)
 		default:
 			refused = append(refused, desc)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery for %s not done within %s; answers: %v", pod.Name, within, refused)
-		}
-		time.Sleep(time.Second)
+		return false, nil
+	})
+	switch {
+	case wait.Interrupted(err):
+		t.Fatalf("delivery for %s not done within %s (%v); answers: %v", pod.Name, within, err, refused)
+	case err != nil:
+		t.Fatalf("delivery for %s: %v", pod.Name, err)
 	}
+	return res, refused
 }
 
 // asyncDeliver posts the alert of pod in the background; the channel yields the answer.
@@ -542,29 +547,28 @@ func (f *faultEnv) exporterKill(t *testing.T, bigUnder, over *corev1.Pod, wantUn
 	watched := make(chan republish, 1)
 	go func() {
 		var r republish
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
+		var scrapeErr error
+		err := wait.PollUntilContextTimeout(f.ctx, 300*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
 			fams, err := f.scrapeExporter()
-			if err != nil { // the port is open before the handler serves: retry
-				time.Sleep(300 * time.Millisecond)
-				continue
+			scrapeErr = err // the port is open before the handler serves: retry
+			if err == nil {
+				switch u, ok := used(fams, bigUnder); {
+				case !ok:
+					r.absent++
+				case u != wantUnder:
+					return false, fmt.Errorf("new exporter published big-under = %d, not du's %d: a partial value", u, wantUnder)
+				default:
+					r.at = time.Now()
+					return true, nil
+				}
 			}
-			u, ok := used(fams, bigUnder)
-			switch {
-			case !ok:
-				r.absent++
-			case u != wantUnder:
-				r.err = fmt.Errorf("new exporter published big-under = %d, not du's %d: a partial value", u, wantUnder)
-				watched <- r
-				return
-			default:
-				r.at = time.Now()
-				watched <- r
-				return
-			}
-			time.Sleep(300 * time.Millisecond)
+			return false, nil
+		})
+		if wait.Interrupted(err) {
+			// The last scrape's error too, if it failed: the exporter may never have served.
+			err = fmt.Errorf("new exporter did not publish big-under within 2m (absent in %d scrapes): %w", r.absent, errors.Join(err, scrapeErr))
 		}
-		r.err = fmt.Errorf("new exporter did not publish big-under within 2m (absent in %d scrapes)", r.absent)
+		r.err = err
 		watched <- r
 	}()
 	final, retried := f.deliverUntilDone(t, over, time.Minute)

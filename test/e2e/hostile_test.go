@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
@@ -532,21 +533,14 @@ func hostileSlowRequest(ctx context.Context, c *cluster.Cluster, addr, start str
 	if _, err := io.WriteString(conn, start); err != nil {
 		return hostileAnswer{err: err}
 	}
-	done := make(chan struct{})
-	defer close(done)
+	trickle, stop := context.WithCancel(ctx)
+	defer stop()
 	go func() {
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				if _, err := conn.Write([]byte("x")); err != nil {
-					return
-				}
-			}
-		}
+		// Until the answer is read or the server hung up (the write fails).
+		_ = wait.PollUntilContextCancel(trickle, time.Second, false, func(context.Context) (bool, error) {
+			_, err := conn.Write([]byte("x"))
+			return err != nil, nil
+		})
 	}()
 	_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
@@ -448,24 +449,31 @@ func deployPodFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster
 // its events and the container log tail.
 func deployWaitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod) *corev1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
 	var last *corev1.Pod
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	var lastGetErr error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := c.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		lastGetErr = err
 		if err == nil {
 			last = p
 			for _, cond := range p.Status.Conditions {
 				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
-					return p
+					return true, nil
 				}
 			}
 			if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-				break
+				return false, fmt.Errorf("phase %s, which never becomes Ready", p.Status.Phase)
 			}
 		}
-		time.Sleep(time.Second)
+		return false, nil
+	})
+	if err == nil {
+		return last
 	}
 	var b strings.Builder
+	if lastGetErr != nil {
+		fmt.Fprintf(&b, "last get: %v\n", lastGetErr)
+	}
 	if last != nil {
 		st, _ := json.MarshalIndent(last.Status, "", "  ")
 		fmt.Fprintf(&b, "status: %s\n", st)
@@ -480,7 +488,7 @@ func deployWaitReady(ctx context.Context, t *testing.T, c *cluster.Cluster, pod 
 			fmt.Fprintf(&b, "--- %s log ---\n%s\n", ct.Name, framework.Tail(string(logs), 3000))
 		}
 	}
-	t.Fatalf("pod %s/%s not Ready within 2m\n%s", pod.Namespace, pod.Name, b.String())
+	t.Fatalf("pod %s/%s not Ready within 2m: %v\n%s", pod.Namespace, pod.Name, err, b.String())
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
@@ -162,9 +163,9 @@ func demo(ctx context.Context, r *runner, keep bool) {
 			return time.Time{}, "", false
 		}},
 	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		left := 0
+	var left []string
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		left = nil
 		for _, st := range steps {
 			if st.done {
 				continue
@@ -173,16 +174,13 @@ func demo(ctx context.Context, r *runner, keep bool) {
 				st.done, st.at = true, x
 				say("%s  %-17s %s", at(x), st.name, detail)
 			} else {
-				left++
+				left = append(left, st.name)
 			}
 		}
-		if left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.Fatalf("the scenario did not complete within 3 minutes (see the logs in %s/logs)", c.WorkDir())
-		}
-		time.Sleep(250 * time.Millisecond)
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		r.Fatalf("the scenario did not complete within 3 minutes (%v; still waiting for: %s; see the logs in %s/logs)", err, strings.Join(left, ", "), c.WorkDir())
 	}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].at.Before(steps[j].at) })
 	var recap []string
