@@ -72,14 +72,26 @@ type volumeWalks struct {
 
 	mu      sync.Mutex
 	running map[volumeKey]*inflight
-	latest  map[volumeKey]VolumeResult
-	// Of each volume: when its last walk started, and the CPU time and usage its last
-	// successful walk found, which schedule the next ones.
-	started map[volumeKey]time.Time
-	// seen is when a cycle first saw each volume, from which one never walked is overdue.
-	seen map[volumeKey]time.Time
-	cost map[volumeKey]time.Duration
-	used map[volumeKey]int64
+	// volumes is what the walks remember of each volume of the pods the last cycle listed.
+	volumes map[volumeKey]*volumeRecord
+}
+
+// volumeRecord is what the walks remember of one volume: what schedules its next walks
+// (volumeState; inFlight is not kept here but read from running) and the result of its
+// last completed walk, which every cycle publishes.
+type volumeRecord struct {
+	volumeState
+	latest *VolumeResult // nil until a walk completes
+}
+
+// record is volume k's record, created when there is none. Callers hold w.mu.
+func (w *volumeWalks) record(k volumeKey) *volumeRecord {
+	r := w.volumes[k]
+	if r == nil {
+		r = &volumeRecord{}
+		w.volumes[k] = r
+	}
+	return r
 }
 
 // inflight is the walk of one volume under way: a periodic one, or a live request's.
@@ -94,9 +106,7 @@ func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration,
 	w := &volumeWalks{
 		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), schedule: schedule,
 		now: now, done: done, deferred: deferred, podNow: podNow,
-		running: map[volumeKey]*inflight{}, latest: map[volumeKey]VolumeResult{},
-		started: map[volumeKey]time.Time{}, seen: map[volumeKey]time.Time{}, cost: map[volumeKey]time.Duration{},
-		used: map[volumeKey]int64{},
+		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{},
 	}
 	if schedule.budgetShare > 0 {
 		w.budget = newCPUBudget(schedule.budgetShare, schedule.budgetCapacity, w.cpuSpent, now)
@@ -133,8 +143,9 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 		for _, r := range results {
 			k := volumeKey{r.UID, r.Volume.Name}
 			if _, ok := mine[k]; ok && r.Err == nil {
-				w.latest[k] = r
-				w.used[k] = r.Measurement.UsedBytes
+				rec := w.record(k)
+				rec.latest = &r
+				rec.usedBytes, rec.measured = r.Measurement.UsedBytes, true
 			}
 		}
 		for k, f := range mine {
@@ -165,26 +176,14 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 		for _, v := range p.Volumes {
 			k := volumeKey{p.UID, v.Name}
 			current[k] = true
-			if _, ok := w.seen[k]; !ok {
-				w.seen[k] = now
+			if rec := w.record(k); rec.seen.IsZero() {
+				rec.seen = now
 			}
 		}
 	}
-	for k := range w.seen {
+	for k := range w.volumes {
 		if !current[k] {
-			delete(w.seen, k)
-		}
-	}
-	for k := range w.latest {
-		if !current[k] {
-			delete(w.latest, k) // the pod or volume is gone
-		}
-	}
-	for k := range w.started {
-		if !current[k] {
-			delete(w.started, k)
-			delete(w.cost, k)
-			delete(w.used, k)
+			delete(w.volumes, k) // the pod or volume is gone
 		}
 	}
 	due := dueWalks(pods, w.state, now, w.schedule.unlimitedEvery, tolerance)
@@ -221,16 +220,18 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	out := make([]VolumeResult, 0, len(current))
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
-			r, ok := w.latest[k]
+			rec := w.record(volumeKey{p.UID, v.Name})
+			var r VolumeResult
 			switch {
-			case !ok:
+			case rec.latest == nil:
 				r = VolumeResult{Err: w.schedule.unmeasured(v)}
-			case p.Settling && r.Err == nil && w.gone(p, v):
+			case p.Settling && rec.latest.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
 				// numbers would outlive the folder the kubelet has removed.
 				r = VolumeResult{Err: errVolumeAbsent}
-				delete(w.latest, k)
+				rec.latest = nil
+			default:
+				r = *rec.latest
 			}
 			// The spec (limit) may have changed since the walk; the numbers have not.
 			r.Namespace, r.Pod, r.UID, r.Volume = p.Namespace, p.Pod, p.UID, v
@@ -274,7 +275,7 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 		f := &inflight{done: make(chan struct{}), cancel: cancel}
 		w.mu.Lock()
 		w.running[d.key] = f
-		w.started[d.key] = now
+		w.record(d.key).started = now
 		w.mu.Unlock()
 		if d.wait {
 			started = append(started, f.done)
@@ -313,10 +314,12 @@ func (w *volumeWalks) gone(p PodVolumes, v Volume) bool {
 
 // state is what dueWalks needs to know of volume k. Callers hold w.mu.
 func (w *volumeWalks) state(k volumeKey) volumeState {
-	_, inFlight := w.running[k]
-	used, measured := w.used[k]
-	return volumeState{inFlight: inFlight, started: w.started[k], seen: w.seen[k], cost: w.cost[k],
-		usedBytes: used, measured: measured}
+	var s volumeState
+	if rec := w.volumes[k]; rec != nil {
+		s = rec.volumeState
+	}
+	_, s.inFlight = w.running[k]
+	return s
 }
 
 // walk measures one volume, holding a slot taken by cycle, within its own timeout, and charges
@@ -345,10 +348,10 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 		return // shutting down, or taken over by a live walk: not a result
 	}
 	w.mu.Lock()
-	w.latest[d.key] = r
+	rec := w.record(d.key)
+	rec.latest = &r
 	if r.Err == nil {
-		w.cost[d.key] = spent
-		w.used[d.key] = r.Measurement.UsedBytes
+		rec.cost, rec.usedBytes, rec.measured = spent, r.Measurement.UsedBytes, true
 	}
 	w.mu.Unlock()
 	w.done(r)

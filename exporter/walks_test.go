@@ -67,7 +67,11 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 	}
 
 	e.walks.mu.Lock()
-	got, inFlight := e.walks.latest[k], e.walks.running[k] != nil
+	var got VolumeResult
+	if rec := e.walks.volumes[k]; rec != nil && rec.latest != nil {
+		got = *rec.latest
+	}
+	inFlight := e.walks.running[k] != nil
 	e.walks.mu.Unlock()
 	if got.Measurement.UsedBytes != 1<<30 || inFlight {
 		t.Errorf("after the live walk: latest %+v, in flight %v; want the live result and the volume free", got.Measurement, inFlight)
