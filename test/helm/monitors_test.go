@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 )
 
 // overLimitEvaluation is the evaluation interval of the rule group of EmptyDirOverLimit in
@@ -65,7 +67,7 @@ func TestMonitorIntervals(t *testing.T) {
 				t.Fatal(err)
 			}
 			rendered := render(t, r)
-			collection, err := time.ParseDuration(argValues(exporterDS(t, rendered, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args, "collection.interval")[0])
+			collection, err := time.ParseDuration(deploytest.ArgValues(deploytest.ExporterDaemonSet(t, rendered.objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args, "collection.interval")[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +75,7 @@ func TestMonitorIntervals(t *testing.T) {
 				t.Helper()
 				u := find[*unstructured.Unstructured](rendered, name)
 				if u == nil || u.GetKind() != monitor.kind {
-					t.Fatalf("no %s %s in %v", monitor.kind, name, kindNames(rendered))
+					t.Fatalf("no %s %s in %v", monitor.kind, name, deploytest.KindNames(rendered.objs))
 				}
 				eps, _, _ := unstructured.NestedSlice(u.Object, "spec", monitor.endpoints)
 				if len(eps) != 1 {
