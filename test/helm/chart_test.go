@@ -89,7 +89,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		got, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil || !bytes.Equal(got, files[name]) {
-			t.Errorf("%s is not what the chart generates (%v); run: cd test/helm && go run ./cmd/gen-deploy", name, err)
+			t.Errorf("%s is not what the chart generates (%v); run: make generate", name, err)
 		}
 	}
 	// Every dashboard copy in the chart has its source.
