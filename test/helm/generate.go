@@ -49,9 +49,10 @@ var copies = map[string]string{
 const dashboardsDir = "dashboards"
 
 // Generated returns every generated file (path relative to root → content): the chart's copies
-// of rules/prometheusrule.yaml and dashboards/*.json, the kustomize base's manifests
-// rendered from the chart, and the chart README with its values table. It fails when the base values render a template that no manifest
-// file takes, so that a new template is never silently missing from deploy/.
+// of rules/prometheusrule.yaml and dashboards/*.json, the kustomize base's manifests rendered
+// from the chart, and the chart README with its values table. It fails when the base values
+// render a template that no manifest file takes, so that a new template is never silently
+// missing from deploy/.
 func Generated(root string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for dst, src := range copies {
