@@ -256,7 +256,8 @@ func TestRender(t *testing.T) {
 			}
 			// NOTES.txt says how to check it and where Alertmanager posts, with the real names.
 			for _, want := range []string{"rollout status daemonset/emptydir-exporter", "rollout status deployment/emptydir-remediator",
-				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook"} {
+				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook",
+				"timeout: 50s"} {
 				if !strings.Contains(r.files["templates/NOTES.txt"], want) {
 					t.Errorf("NOTES.txt lacks %q:\n%s", want, r.files["templates/NOTES.txt"])
 				}
@@ -419,7 +420,9 @@ func TestToggles(t *testing.T) {
 		{"{remediator: {podDisruptionBudget: {enabled: false}}, exporter: {service: {enabled: false}}}", nil,
 			[]string{"PodDisruptionBudget/guard-emptydir-remediator", "Service/guard-emptydir-exporter"}},
 		{"{remediator: {serviceAccount: {create: false, name: byo}}}", nil, []string{"ServiceAccount/guard-emptydir-remediator"}},
-		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, nil},
+		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
+		{"alertmanagerConfig: {enabled: true}", []string{"AlertmanagerConfig/guard-emptydir-remediator"}, nil},
+		{"{alertmanagerConfig: {enabled: true}, remediator: {enabled: false}}", nil, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
 		{"networkPolicy: {enabled: false}", nil, []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}},
 		{"{serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboards: {enabled: true}}",
 			[]string{"ServiceMonitor/guard-emptydir-exporter", "ServiceMonitor/guard-emptydir-remediator", "PrometheusRule/guard-emptydir-guard", "ConfigMap/guard-emptydir-fleet"},
