@@ -278,7 +278,7 @@ func TestRender(t *testing.T) {
 			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
 			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--eviction.dry-run",
 				"--policy.namespace-deny=kube-system", "--policy.namespace-deny=monitoring", "--eviction.max-per-node=2", "--eviction.cooldown=15m")
-			var monitors, rules int
+			var monitors, rules, amConfigs int
 			dashboards := map[string]string{}
 			for _, o := range r.objs {
 				switch v := o.(type) {
@@ -289,6 +289,8 @@ func TestRender(t *testing.T) {
 					switch v.GetKind() {
 					case "PodMonitor":
 						monitors++
+					case "AlertmanagerConfig":
+						amConfigs++
 					case "PrometheusRule":
 						rules++
 						if !reflect.DeepEqual(v.Object["spec"], rulesWant(t)) {
@@ -304,8 +306,8 @@ func TestRender(t *testing.T) {
 					}
 				}
 			}
-			if monitors != 2 || rules != 1 {
-				t.Errorf("%d PodMonitors, %d PrometheusRules", monitors, rules)
+			if monitors != 2 || rules != 1 || amConfigs != 1 {
+				t.Errorf("%d PodMonitors, %d PrometheusRules, %d AlertmanagerConfigs", monitors, rules, amConfigs)
 			}
 			src, _ := filepath.Glob(filepath.Join(root, "dashboards/*.json"))
 			if len(src) == 0 || len(dashboards) != len(src) {
