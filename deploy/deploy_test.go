@@ -754,6 +754,7 @@ func TestRBAC(t *testing.T) {
 			p("", "", "nodes", "get"),
 			p("", "coordination.k8s.io", "leases", "update"), p("", "", "configmaps", "get"),
 			p(ns, "", "configmaps", "get"), p(ns, "", "configmaps", "update"), // only the ledger, by name
+			p(ns, "coordination.k8s.io", "leases", "get"), p(ns, "coordination.k8s.io", "leases", "update"), // only its Lease, by name
 		}
 		if sa == "emptydir-remediator" {
 			// The remediator lists pods, but only in its namespace; the exporter lists them everywhere.

@@ -98,7 +98,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(rc.WebhookPath).StringVar(&rc.WebhookPath)
 	app.Flag("web.max-request-size", "Largest webhook body accepted; larger ones get 413.").
 		Default(def(units.Base2Bytes(rc.MaxRequestBytes))).BytesVar((*units.Base2Bytes)(&rc.MaxRequestBytes))
-	app.Flag("web.bearer-token-file", "File holding the bearer token Alertmanager must send on the webhook (http_config.authorization), read again when it changes. Empty: no bearer token required.").
+	app.Flag("web.bearer-token-file", "File holding the bearer token Alertmanager must send on the webhook (http_config.authorization), read again when it changes; at least 32 bytes, not the example Secret's placeholder. Empty: no bearer token required.").
 		Default(rc.BearerTokenFile).StringVar(&rc.BearerTokenFile)
 	app.Flag("web.alert-timeout", "Time allowed to handle one alert (pod GET, live measurement, eviction).").
 		Default(def(rc.AlertTimeout)).DurationVar(&rc.AlertTimeout)

@@ -212,9 +212,8 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 		{Verb: "create", Resource: "events", Group: "events.k8s.io", Namespace: seedNS}:          true,
 		{Verb: "patch", Resource: "events", Group: "events.k8s.io", Namespace: seedNS}:           true,
 		{Verb: "list", Resource: "pods", Namespace: ns}:                                          true,
-		{Verb: "get", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:           true,
 		{Verb: "create", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        true,
-		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        true,
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        false, // only its own, below
 		{Verb: "get", Resource: "configmaps", Name: ledger, Namespace: ns}:                       true,
 		{Verb: "update", Resource: "configmaps", Name: ledger, Namespace: ns}:                    true,
 		{Verb: "list", Resource: "configmaps", Name: ledger, Namespace: ns}:                      true, // the ledger's watch, by field selector
@@ -231,6 +230,11 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 		{Verb: "get", Resource: "secrets", Namespace: seedNS}:                                    false,
 		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: "default"}: false,
 		{Verb: "get", Resource: "nodes", Subresource: "proxy"}:                                   false,
+
+		// The Lease by name (the default --leader-elect.lease-name), and no other.
+		{Verb: "get", Resource: "leases", Group: "coordination.k8s.io", Name: in.remediator, Namespace: ns}:    true,
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: in.remediator, Namespace: ns}: true,
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "other", Namespace: ns}:       false,
 	})
 
 	// The replicas elect a leader on the Lease (the Role's leases rights in its namespace).

@@ -193,7 +193,8 @@ func TestRender(t *testing.T) {
 			}
 			// NOTES.txt says how to check it and where Alertmanager posts, with the real names.
 			for _, want := range []string{"rollout status daemonset/emptydir-exporter", "rollout status deployment/emptydir-remediator",
-				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook"} {
+				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook",
+				"timeout: 50s"} {
 				if !strings.Contains(r.files["templates/NOTES.txt"], want) {
 					t.Errorf("NOTES.txt lacks %q:\n%s", want, r.files["templates/NOTES.txt"])
 				}
@@ -214,7 +215,7 @@ func TestRender(t *testing.T) {
 			d := deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator")
 			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--eviction.dry-run",
 				"--policy.namespace-deny=kube-system", "--policy.namespace-deny=monitoring", "--eviction.max-per-node=2", "--eviction.cooldown=15m")
-			var monitors, rules int
+			var monitors, rules, amConfigs int
 			dashboards := map[string]string{}
 			for _, o := range r.objs {
 				switch v := o.(type) {
@@ -225,6 +226,8 @@ func TestRender(t *testing.T) {
 					switch v.GetKind() {
 					case "PodMonitor":
 						monitors++
+					case "AlertmanagerConfig":
+						amConfigs++
 					case "PrometheusRule":
 						rules++
 						if !reflect.DeepEqual(v.Object["spec"], rulesWant(t)) {
@@ -240,8 +243,8 @@ func TestRender(t *testing.T) {
 					}
 				}
 			}
-			if monitors != 2 || rules != 1 {
-				t.Errorf("%d PodMonitors, %d PrometheusRules", monitors, rules)
+			if monitors != 2 || rules != 1 || amConfigs != 1 {
+				t.Errorf("%d PodMonitors, %d PrometheusRules, %d AlertmanagerConfigs", monitors, rules, amConfigs)
 			}
 			src, _ := filepath.Glob(filepath.Join(root, "dashboards/*.json"))
 			if len(src) == 0 || len(dashboards) != len(src) {
@@ -356,7 +359,9 @@ func TestToggles(t *testing.T) {
 		{"{remediator: {podDisruptionBudget: {enabled: false}}, exporter: {service: {enabled: false}}}", nil,
 			[]string{"PodDisruptionBudget/guard-emptydir-remediator", "Service/guard-emptydir-exporter"}},
 		{"{remediator: {serviceAccount: {create: false, name: byo}}}", nil, []string{"ServiceAccount/guard-emptydir-remediator"}},
-		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, nil},
+		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
+		{"alertmanagerConfig: {enabled: true}", []string{"AlertmanagerConfig/guard-emptydir-remediator"}, nil},
+		{"{alertmanagerConfig: {enabled: true}, remediator: {enabled: false}}", nil, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
 		{"networkPolicy: {enabled: false}", nil, []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}},
 		{"{serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboards: {enabled: true}}",
 			[]string{"ServiceMonitor/guard-emptydir-exporter", "ServiceMonitor/guard-emptydir-remediator", "PrometheusRule/guard-emptydir-guard", "ConfigMap/guard-emptydir-fleet"},
