@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // collPods is a PodLister over a fixed list, for collector tests.
@@ -55,7 +57,7 @@ func (s *collSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeRes
 }
 
 // MeasureVolume makes collSource a VolumeSource, measured as the filesystem source is.
-func (s *collSource) MeasureVolume(_ context.Context, p PodVolumes, v Volume) (Measurement, error) {
+func (s *collSource) MeasureVolume(_ context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
 	k := volumeKey{p.UID, v.Name}
 	if err := s.failing[k]; err != nil {
 		return Measurement{}, err
@@ -314,7 +316,7 @@ func (s *slowSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeRes
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
-func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume) (Measurement, error) {
+func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
 	start := s.clock.Now()
 	if v.Name == "slow" {
 		s.mu.Lock()

@@ -7,7 +7,18 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+)
+
+// How a volume's usage was measured, as the method label spells it.
+const (
+	// MethodWalk: the exporter walked the volume (du semantics).
+	MethodWalk = "walk"
+	// MethodProjectQuota: read in O(1) from the XFS/ext4 project quota the kubelet put the
+	// volume under (LocalStorageCapacityIsolationFSQuotaMonitoring).
+	MethodProjectQuota = "project_quota"
+	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
+	MethodKubelet = "kubelet"
 )
 
 // FilesystemSource measures volumes by walking the kubelet's pod volume folders.
@@ -20,7 +31,7 @@ type FilesystemSource struct {
 	// WalkConcurrency bounds the folders read at once within one volume.
 	WalkConcurrency int
 	// ProjectQuotas reads a volume's usage from its project quota, where the kubelet put it
-	// under one of its own, instead of walking it (readProjectQuota).
+	// under one of its own, instead of walking it (fswalk.ReadProjectQuota).
 	ProjectQuotas bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -35,7 +46,6 @@ func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []Vol
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
-// MeasureVolume implements VolumeSource.
 // VolumeGone reports whether volume v of pod p has no folder: the kubelet has not set it up
 // yet or has torn it down. One lstat, for the volumes a cycle does not walk.
 func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
@@ -43,20 +53,21 @@ func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume) (Measurement, error) {
+// MeasureVolume implements VolumeSource.
+func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
 	dir := Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	started := now()
-	du, method, err := s.diskUsage(ctx, dir)
+	du, method, err := s.diskUsage(ctx, dir, meter)
 	if err != nil {
 		return Measurement{}, fsError(err)
 	}
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(dir, &sfs); err != nil {
-		return Measurement{}, fsError(&fs.PathError{Op: "statfs", Path: dir, Err: err})
+	space, err := fswalk.FilesystemSpace(dir)
+	if err != nil {
+		return Measurement{}, fsError(err)
 	}
 	return Measurement{
 		UsedBytes:         du.UsedBytes,
@@ -64,8 +75,8 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		UnreadableEntries: du.Unreadable,
 		UncheckedLinks:    du.UncheckedLinks,
 		Method:            method,
-		CapacityBytes:     int64(sfs.Blocks) * sfs.Bsize,
-		AvailableBytes:    int64(sfs.Bavail) * sfs.Bsize,
+		CapacityBytes:     space.CapacityBytes,
+		AvailableBytes:    space.AvailableBytes,
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil
@@ -73,12 +84,12 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 
 // diskUsage measures dir from its project quota when it has one of its own and
 // ProjectQuotas is set, else by walking it; it says which.
-func (s *FilesystemSource) diskUsage(ctx context.Context, dir string) (DiskUsage, string, error) {
+func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
 	if s.ProjectQuotas {
-		if du, err := readProjectQuota(dir); err == nil {
+		if du, err := fswalk.ReadProjectQuota(dir); err == nil {
 			return du, MethodProjectQuota, nil
 		}
 	}
-	du, err := MeasureDiskUsage(ctx, dir, s.WalkConcurrency)
+	du, err := fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter})
 	return du, MethodWalk, err
 }

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"golang.org/x/sys/unix"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
 )
@@ -302,12 +302,12 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 	} {
 		v := r.Volumes[i]
 		dir := f.dir(liveUID, want.name)
-		du, err := exporter.MeasureDiskUsage(context.Background(), dir, 1)
+		du, err := fswalk.MeasureDiskUsage(context.Background(), dir, fswalk.Options{Concurrency: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var st unix.Statfs_t
-		if err := unix.Statfs(dir, &st); err != nil {
+		space, err := fswalk.FilesystemSpace(dir)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if v.Name != want.name || v.Medium != want.medium {
@@ -328,7 +328,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		if v.InodesUsed != du.Inodes {
 			t.Errorf("%s: inodesUsed %d, want %d", v.Name, v.InodesUsed, du.Inodes)
 		}
-		if want := int64(st.Blocks) * st.Bsize; v.CapacityBytes != want {
+		if want := space.CapacityBytes; v.CapacityBytes != want {
 			t.Errorf("%s: capacityBytes %d, statfs says %d", v.Name, v.CapacityBytes, want)
 		}
 		if v.UnreadableEntries != 0 {

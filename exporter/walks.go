@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // errPending marks a volume whose first measurement has not completed yet, although due: a
@@ -337,13 +339,13 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 		close(f.done)
 	}()
 	defer func() { <-w.slots }()
-	meter := &cpuMeter{total: &w.cpu}
-	walkCtx, cancel := context.WithTimeout(withCPUMeter(ctx, meter), w.timeout)
+	meter := fswalk.NewCPUMeter(&w.cpu)
+	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
-	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol)
+	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol, meter)
 	r.Err = w.absent(d.pod, r.Err)
-	spent := meter.spent()
+	spent := meter.Spent()
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // costlySource is a VolumeSource whose every walk charges walkCPU to its CPU meter, finds
@@ -28,9 +30,9 @@ func (s *costlySource) Measure(ctx context.Context, pods []PodVolumes) []VolumeR
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
-func (s *costlySource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume) (Measurement, error) {
-	if m := cpuMeterOf(ctx); m != nil {
-		m.add(s.walkCPU)
+func (s *costlySource) MeasureVolume(_ context.Context, _ PodVolumes, v Volume, m *fswalk.CPUMeter) (Measurement, error) {
+	if m != nil {
+		m.Add(s.walkCPU)
 	}
 	s.mu.Lock()
 	s.walked = append(s.walked, v.Name)

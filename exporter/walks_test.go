@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -101,7 +102,7 @@ func (s *tearingSource) Name() string { return "filesystem" }
 func (s *tearingSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
-func (s *tearingSource) MeasureVolume(context.Context, PodVolumes, Volume) (Measurement, error) {
+func (s *tearingSource) MeasureVolume(context.Context, PodVolumes, Volume, *fswalk.CPUMeter) (Measurement, error) {
 	s.change()
 	return Measurement{}, fsError(&fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist})
 }

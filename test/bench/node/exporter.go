@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // fixedPods is the informer's view of the node: a fixed pod list, synced.
@@ -49,13 +50,13 @@ type countingSource struct {
 	limited, unlimited atomic.Int64
 }
 
-func (s *countingSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+func (s *countingSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
 	if v.LimitBytes != nil {
 		s.limited.Add(1)
 	} else {
 		s.unlimited.Add(1)
 	}
-	return s.FilesystemSource.MeasureVolume(ctx, p, v)
+	return s.FilesystemSource.MeasureVolume(ctx, p, v, meter)
 }
 
 // node is one exporter over the generated node, served as the command serves it.
