@@ -59,13 +59,13 @@ type limitFixture struct {
 func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 	t.Helper()
 	src := &heldSource{started: make(chan string, 16), release: make(chan struct{})}
-	exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
-		Pods: staticPods{synced: true, pods: livePods()}})
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
+		LiveMaxWait: maxWait, Pods: staticPods{synced: true, pods: livePods()}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{MaxWait: maxWait}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	f := &limitFixture{src: src, exp: exp, mux: mux}
 	t.Cleanup(f.finishAll) // also on failure: no measurement stays held
 	return f

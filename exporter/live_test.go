@@ -106,17 +106,17 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	writeBytes(t, filepath.Join(f.dir(liveUID, "cache"), "c.bin"), 3000)
 
 	f.source = &countingSource{Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}}
-	exp, err := exporter.New(exporter.Config{
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{
 		NodeName: "node-1",
 		Source:   f.source,
 		Pods:     staticPods{synced: synced, pods: livePods()},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.exp = exp
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

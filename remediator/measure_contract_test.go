@@ -86,12 +86,14 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: tt.source, Pods: contractPods{synced: !tt.notSynced}})
+			cfg := exporter.DefaultConfig()
+			cfg.NodeName, cfg.Source, cfg.Pods = "node-1", tt.source, contractPods{synced: !tt.notSynced}
+			exp, err := exporter.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			mux := http.NewServeMux()
-			mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+			mux.Handle(liveapi.Pattern, exp.LiveHandler())
 			ts := httptest.NewServer(mux)
 			defer ts.Close()
 

@@ -91,9 +91,11 @@ var (
 
 func newNode(kubeletRoot string, pods fixedPods, s schedule) (*node, error) {
 	src := &countingSource{FilesystemSource: exporter.FilesystemSource{KubeletRootDir: kubeletRoot, WalkConcurrency: walkConc}}
-	exp, err := exporter.New(exporter.Config{NodeName: "bench-node", Source: src, Pods: pods,
-		VolumeConcurrency: volumeConc, VolumeTimeout: defaultTimeout,
-		UnlimitedInterval: s.unlimitedInterval, CPUBudget: s.cpuBudget, AlignToScrapes: true})
+	cfg := exporter.DefaultConfig()
+	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, pods
+	cfg.Interval, cfg.VolumeConcurrency, cfg.VolumeTimeout = defaultCycle, volumeConc, defaultTimeout
+	cfg.UnlimitedInterval, cfg.CPUBudget, cfg.AlignToScrapes = s.unlimitedInterval, s.cpuBudget, true
+	exp, err := exporter.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("exporter: %w", err)
 	}

@@ -222,7 +222,7 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); n.exp.Run(ctx, defaultCycle) }()
+	go func() { defer close(done); n.exp.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	scrapeErr := make(chan error, 1)
 	go func() {
