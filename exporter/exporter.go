@@ -1,5 +1,3 @@
-// Package exporter measures the emptyDir volumes of the pods on one node and
-// publishes them as Prometheus metrics, and serves live measurements on request.
 package exporter
 
 import (
