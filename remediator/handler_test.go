@@ -84,8 +84,10 @@ func TestWebhookAlertOutcomes(t *testing.T) {
 			wantCode: 503, wantOut: OutcomeThrottled, wantReason: "throttled", wantEvicts: 1},
 		{name: "eviction 404: gone", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "web-0"),
 			wantCode: 200, wantOut: OutcomeGone, wantReason: "not_found", wantEvicts: 1},
-		{name: "eviction API error: retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewInternalError(errors.New("etcd leader changed")),
+		{name: "eviction API error: retry", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("denied by a webhook")),
 			wantCode: 503, wantOut: OutcomeError, wantReason: "eviction_failed", wantEvicts: 1, wantEvent: EventEvictionFailed},
+		{name: "eviction answer lost (500 from etcd): retry, may have happened", pod: newPod("default", "web-0", uid1).build(), alert: firing("default", "web-0", uid1), used: 10 * mib, evictErr: apierrors.NewInternalError(errors.New("etcd leader changed")),
+			wantCode: 503, wantOut: OutcomeError, wantReason: "eviction_unconfirmed", wantEvicts: 1, wantEvent: EventEvictionFailed},
 		{name: "resolved alert acknowledged", pod: newPod("default", "web-0", uid1).build(), alert: resolved(firing("default", "web-0", uid1)), used: 10 * mib,
 			wantCode: 200, wantOut: OutcomeResolved},
 	}

@@ -152,7 +152,8 @@ func podPolicyDecline(cfg Config, pod *corev1.Pod) (string, string) {
 
 // cooldownDecline declines while the last action on the pod's UID is within the cooldown.
 func cooldownDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
-	if remembered && inCooldown(last.At, now, cfg.Cooldown) {
+	// An unconfirmed attempt starts no cooldown: its retry must be able to finish the job.
+	if remembered && last.Outcome != outcomeUnconfirmed && inCooldown(last.At, now, cfg.Cooldown) {
 		return SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", pod.UID, last.Outcome, last.At.UTC().Format(time.RFC3339), cfg.Cooldown)
 	}
 	return "", ""

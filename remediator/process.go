@@ -224,6 +224,13 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		s.releaseSlot(ctx, slot)
 		set(OutcomeThrottled, "throttled", "%s; eviction throttled by the API server (%s), retry later", usage, errorText(err))
 		return err
+	case EvictionUnconfirmed:
+		// The eviction may have happened: giving the slot back could let one more pod
+		// through the caps. The retry sees the pod gone, or tries again in this slot.
+		s.commitSlot(ctx, slot, outcomeUnconfirmed, now)
+		set(OutcomeError, "eviction_unconfirmed", "%s; the Eviction API's answer was lost (%s): the pod may be evicted, its cap slot stays held; retry", usage, errorText(err))
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionFailed, ActionEvict, "%s; eviction not confirmed: %s", usage, errorText(err))
+		return err
 	default:
 		s.releaseSlot(ctx, slot)
 		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
