@@ -130,12 +130,16 @@ func newApp(cfg *config) *kingpin.Application {
 		StringsVar(&rc.NamespaceDeny)
 	app.Flag("policy.pod-selector", "Only remediate pods whose labels match this selector.").
 		Default("").SetValue(&selectorValue{sel: &rc.PodSelector})
-	app.Flag("policy.opt-out-annotation", "Pods with this annotation set to \"false\" are never evicted.").
+	app.Flag("policy.opt-out-annotation", "Pods with this annotation set to \"false\" are never evicted, in the namespaces --policy.opt-out-namespace-selector selects.").
 		Default(rc.OptOutAnnotation).StringVar(&rc.OptOutAnnotation)
+	app.Flag("policy.opt-out-namespace-selector", "Label selector of the namespaces where the opt-out annotation is honoured; empty: nowhere. Labels other than kubernetes.io/metadata.name (set by the API server) are read from the namespace (get namespaces): keep them where tenants cannot set them.").
+		Default(selectorText(rc.OptOutNamespaceSelector)).SetValue(&selectorValue{sel: &rc.OptOutNamespaceSelector})
 	app.Flag("policy.allow-mirror-pods", "Also evict static (mirror) pods. Evicting them does not stop them.").
 		Default(def(rc.AllowMirrorPods)).BoolVar(&rc.AllowMirrorPods)
-	app.Flag("policy.allow-daemonset-pods", "Also evict DaemonSet pods.").
+	app.Flag("policy.allow-daemonset-pods", "Also evict DaemonSet pods in the namespaces --policy.daemonset-namespace-selector selects (elsewhere they are evicted as any pod).").
 		Default(def(rc.AllowDaemonSetPods)).BoolVar(&rc.AllowDaemonSetPods)
+	app.Flag("policy.daemonset-namespace-selector", "Label selector of the namespaces where DaemonSet pods are not evicted; empty: none. As for --policy.opt-out-namespace-selector.").
+		Default(selectorText(rc.DaemonSetNamespaceSelector)).SetValue(&selectorValue{sel: &rc.DaemonSetNamespaceSelector})
 	app.Flag("policy.allow-critical-pods", "Also evict system-critical pods (system-node-critical, system-cluster-critical, priority >= 2000000000).").
 		Default(def(rc.AllowCriticalPods)).BoolVar(&rc.AllowCriticalPods)
 
@@ -199,7 +203,8 @@ func newApp(cfg *config) *kingpin.Application {
 	return app
 }
 
-// selectorValue is a label selector flag; empty selects every pod (nil).
+// selectorValue is a label selector flag; empty is nil (for --policy.pod-selector: every pod;
+// for the namespace selectors of exemptions: no namespace).
 type selectorValue struct {
 	sel  *labels.Selector
 	text string
@@ -219,6 +224,14 @@ func (v *selectorValue) Set(s string) error {
 }
 
 func (v *selectorValue) String() string { return v.text }
+
+// selectorText is a flag's default for sel: nil is empty.
+func selectorText(sel labels.Selector) string {
+	if sel == nil {
+		return ""
+	}
+	return sel.String()
+}
 
 // fillDefaults fills namespaces and the identity left empty from the pod's environment.
 func fillDefaults(c *config) {
