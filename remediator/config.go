@@ -73,19 +73,19 @@ type Config struct {
 // it (docs/flags.md is generated from those flags), so it is the one place they are written.
 func DefaultConfig() Config {
 	return Config{
-		WebhookPath:        "/webhook",
-		MaxRequestBytes:    1 << 20,
-		AlertTimeout:       45 * time.Second,
-		ThresholdRatio:     1.0,
-		MaxMeasurementAge:  5 * time.Second,
-		OptOutAnnotation:   DefaultOptOutAnnotation,
+		WebhookPath:       "/webhook",
+		MaxRequestBytes:   1 << 20,
+		AlertTimeout:      45 * time.Second,
+		ThresholdRatio:    1.0,
+		MaxMeasurementAge: 5 * time.Second,
+		OptOutAnnotation:  DefaultOptOutAnnotation,
 		// kubernetes.io/metadata.name is set by the API server: no tenant can give it to
 		// its namespace, and it needs no namespace read.
 		OptOutNamespaceSelector:    systemNamespaces(),
 		DaemonSetNamespaceSelector: systemNamespaces(),
-		Cooldown:           10 * time.Minute,
-		Caps:               Caps{PerNode: 5, PerNamespace: 5, Global: 20, Window: 10 * time.Minute},
-		GracePeriodSeconds: -1,
+		Cooldown:                   10 * time.Minute,
+		Caps:                       Caps{PerNode: 5, PerNamespace: 5, Global: 20, Window: 10 * time.Minute},
+		GracePeriodSeconds:         -1,
 	}
 }
 
