@@ -25,6 +25,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -121,7 +122,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 
 	server := newServer(mux, defaultServerTimeouts, logger)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- web.ListenAndServe(server, cfg.web, logger) }()
+	go func() { serveErr <- httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }()
 
 	go func() {
 		if err := pods.Start(ctx); err != nil && ctx.Err() == nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
@@ -37,9 +38,11 @@ const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 // configurations (remediator.Config, remediator.LeaderElectionConfig, kubeclient.Config);
 // the rest is how the command builds the live measurer and the ledger.
 type config struct {
-	web     *web.FlagConfig
-	log     promslog.Config
-	renamed cliflag.Renamed
+	web *web.FlagConfig
+	// maxConnections bounds the connections the HTTP server holds open (--web.max-connections).
+	maxConnections *int
+	log            promslog.Config
+	renamed        cliflag.Renamed
 
 	remediator     remediator.Config
 	kube           kubeclient.Config
@@ -93,6 +96,7 @@ func newApp(cfg *config) *kingpin.Application {
 	def := func(v any) string { return fmt.Sprint(v) }
 
 	cfg.web = kingpinflag.AddFlags(app, defaultListenAddress)
+	cfg.maxConnections = httpserver.AddMaxConnectionsFlag(app, maxConnections)
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.webhook-path", "Path of the Alertmanager webhook.").
 		Default(rc.WebhookPath).StringVar(&rc.WebhookPath)
