@@ -6,11 +6,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/coreos/go-systemd/v22/activation"
+	"github.com/mdlayher/vsock"
 	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/net/netutil"
 )
@@ -43,10 +45,7 @@ func ListenAndServe(server *http.Server, flags *web.FlagConfig, maxConns int, lo
 			return errors.New("no listen address given (--web.listen-address)")
 		}
 		for _, addr := range *flags.WebListenAddresses {
-			if strings.HasPrefix(addr, "vsock://") {
-				return fmt.Errorf("listen address %s: vsock is not supported", addr)
-			}
-			l, err := net.Listen("tcp", addr)
+			l, err := listen(addr)
 			if err != nil {
 				return err
 			}
@@ -55,6 +54,26 @@ func ListenAndServe(server *http.Server, flags *web.FlagConfig, maxConns int, lo
 		}
 	}
 	return Serve(listeners, server, flags, maxConns, logger)
+}
+
+// listen listens on a TCP address, or on a vsock port given as vsock://:<port>.
+func listen(addr string) (net.Listener, error) {
+	if !strings.HasPrefix(addr, "vsock://") {
+		return net.Listen("tcp", addr)
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return nil, err
+	}
+	_, p, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %s: %w", addr, err)
+	}
+	port, err := strconv.ParseUint(p, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %s: %w", addr, err)
+	}
+	return vsock.Listen(uint32(port), nil)
 }
 
 // Serve serves server on listeners as web.ServeMultiple does, with at most maxConns
