@@ -12,7 +12,7 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build deps k8s-binaries vet tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build deps k8s-binaries prometheus-operator vet tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
 # Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
 # only pins the tools); golangci-lint also reads the test-only ones.
@@ -32,6 +32,11 @@ deps:
 
 k8s-binaries:
 	./test/k8sbin/build.sh kube-apiserver kubelet
+
+# The pinned Prometheus Operator and its CRDs (test/promoperator), which the install test runs
+# against the cluster; cached like the Kubernetes components.
+prometheus-operator:
+	./test/promoperator/build.sh
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -72,8 +77,9 @@ test-helm:
 
 # Real kube-apiserver + etcd + kubelet + containerd; needs root. EMPTYDIR_GUARD_CLUSTER=1 turns
 # a missing part into a failure with a clear message instead of a skip.
-test-cluster: deps k8s-binaries build
+test-cluster: deps k8s-binaries prometheus-operator build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 
 test: deps vet lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
