@@ -41,10 +41,7 @@ func StartOperator(ctx context.Context, c *cluster.Cluster, dir string) error {
 	}
 	cmd := c.Command(context.Background(), bin,
 		"--web.listen-address=127.0.0.1:18080",
-		"--log-level=debug",
-		// Its Prometheus and Alertmanager run beside the cluster, not as pods: the images
-		// named in the StatefulSets are never pulled.
-		"--kubelet-service=")
+		"--log-level=debug")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.KubeconfigPath())
 	if err := c.StartProcess("prometheus-operator", cmd); err != nil {
 		return err
