@@ -833,6 +833,7 @@ func TestRBAC(t *testing.T) {
 			perm{"", "", "pods", "list"}.withSA(sa, "emptydir-remediator"), {"", "", "nodes", "get"},
 			{"", "coordination.k8s.io", "leases", "update"}, {"", "", "configmaps", "get"},
 			{ns, "", "configmaps", "get"}, {ns, "", "configmaps", "update"}, // only the ledger, by name
+			{ns, "coordination.k8s.io", "leases", "get"}, {ns, "coordination.k8s.io", "leases", "update"}, // only its Lease, by name
 		} {
 			if p.verb == "" {
 				continue

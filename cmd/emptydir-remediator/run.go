@@ -60,6 +60,9 @@ func run(args []string) int {
 }
 
 func serve(ctx context.Context, c *config, logger *slog.Logger) error {
+	if err := checkWebhookToken(c.remediator.BearerTokenFile); err != nil {
+		return err
+	}
 	restCfg, err := c.kube.REST(remediator.Component + "/" + version.Version)
 	if err != nil {
 		return err

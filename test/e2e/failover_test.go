@@ -150,7 +150,7 @@ func TestRemediatorFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "failover")
-	const token = "e2e-failover-token"
+	const token = "e2e-failover-webhook-token-0123456789" // the remediator wants >= 32 bytes
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -253,7 +253,7 @@ func TestFaults(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
 	defer cancel()
-	f := &faultEnv{t: t, c: c, ctx: ctx, ns: "faults-" + framework.RandSuffix(), token: "e2e-faults-token", bin: exporterBin,
+	f := &faultEnv{t: t, c: c, ctx: ctx, ns: "faults-" + framework.RandSuffix(), token: "e2e-faults-webhook-token-0123456789ab", bin: exporterBin,
 		expAddr: "127.0.0.1:19781", remAddr: "127.0.0.1:19782"}
 	if err := c.EnsureNamespace(ctx, f.ns); err != nil {
 		t.Fatal(err)

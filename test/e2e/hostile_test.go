@@ -102,7 +102,7 @@ func TestHostileInput(t *testing.T) {
 	remote := hostileOverLimitPod(ctx, t, elsewhere, ns, "remote")
 
 	const exporterAddr, remAddr = "127.0.0.1:19910", "127.0.0.1:19911"
-	const token = "e2e-hostile-token"
+	const token = "e2e-hostile-webhook-token-0123456789a" // the remediator wants >= 32 bytes
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)

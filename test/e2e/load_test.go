@@ -104,7 +104,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 	framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
-	const token = "e2e-load-token"
+	const token = "e2e-load-webhook-token-0123456789abcd" // the remediator wants >= 32 bytes
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)

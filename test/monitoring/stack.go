@@ -128,7 +128,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	amCfg, err := AlertmanagerConfig(o.AlertmanagerConfig, o.WebhookURL, tokenFile, o.GroupWait, o.GroupInterval, o.RepeatInterval)
+	amCfg, err := AlertmanagerConfig(o.AlertmanagerBin, o.AlertmanagerConfig, o.WebhookURL, tokenFile, o.GroupWait, o.GroupInterval, o.RepeatInterval)
 	if err != nil {
 		return nil, err
 	}
