@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -69,13 +70,7 @@ func preparePod(ctx context.Context, c *cluster.Cluster, root, ns, sts, containe
 			mountPaths = append(mountPaths, vm.MountPath)
 		}
 	}
-	sort.Slice(mountPaths, func(i, j int) bool { return len(mountPaths[i]) > len(mountPaths[j]) })
-	rewrite := func(s string) string {
-		for _, p := range mountPaths {
-			s = strings.ReplaceAll(s, p, filepath.Join(root, p))
-		}
-		return s
-	}
+	rewrite := pathRewriter(root, mountPaths)
 
 	// The config-reloader's init step: decompress the generated configuration and substitute
 	// its $(VARS) from the reloader's environment.
@@ -102,6 +97,24 @@ func preparePod(ctx context.Context, c *cluster.Cluster, root, ns, sts, containe
 		pod.args = append(pod.args, rewrite(expandVars(a, env)))
 	}
 	return pod, nil
+}
+
+// pathRewriter moves every mount path that starts a path (not one inside another path, as
+// /prometheus inside /etc/prometheus) under root, in one pass.
+func pathRewriter(root string, mountPaths []string) func(string) string {
+	sorted := slices.Clone(mountPaths)
+	sort.Slice(sorted, func(i, j int) bool { return len(sorted[i]) > len(sorted[j]) })
+	alts := make([]string, len(sorted))
+	for i, p := range sorted {
+		alts[i] = regexp.QuoteMeta(p)
+	}
+	re := regexp.MustCompile(`(^|[^A-Za-z0-9_./-])(` + strings.Join(alts, "|") + `)`)
+	return func(s string) string {
+		if len(alts) == 0 {
+			return s
+		}
+		return re.ReplaceAllString(s, "${1}"+strings.ReplaceAll(root, "$", "$$")+"${2}")
+	}
 }
 
 func findContainer(cs []corev1.Container, name string) *corev1.Container {

@@ -104,3 +104,18 @@ func TestWriteKeys(t *testing.T) {
 		t.Error("an item naming a missing key is no error")
 	}
 }
+
+func TestPathRewriter(t *testing.T) {
+	rw := pathRewriter("/work", []string{"/prometheus", "/etc/prometheus/config_out", "/etc/prometheus/rules/r-0"})
+	for in, want := range map[string]string{
+		"--storage.tsdb.path=/prometheus":                              "--storage.tsdb.path=/work/prometheus",
+		"--config.file=/etc/prometheus/config_out/prometheus.env.yaml": "--config.file=/work/etc/prometheus/config_out/prometheus.env.yaml",
+		"rule_files:\n- /etc/prometheus/rules/r-0/*.yaml":              "rule_files:\n- /work/etc/prometheus/rules/r-0/*.yaml",
+		"/etc/prometheus/certs/ca.crt":                                 "/etc/prometheus/certs/ca.crt",
+		"metrics_path: /metrics":                                       "metrics_path: /metrics",
+	} {
+		if got := rw(in); got != want {
+			t.Errorf("rewrite(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
