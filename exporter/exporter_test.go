@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // collPods is a PodLister over a fixed list, for collector tests.
@@ -55,7 +57,7 @@ func (s *collSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeRes
 }
 
 // MeasureVolume makes collSource a VolumeSource, measured as the filesystem source is.
-func (s *collSource) MeasureVolume(_ context.Context, p PodVolumes, v Volume) (Measurement, error) {
+func (s *collSource) MeasureVolume(_ context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
 	k := volumeKey{p.UID, v.Name}
 	if err := s.failing[k]; err != nil {
 		return Measurement{}, err
@@ -90,8 +92,8 @@ func fixture() (*collPods, *collSource, *time.Time) {
 
 func newTestExporter(t *testing.T, pods PodLister, src Source, now *time.Time) *Exporter {
 	t.Helper()
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now },
-		CPUBudget: 0.05})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now },
+		CPUBudget: 0.05}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +316,7 @@ func (s *slowSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeRes
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
-func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume) (Measurement, error) {
+func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
 	start := s.clock.Now()
 	if v.Name == "slow" {
 		s.mu.Lock()
@@ -349,7 +351,7 @@ func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
 	}}
 	var fastCount atomic.Int32
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() { fastCount.Add(1) }}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +434,7 @@ func TestVolumeTimeoutEndsWalk(t *testing.T) {
 		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
 	}}
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +505,8 @@ func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
 	e := newTestExporter(t, lister, src, now)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { e.Run(ctx, time.Hour); close(done) }()
+	e.cfg.Interval = time.Hour
+	go func() { e.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	time.Sleep(100 * time.Millisecond) // the first cycle's moment, before the sync
 	lister.synced.Store(true)

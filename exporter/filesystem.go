@@ -3,11 +3,24 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+)
+
+// How a volume's usage was measured, as the method label spells it.
+const (
+	// MethodWalk: the exporter walked the volume (du semantics).
+	MethodWalk = "walk"
+	// MethodProjectQuota: read in O(1) from the XFS/ext4 project quota the kubelet put the
+	// volume under (LocalStorageCapacityIsolationFSQuotaMonitoring).
+	MethodProjectQuota = "project_quota"
+	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
+	MethodKubelet = "kubelet"
 )
 
 // FilesystemSource measures volumes by walking the kubelet's pod volume folders.
@@ -15,19 +28,42 @@ import (
 // DaemonSet) and works whatever the kubelet's own settings are, including nodes
 // with localStorageCapacityIsolation off, where the Summary API fails.
 type FilesystemSource struct {
-	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter.
+	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter (--kubelet.root-dir).
 	KubeletRootDir string
-	// WalkConcurrency bounds the folders read at once within one volume.
+	// WalkConcurrency bounds the folders read at once within one volume (--fs.walk-concurrency).
 	WalkConcurrency int
-	// ProjectQuotas reads a volume's usage from its project quota, where the kubelet put it
-	// under one of its own, instead of walking it (readProjectQuota).
+	// ProjectQuotas (--fs.project-quota) reads a volume's usage from its project quota,
+	// where the kubelet put it under one of its own, instead of walking it
+	// (fswalk.ReadProjectQuota).
 	ProjectQuotas bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
+// DefaultFilesystemSource returns the filesystem source with the documented defaults, which
+// the command's flags show and bind to.
+func DefaultFilesystemSource() FilesystemSource {
+	return FilesystemSource{KubeletRootDir: "/var/lib/kubelet", WalkConcurrency: 4, ProjectQuotas: true}
+}
+
+// MaxWalkConcurrency bounds FilesystemSource.WalkConcurrency.
+const MaxWalkConcurrency = 64
+
 // Name implements Source.
 func (s *FilesystemSource) Name() string { return "filesystem" }
+
+// Validate reports every problem of the settings at once, naming their flags; Config.Validate
+// calls it.
+func (s *FilesystemSource) Validate() error {
+	var errs []error
+	if s.WalkConcurrency < 1 || s.WalkConcurrency > MaxWalkConcurrency {
+		errs = append(errs, fmt.Errorf("--fs.walk-concurrency=%d must be between 1 and %d", s.WalkConcurrency, MaxWalkConcurrency))
+	}
+	if !filepath.IsAbs(s.KubeletRootDir) {
+		errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", s.KubeletRootDir))
+	}
+	return errors.Join(errs...)
+}
 
 // Measure implements Source. Volumes are measured one after another, each walk in
 // parallel, so the load on the node stays bounded by WalkConcurrency.
@@ -35,7 +71,6 @@ func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []Vol
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
-// MeasureVolume implements VolumeSource.
 // VolumeGone reports whether volume v of pod p has no folder: the kubelet has not set it up
 // yet or has torn it down. One lstat, for the volumes a cycle does not walk.
 func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
@@ -43,20 +78,21 @@ func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume) (Measurement, error) {
+// MeasureVolume implements VolumeSource.
+func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
 	dir := Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	started := now()
-	du, method, err := s.diskUsage(ctx, dir)
+	du, method, err := s.diskUsage(ctx, dir, meter)
 	if err != nil {
 		return Measurement{}, fsError(err)
 	}
-	var sfs unix.Statfs_t
-	if err := unix.Statfs(dir, &sfs); err != nil {
-		return Measurement{}, fsError(&fs.PathError{Op: "statfs", Path: dir, Err: err})
+	space, err := fswalk.FilesystemSpace(dir)
+	if err != nil {
+		return Measurement{}, fsError(err)
 	}
 	return Measurement{
 		UsedBytes:         du.UsedBytes,
@@ -64,8 +100,8 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		UnreadableEntries: du.Unreadable,
 		UncheckedLinks:    du.UncheckedLinks,
 		Method:            method,
-		CapacityBytes:     int64(sfs.Blocks) * sfs.Bsize,
-		AvailableBytes:    int64(sfs.Bavail) * sfs.Bsize,
+		CapacityBytes:     space.CapacityBytes,
+		AvailableBytes:    space.AvailableBytes,
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil
@@ -73,12 +109,12 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 
 // diskUsage measures dir from its project quota when it has one of its own and
 // ProjectQuotas is set, else by walking it; it says which.
-func (s *FilesystemSource) diskUsage(ctx context.Context, dir string) (DiskUsage, string, error) {
+func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
 	if s.ProjectQuotas {
-		if du, err := readProjectQuota(dir); err == nil {
+		if du, err := fswalk.ReadProjectQuota(dir); err == nil {
 			return du, MethodProjectQuota, nil
 		}
 	}
-	du, err := MeasureDiskUsage(ctx, dir, s.WalkConcurrency)
+	du, err := fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter})
 	return du, MethodWalk, err
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // Measurement is the state of one volume at one moment.
@@ -23,7 +25,7 @@ type Measurement struct {
 	// big volume is not taken for stale.
 	CompletedAt time.Time
 	// UncheckedLinks counts hard links counted without checking whether their inode
-	// was counted already (DiskUsage.UncheckedLinks); above 0, UsedBytes may be over.
+	// was counted already (fswalk.DiskUsage.UncheckedLinks); above 0, UsedBytes may be over.
 	UncheckedLinks int64
 	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota or
 	// MethodKubelet.
@@ -53,18 +55,19 @@ type Source interface {
 // hostile volume cannot starve the others.
 type VolumeSource interface {
 	Source
-	// MeasureVolume measures one volume of a pod now.
-	MeasureVolume(ctx context.Context, pod PodVolumes, v Volume) (Measurement, error)
+	// MeasureVolume measures one volume of a pod now, charging the CPU time its walk's
+	// threads spend to meter when it is not nil (the collection's CPU budget).
+	MeasureVolume(ctx context.Context, pod PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error)
 }
 
-// measureEach measures the volumes of pods one after another with measure: Source.Measure
-// of a VolumeSource.
-func measureEach(ctx context.Context, pods []PodVolumes, measure func(context.Context, PodVolumes, Volume) (Measurement, error)) []VolumeResult {
+// measureEach measures the volumes of pods one after another with measure, unmetered:
+// Source.Measure of a VolumeSource.
+func measureEach(ctx context.Context, pods []PodVolumes, measure func(context.Context, PodVolumes, Volume, *fswalk.CPUMeter) (Measurement, error)) []VolumeResult {
 	var out []VolumeResult
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			r.Measurement, r.Err = measure(ctx, p, v)
+			r.Measurement, r.Err = measure(ctx, p, v, nil)
 			out = append(out, r)
 		}
 	}

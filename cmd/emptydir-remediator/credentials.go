@@ -70,9 +70,9 @@ func checkKubeletCredentials(restCfg *rest.Config) error {
 // guessed, and the webhook token is all that stands between the network and evictions.
 const minWebhookTokenBytes = 32
 
-// webhookTokenPlaceholder starts the token of deploy/remediator-webhook-secret.example.yaml:
+// placeholderPrefix starts the token of deploy/remediator-webhook-secret.example.yaml:
 // it is public, so a Secret applied without replacing it opens the webhook to anyone.
-const webhookTokenPlaceholder = "REPLACE-ME"
+const placeholderPrefix = "REPLACE-ME"
 
 // checkWebhookToken refuses, at start, the token of --web.bearer-token-file when it is the
 // example's placeholder or shorter than minWebhookTokenBytes (after trimming white space, as
@@ -89,7 +89,7 @@ func checkWebhookToken(path string) error {
 	switch {
 	case len(token) == 0:
 		return fmt.Errorf("--web.bearer-token-file %s is empty", path)
-	case bytes.HasPrefix(bytes.ToUpper(token), []byte(webhookTokenPlaceholder)):
+	case bytes.HasPrefix(bytes.ToUpper(token), []byte(placeholderPrefix)):
 		return fmt.Errorf("--web.bearer-token-file %s holds the placeholder of the example Secret; "+
 			"create the Secret with a random token: openssl rand -hex 32", path)
 	case len(token) < minWebhookTokenBytes:

@@ -15,12 +15,13 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
 
@@ -109,7 +110,7 @@ func serve(ctx context.Context, c *config, logger *slog.Logger) error {
 	}
 
 	httpSrv := newHTTPServer(srv.Handler(), defaultServerTimeouts(c.remediator.AlertTimeout), logger)
-	return serveUntilDone(ctx, httpSrv, func() error { return web.ListenAndServe(httpSrv, c.web, logger) },
+	return serveUntilDone(ctx, httpSrv, func() error { return httpserver.ListenAndServe(httpSrv, c.web, *c.maxConnections, logger) },
 		lead, drainTimeout(c.remediator.AlertTimeout))
 }
 
@@ -122,35 +123,34 @@ func serve(ctx context.Context, c *config, logger *slog.Logger) error {
 func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() error, lead func(context.Context) error, drainTimeout time.Duration) error {
 	leCtx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLeading()
-	leDone := make(chan error, 1)
-	if lead != nil {
-		go func() { leDone <- lead(leCtx) }()
-	}
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- serve() }()
-
-	var runErr error
-	leaderStopped := false
-	select {
-	case <-ctx.Done():
-	case err := <-serveDone:
-		if !errors.Is(err, http.ErrServerClosed) {
-			runErr = fmt.Errorf("serving HTTP: %w", err)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving HTTP: %w", err)
 		}
-	case err := <-leDone:
-		leaderStopped = true
-		runErr = fmt.Errorf("leader election failed: %w", err)
+		return nil
+	})
+	if lead != nil {
+		g.Go(func() error {
+			if err := lead(leCtx); leCtx.Err() == nil {
+				return fmt.Errorf("leader election failed: %w", err)
+			}
+			return nil // stopLeading ended the election: its error is our own cancellation
+		})
 	}
-	drainCtx, done := context.WithTimeout(context.Background(), drainTimeout)
-	defer done()
-	if err := httpSrv.Shutdown(drainCtx); err != nil && runErr == nil {
-		runErr = fmt.Errorf("shutting down HTTP server: %w", err)
-	}
-	stopLeading()
-	if lead != nil && !leaderStopped {
-		<-leDone //nolint:errcheck // stopLeading ended the election: its error is our own cancellation
-	}
-	return runErr
+	// The stop, in order: drain, then give up the Lease.
+	g.Go(func() error {
+		<-gctx.Done()
+		drainCtx, done := context.WithTimeout(context.Background(), drainTimeout)
+		defer done()
+		err := httpSrv.Shutdown(drainCtx)
+		stopLeading()
+		if err != nil {
+			return fmt.Errorf("shutting down HTTP server: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // newMeasurer builds the configured live measurer.

@@ -19,7 +19,7 @@ type Tool string
 
 // The tools compared, in report order.
 const (
-	Ours    Tool = "ours"    // exporter.MeasureDiskUsage (cmd/walk-ours)
+	Ours    Tool = "ours"    // fswalk.MeasureDiskUsage (cmd/walk-ours)
 	GNUDu   Tool = "du"      // du -s -B1 -x
 	Kubelet Tool = "kubelet" // the kubelet's fs.DiskUsage (cmd/walk-kubelet)
 )

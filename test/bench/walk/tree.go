@@ -1,4 +1,4 @@
-// Package walk benchmarks emptyDir guard's walk (exporter.MeasureDiskUsage) against GNU du and
+// Package walk benchmarks emptyDir guard's walk (fswalk.MeasureDiskUsage) against GNU du and
 // the kubelet's fs.DiskUsage on generated trees of several shapes and sizes, each measurement in
 // a process of its own so that CPU time and peak RSS are the walk's alone.
 package walk

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/test/bench/peers"
 )
 
@@ -40,7 +40,7 @@ func TestShapesAgreeAcrossTools(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o, err := exporter.MeasureDiskUsage(context.Background(), root, 4)
+			o, err := fswalk.MeasureDiskUsage(context.Background(), root, fswalk.Options{Concurrency: 4})
 			if err != nil {
 				t.Fatal(err)
 			}

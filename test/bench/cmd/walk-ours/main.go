@@ -1,18 +1,18 @@
 // Command walk-ours is the benchmark's child measuring a tree with emptyDir guard's walk,
-// exporter.MeasureDiskUsage: walk-ours FOLDER CONCURRENCY.
+// fswalk.MeasureDiskUsage: walk-ours FOLDER CONCURRENCY.
 package main
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/test/bench/walkchild"
 )
 
 func main() {
 	walkchild.Main(func(root string, concurrency int) (int64, int64, error) {
-		du, err := exporter.MeasureDiskUsage(context.Background(), root, concurrency)
+		du, err := fswalk.MeasureDiskUsage(context.Background(), root, fswalk.Options{Concurrency: concurrency})
 		if err == nil && (du.Unreadable != 0 || du.UncheckedLinks != 0) {
 			// Then the figures are bounds, not what du counts: nothing to compare.
 			err = fmt.Errorf("%d unreadable entries, %d unchecked hard links", du.Unreadable, du.UncheckedLinks)

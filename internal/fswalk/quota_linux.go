@@ -1,23 +1,11 @@
-package exporter
+package fswalk
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
-
-// How a volume's usage was measured, as the method label spells it.
-const (
-	// MethodWalk: the exporter walked the volume (du semantics).
-	MethodWalk = "walk"
-	// MethodProjectQuota: read in O(1) from the XFS/ext4 project quota the kubelet put the
-	// volume under (LocalStorageCapacityIsolationFSQuotaMonitoring).
-	MethodProjectQuota = "project_quota"
-	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
-	MethodKubelet = "kubelet"
 )
 
 // Kernel ABI that golang.org/x/sys/unix does not carry (linux/fs.h, linux/quota.h).
@@ -45,11 +33,7 @@ type ifDqblk struct {
 	_                                 uint32
 }
 
-// errNoOwnProjectQuota says that a volume is not under a project quota of its own, so only a
-// walk can measure it.
-var errNoOwnProjectQuota = errors.New("not under a project quota of its own")
-
-// readProjectQuota reads the usage of the volume folder dir from its project quota: what
+// ReadProjectQuota reads the usage of the volume folder dir from its project quota: what
 // the kernel already counts for the project, in O(1) whatever the volume holds. It answers
 // only when the quota counts exactly this volume, as the kubelet sets it up (pkg/volume/util/
 // fsquota): a non-zero project ID on dir with the inherit flag, so everything created below
@@ -58,7 +42,7 @@ var errNoOwnProjectQuota = errors.New("not under a project quota of its own")
 // count other volumes too. A tenant in a user namespace (the kubelet applies quotas only to
 // pods with hostUsers: false) cannot change project IDs. Reading a project quota needs
 // CAP_SYS_ADMIN and a kernel with quotactl_fd (5.14); any error means: walk.
-func readProjectQuota(dir string) (DiskUsage, error) {
+func ReadProjectQuota(dir string) (DiskUsage, error) {
 	fd, err := unix.Open(dir, dirFlags, 0)
 	if err != nil {
 		return DiskUsage{}, fmt.Errorf("open %s: %w", dir, err)
@@ -69,7 +53,7 @@ func readProjectQuota(dir string) (DiskUsage, error) {
 		return DiskUsage{}, fmt.Errorf("project ID of %s: %w", dir, err)
 	}
 	if own.Projid == 0 || own.Xflags&fsXflagProjInherit == 0 {
-		return DiskUsage{}, errNoOwnProjectQuota
+		return DiskUsage{}, ErrNoOwnProjectQuota
 	}
 	parentFd, err := unix.Open(filepath.Dir(dir), dirFlags, 0)
 	if err != nil {
@@ -81,7 +65,7 @@ func readProjectQuota(dir string) (DiskUsage, error) {
 		return DiskUsage{}, fmt.Errorf("project ID of the parent of %s: %w", dir, err)
 	}
 	if parent.Projid == own.Projid {
-		return DiskUsage{}, errNoOwnProjectQuota
+		return DiskUsage{}, ErrNoOwnProjectQuota
 	}
 
 	var dq ifDqblk

@@ -1,4 +1,4 @@
-package exporter
+package fswalk
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func writeFile(t *testing.T, path string, size int) {
 
 func measure(t *testing.T, dir string, concurrency int) DiskUsage {
 	t.Helper()
-	du, err := MeasureDiskUsage(context.Background(), dir, concurrency)
+	du, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: concurrency})
 	if err != nil {
 		t.Fatalf("MeasureDiskUsage(%s): %v", dir, err)
 	}
@@ -175,18 +175,18 @@ func TestMeasureDiskUsageHardLinksAndSparseFiles(t *testing.T) {
 
 func TestMeasureDiskUsageRootErrors(t *testing.T) {
 	dir := t.TempDir()
-	_, err := MeasureDiskUsage(context.Background(), filepath.Join(dir, "missing"), 2)
+	_, err := MeasureDiskUsage(context.Background(), filepath.Join(dir, "missing"), Options{Concurrency: 2})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing root: got %v, want ErrNotExist", err)
 	}
 	writeFile(t, filepath.Join(dir, "file"), 10)
-	if _, err := MeasureDiskUsage(context.Background(), filepath.Join(dir, "file"), 2); err == nil ||
+	if _, err := MeasureDiskUsage(context.Background(), filepath.Join(dir, "file"), Options{Concurrency: 2}); err == nil ||
 		!strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("file as root: got %v, want a not-a-directory error", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := MeasureDiskUsage(ctx, dir, 2); !errors.Is(err, context.Canceled) {
+	if _, err := MeasureDiskUsage(ctx, dir, Options{Concurrency: 2}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: got %v, want context.Canceled", err)
 	}
 }
@@ -225,7 +225,7 @@ func TestMeasureDiskUsageDoesNotCrossFilesystems(t *testing.T) {
 // a tree with a folder it may not read: the walk goes on and counts it.
 func TestMeasureDiskUsageUnreadableEntries(t *testing.T) {
 	if os.Getenv("EMPTYDIR_DU_CHILD") != "" {
-		du, err := MeasureDiskUsage(context.Background(), os.Getenv("EMPTYDIR_DU_CHILD"), 2)
+		du, err := MeasureDiskUsage(context.Background(), os.Getenv("EMPTYDIR_DU_CHILD"), Options{Concurrency: 2})
 		if err != nil {
 			fmt.Printf("ERR %v\n", err)
 			os.Exit(1)
@@ -314,7 +314,7 @@ func TestMeasureDiskUsageToleratesVanishingEntries(t *testing.T) {
 			}
 			_ = os.RemoveAll(filepath.Join(dir, fmt.Sprintf("d%02d", 39-round)))
 		}()
-		du, err := MeasureDiskUsage(context.Background(), dir, 4)
+		du, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 4})
 		wg.Wait()
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
@@ -404,7 +404,7 @@ func TestMeasureDiskUsageDeepTreeBoundsFDs(t *testing.T) {
 	}
 	var got [2]DiskUsage
 	for i, conc := range []int{1, 4} {
-		got[i], _ = MeasureDiskUsage(context.Background(), dir, conc)
+		got[i], _ = MeasureDiskUsage(context.Background(), dir, Options{Concurrency: conc})
 	}
 	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
 		t.Fatal(err)
@@ -469,7 +469,7 @@ func measureOrHang(t *testing.T, dir string) DiskUsage {
 	t.Helper()
 	done := make(chan DiskUsage, 1)
 	go func() {
-		du, err := MeasureDiskUsage(context.Background(), dir, 1)
+		du, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 1})
 		if err != nil {
 			t.Errorf("MeasureDiskUsage: %v", err)
 		}

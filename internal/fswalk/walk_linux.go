@@ -1,4 +1,4 @@
-package exporter
+package fswalk
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ const statxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
 
 // heldDirs bounds the folder fds one walking goroutine keeps open on its way down.
 // Deeper folders close their ancestors' fds and re-open them through ".." on the way
-// back up, so a tree of any depth needs at most concurrency*(heldDirs+2) fds.
+// back up, so a tree of any depth needs at most Options.Concurrency*(heldDirs+2) fds.
 const heldDirs = 16
 
 // keptNames bounds the subfolder names a finished frame keeps allocated for the next
@@ -57,22 +57,6 @@ var (
 	dotDot    = []byte("..\x00")
 )
 
-// DiskUsage is what a walk of one folder found, with du semantics.
-type DiskUsage struct {
-	// UsedBytes counts allocated blocks (st_blocks*512), so sparse files count what
-	// they really occupy, as `du -s -B1` does.
-	UsedBytes int64
-	// Inodes counts files, folders and links, each hard-linked inode once.
-	Inodes int64
-	// Unreadable counts entries the walk could not read; above zero, UsedBytes is a
-	// lower bound.
-	Unreadable int64
-	// UncheckedLinks counts hard links counted without checking whether their inode
-	// was counted already, because the walk remembered maxRememberedLinks inodes;
-	// above zero, UsedBytes and Inodes may be over (never under).
-	UncheckedLinks int64
-}
-
 // devID is a device as statx reports it.
 type devID struct{ major, minor uint32 }
 
@@ -83,11 +67,11 @@ var errChanged = errors.New("entry changed during the walk")
 
 // walker holds the state of one walk. Its memory grows with the hard-linked inodes
 // (up to maxRememberedLinks) and with the depth of the tree, never with the number
-// of plain files; its open fds are bounded by concurrency and heldDirs.
+// of plain files; its open fds are bounded by Options.Concurrency and heldDirs.
 type walker struct {
 	ctx context.Context
 	// meter, when the walk is metered, receives the CPU time of its goroutines' threads.
-	meter   *cpuMeter
+	meter   *CPUMeter
 	rootDev devID
 	// direntInodes: the root's filesystem lists each entry with its type and real inode
 	// number (direntsExact), so a listed folder needs no statx before it is opened.
@@ -166,9 +150,8 @@ type subdir struct {
 
 // MeasureDiskUsage walks root like `du -s -B1 -x`: it does not follow symbolic
 // links, does not cross into other filesystems, counts each hard-linked inode once
-// and tolerates entries that vanish during the walk. Up to concurrency folders are
-// read at once. When ctx carries a cpuMeter, each walking goroutine charges its thread's CPU
-// time to it.
+// and tolerates entries that vanish during the walk. Up to opts.Concurrency folders are
+// read at once. With opts.Meter, each walking goroutine charges its thread's CPU time to it.
 //
 // The tenant owning the volume controls its content and may change it during the
 // walk, so every folder is opened relative to its parent's fd, never by path (no
@@ -179,7 +162,7 @@ type subdir struct {
 //
 // An error is returned only when root itself cannot be measured; unreadable
 // entries below it are counted in DiskUsage.Unreadable.
-func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUsage, error) {
+func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage, error) {
 	fd, err := ignoringEINTR(func() (int, error) { return unix.Open(root, dirFlags, 0) })
 	if err != nil {
 		return DiskUsage{}, &fs.PathError{Op: "open", Path: root, Err: err}
@@ -189,9 +172,7 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 		unix.Close(fd)
 		return DiskUsage{}, &fs.PathError{Op: "statx", Path: root, Err: err}
 	}
-	if concurrency < 1 {
-		concurrency = 1
-	}
+	concurrency := max(opts.Concurrency, 1)
 	var sfs unix.Statfs_t
 	if err := unix.Fstatfs(fd, &sfs); err != nil {
 		unix.Close(fd)
@@ -200,7 +181,7 @@ func MeasureDiskUsage(ctx context.Context, root string, concurrency int) (DiskUs
 	w := &walker{
 		direntInodes: direntsExact(sfs.Type),
 		ctx:          ctx,
-		meter:        cpuMeterOf(ctx),
+		meter:        opts.Meter,
 		rootDev:      devOf(&stx),
 		sem:          make(chan struct{}, concurrency-1),
 		links:        map[uint64]struct{}{},

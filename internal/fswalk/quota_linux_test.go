@@ -1,4 +1,4 @@
-package exporter
+package fswalk
 
 import (
 	"bytes"
@@ -108,14 +108,12 @@ func setProject(t testing.TB, dir string, id uint32) {
 	}
 }
 
-// quotaVolume is a kubelet root with one emptyDir volume, vol, whose project
+// quotaVolume is a volume folder, below root as the kubelet lays them out, whose project
 // ID is volID (0: none) under a parent folder with project ID parentID, filled with plain
 // files, a folder, a hard link, a sparse file and a symbolic link, and synced.
-func quotaVolume(t testing.TB, root string, parentID, volID uint32) (pod PodVolumes, vol Volume) {
+func quotaVolume(t testing.TB, root string, parentID, volID uint32) (dir string) {
 	t.Helper()
-	pod = PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}
-	vol = Volume{Name: "vol", Medium: MediumDisk}
-	dir := Dir(root, pod.UID, vol.Name)
+	dir = filepath.Join(root, "pods", "uid-1", "volumes", "kubernetes.io~empty-dir", "vol")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -154,24 +152,25 @@ func quotaVolume(t testing.TB, root string, parentID, volID uint32) (pod PodVolu
 	if err := sparse.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return pod, vol
+	return dir
 }
 
 // TestProjectQuotaMeasuresLikeTheWalk: on a real XFS and ext4 with project quota accounting,
 // a volume under a project of its own is measured from the quota, with the bytes and inodes
 // of the walk; a volume without a project ID, or whose project ID it shares with its parent
-// folder (so the quota counts more than the volume), is walked. Skipped where the kernel
-// cannot mount with prjquota (built without CONFIG_XFS_QUOTA / CONFIG_QFMT_V2).
+// folder (so the quota counts more than the volume), is not (the exporter walks it).
+// Skipped where the kernel cannot mount with prjquota (built without CONFIG_XFS_QUOTA /
+// CONFIG_QFMT_V2).
 func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 	tests := []struct {
 		name              string
 		parentID, volID   uint32
-		want              string
+		wantQuota         bool
 		wantNoOwnProjectQ bool
 	}{
-		{"own project", 0, kubeletFirstProjectID, MethodProjectQuota, false},
-		{"no project ID", 0, 0, MethodWalk, true},
-		{"project shared with the parent folder", kubeletFirstProjectID + 1, kubeletFirstProjectID + 1, MethodWalk, true},
+		{"own project", 0, kubeletFirstProjectID, true, false},
+		{"no project ID", 0, 0, false, true},
+		{"project shared with the parent folder", kubeletFirstProjectID + 1, kubeletFirstProjectID + 1, false, true},
 	}
 	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
 		t.Run(fsys.fstype, func(t *testing.T) {
@@ -181,24 +180,21 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 			}
 			for i, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					root := filepath.Join(mnt, fmt.Sprint("kubelet-", i))
-					pod, vol := quotaVolume(t, root, tt.parentID, tt.volID)
-					dir := Dir(root, pod.UID, vol.Name)
-					walked, err := MeasureDiskUsage(context.Background(), dir, 2)
+					dir := quotaVolume(t, filepath.Join(mnt, fmt.Sprint("kubelet-", i)), tt.parentID, tt.volID)
+					walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if _, err := readProjectQuota(dir); errors.Is(err, errNoOwnProjectQuota) != tt.wantNoOwnProjectQ {
-						t.Errorf("readProjectQuota: %v, want errNoOwnProjectQuota: %v", err, tt.wantNoOwnProjectQ)
+					quota, err := ReadProjectQuota(dir)
+					if errors.Is(err, ErrNoOwnProjectQuota) != tt.wantNoOwnProjectQ {
+						t.Errorf("ReadProjectQuota: %v, want ErrNoOwnProjectQuota: %v", err, tt.wantNoOwnProjectQ)
 					}
-					src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2, ProjectQuotas: true}
-					m, err := src.MeasureVolume(context.Background(), pod, vol)
-					if err != nil {
-						t.Fatal(err)
+					if (err == nil) != tt.wantQuota {
+						t.Fatalf("ReadProjectQuota: %v; want an answer from the quota: %v", err, tt.wantQuota)
 					}
-					if m.Method != tt.want || m.UsedBytes != walked.UsedBytes || m.InodesUsed != walked.Inodes {
-						t.Errorf("measured %d bytes, %d inodes by %s; the walk says %d bytes, %d inodes; want method %s",
-							m.UsedBytes, m.InodesUsed, m.Method, walked.UsedBytes, walked.Inodes, tt.want)
+					if tt.wantQuota && (quota.UsedBytes != walked.UsedBytes || quota.Inodes != walked.Inodes) {
+						t.Errorf("the quota says %d bytes, %d inodes; the walk says %d bytes, %d inodes",
+							quota.UsedBytes, quota.Inodes, walked.UsedBytes, walked.Inodes)
 					}
 				})
 			}
@@ -207,8 +203,8 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 }
 
 // TestProjectQuotaFallsBackToTheWalk: on a real XFS without quota accounting (as on a kernel
-// without quota support), a volume with a project ID of its own is still measured, by the
-// walk, and says so.
+// without quota support), a volume with a project ID of its own cannot be read from the
+// quota, with an error that is not ErrNoOwnProjectQuota, and is still walked.
 func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
 	for _, fsys := range []loopFS{xfsNoQuota} {
 		t.Run(fsys.fstype, func(t *testing.T) {
@@ -216,39 +212,14 @@ func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			root := filepath.Join(mnt, "kubelet")
-			pod, vol := quotaVolume(t, root, 0, kubeletFirstProjectID)
-			dir := Dir(root, pod.UID, vol.Name)
-			if _, err := readProjectQuota(dir); err == nil || errors.Is(err, errNoOwnProjectQuota) {
-				t.Errorf("readProjectQuota without quota accounting: %v, want the quotactl error", err)
+			dir := quotaVolume(t, filepath.Join(mnt, "kubelet"), 0, kubeletFirstProjectID)
+			if _, err := ReadProjectQuota(dir); err == nil || errors.Is(err, ErrNoOwnProjectQuota) {
+				t.Errorf("ReadProjectQuota without quota accounting: %v, want the quotactl error", err)
 			}
-			walked, err := MeasureDiskUsage(context.Background(), dir, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2, ProjectQuotas: true}
-			m, err := src.MeasureVolume(context.Background(), pod, vol)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m.Method != MethodWalk || m.UsedBytes != walked.UsedBytes || m.InodesUsed != walked.Inodes {
-				t.Errorf("measured %d bytes, %d inodes by %s, want the walk's %d bytes, %d inodes",
-					m.UsedBytes, m.InodesUsed, m.Method, walked.UsedBytes, walked.Inodes)
+			if walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2}); err != nil || walked.UsedBytes <= 0 {
+				t.Errorf("walk: %+v, %v; want the volume's bytes", walked, err)
 			}
 		})
-	}
-}
-
-// TestProjectQuotaOff: with ProjectQuotas unset the volume is walked whatever it is under.
-func TestProjectQuotaOff(t *testing.T) {
-	root := t.TempDir()
-	pod, vol := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, Volume{Name: "vol", Medium: MediumDisk}
-	if err := os.MkdirAll(Dir(root, pod.UID, vol.Name), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	m, err := (&FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol)
-	if err != nil || m.Method != MethodWalk {
-		t.Errorf("MeasureVolume: method %q, err %v; want %q", m.Method, err, MethodWalk)
 	}
 }
 
@@ -260,9 +231,7 @@ func BenchmarkProjectQuotaVsWalk(b *testing.B) {
 	if errors.Is(err, errMountRefused) {
 		b.Skipf("this kernel has no xfs project quotas: %v", err)
 	}
-	root := filepath.Join(mnt, "kubelet")
-	pod, vol := quotaVolume(b, root, 0, kubeletFirstProjectID)
-	dir := Dir(root, pod.UID, vol.Name)
+	dir := quotaVolume(b, filepath.Join(mnt, "kubelet"), 0, kubeletFirstProjectID)
 	for i := range 100 {
 		sub := filepath.Join(dir, "many", fmt.Sprint(i))
 		if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -275,11 +244,15 @@ func BenchmarkProjectQuotaVsWalk(b *testing.B) {
 		}
 	}
 	measure := func(quota bool) time.Duration {
-		src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 4, ProjectQuotas: quota}
 		start := time.Now()
-		m, err := src.MeasureVolume(context.Background(), pod, vol)
-		if err != nil || (m.Method == MethodProjectQuota) != quota {
-			b.Fatalf("method %q, err %v", m.Method, err)
+		var err error
+		if quota {
+			_, err = ReadProjectQuota(dir)
+		} else {
+			_, err = MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 4})
+		}
+		if err != nil {
+			b.Fatalf("quota %v: %v", quota, err)
 		}
 		return time.Since(start)
 	}

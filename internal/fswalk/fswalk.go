@@ -1,0 +1,62 @@
+package fswalk
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// DiskUsage is what a walk of one folder found, with du semantics.
+type DiskUsage struct {
+	// UsedBytes counts allocated blocks (st_blocks*512), so sparse files count what
+	// they really occupy, as `du -s -B1` does.
+	UsedBytes int64
+	// Inodes counts files, folders and links, each hard-linked inode once.
+	Inodes int64
+	// Unreadable counts entries the walk could not read; above zero, UsedBytes is a
+	// lower bound.
+	Unreadable int64
+	// UncheckedLinks counts hard links counted without checking whether their inode
+	// was counted already, because the walk remembered as many hard-linked inodes as it
+	// may; above zero, UsedBytes and Inodes may be over (never under).
+	UncheckedLinks int64
+}
+
+// ErrNoOwnProjectQuota says that a folder is not under a project quota of its own, so only a
+// walk can measure it.
+var ErrNoOwnProjectQuota = errors.New("not under a project quota of its own")
+
+// Options tune one walk.
+type Options struct {
+	// Concurrency bounds the folders (or batches of a large folder's entries) read at
+	// once; below 1 means 1.
+	Concurrency int
+	// Meter, when not nil, is charged the CPU time of the walk's threads as it goes.
+	Meter *CPUMeter
+}
+
+// Space is the size of the filesystem holding a folder.
+type Space struct {
+	CapacityBytes, AvailableBytes int64
+}
+
+// CPUMeter adds up the CPU time one walk spent, as the threads that walked counted it, and
+// adds it to a total of all walks (what a CPU budget drains) as it goes.
+type CPUMeter struct {
+	walk  atomic.Int64
+	total *atomic.Int64 // nil: no total
+}
+
+// NewCPUMeter returns a meter for one walk that also adds to total (nil: no total).
+func NewCPUMeter(total *atomic.Int64) *CPUMeter { return &CPUMeter{total: total} }
+
+// Add charges d of CPU time to the walk.
+func (m *CPUMeter) Add(d time.Duration) {
+	m.walk.Add(int64(d))
+	if m.total != nil {
+		m.total.Add(int64(d))
+	}
+}
+
+// Spent is the CPU time charged to the walk so far.
+func (m *CPUMeter) Spent() time.Duration { return time.Duration(m.walk.Load()) }

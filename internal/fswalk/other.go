@@ -1,0 +1,30 @@
+//go:build !linux
+
+package fswalk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MeasureDiskUsage needs Linux (statx, getdents64, openat).
+func MeasureDiskUsage(_ context.Context, root string, _ Options) (DiskUsage, error) {
+	return DiskUsage{}, fmt.Errorf("walking %s: %w", root, errors.ErrUnsupported)
+}
+
+// ReadProjectQuota needs Linux (FS_IOC_FSGETXATTR, quotactl_fd).
+func ReadProjectQuota(dir string) (DiskUsage, error) {
+	return DiskUsage{}, fmt.Errorf("project quota of %s: %w", dir, errors.ErrUnsupported)
+}
+
+// FilesystemSpace needs Linux here: statfs differs from one system to the next.
+func FilesystemSpace(dir string) (Space, error) {
+	return Space{}, fmt.Errorf("statfs %s: %w", dir, errors.ErrUnsupported)
+}
+
+// ProcessCPU needs Linux here (getrusage's fields differ from one system to the next).
+func ProcessCPU() (time.Duration, error) {
+	return 0, fmt.Errorf("getrusage: %w", errors.ErrUnsupported)
+}
