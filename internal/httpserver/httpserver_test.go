@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"bufio"
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,7 +43,12 @@ func TestMaxConnections(t *testing.T) {
 	flags := &web.FlagConfig{WebListenAddresses: &[]string{}, WebConfigFile: &empty}
 	done := make(chan error, 1)
 	go func() { done <- Serve([]net.Listener{l}, srv, flags, limit, slog.New(slog.DiscardHandler)) }()
-	defer func() { _ = srv.Close(); <-done }()
+	defer func() {
+		_ = srv.Close()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
 
 	// get sends one request on conn and reads the answer; the connection stays open.
 	get := func(conn net.Conn) error {

@@ -54,7 +54,7 @@ func StartOperator(ctx context.Context, c *cluster.Cluster, dir string) error {
 func applyCRDs(ctx context.Context, c *cluster.Cluster, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s (%v)", dir, err)
+		return fmt.Errorf("no CRDs in %s: %w", dir, errors.Join(err, errors.New("no *.yaml files")))
 	}
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
@@ -83,11 +83,12 @@ func applyCRDs(ctx context.Context, c *cluster.Cluster, dir string) error {
 	}
 	for _, name := range names {
 		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			// Not there yet is no error: poll again.
 			got, err := crds.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
+			var conds []any
+			if err == nil {
+				conds, _, _ = unstructured.NestedSlice(got.Object, "status", "conditions")
 			}
-			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
 			for _, cond := range conds {
 				m, _ := cond.(map[string]any)
 				if m["type"] == "Established" && m["status"] == "True" {
