@@ -58,16 +58,7 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	}
 
 	// The guard, as a chart user beside kube-prometheus-stack installs it.
-	const release, ns = "edg", "operator-guard"
-	objs := helmTemplate(t, release, ns, `
-image:
-  repository: localhost/emptydir-guard
-  tag: test
-  pullPolicy: Never
-exporter:
-  kubeletRootDir: `+c.KubeletRootDir()+`
-remediator:
-  replicas: 2
+	in, objs := chartInstall(t, c, "edg", "operator-guard", `
 podMonitor:
   enabled: true
   labels: {release: kps}
@@ -78,12 +69,6 @@ alertmanagerConfig:
   enabled: true
   labels: {release: kps}
 `)
-	in := install{ns: ns, exporter: release + "-emptydir-exporter", remediator: release + "-emptydir-remediator"}
-	for _, o := range objs {
-		if s, ok := o.(*corev1.Secret); ok && s.Name == in.remediator+"-webhook" {
-			in.token = string(s.Data["token"])
-		}
-	}
 	requireKinds(t, objs, "PodMonitor", "PrometheusRule", "AlertmanagerConfig")
 	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
 	seed := installed.startSeed(ctx, t, "operator")
@@ -134,7 +119,7 @@ alertmanagerConfig:
 	requireEvent(ctx, t, c, s, remediator.EventEvicted)
 
 	// Every emptydir_* series carries the measured pod's labels: none renamed to exported_*.
-	checkOperatorSeries(ctx, t, mon, seed, stay, ns)
+	checkOperatorSeries(ctx, t, mon, seed, stay, in.ns)
 	// The remediator's own series arrive through its PodMonitor, and count this eviction.
 	framework.Eventually(t, 90*time.Second, time.Second, "the remediator's evictions in the operator's Prometheus", func() (bool, string) {
 		res, err := mon.Query(ctx, `sum(emptydir_remediator_alerts_total{outcome="evicted"})`)
