@@ -3,9 +3,11 @@ package httpserver
 import (
 	"bufio"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,5 +91,46 @@ func TestMaxConnections(t *testing.T) {
 	defer mu.Unlock()
 	if most > limit {
 		t.Errorf("%d connections open at once, limit %d", most, limit)
+	}
+}
+
+// A request the server refuses before its handler (headers over the limit) still gets its
+// answer through a limited listener: net/http half-closes the connection after answering,
+// which a limited connection must allow, or the kernel resets the connection over the
+// client's unread bytes and the client sees "connection reset by peer" instead of 431.
+func TestRefusalAnsweredThroughLimit(t *testing.T) {
+	srv := New(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }),
+		Timeouts{ReadHeader: time.Minute, Read: time.Minute, Write: time.Minute, Idle: time.Hour}, 1<<10, slog.New(slog.DiscardHandler))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty := ""
+	flags := &web.FlagConfig{WebListenAddresses: &[]string{}, WebConfigFile: &empty}
+	done := make(chan error, 1)
+	go func() { done <- Serve([]net.Listener{l}, srv, flags, 4, slog.New(slog.DiscardHandler)) }()
+	defer func() {
+		_ = srv.Close()
+		if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+
+	req, err := http.NewRequest(http.MethodGet, "http://"+l.Addr().String()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Pad", strings.Repeat("x", 64<<10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("oversized headers: %v, want the 431 answer", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer to oversized headers: %v (status %d)", err, resp.StatusCode)
+	}
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("oversized headers: %d %s, want 431", resp.StatusCode, body)
 	}
 }

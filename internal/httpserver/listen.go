@@ -14,7 +14,6 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/mdlayher/vsock"
 	"github.com/prometheus/exporter-toolkit/web"
-	"golang.org/x/net/netutil"
 )
 
 // AddMaxConnectionsFlag adds --web.max-connections to app, defaulting to def.
@@ -82,7 +81,7 @@ func Serve(listeners []net.Listener, server *http.Server, flags *web.FlagConfig,
 	if maxConns > 0 {
 		limited := make([]net.Listener, len(listeners))
 		for i, l := range listeners {
-			limited[i] = netutil.LimitListener(l, maxConns)
+			limited[i] = newLimitListener(l, maxConns)
 		}
 		listeners = limited
 	}
