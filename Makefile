@@ -33,8 +33,9 @@ deps:
 k8s-binaries:
 	./test/k8sbin/build.sh kube-apiserver kubelet
 
-# The pinned Prometheus Operator and its CRDs (test/promoperator), which the operator-path
-# install test runs against the cluster; cached like the Kubernetes components.
+# The pinned Prometheus Operator, its CRDs (test/promoperator) and the Prometheus it configures
+# (test/prometheus), which the operator-path install test runs against the cluster; cached
+# like the Kubernetes components.
 prometheus-operator:
 	./test/promoperator/build.sh
 
@@ -43,7 +44,6 @@ prometheus-operator:
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags operatorpath ./test/e2e/
 	@pkgs="$$($(GO) list ./... | grep -v '/test/')"; for os in darwin windows; do \
 	  echo "GOOS=$$os $(GO) vet (all but test/)"; GOOS=$$os $(GO) vet $$pkgs || exit 1; done
 
@@ -100,8 +100,9 @@ test-helm:
 
 # Real kube-apiserver + etcd + kubelet + containerd; needs root. EMPTYDIR_GUARD_CLUSTER=1 turns
 # a missing part into a failure with a clear message instead of a skip.
-test-cluster: deps k8s-binaries build
+test-cluster: deps k8s-binaries prometheus-operator build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 
 # RECORD=1 lets the real-cluster suites write their figures into docs/reliability.md
@@ -146,10 +147,9 @@ bench: bench-node
 bench-node:
 	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 30m -v ./node/
 
-# The chart beside the real Prometheus Operator (TestOperatorInstallEvicts, docs/e2e.md). Not in
-# `make test` yet: Debian's Prometheus 2.42 is built without Kubernetes service discovery, which
-# every configuration the operator generates uses; it needs a Prometheus built from its module.
+# The chart beside the real Prometheus Operator alone (TestOperatorInstallEvicts, docs/e2e.md;
+# make test-cluster runs it with the others).
 test-operator-path: deps k8s-binaries prometheus-operator build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
-	  $(GO) test -tags operatorpath -count=1 -timeout 20m -v -run '^TestOperatorInstallEvicts$$' ./test/e2e/
+	  $(GO) test -count=1 -timeout 20m -v -run '^TestOperatorInstallEvicts$$' ./test/e2e/

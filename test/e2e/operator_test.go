@@ -1,8 +1,3 @@
-//go:build operatorpath
-
-// The operator-path test is built only with -tags operatorpath (make test-operator-path) until
-// it can pass: see the Makefile target.
-
 package e2e
 
 import (
@@ -72,8 +67,19 @@ alertmanagerConfig:
 	requireKinds(t, objs, "PodMonitor", "PrometheusRule", "AlertmanagerConfig")
 	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
 	seed := installed.startSeed(ctx, t, "operator")
-	// A pod under its limit that stays, for the dashboards' per-pod panels after the eviction.
-	stay := framework.RunPod(ctx, t, c, c.SeedPod(seed.pod.Namespace, "stays"))
+	// Pods that stay, for the dashboards' per-pod panels and the per-namespace rules after the
+	// eviction: one near its limit (950 KiB of 1 MiB), one over it in kube-system, a namespace
+	// the chart's remediator leaves alone by default (namespaceDeny).
+	if err := c.EnsureNamespace(ctx, metav1.NamespaceSystem); err != nil { // its default ServiceAccount
+		t.Fatal(err)
+	}
+	suffix := framework.RandSuffix()
+	near := c.SeedPod(metav1.NamespaceSystem, "near-"+suffix)
+	near.Spec.Containers[0].Command = []string{"sh", "-c", "dd if=/dev/zero of=/test/near bs=1k count=950 && exec sleep 2147483647"}
+	over := c.SeedPod(metav1.NamespaceSystem, "over-"+suffix)
+	over.Spec.Containers[0].Command = []string{"sh", "-c", "dd if=/dev/zero of=/test/over bs=1k count=2048 && exec sleep 2147483647"}
+	stay := framework.RunPod(ctx, t, c, near)
+	kept := framework.RunPod(ctx, t, c, over)
 	exp, rems := installed.createPods(ctx, t)
 	installed.checkExporter(ctx, t, exp, seed)
 	for i := range rems {
@@ -81,7 +87,7 @@ alertmanagerConfig:
 	}
 
 	// The monitoring side, as kube-prometheus-stack sets it up.
-	mon := startOperatorMonitoring(ctx, t, c, rems[0])
+	mon := startOperatorMonitoring(ctx, t, c, dir, rems[0])
 
 	// The alert the operator's Prometheus fires names the measured pod, not the exporter's.
 	framework.Eventually(t, 2*time.Minute, time.Second, "EmptyDirOverLimit firing for the seed pod in the operator's Prometheus", func() (bool, string) {
@@ -128,6 +134,17 @@ alertmanagerConfig:
 		}
 		return len(res) == 1 && res[0].Value >= 1, fmt.Sprintf("%v", res)
 	})
+	// The pod over its limit in kube-system alerts too, and is left alone.
+	framework.Eventually(t, 2*time.Minute, time.Second, "the remediator skips the kube-system pod over its limit (namespace)", func() (bool, string) {
+		res, err := mon.Query(ctx, `sum(emptydir_remediator_skips_total{reason="namespace"})`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(res) == 1 && res[0].Value >= 1, fmt.Sprintf("%v", res)
+	})
+	if evs := framework.PodEvents(ctx, t, c, kept, remediator.EventEvicted); len(evs) != 0 {
+		t.Errorf("the remediator evicted %s/%s in a namespace its policy denies: %s", kept.Namespace, kept.Name, evs[0].Message)
+	}
 	checkRulesHealthy(ctx, t, mon, stay.Namespace)
 	checkDashboards(ctx, t, mon, map[string]string{"namespace": stay.Namespace, "pod": stay.Name})
 }
@@ -149,9 +166,9 @@ func requireKinds(t *testing.T, objs []runtime.Object, kinds ...string) {
 // startOperatorMonitoring creates what a kube-prometheus-stack release "kps" would in
 // namespace "monitoring" (a Prometheus and an Alertmanager selecting objects labelled
 // release=kps in every namespace, Prometheus' ServiceAccount and RBAC, the Alertmanager
-// Service), waits for the operator's output and runs it. remediator is where the
-// remediator Service's name resolves for Alertmanager.
-func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Cluster, remediatorPod *corev1.Pod) *monitoring.Stack {
+// Service), waits for the operator's output and runs it, Prometheus from operatorDir.
+// remediatorPod is where the remediator Service's name resolves for Alertmanager.
+func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Cluster, operatorDir string, remediatorPod *corev1.Pod) *monitoring.Stack {
 	t.Helper()
 	const ns = "monitoring"
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
@@ -201,10 +218,15 @@ func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Clust
 		t.Fatal(err)
 	}
 
-	// kube-prometheus-stack's defaults, pinned to the versions the Debian packages run.
+	// kube-prometheus-stack's defaults, at the versions that run here: the Prometheus built
+	// beside the operator, the Alertmanager of the Debian package.
+	promBin, promVersion, err := monitoring.OperatorPrometheus(operatorDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	selector := map[string]any{"matchLabels": toAny(kpsSelector)}
 	applyUnstructured(ctx, t, c, "monitoring.coreos.com/v1", "Prometheus", ns, "kps", map[string]any{
-		"version":                         "v2.42.0",
+		"version":                         promVersion,
 		"serviceAccountName":              sa.Name,
 		"podMonitorSelector":              selector,
 		"podMonitorNamespaceSelector":     map[string]any{},
@@ -238,6 +260,7 @@ func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Clust
 		Alertmanager:                  types.NamespacedName{Namespace: ns, Name: "kps"},
 		PrometheusServiceAccountToken: tok.Status.Token,
 		Hosts:                         hosts,
+		PrometheusBin:                 promBin,
 	})
 	if err != nil {
 		t.Fatalf("%v\noperator log:\n%s", err, c.LogTail("prometheus-operator", 3000))
@@ -304,11 +327,11 @@ func checkOperatorSeries(ctx context.Context, t *testing.T, mon *monitoring.Stac
 }
 
 // checkRulesHealthy: every rule of the chart's PrometheusRule, as the operator loaded it,
-// evaluates without error, and the per-namespace recording rules have the tenant's
-// namespace.
-func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack, tenantNS string) {
+// evaluates without error, and each per-namespace recording rule has had namespace ns during
+// the test.
+func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack, ns string) {
 	t.Helper()
-	framework.Eventually(t, time.Minute, 2*time.Second, "the recording rules produce the tenant's namespace", func() (bool, string) {
+	framework.Eventually(t, time.Minute, 2*time.Second, "the recording rules produce the namespace of the pods that stay", func() (bool, string) {
 		groups, err := mon.Rules(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -322,7 +345,9 @@ func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack,
 				case promv1.RecordingRule:
 					name, health, lastErr = r.Name, string(r.Health), r.LastError
 					if strings.HasPrefix(name, "namespace") {
-						res, err := mon.Query(ctx, fmt.Sprintf(`%s{namespace=%q}`, name, tenantNS))
+						// At some point of the test: the over-limit count has data only
+						// until the eviction.
+						res, err := mon.Query(ctx, fmt.Sprintf(`last_over_time(%s{namespace=%q}[15m])`, name, ns))
 						if err != nil || len(res) == 0 {
 							missing = append(missing, name)
 						}
@@ -339,6 +364,6 @@ func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack,
 		if n == 0 {
 			return false, "no rules loaded"
 		}
-		return len(bad) == 0 && len(missing) == 0, fmt.Sprintf("%d rules; unhealthy %v; recording rules without namespace %s: %v", n, bad, tenantNS, missing)
+		return len(bad) == 0 && len(missing) == 0, fmt.Sprintf("%d rules; unhealthy %v; recording rules without namespace %s: %v", n, bad, ns, missing)
 	})
 }

@@ -22,8 +22,25 @@ import (
 )
 
 // OperatorDirEnv names the folder test/promoperator/build.sh prints: the pinned Prometheus
-// Operator's binary (operator) and its CustomResourceDefinitions (crds/).
+// Operator's binary (operator), its CustomResourceDefinitions (crds/), and the Prometheus it
+// configures (prometheus, its version in prometheus.version).
 const OperatorDirEnv = "PROM_OPERATOR_DIR"
+
+// OperatorPrometheus is the Prometheus build.sh built beside the operator, and its version
+// as a Prometheus object's spec.version names it: the operator generates a configuration for
+// that version. Debian's Prometheus cannot run it: it is built without Kubernetes service
+// discovery, which every scrape job the operator generates uses.
+func OperatorPrometheus(dir string) (bin, version string, err error) {
+	bin = filepath.Join(dir, "prometheus")
+	if _, err := os.Stat(bin); err != nil {
+		return "", "", fmt.Errorf("the operator's Prometheus: %w (test/promoperator/build.sh builds it)", err)
+	}
+	v, err := os.ReadFile(filepath.Join(dir, "prometheus.version"))
+	if err != nil {
+		return "", "", fmt.Errorf("the operator's Prometheus: %w (test/promoperator/build.sh writes it)", err)
+	}
+	return bin, strings.TrimSpace(string(v)), nil
+}
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -114,7 +131,8 @@ type OperatorStackOptions struct {
 	// Hosts maps DNS names to addresses for Alertmanager, standing in for the cluster DNS and
 	// kube-proxy this cluster does not run (a Service's name → one of its pods' IPs).
 	Hosts map[string]string
-	// PrometheusBin and AlertmanagerBin default to the Debian packages' binaries.
+	// PrometheusBin and AlertmanagerBin default to the Debian packages' binaries; Prometheus
+	// needs one with Kubernetes service discovery (OperatorPrometheus).
 	PrometheusBin, AlertmanagerBin string
 	// ReadyTimeout bounds the wait for the operator's output and for both to be ready;
 	// default 2m.

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Builds the pinned Prometheus Operator (go.mod in this folder) and copies its CRDs beside it,
-# for the install tests that run the operator against the test cluster. Prints the output
-# folder: operator (the binary) and crds/ (monitoring.coreos.com CustomResourceDefinitions of
-# the same version). The Go build cache and the output folder make later runs instant.
+# Builds the pinned Prometheus Operator (go.mod in this folder) and the Prometheus it
+# configures (test/prometheus/go.mod) and copies the operator's CRDs beside them, for the install tests that run the
+# operator against the test cluster. Prints the output folder: operator and prometheus (the
+# binaries) and crds/ (monitoring.coreos.com CustomResourceDefinitions of the operator's
+# version). Debian's Prometheus is built without Kubernetes service discovery, which every
+# configuration the operator generates needs. The Go build cache and the output folder make
+# later runs instant.
 set -euo pipefail
 # A test tool, never shipped: built with the machine's own Go, like test/k8sbin.
 export GOTOOLCHAIN=local
@@ -17,6 +20,19 @@ if ! [ -x "$out/operator" ] || ! [ "$out/operator" -nt "$here/go.mod" ]; then
     -o "$out/operator.tmp" "$mod/cmd/operator")
   mv "$out/operator.tmp" "$out/operator"
 fi
+prom=github.com/prometheus/prometheus
+prom_mod=$here/../prometheus
+prom_version=$(awk -v m="$prom" '$1==m {print $2} $1=="require" && $2==m {print $3}' "$prom_mod/go.mod")
+# The module's v0.MMM.P is Prometheus 3.MMM/100 . MMM%100 . P (v0.305.0 is 3.5.0).
+minor=${prom_version#v0.}; patch=${minor#*.}; minor=${minor%%.*}
+prom_release="$((minor / 100)).$((minor % 100)).$patch"
+if ! [ -x "$out/prometheus" ] || ! [ "$out/prometheus" -nt "$prom_mod/go.mod" ]; then
+  echo "building Prometheus $prom_release into $out (first time: several minutes)" >&2
+  (cd "$prom_mod" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$prom_release" \
+    -o "$out/prometheus.tmp" "$prom/cmd/prometheus")
+  mv "$out/prometheus.tmp" "$out/prometheus"
+fi
+echo "v$prom_release" > "$out/prometheus.version"
 if ! [ -d "$out/crds" ]; then
   src=$(cd "$here" && go list -m -f '{{.Dir}}' "$mod")
   mkdir -p "$out/crds.tmp"
