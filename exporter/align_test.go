@@ -330,7 +330,7 @@ func TestAlignmentFollowsOneOfTwoScrapers(t *testing.T) {
 // what the cycle does.
 func TestScrapeHandler(t *testing.T) {
 	pods, src, now := fixture()
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now }, AlignToScrapes: true})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now }, AlignToScrapes: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,19 +5,20 @@ import (
 	"time"
 )
 
-// cpuBudget bounds the CPU the periodic walks spend, as a token bucket of CPU time: it fills
-// at share CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The
-// collection starts a walk only while the bucket holds credit; a walk may overdraw it, and
-// the debt is paid back by later cycles, so over time the walks stay within share of one core.
+// cpuBudget is the token bucket of Config.CPUBudget (--collection.cpu-budget): it bounds the
+// CPU the periodic walks spend, as a bucket of CPU time that fills at share (the CPUBudget)
+// CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The collection
+// starts a walk only while the bucket holds credit; a walk may overdraw it, and the debt is
+// paid back by later cycles, so over time the walks stay within share of one core.
 //
-// It charges the walks only, each as the threads that walked counted it (fswalk.CPUMeter), not the
-// process: scrapes, live measurements and the Go runtime are not walks the budget can defer,
+// It charges the walks only, each as the threads that walked counted it (fswalk.CPUMeter),
+// not the process: scrapes, live measurements and the Go runtime are not walks the budget can defer,
 // and charging them would let a scraper polling /metrics starve the walks (at a 1 s interval
 // with frequent scrapes they drained the bucket, and volumes without a sizeLimit waited for
 // minutes). What a walk's threads miss (garbage collection on other threads; the walker
 // allocates nothing per entry) is measured against the process's CPU in docs/performance.md.
 type cpuBudget struct {
-	share    float64
+	share    float64 // Config.CPUBudget
 	capacity time.Duration
 	// spent reads the CPU time every metered walk has spent so far.
 	spent func() time.Duration

@@ -1,10 +1,9 @@
-// Package exporter measures the emptyDir volumes of the pods on one node and
-// publishes them as Prometheus metrics, and serves live measurements on request.
 package exporter
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -15,43 +14,119 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// Config wires an Exporter.
+// Config is what an Exporter measures and how. DefaultConfig gives the defaults, which the
+// command's flags show and bind to; each setting names its flag, and Validate checks the
+// settings as the command does. A setting left zero is not replaced by its default.
 type Config struct {
-	// NodeName is the value of the node label.
+	// NodeName is the value of the node label (--node.name).
 	NodeName string
 	// Source measures volumes, for the periodic collection and the live endpoint.
 	Source Source
 	// Pods tells which pods on the node have emptyDir volumes.
 	Pods PodLister
-	// Logger receives one line per failed volume and per cycle at debug level.
+	// Logger receives one line per failed volume and per cycle at debug level; nil: none.
 	Logger *slog.Logger
-	// LiveConcurrency bounds live measurements running at once; 0 means 2.
-	LiveConcurrency int
-	// VolumeConcurrency bounds the volumes a VolumeSource measures at once in the
-	// collection; 0 means 2. Above 1, one slow volume cannot hold up the others.
-	VolumeConcurrency int
-	// VolumeTimeout bounds one volume's measurement by a VolumeSource; 0 means 1m.
-	// It may exceed the collection interval: a walk outlives its cycle, and the
-	// cycles publish the last completed result meanwhile.
-	VolumeTimeout time.Duration
-	// UnlimitedInterval is how often a VolumeSource's collection walks a volume without a
-	// sizeLimit: it cannot trigger an eviction, so it needs no more than the kubelet's own
-	// cadence; 0 means every cycle.
-	UnlimitedInterval time.Duration
-	// CPUBudget bounds the CPU the periodic walks of a VolumeSource spend, as a share of one
-	// core, counted on the threads that walk (see cpuBudget); 0 means no bound.
-	CPUBudget float64
-	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
-	// less: what a burst of walks may take at once; 0 means the budget's share of
-	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
-	// run back to back.
-	CPUBudgetCapacity time.Duration
-	// AlignToScrapes shifts the phase of the collection cycle so that a cycle ends just
-	// before the scrapes of a regular scraper (see scrapeAligner); requests reach it through
-	// ScrapeHandler. Off, cycles keep the phase of their start.
-	AlignToScrapes bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Interval is how often Run starts a collection cycle (--collection.interval): every
+	// volume with a sizeLimit (a Source that is no VolumeSource: every volume) is measured
+	// once per cycle.
+	Interval time.Duration
+	// AlignToScrapes shifts the phase of the collection cycle so that a cycle ends just
+	// before the scrapes of a regular scraper (--collection.align-to-scrapes; see
+	// scrapeAligner); requests reach it through ScrapeHandler. Off, cycles keep the phase of
+	// their start.
+	AlignToScrapes bool
+	// VolumeConcurrency bounds the volumes a VolumeSource measures at once in the collection
+	// (--collection.concurrency). Above 1, one slow volume cannot hold up the others.
+	VolumeConcurrency int
+	// VolumeTimeout bounds one volume's measurement by a VolumeSource
+	// (--collection.volume-timeout). It may exceed Interval: a walk outlives its cycle, and
+	// the cycles publish the last completed result meanwhile.
+	VolumeTimeout time.Duration
+	// UnlimitedInterval is how often a VolumeSource's collection walks a volume without a
+	// sizeLimit (--collection.unlimited-interval): it cannot trigger an eviction, so it needs
+	// no more than the kubelet's own cadence. 0 walks it every cycle, with the others.
+	UnlimitedInterval time.Duration
+	// CPUBudget bounds the CPU the periodic walks of a VolumeSource spend, as a share of one
+	// core counted on the threads that walk (--collection.cpu-budget; the token bucket
+	// cpuBudget); 0 means no bound.
+	CPUBudget float64
+	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
+	// less: what a burst of walks may take at once. 0 means CPUBudget's share of
+	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
+	// run back to back; the command leaves it so.
+	CPUBudgetCapacity time.Duration
+
+	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
+	LiveConcurrency int
+	// LiveMaxWait bounds how long a live request waits for its caller's turn and then for a
+	// measurement slot (--live.max-wait); below LiveTimeout, which it is part of.
+	LiveMaxWait time.Duration
+}
+
+// DefaultConfig returns the documented defaults: the one place they are written.
+func DefaultConfig() Config {
+	return Config{
+		Interval:          10 * time.Second,
+		AlignToScrapes:    true,
+		VolumeConcurrency: 2,
+		VolumeTimeout:     time.Minute,
+		UnlimitedInterval: time.Minute,
+		CPUBudget:         0.05,
+		LiveConcurrency:   2,
+		// Well within LiveTimeout, so a request that got its turn late still has time to walk.
+		LiveMaxWait: 10 * time.Second,
+	}
+}
+
+// MaxCPUBudget bounds CPUBudget: the walks cannot use more cores than VolumeConcurrency
+// (at most MaxVolumeConcurrency) × the walk concurrency of one volume (at most 64) allow.
+const MaxCPUBudget = MaxVolumeConcurrency * 64
+
+// MaxVolumeConcurrency bounds VolumeConcurrency.
+const MaxVolumeConcurrency = 16
+
+// Validate reports every problem of the settings at once, naming their flags. The settings
+// of the walks (VolumeConcurrency, VolumeTimeout, UnlimitedInterval, CPUBudget) are checked
+// only with a VolumeSource, the only source that uses them; a Source with its own
+// Validate method (FilesystemSource) is checked too.
+func (c Config) Validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("--node.name (or NODE_NAME) is required: the exporter measures the pods of one node"))
+	}
+	if c.Interval < time.Second {
+		errs = append(errs, fmt.Errorf("--collection.interval=%s is below 1s", c.Interval))
+	}
+	if c.LiveConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("--live.concurrency=%d must be at least 1", c.LiveConcurrency))
+	}
+	if c.LiveMaxWait <= 0 || c.LiveMaxWait >= LiveTimeout {
+		errs = append(errs, fmt.Errorf("--live.max-wait=%s must be positive and below the live endpoint's %s timeout, which it is part of", c.LiveMaxWait, LiveTimeout))
+	}
+	if _, walks := c.Source.(VolumeSource); walks {
+		if c.VolumeConcurrency < 1 || c.VolumeConcurrency > MaxVolumeConcurrency {
+			errs = append(errs, fmt.Errorf("--collection.concurrency=%d must be between 1 and %d", c.VolumeConcurrency, MaxVolumeConcurrency))
+		}
+		if c.VolumeTimeout < time.Second {
+			errs = append(errs, fmt.Errorf("--collection.volume-timeout=%s is below 1s", c.VolumeTimeout))
+		}
+		if c.UnlimitedInterval < c.Interval {
+			errs = append(errs, fmt.Errorf("--collection.unlimited-interval=%s is below --collection.interval=%s: volumes without a sizeLimit are walked at most as often as those with one", c.UnlimitedInterval, c.Interval))
+		}
+		// The negated form also refuses NaN.
+		if !(c.CPUBudget >= 0 && c.CPUBudget <= MaxCPUBudget) {
+			errs = append(errs, fmt.Errorf("--collection.cpu-budget=%v must be between 0 (no budget) and %d (cores)", c.CPUBudget, MaxCPUBudget))
+		}
+	}
+	if v, ok := c.Source.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Exporter keeps the result of the latest collection cycle and publishes it. It
@@ -97,17 +172,13 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Source == nil || cfg.Pods == nil {
 		return nil, errors.New("exporter: Source and Pods are required")
 	}
+	// Zero is no default here (DefaultConfig holds them): it would block or never measure.
+	if cfg.Interval <= 0 || cfg.LiveConcurrency < 1 || cfg.LiveMaxWait <= 0 || cfg.VolumeConcurrency < 1 || cfg.VolumeTimeout <= 0 {
+		return nil, fmt.Errorf("exporter: Interval %s, LiveConcurrency %d, LiveMaxWait %s, VolumeConcurrency %d and VolumeTimeout %s must be positive: start from DefaultConfig",
+			cfg.Interval, cfg.LiveConcurrency, cfg.LiveMaxWait, cfg.VolumeConcurrency, cfg.VolumeTimeout)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.LiveConcurrency <= 0 {
-		cfg.LiveConcurrency = 2
-	}
-	if cfg.VolumeConcurrency <= 0 {
-		cfg.VolumeConcurrency = 2
-	}
-	if cfg.VolumeTimeout <= 0 {
-		cfg.VolumeTimeout = time.Minute
 	}
 	now := cfg.Now
 	if now == nil {
@@ -167,29 +238,34 @@ func New(cfg Config) (*Exporter, error) {
 		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
 			e.deferredWalks.WithLabelValues(r)
 		}
-		schedule := walkSchedule{unlimitedEvery: cfg.UnlimitedInterval, budgetShare: cfg.CPUBudget,
-			budgetCapacity: cfg.CPUBudgetCapacity}
-		if schedule.budgetCapacity <= 0 {
-			schedule.budgetCapacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
-		}
-		e.walks = newVolumeWalks(vs, cfg.VolumeConcurrency, cfg.VolumeTimeout, schedule, now, e.noteMeasured,
-			func(reason string, n int) { e.deferredWalks.WithLabelValues(reason).Add(float64(n)) },
-			func(p PodVolumes) (PodVolumes, bool) {
+		e.walks = newVolumeWalks(vs, cfg, walkHooks{
+			now:  now,
+			done: e.noteMeasured,
+			deferred: func(reason string, n int) {
+				e.deferredWalks.WithLabelValues(reason).Add(float64(n))
+			},
+			podNow: func(p PodVolumes) (PodVolumes, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {
 					return p, true // judged by the cycle's list
 				}
 				return cur, ok
-			})
+			},
+		})
 	}
 	return e, nil
 }
 
-// Run refreshes the snapshot once the pod informer has synced (or one interval has
+// Run refreshes the snapshot once the pod informer has synced (or one Config.Interval has
 // passed) and then every interval until ctx ends, at the phase nextCycle plans. A cycle
 // waits for its measurements at most one interval; a volume's walk may go on for up to
-// Config.VolumeTimeout, and its result is published by a later cycle.
-func (e *Exporter) Run(ctx context.Context, interval time.Duration) {
+// Config.VolumeTimeout, and its result is published by a later cycle. Once ctx has ended,
+// Run returns when every walk it started has ended.
+func (e *Exporter) Run(ctx context.Context) {
+	interval := e.cfg.Interval
+	if e.walks != nil {
+		defer e.walks.wait()
+	}
 	// A started (or restarted) exporter's informer syncs within moments: a first cycle
 	// before that would publish nothing, and the next one would come a whole interval later.
 	// Past one interval, cycles run anyway, reporting that the pods are not known yet.
@@ -276,7 +352,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
 		if errors.Is(r.Err, errAwaitingSlowWalk) {
-			continue // not measured yet by design of the walk schedule (walkSchedule.unmeasured)
+			continue // not measured yet by design of the walk schedule (volumeWalks.unmeasured)
 		}
 		success = false
 		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {

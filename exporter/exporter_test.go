@@ -92,8 +92,8 @@ func fixture() (*collPods, *collSource, *time.Time) {
 
 func newTestExporter(t *testing.T, pods PodLister, src Source, now *time.Time) *Exporter {
 	t.Helper()
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now },
-		CPUBudget: 0.05})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now },
+		CPUBudget: 0.05}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
 	}}
 	var fastCount atomic.Int32
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() { fastCount.Add(1) }}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestVolumeTimeoutEndsWalk(t *testing.T) {
 		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
 	}}
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +505,8 @@ func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
 	e := newTestExporter(t, lister, src, now)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { e.Run(ctx, time.Hour); close(done) }()
+	e.cfg.Interval = time.Hour
+	go func() { e.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	time.Sleep(100 * time.Millisecond) // the first cycle's moment, before the sync
 	lister.synced.Store(true)

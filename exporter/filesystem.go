@@ -3,8 +3,10 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
@@ -26,19 +28,42 @@ const (
 // DaemonSet) and works whatever the kubelet's own settings are, including nodes
 // with localStorageCapacityIsolation off, where the Summary API fails.
 type FilesystemSource struct {
-	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter.
+	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter (--kubelet.root-dir).
 	KubeletRootDir string
-	// WalkConcurrency bounds the folders read at once within one volume.
+	// WalkConcurrency bounds the folders read at once within one volume (--fs.walk-concurrency).
 	WalkConcurrency int
-	// ProjectQuotas reads a volume's usage from its project quota, where the kubelet put it
-	// under one of its own, instead of walking it (fswalk.ReadProjectQuota).
+	// ProjectQuotas (--fs.project-quota) reads a volume's usage from its project quota,
+	// where the kubelet put it under one of its own, instead of walking it
+	// (fswalk.ReadProjectQuota).
 	ProjectQuotas bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
+// DefaultFilesystemSource returns the filesystem source with the documented defaults, which
+// the command's flags show and bind to.
+func DefaultFilesystemSource() FilesystemSource {
+	return FilesystemSource{KubeletRootDir: "/var/lib/kubelet", WalkConcurrency: 4, ProjectQuotas: true}
+}
+
+// MaxWalkConcurrency bounds FilesystemSource.WalkConcurrency.
+const MaxWalkConcurrency = 64
+
 // Name implements Source.
 func (s *FilesystemSource) Name() string { return "filesystem" }
+
+// Validate reports every problem of the settings at once, naming their flags; Config.Validate
+// calls it.
+func (s *FilesystemSource) Validate() error {
+	var errs []error
+	if s.WalkConcurrency < 1 || s.WalkConcurrency > MaxWalkConcurrency {
+		errs = append(errs, fmt.Errorf("--fs.walk-concurrency=%d must be between 1 and %d", s.WalkConcurrency, MaxWalkConcurrency))
+	}
+	if !filepath.IsAbs(s.KubeletRootDir) {
+		errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", s.KubeletRootDir))
+	}
+	return errors.Join(errs...)
+}
 
 // Measure implements Source. Volumes are measured one after another, each walk in
 // parallel, so the load on the node stays bounded by WalkConcurrency.

@@ -27,17 +27,6 @@ type liveRefusal struct {
 	retryAfter time.Duration
 }
 
-// LiveOptions bound the live endpoint's queue.
-type LiveOptions struct {
-	// MaxWait bounds how long a request waits for its caller's turn and then for a
-	// measurement slot; 0 means DefaultLiveMaxWait.
-	MaxWait time.Duration
-}
-
-// DefaultLiveMaxWait is LiveOptions.MaxWait's default: well within LiveTimeout, so a
-// request that got its turn late still has time to walk.
-const DefaultLiveMaxWait = 10 * time.Second
-
 // LiveHandler serves liveapi.Pattern: it measures the named pod's volumes at request time,
 // never from the collection snapshot, because the remediator must not act on stale
 // numbers. Mount one handler per exporter: it holds the per-caller queue.
@@ -45,14 +34,12 @@ const DefaultLiveMaxWait = 10 * time.Second
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
 // measurement at a time and a short queue; beyond that it gets 429. The global bound
 // (Config.LiveConcurrency) keeps the node's I/O in check; a single caller can hold at most
-// one of its slots, so it cannot starve the remediator.
-func (e *Exporter) LiveHandler(opts LiveOptions) http.Handler {
-	if opts.MaxWait <= 0 {
-		opts.MaxWait = DefaultLiveMaxWait
-	}
+// one of its slots, so it cannot starve the remediator. Config.LiveMaxWait bounds the wait
+// for both.
+func (e *Exporter) LiveHandler() http.Handler {
 	callers := newCallerQueue()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code, body := e.live(r, callers, opts.MaxWait)
+		code, body := e.live(r, callers, e.cfg.LiveMaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

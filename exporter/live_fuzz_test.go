@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -81,12 +82,12 @@ func FuzzLiveRequest(f *testing.F) {
 	}
 	src := &recordingSource{Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}}
 	cached := livePods()
-	exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: src, Pods: staticPods{synced: true, pods: cached}})
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: exportertest.NewPods(cached...)}))
 	if err != nil {
 		f.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 
 	f.Fuzz(func(t *testing.T, target string) {
 		raw := "GET " + target + " HTTP/1.1\r\nHost: exporter\r\n\r\n"

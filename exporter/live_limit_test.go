@@ -13,32 +13,30 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // heldSource measures only when the test lets it: each Measure reports the pod it started
-// for and then waits for release (or its context).
+// for on started and then waits for release (or its context).
 type heldSource struct {
+	*exportertest.Source
 	started chan string
 	release chan struct{}
 }
 
-func (s *heldSource) Name() string { return "filesystem" }
-
-func (s *heldSource) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
-	s.started <- pods[0].Pod
-	select {
-	case <-s.release:
-	case <-ctx.Done():
-	}
-	var out []exporter.VolumeResult
-	for _, p := range pods {
-		for _, v := range p.Volumes {
-			out = append(out, exporter.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v,
-				Measurement: exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}})
+func newHeldSource() *heldSource {
+	s := &heldSource{started: make(chan string, 16), release: make(chan struct{})}
+	s.Source = exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
+		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
+	}).Before(func(ctx context.Context, pods []exporter.PodVolumes) {
+		s.started <- pods[0].Pod
+		select {
+		case <-s.release:
+		case <-ctx.Done():
 		}
-	}
-	return out
+	})
+	return s
 }
 
 type liveCall struct {
@@ -58,14 +56,14 @@ type limitFixture struct {
 
 func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 	t.Helper()
-	src := &heldSource{started: make(chan string, 16), release: make(chan struct{})}
-	exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
-		Pods: staticPods{synced: true, pods: livePods()}})
+	src := newHeldSource()
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
+		LiveMaxWait: maxWait, Pods: exportertest.NewPods(livePods()...)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{MaxWait: maxWait}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	f := &limitFixture{src: src, exp: exp, mux: mux}
 	t.Cleanup(f.finishAll) // also on failure: no measurement stays held
 	return f

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
@@ -30,34 +30,6 @@ const (
 	liveNoDirUID   = "7e0a9f31-1b2c-4d5e-8f90-a1b2c3d4e5f6" // default/no-folder
 	liveLimitBytes = 1 << 20
 )
-
-// staticPods is a PodLister over a fixed set of pods, as an informer cache would hold them.
-type staticPods struct {
-	synced bool
-	pods   []exporter.PodVolumes
-}
-
-func (s staticPods) List() ([]exporter.PodVolumes, error) {
-	out := append([]exporter.PodVolumes(nil), s.pods...)
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Pod < out[j].Pod
-	})
-	return out, nil
-}
-
-func (s staticPods) Get(namespace, name string) (exporter.PodVolumes, bool, error) {
-	for _, p := range s.pods {
-		if p.Namespace == namespace && p.Pod == name {
-			return p, true, nil
-		}
-	}
-	return exporter.PodVolumes{}, false, nil
-}
-
-func (s staticPods) HasSynced() bool { return s.synced }
 
 // livePods: empty-test1 has a disk volume with a sizeLimit and a memory volume
 // without one, both with folders; no-folder's volume folder does not exist.
@@ -106,17 +78,19 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	writeBytes(t, filepath.Join(f.dir(liveUID, "cache"), "c.bin"), 3000)
 
 	f.source = &countingSource{Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}}
-	exp, err := exporter.New(exporter.Config{
+	pods := exportertest.NewPods(livePods()...)
+	pods.SetSynced(synced)
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{
 		NodeName: "node-1",
 		Source:   f.source,
-		Pods:     staticPods{synced: synced, pods: livePods()},
-	})
+		Pods:     pods,
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.exp = exp
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f

@@ -39,20 +39,20 @@ type dueWalk struct {
 // dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
 // first. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
 // nearest to its limit (by its last usage) goes first; before all, one never measured. A
-// volume without a sizeLimit only feeds dashboards: it is due once every unlimitedEvery, in
+// volume without a sizeLimit only feeds dashboards: it is due once every unlimitedInterval, in
 // the cycle nearest to that (tolerance is half a cycle, so that timer jitter never pushes it
 // a whole cycle late), in the background after the limited ones, the longest unwalked first,
 // and only on credit that covers its last walk's cost.
 //
 // So that a budget too small for every walk defers without starving anyone, a volume
 // overdue goes right after the never-measured ones, the longest unwalked first, on any
-// credit: one with a sizeLimit whose last walk started unlimitedEvery ago or more, one
-// without whose last walk started (or, never walked, which was first seen) 2×unlimitedEvery
-// ago or more. Every volume is then walked at least every 2×unlimitedEvery (plus a cycle,
+// credit: one with a sizeLimit whose last walk started unlimitedInterval ago or more, one
+// without whose last walk started (or, never walked, which was first seen) 2×unlimitedInterval
+// ago or more. Every volume is then walked at least every 2×unlimitedInterval (plus a cycle,
 // and the walks themselves) whenever the budget covers one walk of each in that time,
 // however the walks of volumes near their limit drain it. A volume whose walk is still in
 // flight is not due.
-func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedEvery, tolerance time.Duration) []dueWalk {
+func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance time.Duration) []dueWalk {
 	type candidate struct {
 		dueWalk
 		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
@@ -62,12 +62,12 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 	since := func(s volumeState, d time.Duration) bool { // its last walk started d ago or more
 		return !now.Add(tolerance).Before(s.started.Add(d))
 	}
-	slow := func(s volumeState) bool { return s.started.IsZero() || since(s, unlimitedEvery) }
+	slow := func(s volumeState) bool { return s.started.IsZero() || since(s, unlimitedInterval) }
 	overdue := func(s volumeState) bool { // a volume without a sizeLimit
 		if s.started.IsZero() {
 			s.started = s.seen
 		}
-		return unlimitedEvery > 0 && !s.started.IsZero() && since(s, 2*unlimitedEvery)
+		return unlimitedInterval > 0 && !s.started.IsZero() && since(s, 2*unlimitedInterval)
 	}
 	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
 	for _, p := range pods {
@@ -77,7 +77,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			if s.inFlight {
 				continue
 			}
-			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: v.LimitBytes != nil || unlimitedEvery == 0},
+			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: v.LimitBytes != nil || unlimitedInterval == 0},
 				started: s.started}
 			switch {
 			case v.LimitBytes == nil && overdue(s):
@@ -87,14 +87,14 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 				switch {
 				case !s.measured:
 					c.tier = 0
-				case unlimitedEvery > 0 && slow(s):
+				case unlimitedInterval > 0 && slow(s):
 					c.tier = 1
 				default:
 					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*v.LimitBytes)
 				}
 				limited = append(limited, c)
 			case slow(s):
-				c.cost, c.background = s.cost, unlimitedEvery > 0
+				c.cost, c.background = s.cost, unlimitedInterval > 0
 				unlimited = append(unlimited, c)
 			}
 		}

@@ -84,7 +84,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 	}, unlimited time.Duration) {
 		root := t.TempDir()
 		lister := &collPods{synced: true}
-		e, err := New(Config{NodeName: "node-1", Pods: lister, Source: &FilesystemSource{KubeletRootDir: root}, UnlimitedInterval: unlimited})
+		e, err := New(testConfig(Config{NodeName: "node-1", Pods: lister, Source: &FilesystemSource{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
 		if err != nil {
 			t.Fatal(err)
 		}

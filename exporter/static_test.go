@@ -50,8 +50,8 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	if err := pods.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	exp, err := exporter.New(exporter.Config{NodeName: "node-1", Pods: pods,
-		Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}})
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
+		Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	f := &liveFixture{root: root, exp: exp, srv: srv}

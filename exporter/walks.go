@@ -28,20 +28,10 @@ const (
 	DeferredNoSlot = "no_slot"
 )
 
-// walkSchedule says which volumes the collection walks and how much CPU it may spend.
-type walkSchedule struct {
-	// unlimitedEvery is how often a volume without a sizeLimit is walked; 0: every cycle.
-	unlimitedEvery time.Duration
-	// budgetShare bounds the CPU the walks take, as a share of one core (cpuBudget); 0: unbounded.
-	budgetShare float64
-	// budgetCapacity is the most CPU time the budget saves up.
-	budgetCapacity time.Duration
-}
-
 // unmeasured is the error of a volume none of whose walks has completed yet: one without a
-// sizeLimit at the slow cadence is not measured yet by design.
-func (s walkSchedule) unmeasured(v Volume) error {
-	if v.LimitBytes == nil && s.unlimitedEvery > 0 {
+// sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
+func (w *volumeWalks) unmeasured(v Volume) error {
+	if v.LimitBytes == nil && w.unlimitedInterval > 0 {
 		return errAwaitingSlowWalk
 	}
 	return errPending
@@ -53,24 +43,22 @@ func (s walkSchedule) unmeasured(v Volume) error {
 // A walk may outlive the cycle that started it; every cycle publishes the last
 // completed result of each volume, whose MeasuredAt shows how old it is.
 type volumeWalks struct {
-	source   VolumeSource
-	timeout  time.Duration
-	slots    chan struct{}
-	schedule walkSchedule
-	// budget bounds the CPU the walks spend; nil: unbounded.
+	walkHooks
+	source  VolumeSource
+	timeout time.Duration // Config.VolumeTimeout
+	slots   chan struct{} // Config.VolumeConcurrency of them
+	// unlimitedInterval is Config.UnlimitedInterval: how often a volume without a sizeLimit
+	// is walked; 0: every cycle.
+	unlimitedInterval time.Duration
+	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
 	budget *cpuBudget
 	// cpu is the CPU time every periodic walk has spent, as its threads counted it.
 	cpu atomic.Int64
-	now func() time.Time
 	// dispatching is the previous cycle's background dispatch of walks of volumes without
 	// a sizeLimit; a cycle starts once it has ended.
 	dispatching sync.WaitGroup
-	// done receives every completed walk, for counting and logging, once.
-	done func(VolumeResult)
-	// deferred receives the number of due walks a cycle did not start, by reason.
-	deferred func(reason string, n int)
-	// podNow is a pod as the informer knows it now; false when it is gone.
-	podNow func(PodVolumes) (PodVolumes, bool)
+	// walking counts the walks under way, for wait.
+	walking sync.WaitGroup
 
 	mu      sync.Mutex
 	running map[volumeKey]*inflight
@@ -102,18 +90,38 @@ type inflight struct {
 	cancel context.CancelFunc // ends a periodic walk early; nil for a live one
 }
 
-func newVolumeWalks(source VolumeSource, concurrency int, timeout time.Duration, schedule walkSchedule,
-	now func() time.Time, done func(VolumeResult), deferred func(string, int),
-	podNow func(PodVolumes) (PodVolumes, bool)) *volumeWalks {
+// walkHooks connect the walks to the exporter.
+type walkHooks struct {
+	now func() time.Time
+	// done receives every completed walk, for counting and logging, once.
+	done func(VolumeResult)
+	// deferred receives the number of due walks a cycle did not start, by reason.
+	deferred func(reason string, n int)
+	// podNow is a pod as the informer knows it now; false when it is gone.
+	podNow func(PodVolumes) (PodVolumes, bool)
+}
+
+// newVolumeWalks walks the volumes of source with the walk settings of cfg.
+func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
 	w := &volumeWalks{
-		source: source, timeout: timeout, slots: make(chan struct{}, concurrency), schedule: schedule,
-		now: now, done: done, deferred: deferred, podNow: podNow,
+		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
+		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
 		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{},
 	}
-	if schedule.budgetShare > 0 {
-		w.budget = newCPUBudget(schedule.budgetShare, schedule.budgetCapacity, w.cpuSpent, now)
+	if cfg.CPUBudget > 0 {
+		capacity := cfg.CPUBudgetCapacity
+		if capacity <= 0 {
+			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
+		}
+		w.budget = newCPUBudget(cfg.CPUBudget, capacity, w.cpuSpent, hooks.now)
 	}
 	return w
+}
+
+// wait returns once every walk started has ended and no cycle is starting more.
+func (w *volumeWalks) wait() {
+	w.dispatching.Wait()
+	w.walking.Wait()
 }
 
 // cpuSpent is the CPU time every periodic walk has spent so far.
@@ -163,7 +171,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
 // in order: Err set when that walk failed (errVolumeAbsent when the volume is not there while
-// its pod is Settling), errPending or errAwaitingSlowWalk (walkSchedule.unmeasured) when none
+// its pod is Settling), errPending or errAwaitingSlowWalk (unmeasured) when none
 // has completed yet. With a slow cadence for volumes without a sizeLimit, it returns once the
 // walks of volumes with one have ended, which an over-limit alert waits for: the others
 // (overdue ones first, in the cycle's own order) are published by the next cycle, those on
@@ -188,7 +196,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			delete(w.volumes, k) // the pod or volume is gone
 		}
 	}
-	due := dueWalks(pods, w.state, now, w.schedule.unlimitedEvery, tolerance)
+	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance)
 	w.mu.Unlock()
 
 	foreground, others := due, []dueWalk(nil)
@@ -226,7 +234,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			var r VolumeResult
 			switch {
 			case rec.latest == nil:
-				r = VolumeResult{Err: w.schedule.unmeasured(v)}
+				r = VolumeResult{Err: w.unmeasured(v)}
 			case p.Settling && rec.latest.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
 				// numbers would outlive the folder the kubelet has removed.
@@ -282,7 +290,11 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 		if d.wait {
 			started = append(started, f.done)
 		}
-		go w.walk(wctx, d, f)
+		w.walking.Add(1)
+		go func() {
+			defer w.walking.Done()
+			w.walk(wctx, d, f)
+		}()
 	}
 	return started
 }

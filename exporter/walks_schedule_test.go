@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -57,8 +58,8 @@ func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
 	clk := &clock{t: t0}
 	src := &costlySource{clock: clk}
 	pods := &collPods{synced: true, pods: volumes(map[string]int64{"limited": 100}, "limited", "unlimited")}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
-		UnlimitedInterval: time.Minute, VolumeConcurrency: 1})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
+		UnlimitedInterval: time.Minute, VolumeConcurrency: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +91,8 @@ func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
 		used: map[string]int64{"far": 10, "near": 90, "logs": 1}}
 	pods := &collPods{synced: true, pods: volumes(map[string]int64{"far": 100, "near": 100}, "far", "near", "logs")}
 	// 5 % of a core: 500ms per 10 s cycle, one walk's worth, saving up at most 1 s.
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
-		UnlimitedInterval: time.Minute, CPUBudget: 0.05, CPUBudgetCapacity: time.Second})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.05, CPUBudgetCapacity: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
 		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk}}},
 	}}
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
 		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk, LimitBytes: limit(1 << 20)}}},
 	}}
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +228,8 @@ func TestCPUBudgetChargesOnlyWalks(t *testing.T) {
 	src := &costlySource{clock: clk, walkCPU: 50 * time.Millisecond, used: map[string]int64{"near": 90}}
 	pods := &collPods{synced: true, pods: volumes(map[string]int64{"near": 100}, "near")}
 	// 1 % of a core: 100ms per 10 s cycle, saving up at most 100ms; a walk costs 50ms.
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
-		UnlimitedInterval: time.Minute, CPUBudget: 0.01, CPUBudgetCapacity: 100 * time.Millisecond})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.01, CPUBudgetCapacity: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +257,19 @@ emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 0
 // burnCPU spins until the process has spent d more CPU time.
 func burnCPU(t *testing.T, d time.Duration) {
 	t.Helper()
-	until := processCPU(t) + d
+	spent := func() time.Duration {
+		cpu, err := fswalk.ProcessCPU()
+		if errors.Is(err, errors.ErrUnsupported) {
+			t.Skip(err)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cpu
+	}
+	until := spent() + d
 	x := 0
-	for processCPU(t) < until {
+	for spent() < until {
 		for i := range 100000 {
 			x += i
 		}
@@ -276,8 +287,8 @@ func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
 		used: map[string]int64{"near": 90, "far": 10, "logs": 1}}
 	pods := &collPods{synced: true, pods: volumes(map[string]int64{"near": 100, "far": 100}, "near", "far", "logs")}
 	// 1.5 % of a core: 150ms per 10 s cycle, saving up at most 150ms; a walk costs 100ms.
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
-		UnlimitedInterval: time.Minute, CPUBudget: 0.015, CPUBudgetCapacity: 150 * time.Millisecond})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.015, CPUBudgetCapacity: 150 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 		{Namespace: "big", Pod: "hoarder", UID: uid, Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
 	}}
 	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now})
+	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle(liveapi.Pattern, e.LiveHandler(LiveOptions{}))
+	mux.Handle(liveapi.Pattern, e.LiveHandler())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	answer := make(chan int, 1)
@@ -127,7 +127,7 @@ func TestVolumeTornDownDuringItsWalk(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := &collPods{synced: true, pods: []PodVolumes{running}}
 			src := &tearingSource{change: func() { pods.mu.Lock(); pods.pods = tc.now; pods.mu.Unlock() }}
-			e, err := New(Config{NodeName: "node-1", Source: src, Pods: pods, Now: (&clock{t: t0}).Now})
+			e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: (&clock{t: t0}).Now}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,6 @@
 package remediator
 
 import (
-	"context"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -9,48 +8,17 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
-// contractSource is an exporter.Source answering fixed numbers, or err, for every volume.
-type contractSource struct {
-	m   exporter.Measurement
-	err error
-}
-
-func (s contractSource) Name() string { return "filesystem" }
-
-func (s contractSource) Measure(_ context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
-	var out []exporter.VolumeResult
-	for _, p := range pods {
-		for _, v := range p.Volumes {
-			out = append(out, exporter.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v,
-				Measurement: s.m, Err: s.err})
-		}
-	}
-	return out
-}
-
-// contractPods is the exporter's view of node-1: pod default/web-0 (uid1) with the
-// emptyDir volume "empty".
-type contractPods struct{ synced bool }
-
-func (c contractPods) pod() exporter.PodVolumes {
+// contractPod is the exporter's view of node-1: pod default/web-0 (uid1) with the emptyDir
+// volume "empty".
+func contractPod() exporter.PodVolumes {
 	limit := int64(mib)
 	return exporter.PodVolumes{Namespace: "default", Pod: "web-0", UID: uid1,
 		Volumes: []exporter.Volume{{Name: "empty", Medium: exporter.MediumDisk, LimitBytes: &limit}}}
 }
-
-func (c contractPods) List() ([]exporter.PodVolumes, error) {
-	return []exporter.PodVolumes{c.pod()}, nil
-}
-
-func (c contractPods) Get(namespace, name string) (exporter.PodVolumes, bool, error) {
-	p := c.pod()
-	return p, namespace == p.Namespace && name == p.Pod, nil
-}
-
-func (c contractPods) HasSynced() bool { return c.synced }
 
 // The remediator's ExporterMeasurer against the exporter's own live handler, in process:
 // the route, the query, the answer and the error statuses are one contract, so a change on
@@ -64,13 +32,13 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 		name       string
 		pod        *podBuilder
 		volume     string
-		source     contractSource
+		source     *exportertest.Source
 		notSynced  bool
 		want       Measurement
 		wantReason string
 	}{
 		{name: "measured: numbers and the end of the walk", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: contractSource{m: measured},
+			source: exportertest.NewSource(exportertest.Answer(measured, nil)),
 			want: Measurement{Source: SourceExporter, Node: "node-1", Volume: "empty", UsedBytes: 10 * mib,
 				UnreadableEntries: 2, Incomplete: true, MeasuredAt: completed}},
 		{name: "walk cut short after folders changed: a lower bound, and why", pod: newPod("default", "web-0", uid1), volume: "empty",
@@ -79,24 +47,28 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 			want: Measurement{Source: SourceExporter, Node: "node-1", Volume: "empty", UsedBytes: 10 * mib,
 				ChangedFolders: 4, CutShort: true, Incomplete: true, MeasuredAt: completed}},
 		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",
-			source: contractSource{m: measured}, wantReason: MeasureNotFound},
+			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
 		{name: "volume not in use", pod: newPod("default", "web-0", uid1), volume: "data",
-			source: contractSource{m: measured}, wantReason: MeasureNotFound},
+			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
 		{name: "pod not on this node", pod: newPod("default", "web-1", uid1), volume: "empty",
-			source: contractSource{m: measured}, wantReason: MeasureNotFound},
+			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
 		{name: "volume unreadable", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: contractSource{err: &exporter.MeasureError{Reason: exporter.ReasonPermission, Err: fs.ErrPermission}}, wantReason: MeasureUnavailable},
+			source: exportertest.NewSource(exportertest.Answer(exporter.Measurement{}, &exporter.MeasureError{Reason: exporter.ReasonPermission, Err: fs.ErrPermission})), wantReason: MeasureUnavailable},
 		{name: "informer not synced", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: contractSource{m: measured}, notSynced: true, wantReason: MeasureUnavailable},
+			source: exportertest.NewSource(exportertest.Answer(measured, nil)), notSynced: true, wantReason: MeasureUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			exp, err := exporter.New(exporter.Config{NodeName: "node-1", Source: tt.source, Pods: contractPods{synced: !tt.notSynced}})
+			cfg := exporter.DefaultConfig()
+			pods := exportertest.NewPods(contractPod())
+			pods.SetSynced(!tt.notSynced)
+			cfg.NodeName, cfg.Source, cfg.Pods = "node-1", tt.source, pods
+			exp, err := exporter.New(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			mux := http.NewServeMux()
-			mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{}))
+			mux.Handle(liveapi.Pattern, exp.LiveHandler())
 			ts := httptest.NewServer(mux)
 			defer ts.Close()
 

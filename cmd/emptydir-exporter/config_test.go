@@ -39,28 +39,28 @@ func TestParseDefaults(t *testing.T) {
 		{"--web.listen-address", (*cfg.web.WebListenAddresses)[0], ":9731"},
 		{"--web.config.file", *cfg.web.WebConfigFile, ""},
 		{"--web.telemetry-path", cfg.telemetryPath, "/metrics"},
-		{"--node.name", cfg.nodeName, "node-1"},
+		{"--node.name", cfg.exporter.NodeName, "node-1"},
 		{"--kubeconfig", cfg.kube.Kubeconfig, ""},
 		{"--kube-api.qps", cfg.kube.QPS, float32(5)},
 		{"--kube-api.burst", cfg.kube.Burst, 10},
 		{"--collection.source", cfg.source, sourceFilesystem},
-		{"--collection.interval", cfg.interval, 10 * time.Second},
-		{"--collection.align-to-scrapes", cfg.align, true},
-		{"--kubelet.root-dir", cfg.kubeletRootDir, "/var/lib/kubelet"},
-		{"--fs.walk-concurrency", cfg.walkConcurrency, 4},
-		{"--fs.project-quota", cfg.projectQuota, true},
-		{"--collection.concurrency", cfg.volumeConcurrency, 2},
-		{"--collection.volume-timeout", cfg.volumeTimeout, time.Minute},
-		{"--collection.unlimited-interval", cfg.unlimitedInterval, time.Minute},
-		{"--collection.cpu-budget", cfg.cpuBudget, 0.05},
+		{"--collection.interval", cfg.exporter.Interval, 10 * time.Second},
+		{"--collection.align-to-scrapes", cfg.exporter.AlignToScrapes, true},
+		{"--kubelet.root-dir", cfg.fs.KubeletRootDir, "/var/lib/kubelet"},
+		{"--fs.walk-concurrency", cfg.fs.WalkConcurrency, 4},
+		{"--fs.project-quota", cfg.fs.ProjectQuotas, true},
+		{"--collection.concurrency", cfg.exporter.VolumeConcurrency, 2},
+		{"--collection.volume-timeout", cfg.exporter.VolumeTimeout, time.Minute},
+		{"--collection.unlimited-interval", cfg.exporter.UnlimitedInterval, time.Minute},
+		{"--collection.cpu-budget", cfg.exporter.CPUBudget, 0.05},
 		{"--kubelet.url", cfg.kubeletURL, ""},
 		{"--kubelet.via-apiserver", cfg.kubeletViaAPIServer, false},
 		{"--kubelet.ca-file", cfg.kubeletCAFile, ""},
 		{"--kubelet.token-file", cfg.kubeletTokenFile, "/var/run/secrets/kubernetes.io/serviceaccount/token"},
 		{"--kubelet.insecure-skip-tls-verify", cfg.kubeletInsecure, false},
 		{"--kubelet.timeout", cfg.kubeletTimeout, 10 * time.Second},
-		{"--live.concurrency", cfg.liveConcurrency, 2},
-		{"--live.max-wait", cfg.liveMaxWait, 10 * time.Second},
+		{"--live.concurrency", cfg.exporter.LiveConcurrency, 2},
+		{"--live.max-wait", cfg.exporter.LiveMaxWait, 10 * time.Second},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -76,10 +76,10 @@ func TestParseNodeNameFromEnv(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("NODE_NAME", "node-from-downward-api")
 
-	if got := parse(t).nodeName; got != "node-from-downward-api" {
+	if got := parse(t).exporter.NodeName; got != "node-from-downward-api" {
 		t.Errorf("nodeName = %q, want the NODE_NAME env value", got)
 	}
-	if got := parse(t, "--node.name=explicit").nodeName; got != "explicit" {
+	if got := parse(t, "--node.name=explicit").exporter.NodeName; got != "explicit" {
 		t.Errorf("nodeName = %q, want the flag to win over NODE_NAME", got)
 	}
 	if err := parse(t).validate(); err != nil {
@@ -231,8 +231,8 @@ func TestRenamedFlagsStillWork(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("NODE_NAME", "from-env")
 	old, now := parse(t, "--node-name=node-1", "--source=kubelet"), parse(t, "--node.name=node-1", "--collection.source=kubelet")
-	if old.nodeName != "node-1" || old.source != sourceKubelet || old.nodeName != now.nodeName || old.source != now.source {
-		t.Errorf("old spellings give node %q source %q, new ones node %q source %q", old.nodeName, old.source, now.nodeName, now.source)
+	if old.exporter.NodeName != "node-1" || old.source != sourceKubelet || old.exporter.NodeName != now.exporter.NodeName || old.source != now.source {
+		t.Errorf("old spellings give node %q source %q, new ones node %q source %q", old.exporter.NodeName, old.source, now.exporter.NodeName, now.source)
 	}
 	var log bytes.Buffer
 	old.renamed.Warn(slog.New(slog.NewTextHandler(&log, nil)))

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -72,17 +73,13 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pods, err := exporter.NewPodWatcher(client, cfg.nodeName, 0)
+	ec := cfg.exporter
+	pods, err := exporter.NewPodWatcher(client, ec.NodeName, 0)
 	if err != nil {
 		return err
 	}
-	exp, err := exporter.New(exporter.Config{
-		NodeName: cfg.nodeName, Source: source, Pods: pods,
-		Logger: logger, LiveConcurrency: cfg.liveConcurrency,
-		VolumeConcurrency: cfg.volumeConcurrency, VolumeTimeout: cfg.volumeTimeout,
-		UnlimitedInterval: cfg.unlimitedInterval, CPUBudget: cfg.cpuBudget,
-		AlignToScrapes: cfg.align,
-	})
+	ec.Source, ec.Pods, ec.Logger = source, pods, logger
+	exp, err := exporter.New(ec)
 	if err != nil {
 		return err
 	}
@@ -98,7 +95,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	mux.Handle(cfg.telemetryPath, exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
 	})))
-	mux.Handle(liveapi.Pattern, exp.LiveHandler(exporter.LiveOptions{MaxWait: cfg.liveMaxWait}))
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !pods.HasSynced() {
@@ -109,7 +106,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	})
 	if cfg.telemetryPath != "/" {
 		landing, err := web.NewLandingPage(web.LandingConfig{
-			Name: "emptyDir exporter", Description: "emptyDir volume usage and limits of node " + cfg.nodeName,
+			Name: "emptyDir exporter", Description: "emptyDir volume usage and limits of node " + ec.NodeName,
 			Version: version.Info(),
 			Links:   []web.LandingLinks{{Address: cfg.telemetryPath, Text: "Metrics"}},
 		})
@@ -120,39 +117,54 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}
 
 	server := newServer(mux, defaultServerTimeouts, logger)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- web.ListenAndServe(server, cfg.web, logger) }()
+	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
+		"interval", ec.Interval, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
+	return runUntilDone(ctx, server, func() error { return web.ListenAndServe(server, cfg.web, logger) }, pods, exp)
+}
 
-	go func() {
-		if err := pods.Start(ctx); err != nil && ctx.Err() == nil {
-			logger.Error("pod informer", "err", err)
+// runUntilDone serves HTTP (serve), runs the pod informer and the collection until ctx ends or
+// one of them fails, then stops them all and returns once each has: the HTTP server drains
+// its requests (live walks included), Run waits for its walks, and the informer's goroutines
+// end.
+func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving HTTP: %w", err)
 		}
-	}()
-	defer pods.Shutdown()
-	logger.Info("starting", "version", version.Info(), "node", cfg.nodeName, "source", source.Name(),
-		"interval", cfg.interval, "align_to_scrapes", cfg.align, "unlimited_interval", cfg.unlimitedInterval, "cpu_budget", cfg.cpuBudget)
-	go exp.Run(ctx, cfg.interval)
-
-	select {
-	case err := <-serveErr:
-		return fmt.Errorf("serving HTTP: %w", err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := server.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutting down HTTP: %w", err)
-	}
-	return nil
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		// Not derived from ctx, which has ended: the drain needs time of its own.
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := server.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("shutting down HTTP: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		defer pods.Shutdown()
+		if err := pods.Start(ctx); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("pod informer: %w", err)
+		}
+		<-ctx.Done()
+		return nil
+	})
+	g.Go(func() error {
+		exp.Run(ctx)
+		return nil
+	})
+	return g.Wait()
 }
 
 func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {
 	switch {
 	case cfg.source == sourceFilesystem:
-		return &exporter.FilesystemSource{KubeletRootDir: cfg.kubeletRootDir, WalkConcurrency: cfg.walkConcurrency,
-			ProjectQuotas: cfg.projectQuota}, nil
+		return &cfg.fs, nil
 	case cfg.kubeletViaAPIServer:
-		return exporter.NewKubeletProxySource(client, cfg.nodeName), nil
+		return exporter.NewKubeletProxySource(client, cfg.exporter.NodeName), nil
 	default:
 		hc, err := exporter.NewKubeletHTTPClient(cfg.kubeletCAFile, cfg.kubeletTokenFile, cfg.kubeletInsecure, cfg.kubeletTimeout)
 		if err != nil {

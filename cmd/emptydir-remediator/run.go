@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -119,35 +120,35 @@ func serve(ctx context.Context, c *config, logger *slog.Logger) error {
 func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() error, lead func(context.Context) error, drainTimeout time.Duration) error {
 	leCtx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopLeading()
-	leDone := make(chan error, 1)
-	if lead != nil {
-		go func() { leDone <- lead(leCtx) }()
-	}
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- serve() }()
-
-	var runErr error
-	leaderStopped := false
-	select {
-	case <-ctx.Done():
-	case err := <-serveDone:
-		if !errors.Is(err, http.ErrServerClosed) {
-			runErr = fmt.Errorf("serving HTTP: %w", err)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serving HTTP: %w", err)
 		}
-	case err := <-leDone:
-		leaderStopped = true
-		runErr = fmt.Errorf("leader election failed: %w", err)
+		return nil
+	})
+	if lead != nil {
+		g.Go(func() error {
+			err := lead(leCtx)
+			if leCtx.Err() != nil {
+				return nil // stopLeading ended the election: its error is our own cancellation
+			}
+			return fmt.Errorf("leader election failed: %w", err)
+		})
 	}
-	drainCtx, done := context.WithTimeout(context.Background(), drainTimeout)
-	defer done()
-	if err := httpSrv.Shutdown(drainCtx); err != nil && runErr == nil {
-		runErr = fmt.Errorf("shutting down HTTP server: %w", err)
-	}
-	stopLeading()
-	if lead != nil && !leaderStopped {
-		<-leDone //nolint:errcheck // stopLeading ended the election: its error is our own cancellation
-	}
-	return runErr
+	// The stop, in order: drain, then give up the Lease.
+	g.Go(func() error {
+		<-gctx.Done()
+		drainCtx, done := context.WithTimeout(context.Background(), drainTimeout)
+		defer done()
+		err := httpSrv.Shutdown(drainCtx)
+		stopLeading()
+		if err != nil {
+			return fmt.Errorf("shutting down HTTP server: %w", err)
+		}
+		return nil
+	})
+	return g.Wait()
 }
 
 // newMeasurer builds the configured live measurer.

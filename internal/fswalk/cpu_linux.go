@@ -1,6 +1,7 @@
 package fswalk
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -64,4 +65,13 @@ func threadCPU() time.Duration {
 		return 0 // cannot happen on Linux; reading 0 then charges nothing
 	}
 	return time.Duration(ts.Nano())
+}
+
+// ProcessCPU is the CPU time, user and system, the whole process has spent.
+func ProcessCPU() (time.Duration, error) {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }

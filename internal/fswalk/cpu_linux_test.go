@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestThreadMeterCountsTheWalkingThread: a metered walk charges the CPU time its threads
@@ -42,12 +40,12 @@ func TestThreadMeterCountsTheWalkingThread(t *testing.T) {
 	}
 }
 
-// processCPU is the CPU time, user and system, the test process has spent.
+// processCPU is ProcessCPU, failing the test on an error.
 func processCPU(t *testing.T) time.Duration {
 	t.Helper()
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+	d, err := ProcessCPU()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }

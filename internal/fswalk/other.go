@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // MeasureDiskUsage needs Linux (statx, getdents64, openat).
@@ -21,4 +22,9 @@ func ReadProjectQuota(dir string) (DiskUsage, error) {
 // FilesystemSpace needs Linux here: statfs differs from one system to the next.
 func FilesystemSpace(dir string) (Space, error) {
 	return Space{}, fmt.Errorf("statfs %s: %w", dir, errors.ErrUnsupported)
+}
+
+// ProcessCPU needs Linux here (getrusage's fields differ from one system to the next).
+func ProcessCPU() (time.Duration, error) {
+	return 0, fmt.Errorf("getrusage: %w", errors.ErrUnsupported)
 }

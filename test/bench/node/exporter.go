@@ -15,24 +15,12 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
-// fixedPods is the informer's view of the node: a fixed pod list, synced.
+// fixedPods is the node's pod list; the exporter sees it through exportertest.Pods, synced.
 type fixedPods []exporter.PodVolumes
-
-func (p fixedPods) List() ([]exporter.PodVolumes, error) {
-	return append([]exporter.PodVolumes(nil), p...), nil
-}
-func (p fixedPods) HasSynced() bool { return true }
-func (p fixedPods) Get(ns, name string) (exporter.PodVolumes, bool, error) {
-	for _, pv := range p {
-		if pv.Namespace == ns && pv.Pod == name {
-			return pv, true, nil
-		}
-	}
-	return exporter.PodVolumes{}, false, nil
-}
 
 // volumes counts the volumes of the pods.
 func (p fixedPods) volumes() int {
@@ -91,9 +79,11 @@ var (
 
 func newNode(kubeletRoot string, pods fixedPods, s schedule) (*node, error) {
 	src := &countingSource{FilesystemSource: exporter.FilesystemSource{KubeletRootDir: kubeletRoot, WalkConcurrency: walkConc}}
-	exp, err := exporter.New(exporter.Config{NodeName: "bench-node", Source: src, Pods: pods,
-		VolumeConcurrency: volumeConc, VolumeTimeout: defaultTimeout,
-		UnlimitedInterval: s.unlimitedInterval, CPUBudget: s.cpuBudget, AlignToScrapes: true})
+	cfg := exporter.DefaultConfig()
+	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, exportertest.NewPods(pods...)
+	cfg.Interval, cfg.VolumeConcurrency, cfg.VolumeTimeout = defaultCycle, volumeConc, defaultTimeout
+	cfg.UnlimitedInterval, cfg.CPUBudget, cfg.AlignToScrapes = s.unlimitedInterval, s.cpuBudget, true
+	exp, err := exporter.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("exporter: %w", err)
 	}

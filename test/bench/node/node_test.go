@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/test/bench/peers"
 )
@@ -222,7 +223,7 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); n.exp.Run(ctx, defaultCycle) }()
+	go func() { defer close(done); n.exp.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	scrapeErr := make(chan error, 1)
 	go func() {
@@ -315,7 +316,7 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 
 // overLimitTarget is the volume writeOverLimit fills and the file it writes there.
 func overLimitTarget(kubeletRoot string, pods fixedPods) (exporter.Volume, string, error) {
-	pv, ok, _ := pods.Get("bench", overLimitPod)
+	pv, ok, _ := exportertest.NewPods(pods...).Get("bench", overLimitPod)
 	if !ok {
 		return exporter.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
 	}

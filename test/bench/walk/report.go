@@ -44,7 +44,7 @@ func Markdown(cfg Config, rep Report) string {
 		}
 		fmt.Fprintf(&b, "`%s`: %s", s.Name, s.Doc)
 	}
-	fmt.Fprintf(&b, ". Ratios below 1 mean ours is cheaper. Peak RSS includes the program itself: walking nothing, ours takes %s (the exporter package's dependencies initialised), du %s (under its launcher, see package walkchild), the kubelet's walk %s.\n",
+	fmt.Fprintf(&b, ". Ratios below 1 mean ours is cheaper. Peak RSS includes the program itself: walking nothing, ours takes %s (package fswalk alone: the exporter's other dependencies, client-go among them, are not in walk-ours), du %s (under its launcher, see package walkchild), the kubelet's walk %s.\n",
 		mib(rep.AtRest[Ours]), mib(rep.AtRest[GNUDu]), mib(rep.AtRest[Kubelet]))
 
 	for _, m := range metrics {
