@@ -140,7 +140,7 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path=%q must start with /", c.telemetryPath))
 	}
 	switch c.source {
-	case sourceFilesystem:
+	case sourceFilesystem: // checked above, by exporter.FilesystemSource.Validate
 	case sourceKubelet:
 		if c.kubeletTimeout <= 0 {
 			errs = append(errs, fmt.Errorf("--kubelet.timeout=%s must be positive", c.kubeletTimeout))
