@@ -691,6 +691,38 @@ func TestMeasureDiskUsageRenameRace(t *testing.T) {
 	}
 }
 
+// TestMeasureDiskUsageRenameRaceEveryWalk: a tenant that moves its data at every folder the
+// walk enters races the retry too, and must stay flagged, never clean.
+func TestMeasureDiskUsageRenameRaceEveryWalk(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "data"), 4<<20)
+	writeFile(t, filepath.Join(dir, "b", "data"), 4<<20)
+	moves := 0
+	testHookBeforeOpen = func(name string) {
+		// Out of the other folder into the root (listed already), or back again.
+		other := map[string]string{"a": "b", "b": "a"}[name]
+		from, to := filepath.Join(dir, other, "data"), filepath.Join(dir, "moved")
+		if _, err := os.Lstat(from); err != nil {
+			from, to = to, from
+		}
+		if os.Rename(from, to) == nil {
+			moves++
+		}
+	}
+	t.Cleanup(func() { testHookBeforeOpen = nil })
+
+	du, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 1, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moves < 3 {
+		t.Fatalf("the tenant moved %d times: it did not race every walk", moves)
+	}
+	if !du.LowerBound() || du.Changed == 0 {
+		t.Errorf("got %+v after %d moves during 3 walks: a tenant racing every walk must stay flagged", du, moves)
+	}
+}
+
 // TestMeasureDiskUsageBoundsMemoryInWideFolders: empty subfolders cost the tenant nothing on
 // tmpfs, so the walk's memory must not grow with how many one folder holds (it grew by about
 // 300 bytes per listed name until the folder's end, and ~876k of them OOMed the exporter).
