@@ -129,11 +129,10 @@ func serveUntilDone(ctx context.Context, httpSrv *http.Server, serve func() erro
 	})
 	if lead != nil {
 		g.Go(func() error {
-			err := lead(leCtx)
-			if leCtx.Err() != nil {
-				return nil // stopLeading ended the election: its error is our own cancellation
+			if err := lead(leCtx); leCtx.Err() == nil {
+				return fmt.Errorf("leader election failed: %w", err)
 			}
-			return fmt.Errorf("leader election failed: %w", err)
+			return nil // stopLeading ended the election: its error is our own cancellation
 		})
 	}
 	// The stop, in order: drain, then give up the Lease.
