@@ -12,7 +12,7 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build deps k8s-binaries vet tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
 # Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
 # only pins the tools); golangci-lint also reads the test-only ones.
@@ -33,13 +33,37 @@ deps:
 k8s-binaries:
 	./test/k8sbin/build.sh kube-apiserver kubelet
 
+# The pinned Prometheus Operator and its CRDs (test/promoperator), which the operator-path
+# install test runs against the cluster; cached like the Kubernetes components.
+prometheus-operator:
+	./test/promoperator/build.sh
+
 # vet also checks that the product builds on other systems: its system calls live in
 # internal/fswalk's *_linux.go files, with stubs elsewhere. test/ holds Linux-only suites.
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags operatorpath ./test/e2e/
 	@pkgs="$$($(GO) list ./... | grep -v '/test/')"; for os in darwin windows; do \
 	  echo "GOOS=$$os $(GO) vet (all but test/)"; GOOS=$$os $(GO) vet $$pkgs || exit 1; done
+
+# Every generated file, sources first: the dashboards (Go code in dashboards/generator) and
+# the PrometheusRule (from rules/emptydir-guard.rules.yml); then test/helm's gen-deploy, which
+# copies both into the chart, renders the kustomize base (deploy/) from the chart and writes
+# the chart README's values table from values.yaml; last the flag tables of docs/flags.md,
+# which the commands' TestFlagsDoc rewrites when stale (failing once, hence the second run).
+GENERATED := dashboards/*.json rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
+  deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
+  deploy/helm/emptydir-guard/README.md docs/flags.md
+FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator
+generate:
+	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
+	cd test/helm && $(GO) run ./cmd/gen-deploy
+	$(FLAGS_DOC_TEST) >/dev/null 2>&1 || $(FLAGS_DOC_TEST)
+
+# Fails, naming the files, when `make generate` changes a generated file.
+check-generated:
+	MAKE="$(MAKE)" ./hack/check-generated.sh $(GENERATED)
 
 # The pinned vulnerability checker (tools/go.mod), built into $(TOOLS_BIN).
 tools:
@@ -80,7 +104,11 @@ test-cluster: deps k8s-binaries build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 
-test: deps vet lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
+# RECORD=1 lets the real-cluster suites write their figures into docs/reliability.md
+# (`RECORD=1 make test-cluster`); without it they only log them, and a green `make test`
+# leaves the tree as it found it.
+export RECORD
+test: deps vet check-generated lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster
 
 # Benchmarks against the peers an operator would otherwise use; each writes its tables into
 # docs/performance.md. Not part of `make test`.
@@ -117,3 +145,11 @@ bench-detect: deps k8s-binaries build
 bench: bench-node
 bench-node:
 	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 30m -v ./node/
+
+# The chart beside the real Prometheus Operator (TestOperatorInstallEvicts, docs/e2e.md). Not in
+# `make test` yet: Debian's Prometheus 2.42 is built without Kubernetes service discovery, which
+# every configuration the operator generates uses; it needs a Prometheus built from its module.
+test-operator-path: deps k8s-binaries prometheus-operator build
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
+	  $(GO) test -tags operatorpath -count=1 -timeout 20m -v -run '^TestOperatorInstallEvicts$$' ./test/e2e/

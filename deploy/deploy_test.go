@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -45,26 +46,6 @@ func loadBase(t *testing.T) manifests {
 func find[T runtime.Object](m manifests, name string) T {
 	v, _ := deploy.Find[T](m.objs, name)
 	return v
-}
-
-func all[T runtime.Object](m manifests) []T {
-	var out []T
-	for _, o := range m.objs {
-		if v, ok := o.(T); ok {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-func exporterDS(t *testing.T, m manifests) *appsv1.DaemonSet {
-	t.Helper()
-	return deploytest.MustFind[*appsv1.DaemonSet](t, m.objs, "emptydir-exporter")
-}
-
-func remediatorDeploy(t *testing.T, m manifests) *appsv1.Deployment {
-	t.Helper()
-	return deploytest.MustFind[*appsv1.Deployment](t, m.objs, "emptydir-remediator")
 }
 
 func TestBaseDecodesIntoTypedObjects(t *testing.T) {
@@ -285,8 +266,8 @@ func checkArgs(t *testing.T, where string, c corev1.Container, args []string) {
 
 func TestManifestFlagsExistInCommands(t *testing.T) {
 	m := loadBase(t)
-	ds := exporterDS(t, m)
-	d := remediatorDeploy(t, m)
+	ds := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter")
+	d := deploytest.RemediatorDeployment(t, m.objs, "emptydir-remediator")
 	for _, c := range ds.Spec.Template.Spec.Containers {
 		checkArgs(t, "DaemonSet/"+ds.Name+"/"+c.Name, c, c.Args)
 	}
@@ -346,15 +327,6 @@ func TestManifestFlagsExistInCommands(t *testing.T) {
 
 // ---- labels, selectors, ports, wiring ----
 
-func argValue(args []string, flag string) (string, bool) {
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 func namedPort(c corev1.Container, name string) (int32, bool) {
 	for _, p := range c.Ports {
 		if p.Name == name {
@@ -366,8 +338,8 @@ func namedPort(c corev1.Container, name string) (int32, bool) {
 
 func TestLabelsSelectorsAndPorts(t *testing.T) {
 	m := loadBase(t)
-	ds := exporterDS(t, m)
-	d := remediatorDeploy(t, m)
+	ds := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter")
+	d := deploytest.RemediatorDeployment(t, m.objs, "emptydir-remediator")
 	expLabels := labels.Set(ds.Spec.Template.Labels)
 	remLabels := labels.Set(d.Spec.Template.Labels)
 	mustSelector := func(what string, ls *metav1.LabelSelector) labels.Selector {
@@ -403,19 +375,19 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 	if !ok || metricsPort != 9731 {
 		t.Errorf("exporter port metrics = %d (found %v), want 9731", metricsPort, ok)
 	}
-	if listen, _ := argValue(exp.Args, "web.listen-address"); listen != fmt.Sprintf(":%d", metricsPort) {
+	if listen, _ := deploytest.ArgValue(exp.Args, "web.listen-address"); listen != fmt.Sprintf(":%d", metricsPort) {
 		t.Errorf("exporter listens on %q, its port is %d", listen, metricsPort)
 	}
 	httpPort, ok := namedPort(rem, "http")
 	if !ok || httpPort != 9732 {
 		t.Errorf("remediator port http = %d (found %v), want 9732", httpPort, ok)
 	}
-	if listen, _ := argValue(rem.Args, "web.listen-address"); listen != fmt.Sprintf(":%d", httpPort) {
+	if listen, _ := deploytest.ArgValue(rem.Args, "web.listen-address"); listen != fmt.Sprintf(":%d", httpPort) {
 		t.Errorf("remediator listens on %q, its port is %d", listen, httpPort)
 	}
 
 	// The remediator finds the exporter on a node by these flags.
-	sel, ok := argValue(rem.Args, "exporter.selector")
+	sel, ok := deploytest.ArgValue(rem.Args, "exporter.selector")
 	if !ok {
 		sel = "app.kubernetes.io/name=emptydir-exporter" // the command's default
 	}
@@ -426,13 +398,13 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 	if !s.Matches(expLabels) || s.Matches(remLabels) {
 		t.Errorf("--exporter.selector=%s must match the exporter pods (%v) and only them", sel, expLabels)
 	}
-	if port, ok := argValue(rem.Args, "exporter.port"); ok && port != fmt.Sprint(metricsPort) {
+	if port, ok := deploytest.ArgValue(rem.Args, "exporter.port"); ok && port != fmt.Sprint(metricsPort) {
 		t.Errorf("--exporter.port=%s, the exporter's port is %d", port, metricsPort)
 	}
-	if ns, ok := argValue(rem.Args, "exporter.namespace"); ok && ns != ds.Namespace {
+	if ns, ok := deploytest.ArgValue(rem.Args, "exporter.namespace"); ok && ns != ds.Namespace {
 		t.Errorf("--exporter.namespace=%s, the exporter runs in %s", ns, ds.Namespace)
 	}
-	if sc, ok := argValue(rem.Args, "exporter.scheme"); ok && sc != "http" {
+	if sc, ok := deploytest.ArgValue(rem.Args, "exporter.scheme"); ok && sc != "http" {
 		t.Errorf("--exporter.scheme=%s but the exporter serves plain HTTP", sc)
 	}
 
@@ -506,15 +478,15 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 			}
 		}
 	}
-	for _, b := range all[*rbacv1.ClusterRoleBinding](m) {
+	for _, b := range deploytest.All[*rbacv1.ClusterRoleBinding](m.objs) {
 		checkBinding("ClusterRoleBinding", b.Name, b.RoleRef, b.Subjects)
 	}
-	for _, b := range all[*rbacv1.RoleBinding](m) {
+	for _, b := range deploytest.All[*rbacv1.RoleBinding](m.objs) {
 		checkBinding("RoleBinding", b.Name, b.RoleRef, b.Subjects)
 	}
 
 	// The webhook token file comes from the Secret of the example.
-	tokenFile, ok := argValue(rem.Args, "web.bearer-token-file")
+	tokenFile, ok := deploytest.ArgValue(rem.Args, "web.bearer-token-file")
 	if !ok {
 		t.Fatal("the remediator runs without --web.bearer-token-file: anyone could trigger evictions")
 	}
@@ -528,7 +500,7 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 	}
 
 	// The exporter's --kubelet.root-dir/pods is a read-only hostPath with HostToContainer.
-	root, _ := argValue(exp.Args, "kubelet.root-dir")
+	root, _ := deploytest.ArgValue(exp.Args, "kubelet.root-dir")
 	if root == "" {
 		root = "/var/lib/kubelet"
 	}
@@ -588,8 +560,8 @@ func mountedFromSecret(spec corev1.PodSpec, c corev1.Container, file string, sec
 
 func TestSecurityPosture(t *testing.T) {
 	m := loadBase(t)
-	ds := exporterDS(t, m)
-	d := remediatorDeploy(t, m)
+	ds := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter")
+	d := deploytest.RemediatorDeployment(t, m.objs, "emptydir-remediator")
 	for _, tc := range []struct {
 		what    string
 		spec    corev1.PodSpec
@@ -663,63 +635,9 @@ func TestSecurityPosture(t *testing.T) {
 
 // ---- RBAC ----
 
-type perm struct{ ns, group, resource, verb string }
-
-func (p perm) String() string {
-	ns := p.ns
-	if ns == "" {
-		ns = "cluster-wide"
-	}
-	return fmt.Sprintf("%s %s.%s (%s)", p.verb, p.resource, p.group, ns)
-}
-
-// ruleAllowsName reports whether rule r grants p on the object name (any object when name
-// is ""): a rule limited by resourceNames allows only those names.
-func ruleAllowsName(r rbacv1.PolicyRule, p perm, name string) bool {
-	if len(r.ResourceNames) > 0 && (name == "" || !slices.Contains(r.ResourceNames, name)) {
-		return false
-	}
-	match := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
-	return match(r.APIGroups, p.group) && match(r.Resources, p.resource) && match(r.Verbs, p.verb)
-}
-
-// allowed evaluates the RBAC objects of objs for a ServiceAccount of deploy.Namespace.
-// p.ns "" asks for a cluster-wide permission (only ClusterRoleBindings give those).
-func allowed(objs []runtime.Object, sa string, p perm) bool { return allowedName(objs, sa, p, "") }
-
-// allowedName is allowed for the object name ("": any object of the resource).
-func allowedName(objs []runtime.Object, sa string, p perm, name string) bool {
-	m := manifests{objs}
-	ruleAllows := func(r rbacv1.PolicyRule, p perm) bool { return ruleAllowsName(r, p, name) }
-	bound := func(subjects []rbacv1.Subject) bool {
-		return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
-			return s.Kind == "ServiceAccount" && s.Name == sa && s.Namespace == deploy.Namespace
-		})
-	}
-	rules := func(ref rbacv1.RoleRef, ns string) []rbacv1.PolicyRule {
-		if ref.Kind == "ClusterRole" {
-			if cr := find[*rbacv1.ClusterRole](m, ref.Name); cr != nil {
-				return cr.Rules
-			}
-		} else if r := find[*rbacv1.Role](m, ref.Name); r != nil && r.Namespace == ns {
-			return r.Rules
-		}
-		return nil
-	}
-	for _, b := range all[*rbacv1.ClusterRoleBinding](m) {
-		if bound(b.Subjects) && slices.ContainsFunc(rules(b.RoleRef, ""), func(r rbacv1.PolicyRule) bool { return ruleAllows(r, p) }) {
-			return true
-		}
-	}
-	if p.ns == "" {
-		return false
-	}
-	for _, b := range all[*rbacv1.RoleBinding](m) {
-		if b.Namespace == p.ns && bound(b.Subjects) && slices.ContainsFunc(rules(b.RoleRef, b.Namespace), func(r rbacv1.PolicyRule) bool { return ruleAllows(r, p) }) {
-			return true
-		}
-	}
-	return false
+// allowed evaluates the RBAC objects of objs for the ServiceAccount sa of deploy.Namespace.
+func allowed(objs []runtime.Object, sa string, a authorizationv1.ResourceAttributes) bool {
+	return deploytest.Allowed(objs, deploy.Namespace, sa, a)
 }
 
 // docsRBAC reads the RBAC block of docs/remediator.md: the permissions the remediator's
@@ -751,6 +669,7 @@ func docsRBAC(t *testing.T) []runtime.Object {
 func TestRBAC(t *testing.T) {
 	m := loadBase(t)
 	ns := deploy.Namespace
+	p := deploytest.Perm
 
 	// The remediator: everything docs/remediator.md lists, at the scope the base needs it.
 	// Deliberate narrowings, each with its reason:
@@ -779,8 +698,10 @@ func TestRBAC(t *testing.T) {
 						for _, res := range r.Resources {
 							for _, v := range r.Verbs {
 								checked++
-								if p := (perm{ns, g, res, v}); !allowedName(m.objs, "emptydir-remediator", p, name) {
-									t.Errorf("remediator lacks %s of %q (docs/remediator.md lists it)", p, name)
+								a := p(ns, g, res, v)
+								a.Name = name
+								if !allowed(m.objs, "emptydir-remediator", a) {
+									t.Errorf("remediator lacks %s (docs/remediator.md lists it)", deploytest.Describe(a))
 								}
 							}
 						}
@@ -792,21 +713,21 @@ func TestRBAC(t *testing.T) {
 				for _, res := range r.Resources {
 					for _, v := range r.Verbs {
 						checked++
-						p := perm{scope, g, res, v}
+						a := p(scope, g, res, v)
 						key := fmt.Sprintf("%s %s.%s", v, res, g)
 						switch narrowed[key] {
 						case "own-namespace":
-							if !allowed(m.objs, "emptydir-remediator", perm{ns, g, res, v}) {
+							if !allowed(m.objs, "emptydir-remediator", p(ns, g, res, v)) {
 								t.Errorf("remediator lacks %s in its namespace", key)
 							}
 						case "unused":
 						case "denied":
-							if allowed(m.objs, "emptydir-remediator", p) {
-								t.Errorf("remediator has %s, which the base does not need", p)
+							if allowed(m.objs, "emptydir-remediator", a) {
+								t.Errorf("remediator has %s, which the base does not need", deploytest.Describe(a))
 							}
 						default:
-							if !allowed(m.objs, "emptydir-remediator", p) {
-								t.Errorf("remediator lacks %s (docs/remediator.md lists it)", p)
+							if !allowed(m.objs, "emptydir-remediator", a) {
+								t.Errorf("remediator lacks %s (docs/remediator.md lists it)", deploytest.Describe(a))
 							}
 						}
 					}
@@ -819,48 +740,42 @@ func TestRBAC(t *testing.T) {
 	}
 
 	// The exporter: its informer lists and watches pods of every namespace (its node's).
-	for _, p := range []perm{{"", "", "pods", "list"}, {"", "", "pods", "watch"}} {
-		if !allowed(m.objs, "emptydir-exporter", p) {
-			t.Errorf("exporter lacks %s", p)
+	for _, a := range []authorizationv1.ResourceAttributes{p("", "", "pods", "list"), p("", "", "pods", "watch")} {
+		if !allowed(m.objs, "emptydir-exporter", a) {
+			t.Errorf("exporter lacks %s", deploytest.Describe(a))
 		}
 	}
 
 	// Neither may do more than that: spot checks of what an attacker would want.
 	for _, sa := range []string{"emptydir-exporter", "emptydir-remediator"} {
-		for _, p := range []perm{
-			{"", "", "secrets", "get"}, {ns, "", "secrets", "get"}, {"", "", "pods", "delete"},
-			{"", "", "pods/exec", "create"}, {"", "", "nodes/proxy", "get"}, {"", "", "pods", "update"},
-			perm{"", "", "pods", "list"}.withSA(sa, "emptydir-remediator"), {"", "", "nodes", "get"},
-			{"", "coordination.k8s.io", "leases", "update"}, {"", "", "configmaps", "get"},
-			{ns, "", "configmaps", "get"}, {ns, "", "configmaps", "update"}, // only the ledger, by name
-		} {
-			if p.verb == "" {
-				continue
-			}
-			if allowed(m.objs, sa, p) {
-				t.Errorf("%s may %s", sa, p)
+		denied := []authorizationv1.ResourceAttributes{
+			p("", "", "secrets", "get"), p(ns, "", "secrets", "get"), p("", "", "pods", "delete"),
+			p("", "", "pods/exec", "create"), p("", "", "nodes/proxy", "get"), p("", "", "pods", "update"),
+			p("", "", "nodes", "get"),
+			p("", "coordination.k8s.io", "leases", "update"), p("", "", "configmaps", "get"),
+			p(ns, "", "configmaps", "get"), p(ns, "", "configmaps", "update"), // only the ledger, by name
+			p(ns, "coordination.k8s.io", "leases", "get"), p(ns, "coordination.k8s.io", "leases", "update"), // only its Lease, by name
+		}
+		if sa == "emptydir-remediator" {
+			// The remediator lists pods, but only in its namespace; the exporter lists them everywhere.
+			denied = append(denied, p("", "", "pods", "list"))
+		}
+		for _, a := range denied {
+			if allowed(m.objs, sa, a) {
+				t.Errorf("%s may %s", sa, deploytest.Describe(a))
 			}
 		}
 	}
-	if allowed(m.objs, "emptydir-exporter", perm{"", "", "pods/eviction", "create"}) {
+	if allowed(m.objs, "emptydir-exporter", p("", "", "pods/eviction", "create")) {
 		t.Error("the exporter may evict")
 	}
-	for _, cr := range all[*rbacv1.ClusterRole](m) {
+	for _, cr := range deploytest.All[*rbacv1.ClusterRole](m.objs) {
 		for _, r := range cr.Rules {
 			if slices.Contains(r.Verbs, "*") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") {
 				t.Errorf("ClusterRole %s has a wildcard rule %+v", cr.Name, r)
 			}
 		}
 	}
-}
-
-// withSA blanks p (a zero verb is skipped) when sa is skip: the remediator lists pods, but
-// only in its namespace, so "cluster-wide list" is checked for it here and not for the exporter.
-func (p perm) withSA(sa, only string) perm {
-	if sa != only {
-		return perm{}
-	}
-	return p
 }
 
 // ---- commands ----
@@ -878,10 +793,10 @@ func TestManifestsRunEveryCommand(t *testing.T) {
 	}
 	base := loadBase(t)
 	runs := map[string]bool{}
-	for _, c := range exporterDS(t, base).Spec.Template.Spec.Containers {
+	for _, c := range deploytest.ExporterDaemonSet(t, base.objs, "emptydir-exporter").Spec.Template.Spec.Containers {
 		runs[c.Command[0]] = true
 	}
-	for _, c := range remediatorDeploy(t, base).Spec.Template.Spec.Containers {
+	for _, c := range deploytest.RemediatorDeployment(t, base.objs, "emptydir-remediator").Spec.Template.Spec.Containers {
 		runs[c.Command[0]] = true
 	}
 	for _, c := range cmds {
@@ -918,15 +833,6 @@ func kustomize(t *testing.T, dir string, extra ...string) []runtime.Object {
 	return objs
 }
 
-func names(objs []runtime.Object) []string {
-	var out []string
-	for _, o := range objs {
-		out = append(out, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.(metav1.Object).GetName())
-	}
-	sort.Strings(out)
-	return out
-}
-
 func TestKustomizeBuild(t *testing.T) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Skip("kubectl not on PATH: kustomize rendering not checked")
@@ -936,7 +842,7 @@ func TestKustomizeBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	rendered := kustomize(t, deployDir)
-	if got, want := names(rendered), names(loadBase(t).objs); !slices.Equal(got, want) {
+	if got, want := deploytest.KindNames(rendered), deploytest.KindNames(loadBase(t).objs); !slices.Equal(got, want) {
 		t.Errorf("kustomize renders %v, the base decodes to %v", got, want)
 	}
 
@@ -967,7 +873,7 @@ func TestKustomizeBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := kustomize(t, overlay, "--load-restrictor=LoadRestrictionsNone")
-	got := strings.Join(names(full), " ")
+	got := strings.Join(deploytest.KindNames(full), " ")
 	collection := ""
 	for _, want := range []string{"PodMonitor/emptydir-exporter", "PodMonitor/emptydir-remediator", "PrometheusRule/emptydir-guard",
 		"ClusterRole/emptydir-exporter-kubelet", "ClusterRoleBinding/emptydir-exporter-kubelet"} {
@@ -977,10 +883,10 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 	for _, o := range full {
 		if ds, ok := o.(*appsv1.DaemonSet); ok {
-			if v, _ := argValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.source"); v != "kubelet" {
+			if v, _ := deploytest.ArgValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.source"); v != "kubelet" {
 				t.Errorf("kubelet-source component: exporter args %v", ds.Spec.Template.Spec.Containers[0].Args)
 			}
-			collection, _ = argValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.interval")
+			collection, _ = deploytest.ArgValue(ds.Spec.Template.Spec.Containers[0].Args, "collection.interval")
 		}
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "PodMonitor" {
 			checkPodMonitor(t, u, loadBase(t))
@@ -991,10 +897,10 @@ func TestKustomizeBuild(t *testing.T) {
 		t.Errorf("kubelet-source component: exporter scraped every %q, collected every %q; want both 30s", got, collection)
 	}
 	// The kubelet-source component grants what the kubelet asks for /stats/summary.
-	if !allowed(full, "emptydir-exporter", perm{"", "", "nodes/stats", "get"}) {
+	if !allowed(full, "emptydir-exporter", deploytest.Perm("", "", "nodes/stats", "get")) {
 		t.Error("kubelet-source component: the exporter lacks get nodes/stats")
 	}
-	if allowed(full, "emptydir-exporter", perm{"", "", "nodes/proxy", "get"}) {
+	if allowed(full, "emptydir-exporter", deploytest.Perm("", "", "nodes/proxy", "get")) {
 		t.Error("kubelet-source component grants nodes/proxy, which the direct kubelet URL does not need")
 	}
 }
@@ -1025,10 +931,10 @@ func checkPodMonitor(t *testing.T, u *unstructured.Unstructured, m manifests) {
 	var podLabels labels.Set
 	switch u.GetName() {
 	case "emptydir-exporter":
-		ds := exporterDS(t, m)
+		ds := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter")
 		spec, podLabels = ds.Spec.Template.Spec, ds.Spec.Template.Labels
 	case "emptydir-remediator":
-		d := remediatorDeploy(t, m)
+		d := deploytest.RemediatorDeployment(t, m.objs, "emptydir-remediator")
 		spec, podLabels = d.Spec.Template.Spec, d.Spec.Template.Labels
 	default:
 		t.Errorf("unexpected PodMonitor %s", u.GetName())

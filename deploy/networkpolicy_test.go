@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 )
 
 // endpoint is one side of a connection as NetworkPolicy sees it.
@@ -90,8 +91,8 @@ func admits(t *testing.T, policies []*networkingv1.NetworkPolicy, src, dst endpo
 
 func TestNetworkPolicies(t *testing.T) {
 	m := loadBase(t)
-	policies := all[*networkingv1.NetworkPolicy](m)
-	ds, d := exporterDS(t, m), remediatorDeploy(t, m)
+	policies := deploytest.All[*networkingv1.NetworkPolicy](m.objs)
+	ds, d := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter"), deploytest.RemediatorDeployment(t, m.objs, "emptydir-remediator")
 	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
 	expPort, _ := namedPort(expC, "metrics")
 	remPort, _ := namedPort(remC, "http")
@@ -103,7 +104,7 @@ func TestNetworkPolicies(t *testing.T) {
 	tenant := endpoint{"shop", labels.Set{"app": "cart"}}
 
 	// The remediator dials the exporter on --exporter.port: that is the port the policy opens.
-	if v, _ := argValue(remC.Args, "exporter.port"); v != "9731" || expPort != 9731 {
+	if v, _ := deploytest.ArgValue(remC.Args, "exporter.port"); v != "9731" || expPort != 9731 {
 		t.Fatalf("remediator dials --exporter.port=%s, exporter serves %d: this test assumes 9731 for both", v, expPort)
 	}
 
@@ -185,8 +186,8 @@ func TestNetworkPolicyPatchInDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rendered := manifests{kustomize(t, dir)}
-	policies := all[*networkingv1.NetworkPolicy](rendered)
-	ds, d := exporterDS(t, rendered), remediatorDeploy(t, rendered)
+	policies := deploytest.All[*networkingv1.NetworkPolicy](rendered.objs)
+	ds, d := deploytest.ExporterDaemonSet(t, rendered.objs, "emptydir-exporter"), deploytest.RemediatorDeployment(t, rendered.objs, "emptydir-remediator")
 	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
 	exporterPod := endpoint{deploy.Namespace, ds.Spec.Template.Labels}
 	remediatorPod := endpoint{deploy.Namespace, d.Spec.Template.Labels}

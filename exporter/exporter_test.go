@@ -97,6 +97,9 @@ func newTestExporter(t *testing.T, pods PodLister, src Source, now *time.Time) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	if e.walks != nil {
+		e.walks.informerLag = 50 * time.Millisecond // the test's pod lister is never late
+	}
 	return e
 }
 

@@ -88,6 +88,9 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if e.walks != nil {
+			e.walks.informerLag = 50 * time.Millisecond // the informer here is never late
+		}
 		for _, s := range steps {
 			st := s.step
 			for _, p := range st.pods {

@@ -99,6 +99,8 @@ type walkHooks struct {
 	deferred func(reason string, n int)
 	// podNow is a pod as the informer knows it now; false when it is gone.
 	podNow func(PodVolumes) (PodVolumes, bool)
+	// informerLag is how long absent waits for podNow to show a deletion (0: defaultInformerLag).
+	informerLag time.Duration
 }
 
 // newVolumeWalks walks the volumes of source with the walk settings of cfg.
@@ -107,6 +109,9 @@ func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWal
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
 		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
 		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{},
+	}
+	if w.informerLag <= 0 {
+		w.informerLag = defaultInformerLag
 	}
 	if cfg.CPUBudget > 0 {
 		capacity := cfg.CPUBudgetCapacity
@@ -302,18 +307,40 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 // absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
 // the cycle listed it: a walk may start well after the cycle's list (the walks before it,
 // the CPU budget), and a pod deleted meanwhile has its volumes torn down while the list
-// still shows it running.
-func (w *volumeWalks) absent(p PodVolumes, err error) error {
+// still shows it running. The kubelet tears volumes down only once it has seen the pod
+// deleted, and this exporter's informer may see the same deletion moments later, so a pod
+// the informer still shows running gets up to informerLag to catch up before its missing
+// folder counts as an error.
+func (w *volumeWalks) absent(ctx context.Context, p PodVolumes, err error) error {
 	if err = absentWhileSettling(p, err); err == nil || errors.Is(err, errVolumeAbsent) ||
 		reasonOf(err) != ReasonNotFound || w.podNow == nil {
 		return err
 	}
-	now, ok := w.podNow(p)
-	if !ok || now.UID != p.UID {
-		return errVolumeAbsent // deleted, or replaced by a pod of the same name
+	deadline := time.NewTimer(w.informerLag)
+	defer deadline.Stop()
+	poll := time.NewTicker(informerPoll)
+	defer poll.Stop()
+	for {
+		if now, ok := w.podNow(p); !ok || now.UID != p.UID || now.Settling {
+			return errVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
+		}
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return err
+		case <-ctx.Done():
+			return err
+		}
 	}
-	return absentWhileSettling(now, err)
 }
+
+// informerPoll is how often absent looks at the informer again while it waits.
+const informerPoll = 50 * time.Millisecond
+
+// defaultInformerLag bounds how long a walk that found its volume missing waits for the
+// informer to show the pod's deletion: watch events reach an exporter within moments, even
+// on a busy API server.
+const defaultInformerLag = 5 * time.Second
 
 // volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
 type volumeGoner interface {
@@ -356,7 +383,7 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 	defer cancel()
 	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol, meter)
-	r.Err = w.absent(d.pod, r.Err)
+	r.Err = w.absent(ctx, d.pod, r.Err)
 	spent := meter.Spent()
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result

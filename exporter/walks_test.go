@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -109,27 +110,43 @@ func (s *tearingSource) MeasureVolume(context.Context, PodVolumes, Volume, *fswa
 
 // TestVolumeTornDownDuringItsWalk: a pod deleted after the cycle listed it, whose volumes
 // the kubelet tears down before the walk opens them, is judged by what the informer knows
-// when the walk ends: terminating or gone, its missing volume is no measurement error; still
-// running, it is one.
+// when the walk ends, or learns within the informer's lag (the kubelet may see a deletion
+// before this exporter's informer does): terminating or gone, its missing volume is no
+// measurement error; still running once the lag is over, it is one.
 func TestVolumeTornDownDuringItsWalk(t *testing.T) {
 	running := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", Volumes: []Volume{{Name: "data", Medium: MediumDisk}}}
+	terminating := running
+	terminating.Settling = true
+	const lag = 2 * time.Second
 	tests := []struct {
 		name       string
-		now        []PodVolumes // the informer's pods once the walk runs
+		now        []PodVolumes  // the informer's pods once the walk runs
+		learns     time.Duration // after the walk, the informer shows the pod terminating (0: never)
 		wantErrors float64
 	}{
-		{"terminating", []PodVolumes{func() PodVolumes { p := running; p.Settling = true; return p }()}, 0},
-		{"deleted", nil, 0},
-		{"recreated under its name", []PodVolumes{func() PodVolumes { p := running; p.UID = "uid-2"; return p }()}, 0},
-		{"still running", []PodVolumes{running}, 1},
+		{"terminating", []PodVolumes{terminating}, 0, 0},
+		{"deleted", nil, 0, 0},
+		{"recreated under its name", []PodVolumes{func() PodVolumes { p := running; p.UID = "uid-2"; return p }()}, 0, 0},
+		{"informer learns of the deletion within its lag", []PodVolumes{running}, 300 * time.Millisecond, 0},
+		{"still running", []PodVolumes{running}, 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := &collPods{synced: true, pods: []PodVolumes{running}}
-			src := &tearingSource{change: func() { pods.mu.Lock(); pods.pods = tc.now; pods.mu.Unlock() }}
+			set := func(now []PodVolumes) { pods.mu.Lock(); pods.pods = now; pods.mu.Unlock() }
+			src := &tearingSource{change: func() {
+				set(tc.now)
+				if tc.learns > 0 {
+					time.AfterFunc(tc.learns, func() { set([]PodVolumes{terminating}) })
+				}
+			}}
 			e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: (&clock{t: t0}).Now}))
 			if err != nil {
 				t.Fatal(err)
+			}
+			e.walks.informerLag = lag
+			if tc.learns == 0 && tc.wantErrors > 0 {
+				e.walks.informerLag = 100 * time.Millisecond // no need to wait the whole lag
 			}
 			e.walks.cycle(context.Background(), context.Background(), []PodVolumes{running}, 0)
 			if got := testutil.ToFloat64(e.measureErrors.WithLabelValues("filesystem", ReasonNotFound)); got != tc.wantErrors {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -39,13 +41,22 @@ type Config struct {
 	NamespaceDeny []string
 	// PodSelector, when set, must match the pod's labels.
 	PodSelector labels.Selector
-	// OptOutAnnotation set to "false" on a pod keeps the remediator away from it.
+	// OptOutAnnotation set to "false" on a pod keeps the remediator away from it, in the
+	// namespaces OptOutNamespaceSelector selects only: whoever writes a pod spec writes its
+	// annotations, so the exemption is the cluster operator's to grant.
 	OptOutAnnotation string
+	// OptOutNamespaceSelector selects, by their labels, the namespaces where the opt-out
+	// annotation is honoured; nil: none.
+	OptOutNamespaceSelector labels.Selector
 	// AllowMirrorPods, AllowDaemonSetPods and AllowCriticalPods lift the protections of
 	// static (mirror) pods, DaemonSet pods and system-critical priority pods.
 	AllowMirrorPods    bool
 	AllowDaemonSetPods bool
 	AllowCriticalPods  bool
+	// DaemonSetNamespaceSelector selects the namespaces where DaemonSet pods are protected
+	// (unless AllowDaemonSetPods); nil: none. Any tenant allowed to create DaemonSets could
+	// otherwise run its writer as one.
+	DaemonSetNamespaceSelector labels.Selector
 	// Cooldown: a pod UID evicted (or dry-run evicted) is not acted on again for this long.
 	Cooldown time.Duration
 	// Caps on evictions per node, per namespace and in total within Caps.Window.
@@ -62,16 +73,25 @@ type Config struct {
 // it (docs/flags.md is generated from those flags), so it is the one place they are written.
 func DefaultConfig() Config {
 	return Config{
-		WebhookPath:        "/webhook",
-		MaxRequestBytes:    1 << 20,
-		AlertTimeout:       45 * time.Second,
-		ThresholdRatio:     1.0,
-		MaxMeasurementAge:  5 * time.Second,
-		OptOutAnnotation:   DefaultOptOutAnnotation,
-		Cooldown:           10 * time.Minute,
-		Caps:               Caps{PerNode: 5, PerNamespace: 5, Global: 20, Window: 10 * time.Minute},
-		GracePeriodSeconds: -1,
+		WebhookPath:       "/webhook",
+		MaxRequestBytes:   1 << 20,
+		AlertTimeout:      45 * time.Second,
+		ThresholdRatio:    1.0,
+		MaxMeasurementAge: 5 * time.Second,
+		OptOutAnnotation:  DefaultOptOutAnnotation,
+		// kubernetes.io/metadata.name is set by the API server: no tenant can give it to
+		// its namespace, and it needs no namespace read.
+		OptOutNamespaceSelector:    systemNamespaces(),
+		DaemonSetNamespaceSelector: systemNamespaces(),
+		Cooldown:                   10 * time.Minute,
+		Caps:                       Caps{PerNode: 5, PerNamespace: 5, Global: 20, Window: 10 * time.Minute},
+		GracePeriodSeconds:         -1,
 	}
+}
+
+// systemNamespaces selects kube-system, where only cluster operators create pods.
+func systemNamespaces() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{corev1.LabelMetadataName: metav1.NamespaceSystem})
 }
 
 // Validate reports every problem of the configuration at once.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -39,9 +40,24 @@ func (s *Server) evict(ctx context.Context, pod *corev1.Pod, uid types.UID, reas
 		return EvictionThrottled, fmt.Errorf("eviction of pod %s/%s throttled by the API server: %w", pod.Namespace, pod.Name, err)
 	case apierrors.IsNotFound(err):
 		return EvictionNotFound, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	default:
+	case refused(err):
 		return EvictionError, fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	default:
+		return EvictionUnconfirmed, fmt.Errorf("evicting pod %s/%s, no answer that says whether it happened: %w", pod.Namespace, pod.Name, err)
 	}
+}
+
+// refused reports whether err is an answer proving the request was not carried out: a
+// Status with a 4xx code other than 408. A 5xx, a timeout, a broken connection or the
+// client's own deadline may come after the API server wrote the eviction to etcd (its
+// timeout filter answers 504 while the handler goes on), so none of them proves anything.
+func refused(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Status().Code
+	return code >= 400 && code < 500 && code != http.StatusRequestTimeout
 }
 
 // disruptionBudgetRefusal reports whether a 429 is the Eviction API's PodDisruptionBudget

@@ -39,6 +39,7 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 		},
 		renewed: func(at time.Time) { s.leaseRenewed.Store(at.UnixNano()) },
 	}
+	var le *leaderelection.LeaderElector
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            Component,
@@ -46,24 +47,8 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 		RenewDeadline:   lec.RenewDeadline,
 		RetryPeriod:     lec.RetryPeriod,
 		ReleaseOnCancel: true,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) {
-				s.logger.Info("leader election: now leading", "lease", lec.Namespace+"/"+lec.Name, "identity", lec.Identity)
-				s.leaderID.Store(&lec.Identity)
-				s.setLeader(true)
-			},
-			OnStoppedLeading: func() {
-				s.logger.Info("leader election: stopped leading", "lease", lec.Namespace+"/"+lec.Name, "identity", lec.Identity)
-				s.setLeader(false)
-			},
-			OnNewLeader: func(identity string) {
-				s.leaderID.Store(&identity)
-				if identity != lec.Identity {
-					s.logger.Info("leader election: another replica leads", "leader", identity)
-					s.setLeader(false)
-				}
-			},
-		},
+		// The callbacks run only inside le.Run, after le is set.
+		Callbacks: s.electionCallbacks(lec, func() string { return le.GetLeader() }),
 	})
 	if err != nil {
 		return err
@@ -72,6 +57,44 @@ func (s *Server) RunLeaderElection(ctx context.Context, lec LeaderElectionConfig
 		le.Run(ctx)
 	}
 	return nil
+}
+
+// electionCallbacks are leader election's callbacks; observed returns the Lease holder the
+// elector observes now. client-go runs OnStartedLeading and OnNewLeader each in a goroutine
+// of its own, so they may run in any order and late: each decides from the elector's state
+// now (its leading context, the holder it observes), not from the order they arrive in.
+func (s *Server) electionCallbacks(lec LeaderElectionConfig, observed func() string) leaderelection.LeaderCallbacks {
+	return leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(ctx context.Context) {
+			s.electionMu.Lock()
+			defer s.electionMu.Unlock()
+			// The elector cancels ctx before it calls OnStoppedLeading: a start that runs
+			// after the stop finds it cancelled.
+			if ctx.Err() != nil {
+				return
+			}
+			s.logger.Info("leader election: now leading", "lease", lec.Namespace+"/"+lec.Name, "identity", lec.Identity)
+			s.leaderID.Store(&lec.Identity)
+			s.setLeader(true)
+		},
+		OnStoppedLeading: func() {
+			s.electionMu.Lock()
+			defer s.electionMu.Unlock()
+			s.logger.Info("leader election: stopped leading", "lease", lec.Namespace+"/"+lec.Name, "identity", lec.Identity)
+			s.setLeader(false)
+		},
+		OnNewLeader: func(string) {
+			s.electionMu.Lock()
+			defer s.electionMu.Unlock()
+			// The reported identity may be an earlier holder than the current one.
+			holder := observed()
+			s.leaderID.Store(&holder)
+			if holder != lec.Identity {
+				s.logger.Info("leader election: another replica leads", "leader", holder)
+				s.setLeader(false)
+			}
+		},
+	}
 }
 
 // leaseTiming is the Lease timing leader election runs with.

@@ -121,3 +121,55 @@ func TestRenewalTrackingLock(t *testing.T) {
 		}
 	}
 }
+
+// client-go calls each callback in a goroutine of its own, so they may run in any order. A
+// report of the previous leader that runs after this replica started leading, or a start
+// that runs after it stopped, must not leave the flag wrong: a leader that thinks it is a
+// standby forwards every webhook away until it loses the Lease, which a healthy leader never
+// does.
+func TestLeaderCallbacksInAnyOrder(t *testing.T) {
+	lec := LeaderElectionConfig{Namespace: "emptydir-guard", Name: "emptydir-remediator", Identity: "a"}
+	newServer := func() *Server {
+		cfg := testConfig()
+		cfg.LeaderElection = true
+		s, err := New(cfg, fake.NewClientset(), &fakeMeasurer{}, WithEventRecorder(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	}
+
+	t.Run("late report of the previous leader", func(t *testing.T) {
+		s := newServer()
+		cb := s.electionCallbacks(lec, func() string { return "a" }) // the elector holds the Lease now
+		cb.OnStartedLeading(t.Context())
+		cb.OnNewLeader("b") // observed before this replica acquired, run late
+		if !s.IsLeader() {
+			t.Error("a late OnNewLeader(b) demoted the replica that holds the Lease")
+		}
+		if id := s.leaderID.Load(); id == nil || *id != "a" {
+			t.Error("leader identity is not a (forwarding goes by it)")
+		}
+	})
+	t.Run("late start after the stop", func(t *testing.T) {
+		s := newServer()
+		cb := s.electionCallbacks(lec, func() string { return "b" })
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel() // the elector cancels the leading context before it calls OnStoppedLeading
+		cb.OnStoppedLeading()
+		cb.OnStartedLeading(ctx)
+		if s.IsLeader() {
+			t.Error("a late OnStartedLeading made a replica that stopped leading the leader")
+		}
+	})
+	t.Run("another replica takes over", func(t *testing.T) {
+		s := newServer()
+		cb := s.electionCallbacks(lec, func() string { return "b" })
+		cb.OnStartedLeading(t.Context())
+		cb.OnNewLeader("b")
+		if s.IsLeader() || !s.leaderKnown.Load() {
+			t.Errorf("leader=%v known=%v after b took over", s.IsLeader(), s.leaderKnown.Load())
+		}
+	})
+}

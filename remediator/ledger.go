@@ -26,6 +26,12 @@ const (
 // not record that it happened.
 const outcomeReserved Outcome = "reserved"
 
+// outcomeUnconfirmed marks an entry whose Eviction API call got no answer proving it did not
+// happen (a timeout, a 5xx, a broken connection): it counts against the caps until the window
+// ends. It is no duplicate and starts no cooldown, so that the retry of the same pod UID can
+// see the pod gone or try again, in this same slot.
+const outcomeUnconfirmed Outcome = "unconfirmed"
+
 // ledgerEntry is one eviction (or dry-run eviction, or attempt) the remediator made.
 type ledgerEntry struct {
 	ID        string    `json:"id"`
@@ -113,6 +119,8 @@ func (l *ledger) declines(uid string, last uidEntry, now time.Time) (string, str
 	switch {
 	case last.Outcome == OutcomeEvicted:
 		return SkipDuplicate, fmt.Sprintf("uid %s was already evicted at %s", uid, last.At.UTC().Format(time.RFC3339))
+	case last.Outcome == outcomeUnconfirmed:
+		return "", ""
 	case inCooldown(last.At, now, l.cooldown):
 		return SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", uid, last.Outcome, last.At.UTC().Format(time.RFC3339), l.cooldown)
 	case last.Outcome == outcomeReserved && now.Sub(last.At) < l.inProgress:
@@ -127,6 +135,9 @@ func (l *ledger) declines(uid string, last uidEntry, now time.Time) (string, str
 type reservation struct {
 	l  *ledger
 	id string
+	// unconfirmed: the slot was left by an earlier attempt on the same pod UID whose answer
+	// was lost; that eviction may still be carried out, so the slot is never given back.
+	unconfirmed bool
 }
 
 // reserve checks, on the stored copy, that uid was not evicted nor is in its cooldown and
@@ -135,11 +146,21 @@ type reservation struct {
 func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now time.Time, caps Caps) (*reservation, string, string, error) {
 	id := newEntryID()
 	var reason, why string
+	var reused bool
 	err := l.update(ctx, now, func(st *ledgerState) bool {
-		reason, why = "", ""
+		reason, why, reused = "", "", false
 		if last, ok := lastOf(st.Entries, uid); ok {
 			if reason, why = l.declines(uid, last, now); reason != "" {
 				return false
+			}
+		}
+		// An earlier attempt on this pod whose answer was lost holds a slot already: this
+		// attempt takes it over rather than a second one.
+		for i := len(st.Entries) - 1; i >= 0; i-- {
+			if e := &st.Entries[i]; e.UID == uid && e.Outcome == outcomeUnconfirmed {
+				e.ID, e.At, e.Outcome, e.Node, e.Namespace = id, now, outcomeReserved, node, namespace
+				reused = true
+				return true
 			}
 		}
 		recs := make([]evictionRecord, 0, len(st.Entries))
@@ -159,15 +180,19 @@ func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now t
 	if reason != "" {
 		return nil, reason, why, nil
 	}
-	return &reservation{l: l, id: id}, "", "", nil
+	return &reservation{l: l, id: id, unconfirmed: reused}, "", "", nil
 }
 
-// commit keeps the slot and records what happened (OutcomeEvicted or OutcomeDryRun) at at.
+// commit keeps the slot and records what happened (OutcomeEvicted, OutcomeDryRun or
+// outcomeUnconfirmed) at at; a zero at keeps the slot's time.
 func (r *reservation) commit(ctx context.Context, outcome Outcome, at time.Time) error {
 	err := r.l.update(ctx, at, func(st *ledgerState) bool {
 		for i := range st.Entries {
 			if st.Entries[i].ID == r.id {
-				st.Entries[i].Outcome, st.Entries[i].At = outcome, at
+				st.Entries[i].Outcome = outcome
+				if !at.IsZero() {
+					st.Entries[i].At = at
+				}
 				return true
 			}
 		}
@@ -179,8 +204,12 @@ func (r *reservation) commit(ctx context.Context, outcome Outcome, at time.Time)
 	return nil
 }
 
-// release gives the slot back: no eviction happened.
+// release gives the slot back: no eviction happened. A slot taken over from an unconfirmed
+// attempt stays held as unconfirmed: that attempt may still be carried out.
 func (r *reservation) release(ctx context.Context) error {
+	if r.unconfirmed {
+		return r.commit(ctx, outcomeUnconfirmed, time.Time{})
+	}
 	err := r.l.update(ctx, time.Time{}, func(st *ledgerState) bool {
 		n := len(st.Entries)
 		st.Entries = slices.DeleteFunc(st.Entries, func(e ledgerEntry) bool { return e.ID == r.id })

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -89,7 +90,7 @@ func (s *configMapStore) start(stop <-chan struct{}) {
 	seen := func(obj any) {
 		if cm, ok := obj.(*corev1.ConfigMap); ok {
 			s.mu.Lock()
-			if s.written != nil && s.written.version == cm.ResourceVersion {
+			if s.written != nil && caughtUp(cm.ResourceVersion, s.written.version) {
 				s.written = nil
 			}
 			s.mu.Unlock()
@@ -111,10 +112,16 @@ func (s *configMapStore) load(ctx context.Context) (ledgerState, string, error) 
 	inf, get := s.informer, s.mustGet
 	s.mustGet = false
 	if inf != nil && !get && s.written != nil {
-		st, version := s.written.clone(), s.written.version
-		s.mu.Unlock()
-		s.count(LedgerOpCacheRead, LedgerResultSuccess)
-		return st, version, nil
+		// A relist delivers only the current copy: it may have skipped the own write's
+		// version, and then no event ever ends the overlay but a newer copy in the cache.
+		if obj, ok, _ := inf.GetStore().GetByKey(s.key()); ok && caughtUp(obj.(*corev1.ConfigMap).ResourceVersion, s.written.version) {
+			s.written = nil
+		} else {
+			st, version := s.written.clone(), s.written.version
+			s.mu.Unlock()
+			s.count(LedgerOpCacheRead, LedgerResultSuccess)
+			return st, version, nil
+		}
 	}
 	s.mu.Unlock()
 	if get || inf == nil || !inf.HasSynced() {
@@ -130,6 +137,17 @@ func (s *configMapStore) load(ctx context.Context) (ledgerState, string, error) 
 		return ledgerState{}, versionAbsent, nil
 	}
 	return s.decodeRead(LedgerOpCacheRead, obj.(*corev1.ConfigMap))
+}
+
+// caughtUp reports whether a copy at resourceVersion cached is at least as new as the own
+// write at written. resourceVersions compare as integers (as the API server's are); one that
+// is not an integer only matches itself.
+func caughtUp(cached, written string) bool {
+	if cached == written {
+		return true
+	}
+	c, err := resourceversion.CompareResourceVersion(cached, written)
+	return err == nil && c >= 0
 }
 
 // get reads the ConfigMap from the API server.

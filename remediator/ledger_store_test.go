@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -276,5 +277,43 @@ func TestAPIRequestsPerEviction(t *testing.T) {
 	}
 	if got["get configmaps"] != 0 {
 		t.Errorf("%d ledger GETs, want 0", got["get configmaps"])
+	}
+}
+
+// The overlay of this replica's own write stands only until the watch has caught up with it.
+// A watch that relists (after a 410 Gone, a broken connection) delivers the ConfigMap as it is
+// now, which another replica may have written since: the version of the own write never
+// arrives. The newer copy must then replace the overlay, or every read until this replica's
+// next write (which conflicts) is the stale own copy.
+func TestLedgerOverlayEndsWhenTheWatchRelistsPastIt(t *testing.T) {
+	client := fake.NewClientset()
+	withResourceVersions(client)
+	s, freeze := startedStore(t, client)
+	ctx := t.Context()
+	own := ledgerState{Entries: []ledgerEntry{{ID: "1", At: testNow, UID: "uid-own", Outcome: OutcomeEvicted}}}
+	if err := s.save(ctx, own, versionAbsent); err != nil {
+		t.Fatal(err)
+	}
+	// The watch is cut before it delivers the own write; the relist then finds a newer copy.
+	freeze()
+	cm, err := client.CoreV1().ConfigMaps(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := cm.DeepCopy()
+	newer.Data[ledgerDataKey] = `{"entries":[{"id":"1","at":"2026-12-02T17:00:00Z","uid":"uid-own","outcome":"evicted"},{"id":"2","at":"2026-12-02T17:00:01Z","uid":"uid-other","outcome":"evicted"}]}`
+	newer, err = client.CoreV1().ConfigMaps(s.namespace).Update(ctx, newer, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.informer.GetStore().Replace([]any{newer}, newer.ResourceVersion); err != nil {
+		t.Fatal(err)
+	}
+	st, version, err := s.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if version != newer.ResourceVersion || len(st.Entries) != 2 {
+		t.Errorf("read version %s with %d entries, want the relisted %s with 2", version, len(st.Entries), newer.ResourceVersion)
 	}
 }

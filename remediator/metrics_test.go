@@ -122,6 +122,7 @@ emptydir_remediator_evictions_total{result="evicted"} 1
 emptydir_remediator_evictions_total{result="not_found"} 0
 emptydir_remediator_evictions_total{result="pdb_blocked"} 2
 emptydir_remediator_evictions_total{result="throttled"} 1
+emptydir_remediator_evictions_total{result="unconfirmed"} 0
 # HELP emptydir_remediator_live_measurement_errors_total Live re-checks that failed, by reason.
 # TYPE emptydir_remediator_live_measurement_errors_total counter
 emptydir_remediator_live_measurement_errors_total{reason="bad_response"} 0

@@ -67,10 +67,13 @@ const (
 	EvictionThrottled  = "throttled"
 	EvictionNotFound   = "not_found"
 	EvictionError      = "error"
+	// EvictionUnconfirmed: the answer was lost (timeout, 5xx, broken connection); the
+	// eviction may have happened.
+	EvictionUnconfirmed = "unconfirmed"
 )
 
 // AllEvictionResults lists every eviction result.
-var AllEvictionResults = []string{EvictionEvicted, EvictionDryRun, EvictionPDBBlocked, EvictionThrottled, EvictionNotFound, EvictionError}
+var AllEvictionResults = []string{EvictionEvicted, EvictionDryRun, EvictionPDBBlocked, EvictionThrottled, EvictionNotFound, EvictionError, EvictionUnconfirmed}
 
 // AlertResult reports what happened to one alert of a webhook payload.
 type AlertResult struct {

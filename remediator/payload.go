@@ -128,7 +128,7 @@ func DecodePayload(r io.Reader, maxBytes int64) (*Payload, error) {
 		return nil, &PayloadError{Code: http.StatusBadRequest, Message: "invalid JSON: data after the payload object"}
 	}
 	if p.Version != PayloadVersion {
-		return nil, &PayloadError{Code: http.StatusBadRequest, Message: fmt.Sprintf("unsupported payload version %q, want %q", p.Version, PayloadVersion)}
+		return nil, &PayloadError{Code: http.StatusBadRequest, Message: fmt.Sprintf("unsupported payload version %q, want %q: Alertmanager's own webhook body (a webhook `payload` template must not be set on the remediator's route)", p.Version, PayloadVersion)}
 	}
 	var problems []AlertProblem
 	for i, a := range p.Alerts {

@@ -81,6 +81,9 @@ func TestDecodePayload(t *testing.T) {
 		{name: "trailing data", body: `{"version":"4"} {"version":"4"}`, wantCode: 400, wantErr: "after the payload"},
 		{name: "version missing", body: `{"alerts":[]}`, wantCode: 400, wantErr: "unsupported payload version"},
 		{name: "version 3", body: `{"version":"3","alerts":[]}`, wantCode: 400, wantErr: `"3"`},
+		// Alertmanager >= 0.32 renders a webhook `payload` template instead of the body: the
+		// error names the cause.
+		{name: "a payload template's body", body: `{"text":"[FIRING:1] EmptyDirOverLimit default/p"}`, wantCode: 400, wantErr: "payload` template must not be set"},
 		{name: "version as number", body: `{"version":4}`, wantCode: 400, wantErr: "invalid JSON"},
 		{name: "bad time", body: withAlert(`{"status":"firing","startsAt":"yesterday"}`), wantCode: 400, wantErr: "invalid JSON"},
 		{name: "too large", body: amPayload, max: 100, wantCode: 413, wantErr: "larger than 100 bytes"},

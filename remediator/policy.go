@@ -56,16 +56,12 @@ func optedOut(annotations map[string]string, key string) bool {
 
 // isMirrorPod reports whether the pod is the API server's mirror of a static pod: deleting
 // or evicting it does not stop the static pod, which the kubelet restarts from its manifest.
+// Only the mirror annotation counts: the kubelet never runs a pod created with it (and the
+// API server refuses to add it later), so a tenant gains nothing by forging it. A Node as
+// the pod's owner proves nothing: anyone who creates the pod writes its owner references.
 func isMirrorPod(pod *corev1.Pod) bool {
-	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "Node" && o.APIVersion == "v1" && o.Controller != nil && *o.Controller {
-			return true
-		}
-	}
-	return false
+	_, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]
+	return ok
 }
 
 // isDaemonSetPod reports whether a DaemonSet controls the pod: evicting it only makes the
@@ -130,19 +126,51 @@ func quantity(n int64) string {
 	return resource.NewQuantity(n, resource.BinarySI).String()
 }
 
+// granted reports whether the namespace with labels nsLabels is one where sel grants an
+// exemption; a nil selector grants none.
+func granted(sel labels.Selector, nsLabels labels.Set) bool {
+	return sel != nil && sel.Matches(nsLabels)
+}
+
+// claimsExemption reports whether the pod claims an exemption that only the namespace's
+// labels can grant: then podPolicyDecline needs them.
+func claimsExemption(cfg Config, pod *corev1.Pod) bool {
+	return (cfg.OptOutNamespaceSelector != nil && optedOut(pod.Annotations, cfg.OptOutAnnotation)) ||
+		(cfg.DaemonSetNamespaceSelector != nil && !cfg.AllowDaemonSetPods && isDaemonSetPod(pod))
+}
+
+// namesOnly reports whether every requirement of sel is on the namespace's name label, which
+// the API server sets: then the name alone decides, without reading the namespace.
+func namesOnly(sel labels.Selector) bool {
+	if sel == nil {
+		return true
+	}
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return true // selects nothing
+	}
+	for _, r := range reqs {
+		if r.Key() != corev1.LabelMetadataName {
+			return false
+		}
+	}
+	return true
+}
+
 // podPolicyDecline applies the policies that need only the pod (all but the cooldown), so
-// that they decide before anything is measured.
-func podPolicyDecline(cfg Config, pod *corev1.Pod) (string, string) {
+// that they decide before anything is measured. nsLabels are the labels of the pod's
+// namespace (at least its name label), which decide where the pod's own exemptions hold.
+func podPolicyDecline(cfg Config, pod *corev1.Pod, nsLabels labels.Set) (string, string) {
 	switch {
 	case !namespaceAllowed(pod.Namespace, cfg.NamespaceAllow, cfg.NamespaceDeny):
 		return SkipNamespace, fmt.Sprintf("namespace %q is not allowed", pod.Namespace)
 	case !selectorMatches(cfg.PodSelector, pod.Labels):
 		return SkipSelector, fmt.Sprintf("pod labels do not match selector %q", cfg.PodSelector)
-	case optedOut(pod.Annotations, cfg.OptOutAnnotation):
+	case optedOut(pod.Annotations, cfg.OptOutAnnotation) && granted(cfg.OptOutNamespaceSelector, nsLabels):
 		return SkipOptOut, fmt.Sprintf("pod opted out with annotation %s=%q", cfg.OptOutAnnotation, pod.Annotations[cfg.OptOutAnnotation])
 	case !cfg.AllowMirrorPods && isMirrorPod(pod):
 		return SkipMirrorPod, "static (mirror) pods are not evicted"
-	case !cfg.AllowDaemonSetPods && isDaemonSetPod(pod):
+	case !cfg.AllowDaemonSetPods && isDaemonSetPod(pod) && granted(cfg.DaemonSetNamespaceSelector, nsLabels):
 		return SkipDaemonSet, "DaemonSet pods are not evicted"
 	case !cfg.AllowCriticalPods && isCriticalPod(pod):
 		return SkipCritical, "system-critical pods are not evicted"
@@ -152,7 +180,8 @@ func podPolicyDecline(cfg Config, pod *corev1.Pod) (string, string) {
 
 // cooldownDecline declines while the last action on the pod's UID is within the cooldown.
 func cooldownDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
-	if remembered && inCooldown(last.At, now, cfg.Cooldown) {
+	// An unconfirmed attempt starts no cooldown: its retry must be able to finish the job.
+	if remembered && last.Outcome != outcomeUnconfirmed && inCooldown(last.At, now, cfg.Cooldown) {
 		return SkipCooldown, fmt.Sprintf("uid %s was handled (%s) at %s, within the %s cooldown", pod.UID, last.Outcome, last.At.UTC().Format(time.RFC3339), cfg.Cooldown)
 	}
 	return "", ""

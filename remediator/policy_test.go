@@ -87,7 +87,10 @@ func TestPodKindProtections(t *testing.T) {
 	}{
 		{"plain pod", newPod("d", "p", "u").build(), false, false, false},
 		{"mirror annotation", newPod("d", "p", "u").annotate(corev1.MirrorPodAnnotationKey, "hash").build(), true, false, false},
-		{"owned by node", newPod("d", "p", "u").ownedBy("v1", "Node").build(), true, false, false},
+		// Whoever creates a pod writes its owner references; a real mirror pod always
+		// carries the annotation as well.
+		{"owned by node without the mirror annotation", newPod("d", "p", "u").ownedBy("v1", "Node").build(), false, false, false},
+		{"mirror pod owned by its node", newPod("d", "p", "u").annotate(corev1.MirrorPodAnnotationKey, "hash").ownedBy("v1", "Node").build(), true, false, false},
 		{"daemonset", newPod("d", "p", "u").ownedBy("apps/v1", "DaemonSet").build(), false, true, false},
 		{"replicaset", newPod("d", "p", "u").ownedBy("apps/v1", "ReplicaSet").build(), false, false, false},
 		{"node critical", newPod("d", "p", "u").priorityClass(SystemNodeCritical).build(), false, false, true},
@@ -190,7 +193,7 @@ func TestQuantity(t *testing.T) {
 // an explanation of the first that declines the eviction, or "" when every policy allows it.
 // last is the remediator's last eviction of this pod UID, when remembered.
 func policyDecline(cfg Config, pod *corev1.Pod, last uidEntry, remembered bool, now time.Time) (string, string) {
-	if reason, msg := podPolicyDecline(cfg, pod); reason != "" {
+	if reason, msg := podPolicyDecline(cfg, pod, labels.Set{corev1.LabelMetadataName: pod.Namespace}); reason != "" {
 		return reason, msg
 	}
 	return cooldownDecline(cfg, pod, last, remembered, now)
@@ -214,9 +217,11 @@ func TestPolicyDeclineOrder(t *testing.T) {
 		}, newPod("default", "p", "u").build(), nil, SkipNamespace},
 		{"selector before opt-out", func(c *Config) { c.PodSelector = labels.SelectorFromSet(labels.Set{"x": "y"}) },
 			newPod("default", "p", "u").annotate(DefaultOptOutAnnotation, "false").build(), nil, SkipSelector},
-		{"opt-out before mirror", all, newPod("default", "p", "u").annotate(DefaultOptOutAnnotation, "false").annotate(corev1.MirrorPodAnnotationKey, "h").build(), nil, SkipOptOut},
+		{"opt-out before mirror", all, newPod("kube-system", "p", "u").annotate(DefaultOptOutAnnotation, "false").annotate(corev1.MirrorPodAnnotationKey, "h").build(), nil, SkipOptOut},
+		{"opt-out not granted in the namespace", all, newPod("default", "p", "u").annotate(DefaultOptOutAnnotation, "false").annotate(corev1.MirrorPodAnnotationKey, "h").build(), nil, SkipMirrorPod},
 		{"mirror allowed by flag", func(c *Config) { c.AllowMirrorPods = true }, newPod("default", "p", "u").annotate(corev1.MirrorPodAnnotationKey, "h").build(), nil, ""},
-		{"daemonset before critical", all, newPod("default", "p", "u").ownedBy("apps/v1", "DaemonSet").priorityClass(SystemNodeCritical).build(), nil, SkipDaemonSet},
+		{"daemonset before critical", all, newPod("kube-system", "p", "u").ownedBy("apps/v1", "DaemonSet").priorityClass(SystemNodeCritical).build(), nil, SkipDaemonSet},
+		{"daemonset not protected in the namespace", all, newPod("default", "p", "u").ownedBy("apps/v1", "DaemonSet").priorityClass(SystemNodeCritical).build(), nil, SkipCritical},
 		{"critical allowed by flag", func(c *Config) { c.AllowCriticalPods = true }, newPod("default", "p", "u").priorityClass(SystemNodeCritical).build(), nil, ""},
 		{"cooldown", all, newPod("default", "p", "u").build(), &uidEntry{At: testNow.Add(-time.Minute), Outcome: OutcomeDryRun}, SkipCooldown},
 		{"cooldown over", all, newPod("default", "p", "u").build(), &uidEntry{At: testNow.Add(-time.Hour), Outcome: OutcomeDryRun}, ""},

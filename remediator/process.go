@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -122,7 +124,12 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	// The policies that need only the pod decide before the measurement: a pod the
 	// remediator may never evict costs no walk on its node, and gets no Event (nothing was
 	// verified to report).
-	if reason, msg := podPolicyDecline(s.cfg, pod); reason != "" {
+	nsLabels, err := s.namespaceLabels(ctx, pod)
+	if err != nil {
+		set(OutcomeError, "api_error", "reading namespace %s, which decides whether the pod's exemption holds, failed; retry", t.Namespace)
+		return err
+	}
+	if reason, msg := podPolicyDecline(s.cfg, pod, nsLabels); reason != "" {
 		set(OutcomeSkipped, reason, "not evicted: %s", msg)
 		return nil
 	}
@@ -227,12 +234,36 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		s.releaseSlot(ctx, slot)
 		set(OutcomeThrottled, "throttled", "%s; eviction throttled by the API server (%s), retry later", usage, errorText(err))
 		return err
+	case EvictionUnconfirmed:
+		// The eviction may have happened: giving the slot back could let one more pod
+		// through the caps. The retry sees the pod gone, or tries again in this slot.
+		s.commitSlot(ctx, slot, outcomeUnconfirmed, now)
+		set(OutcomeError, "eviction_unconfirmed", "%s; the Eviction API's answer was lost (%s): the pod may be evicted, its cap slot stays held; retry", usage, errorText(err))
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionFailed, ActionEvict, "%s; eviction not confirmed: %s", usage, errorText(err))
+		return err
 	default:
 		s.releaseSlot(ctx, slot)
 		set(OutcomeError, "eviction_failed", "%s; eviction failed: %s", usage, errorText(err))
 		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionFailed, ActionEvict, "%s; eviction failed: %s", usage, errorText(err))
 		return err
 	}
+}
+
+// namespaceLabels returns the labels of the pod's namespace as far as the policies need them:
+// its name label (set by the API server), and its other labels read from the API server only
+// when the pod claims an exemption that a selector on them grants.
+func (s *Server) namespaceLabels(ctx context.Context, pod *corev1.Pod) (labels.Set, error) {
+	set := labels.Set{corev1.LabelMetadataName: pod.Namespace}
+	if !claimsExemption(s.cfg, pod) || (namesOnly(s.cfg.OptOutNamespaceSelector) && namesOnly(s.cfg.DaemonSetNamespaceSelector)) {
+		return set, nil
+	}
+	ns, err := s.client.CoreV1().Namespaces().Get(ctx, pod.Namespace, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("getting namespace %s: %w", pod.Namespace, err)
+	}
+	maps.Copy(set, ns.Labels)
+	set[corev1.LabelMetadataName] = pod.Namespace
+	return set, nil
 }
 
 // liveMeasurement returns a fresh measurement of the volume of pod: the last one of the same

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,7 @@ type Server struct {
 	ledgerStore ledgerStore
 	stopLedger  chan struct{} // ends the ledger ConfigMap's watch
 
+	electionMu   sync.Mutex                  // serializes the leader election callbacks
 	leader       atomic.Bool                 // this replica may act
 	leaderKnown  atomic.Bool                 // leader election has told who leads
 	identity     atomic.Pointer[string]      // this replica's leader election identity

@@ -19,6 +19,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -33,6 +34,7 @@ const (
 // is how the command builds the kubelet source and serves HTTP.
 type config struct {
 	web           *web.FlagConfig
+	maxConns      *int // --web.max-connections
 	log           promslog.Config
 	renamed       cliflag.Renamed
 	telemetryPath string
@@ -73,6 +75,7 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Version(version.Print("emptydir-exporter"))
 	app.HelpFlag.Short('h')
 	cfg.web = kingpinflag.AddFlags(app, ":"+strconv.Itoa(liveapi.DefaultPort))
+	cfg.maxConns = httpserver.AddMaxConnectionsFlag(app, maxConnections)
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)

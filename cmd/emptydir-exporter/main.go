@@ -26,6 +26,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -119,7 +120,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	server := newServer(mux, defaultServerTimeouts, logger)
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
 		"interval", ec.Interval, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
-	return runUntilDone(ctx, server, func() error { return web.ListenAndServe(server, cfg.web, logger) }, pods, exp)
+	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
 }
 
 // runUntilDone serves HTTP (serve), runs the pod informer and the collection until ctx ends or

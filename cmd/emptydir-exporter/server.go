@@ -27,6 +27,10 @@ var defaultServerTimeouts = httpserver.Timeouts{
 // plus basic auth or a bearer token with --web.config.file).
 const maxHeaderBytes = 64 << 10
 
+// maxConnections is far above what one node's scrapers and the remediator open, and 128
+// connections with full request headers (64 KiB) stay far within the exporter's memory.
+const maxConnections = 128
+
 // newServer builds the exporter's HTTP server.
 func newServer(handler http.Handler, t httpserver.Timeouts, logger *slog.Logger) *http.Server {
 	return httpserver.New(handler, t, maxHeaderBytes, logger)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
@@ -37,9 +38,11 @@ const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccou
 // configurations (remediator.Config, remediator.LeaderElectionConfig, kubeclient.Config);
 // the rest is how the command builds the live measurer and the ledger.
 type config struct {
-	web     *web.FlagConfig
-	log     promslog.Config
-	renamed cliflag.Renamed
+	web *web.FlagConfig
+	// maxConnections bounds the connections the HTTP server holds open (--web.max-connections).
+	maxConnections *int
+	log            promslog.Config
+	renamed        cliflag.Renamed
 
 	remediator     remediator.Config
 	kube           kubeclient.Config
@@ -93,12 +96,13 @@ func newApp(cfg *config) *kingpin.Application {
 	def := func(v any) string { return fmt.Sprint(v) }
 
 	cfg.web = kingpinflag.AddFlags(app, defaultListenAddress)
+	cfg.maxConnections = httpserver.AddMaxConnectionsFlag(app, maxConnections)
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.webhook-path", "Path of the Alertmanager webhook.").
 		Default(rc.WebhookPath).StringVar(&rc.WebhookPath)
 	app.Flag("web.max-request-size", "Largest webhook body accepted; larger ones get 413.").
 		Default(def(units.Base2Bytes(rc.MaxRequestBytes))).BytesVar((*units.Base2Bytes)(&rc.MaxRequestBytes))
-	app.Flag("web.bearer-token-file", "File holding the bearer token Alertmanager must send on the webhook (http_config.authorization), read again when it changes. Empty: no bearer token required.").
+	app.Flag("web.bearer-token-file", "File holding the bearer token Alertmanager must send on the webhook (http_config.authorization), read again when it changes; at least 32 bytes, not the example Secret's placeholder. Empty: no bearer token required.").
 		Default(rc.BearerTokenFile).StringVar(&rc.BearerTokenFile)
 	app.Flag("web.alert-timeout", "Time allowed to handle one alert (pod GET, live measurement, eviction).").
 		Default(def(rc.AlertTimeout)).DurationVar(&rc.AlertTimeout)
@@ -130,12 +134,16 @@ func newApp(cfg *config) *kingpin.Application {
 		StringsVar(&rc.NamespaceDeny)
 	app.Flag("policy.pod-selector", "Only remediate pods whose labels match this selector.").
 		Default("").SetValue(&selectorValue{sel: &rc.PodSelector})
-	app.Flag("policy.opt-out-annotation", "Pods with this annotation set to \"false\" are never evicted.").
+	app.Flag("policy.opt-out-annotation", "Pods with this annotation set to \"false\" are never evicted, in the namespaces --policy.opt-out-namespace-selector selects.").
 		Default(rc.OptOutAnnotation).StringVar(&rc.OptOutAnnotation)
+	app.Flag("policy.opt-out-namespace-selector", "Label selector of the namespaces where the opt-out annotation is honoured; empty: nowhere. Labels other than kubernetes.io/metadata.name (set by the API server) are read from the namespace (get namespaces): keep them where tenants cannot set them.").
+		Default(selectorText(rc.OptOutNamespaceSelector)).SetValue(&selectorValue{sel: &rc.OptOutNamespaceSelector})
 	app.Flag("policy.allow-mirror-pods", "Also evict static (mirror) pods. Evicting them does not stop them.").
 		Default(def(rc.AllowMirrorPods)).BoolVar(&rc.AllowMirrorPods)
-	app.Flag("policy.allow-daemonset-pods", "Also evict DaemonSet pods.").
+	app.Flag("policy.allow-daemonset-pods", "Also evict DaemonSet pods in the namespaces --policy.daemonset-namespace-selector selects (elsewhere they are evicted as any pod).").
 		Default(def(rc.AllowDaemonSetPods)).BoolVar(&rc.AllowDaemonSetPods)
+	app.Flag("policy.daemonset-namespace-selector", "Label selector of the namespaces where DaemonSet pods are not evicted; empty: none. As for --policy.opt-out-namespace-selector.").
+		Default(selectorText(rc.DaemonSetNamespaceSelector)).SetValue(&selectorValue{sel: &rc.DaemonSetNamespaceSelector})
 	app.Flag("policy.allow-critical-pods", "Also evict system-critical pods (system-node-critical, system-cluster-critical, priority >= 2000000000).").
 		Default(def(rc.AllowCriticalPods)).BoolVar(&rc.AllowCriticalPods)
 
@@ -199,7 +207,8 @@ func newApp(cfg *config) *kingpin.Application {
 	return app
 }
 
-// selectorValue is a label selector flag; empty selects every pod (nil).
+// selectorValue is a label selector flag; empty is nil (for --policy.pod-selector: every pod;
+// for the namespace selectors of exemptions: no namespace).
 type selectorValue struct {
 	sel  *labels.Selector
 	text string
@@ -219,6 +228,14 @@ func (v *selectorValue) Set(s string) error {
 }
 
 func (v *selectorValue) String() string { return v.text }
+
+// selectorText is a flag's default for sel: nil is empty.
+func selectorText(sel labels.Selector) string {
+	if sel == nil {
+		return ""
+	}
+	return sel.String()
+}
 
 // fillDefaults fills namespaces and the identity left empty from the pod's environment.
 func fillDefaults(c *config) {

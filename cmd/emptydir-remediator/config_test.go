@@ -54,6 +54,11 @@ func TestParseFlagsDefaults(t *testing.T) {
 		c.log.Level.String() != "debug" || c.remediator.PodSelector.String() != "app=web" || c.kube.QPS != 7 {
 		t.Errorf("parsed: %+v", c)
 	}
+	// Exemptions granted nowhere, or where an operator's label says so.
+	c = parse(t, "--policy.opt-out-namespace-selector=", "--policy.daemonset-namespace-selector=example.com/node-agents=true")
+	if c.remediator.OptOutNamespaceSelector != nil || c.remediator.DaemonSetNamespaceSelector.String() != "example.com/node-agents=true" {
+		t.Errorf("exemption selectors: %v, %v", c.remediator.OptOutNamespaceSelector, c.remediator.DaemonSetNamespaceSelector)
+	}
 }
 
 func TestParseRejects(t *testing.T) {

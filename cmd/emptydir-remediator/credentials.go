@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 
 	promconfig "github.com/prometheus/common/config"
@@ -60,6 +62,39 @@ func checkKubeletCredentials(restCfg *rest.Config) error {
 	if restCfg.BearerToken != "" || restCfg.BearerTokenFile != "" || restCfg.Password != "" ||
 		restCfg.ExecProvider != nil || restCfg.AuthProvider != nil {
 		return fmt.Errorf("--measurement.source=kubelet: the API server %s of --kubeconfig is plain http but credentials would be sent to it; use https", restCfg.Host)
+	}
+	return nil
+}
+
+// minWebhookTokenBytes is the shortest webhook token accepted: 32 random bytes cannot be
+// guessed, and the webhook token is all that stands between the network and evictions.
+const minWebhookTokenBytes = 32
+
+// placeholderPrefix starts the token of deploy/remediator-webhook-secret.example.yaml:
+// it is public, so a Secret applied without replacing it opens the webhook to anyone.
+const placeholderPrefix = "REPLACE-ME"
+
+// checkWebhookToken refuses, at start, the token of --web.bearer-token-file when it is the
+// example's placeholder or shorter than minWebhookTokenBytes (after trimming white space, as
+// the webhook compares it). The errors never show the token.
+func checkWebhookToken(path string) error {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--web.bearer-token-file: %w", err)
+	}
+	token := bytes.TrimSpace(b)
+	switch {
+	case len(token) == 0:
+		return fmt.Errorf("--web.bearer-token-file %s is empty", path)
+	case bytes.HasPrefix(bytes.ToUpper(token), []byte(placeholderPrefix)):
+		return fmt.Errorf("--web.bearer-token-file %s holds the placeholder of the example Secret; "+
+			"create the Secret with a random token: openssl rand -hex 32", path)
+	case len(token) < minWebhookTokenBytes:
+		return fmt.Errorf("--web.bearer-token-file %s holds a token of %d bytes; at least %d are required "+
+			"(a random one: openssl rand -hex 32)", path, len(token), minWebhookTokenBytes)
 	}
 	return nil
 }

@@ -15,13 +15,13 @@ import (
 	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
-	"github.com/prometheus/exporter-toolkit/web"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
 
@@ -61,6 +61,9 @@ func run(args []string) int {
 }
 
 func serve(ctx context.Context, c *config, logger *slog.Logger) error {
+	if err := checkWebhookToken(c.remediator.BearerTokenFile); err != nil {
+		return err
+	}
 	restCfg, err := c.kube.REST(remediator.Component + "/" + version.Version)
 	if err != nil {
 		return err
@@ -107,7 +110,7 @@ func serve(ctx context.Context, c *config, logger *slog.Logger) error {
 	}
 
 	httpSrv := newHTTPServer(srv.Handler(), defaultServerTimeouts(c.remediator.AlertTimeout), logger)
-	return serveUntilDone(ctx, httpSrv, func() error { return web.ListenAndServe(httpSrv, c.web, logger) },
+	return serveUntilDone(ctx, httpSrv, func() error { return httpserver.ListenAndServe(httpSrv, c.web, *c.maxConnections, logger) },
 		lead, drainTimeout(c.remediator.AlertTimeout))
 }
 

@@ -31,6 +31,10 @@ const (
 	// Authorization header: basic auth or a bearer token of a few KiB) and far below
 	// net/http's 1 MiB default, which any client could make the server buffer per request.
 	maxHeaderBytes = 16 << 10
+	// maxConnections: Alertmanager (a few per replica), Prometheus, probes and a standby
+	// forwarding need a handful; each may hold a webhook body of --web.max-request-size
+	// (1 MiB), so 64 of them stay well within the container's 128Mi.
+	maxConnections = 64
 )
 
 // defaultServerTimeouts are the production timeouts of the webhook server for alerts of at

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
+	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
@@ -194,5 +198,34 @@ func TestIdleConnectionClosed(t *testing.T) {
 	}
 	if _, err := io.Copy(io.Discard, br); errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatal("the server kept the idle connection open")
+	}
+}
+
+// leaseReleaseMargin is what the grace period must leave after the drain: the Lease release
+// (one API update) and the exit.
+const leaseReleaseMargin = 5 * time.Second
+
+// TestGracePeriodCoversDrain: the remediator Deployment of deploy/ (the chart's defaults)
+// lets the pod drain in-flight webhooks and release its Lease before the kubelet's SIGKILL,
+// with the arguments it runs: a kill mid-alert loses its audit line, Event and ledger commit.
+func TestGracePeriodCoversDrain(t *testing.T) {
+	objs, err := deploy.BaseObjects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deploytest.MustFind[*appsv1.Deployment](t, objs, "emptydir-remediator")
+	spec := d.Spec.Template.Spec
+	c := defaultConfig()
+	if err := cliflag.Parse(newApp(&c), spec.Containers[0].Args); err != nil {
+		t.Fatalf("the Deployment's arguments: %v", err)
+	}
+	drain := drainTimeout(c.remediator.AlertTimeout)
+	if spec.TerminationGracePeriodSeconds == nil {
+		t.Fatalf("no terminationGracePeriodSeconds: the default 30s is shorter than the drain %v", drain)
+	}
+	grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	if grace < drain+leaseReleaseMargin {
+		t.Errorf("terminationGracePeriodSeconds %v, the drain takes up to %v (--web.alert-timeout %v + %v) and the Lease release follows: want at least %v",
+			grace, drain, c.remediator.AlertTimeout, drainGrace, drain+leaseReleaseMargin)
 	}
 }

@@ -3,8 +3,16 @@
 package deploytest
 
 import (
+	"maps"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -26,4 +34,210 @@ func MustFind[T runtime.Object](t testing.TB, objs []runtime.Object, name string
 		t.Fatalf("no %T %s in %v", v, name, have)
 	}
 	return v
+}
+
+// ExporterDaemonSet is the exporter's DaemonSet named name among objs (the base's is
+// emptydir-exporter, a Helm release's <release>-emptydir-exporter); the test fails without it.
+func ExporterDaemonSet(t testing.TB, objs []runtime.Object, name string) *appsv1.DaemonSet {
+	t.Helper()
+	return MustFind[*appsv1.DaemonSet](t, objs, name)
+}
+
+// RemediatorDeployment is the remediator's Deployment named name among objs; the test fails
+// without it.
+func RemediatorDeployment(t testing.TB, objs []runtime.Object, name string) *appsv1.Deployment {
+	t.Helper()
+	return MustFind[*appsv1.Deployment](t, objs, name)
+}
+
+// All is every object of type T among objs, in order.
+func All[T runtime.Object](objs []runtime.Object) []T {
+	var out []T
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// PodSpecs are the pod templates of the DaemonSets and Deployments among objs, by
+// "DaemonSet/<name>" or "Deployment/<name>".
+func PodSpecs(objs []runtime.Object) map[string]corev1.PodSpec {
+	out := map[string]corev1.PodSpec{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *appsv1.DaemonSet:
+			out["DaemonSet/"+v.Name] = v.Spec.Template.Spec
+		case *appsv1.Deployment:
+			out["Deployment/"+v.Name] = v.Spec.Template.Spec
+		}
+	}
+	return out
+}
+
+// KindNames lists objs as sorted "Kind/name" strings.
+func KindNames(objs []runtime.Object) []string {
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.(metav1.Object).GetName())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ArgValues are the values of every --flag=value in args, in order; a bare --flag (a
+// boolean) gives "".
+func ArgValues(args []string, flag string) []string {
+	var out []string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
+			out = append(out, v)
+		} else if a == "--"+flag {
+			out = append(out, "")
+		}
+	}
+	return out
+}
+
+// ArgValue is the first --flag=value of args; false when there is none.
+func ArgValue(args []string, flag string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// ExporterPrivileges is what the exporter pods may do beyond an unprivileged pod.
+type ExporterPrivileges struct {
+	HostPaths    []string            // hostPath volumes the container mounts, "path:ro" when read-only
+	Capabilities []corev1.Capability // added to the container
+	Root         bool                // runs as uid 0
+	Rights       []string            // "verb group/resource" of every rule bound to its ServiceAccount, sorted
+}
+
+// WantExporterPrivileges are exactly the privileges each --collection.source needs: the
+// filesystem source walks <kubelet-root>/pods read-only as root with DAC_READ_SEARCH; the
+// kubelet source reads the Summary API (get nodes/stats, or nodes/proxy through the API
+// server) and nothing of the node. Both list and watch their node's pods.
+func WantExporterPrivileges(source string, viaAPIServer bool, podsPath string) ExporterPrivileges {
+	rights := []string{"list /pods", "watch /pods"}
+	if source == "filesystem" {
+		return ExporterPrivileges{HostPaths: []string{podsPath + ":ro"}, Capabilities: []corev1.Capability{"DAC_READ_SEARCH"}, Root: true, Rights: rights}
+	}
+	if viaAPIServer {
+		rights = append(rights, "get /nodes/proxy")
+	} else {
+		rights = append(rights, "get /nodes/stats")
+	}
+	sort.Strings(rights)
+	return ExporterPrivileges{Rights: rights}
+}
+
+// ExporterPrivilegesOf reads the privileges of DaemonSet ds among objs (its pods' ServiceAccount
+// bound by the RoleBindings and ClusterRoleBindings of objs).
+func ExporterPrivilegesOf(t testing.TB, objs []runtime.Object, ds *appsv1.DaemonSet) ExporterPrivileges {
+	t.Helper()
+	spec := ds.Spec.Template.Spec
+	if len(spec.Containers) != 1 || len(spec.InitContainers) != 0 {
+		t.Fatalf("DaemonSet %s: %d containers, %d init containers; want the exporter alone", ds.Name, len(spec.Containers), len(spec.InitContainers))
+	}
+	c := spec.Containers[0]
+	var p ExporterPrivileges
+	for _, v := range spec.Volumes {
+		if v.HostPath == nil {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if m.Name == v.Name {
+				p.HostPaths = append(p.HostPaths, v.HostPath.Path+map[bool]string{true: ":ro", false: ":rw"}[m.ReadOnly])
+			}
+		}
+	}
+	var uid *int64
+	if spec.SecurityContext != nil {
+		uid = spec.SecurityContext.RunAsUser
+	}
+	if c.SecurityContext != nil {
+		if c.SecurityContext.Capabilities != nil {
+			p.Capabilities = c.SecurityContext.Capabilities.Add
+			if !slices.Equal(c.SecurityContext.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+				t.Errorf("DaemonSet %s drops %v, want [ALL]", ds.Name, c.SecurityContext.Capabilities.Drop)
+			}
+		}
+		if c.SecurityContext.RunAsUser != nil {
+			uid = c.SecurityContext.RunAsUser
+		}
+		if c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			t.Errorf("DaemonSet %s is privileged", ds.Name)
+		}
+	}
+	// No uid at all runs as the image's user; the Dockerfile's is 65532, but say it here.
+	p.Root = uid == nil || *uid == 0
+	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
+		t.Errorf("DaemonSet %s shares a host namespace", ds.Name)
+	}
+
+	sa := spec.ServiceAccountName
+	rules := map[string][]rbacv1.PolicyRule{}
+	for _, o := range objs {
+		switch v := o.(type) {
+		case *rbacv1.ClusterRole:
+			rules["ClusterRole/"+v.Name] = v.Rules
+		case *rbacv1.Role:
+			rules["Role/"+v.Namespace+"/"+v.Name] = v.Rules
+		}
+	}
+	seen := map[string]bool{}
+	for _, o := range objs {
+		var key string
+		var subjects []rbacv1.Subject
+		switch v := o.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			key, subjects = "ClusterRole/"+v.RoleRef.Name, v.Subjects
+		case *rbacv1.RoleBinding:
+			key, subjects = v.RoleRef.Kind+"/"+v.Namespace+"/"+v.RoleRef.Name, v.Subjects
+			if v.RoleRef.Kind == "ClusterRole" {
+				key = "ClusterRole/" + v.RoleRef.Name
+			}
+		default:
+			continue
+		}
+		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
+			return s.Kind == "ServiceAccount" && s.Name == sa && s.Namespace == ds.Namespace
+		}) {
+			continue
+		}
+		for _, r := range rules[key] {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						seen[v+" "+g+"/"+res] = true
+					}
+				}
+			}
+		}
+	}
+	p.Rights = slices.Sorted(maps.Keys(seen))
+	return p
+}
+
+// CheckExporterPrivileges fails t unless DaemonSet name among objs has exactly the privileges
+// its --collection.source (read from its arguments) needs, the hostPath being podsPath.
+func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, name, podsPath string) {
+	t.Helper()
+	ds := MustFind[*appsv1.DaemonSet](t, objs, name)
+	source, viaAPIServer := "filesystem", false
+	for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--collection.source="); ok {
+			source = v
+		}
+		viaAPIServer = viaAPIServer || a == "--kubelet.via-apiserver"
+	}
+	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, podsPath)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s: the exporter (source %s) has\n  %+v\nwant exactly\n  %+v", what, source, got, want)
+	}
 }

@@ -22,12 +22,25 @@ var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 // writes it (for example "make test: TestLoad"), for the reader who wants to regenerate it.
 // The file must exist; a section marker without its pair is an error and changes nothing.
 func Replace(path, name, generator, body string) error {
-	if !validName.MatchString(name) {
-		return fmt.Errorf("docsection: invalid section name %q", name)
-	}
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("docsection: %w", err)
+	}
+	out, err := Apply(old, name, generator, body)
+	if err != nil {
+		return fmt.Errorf("docsection: %s: %w", path, err)
+	}
+	if bytes.Equal(out, old) {
+		return nil
+	}
+	return os.WriteFile(path, out, 0o644)
+}
+
+// Apply is Replace on the text of a file: old with its section name set to body, for a
+// generator that computes every file before it writes any.
+func Apply(old []byte, name, generator, body string) ([]byte, error) {
+	if !validName.MatchString(name) {
+		return nil, fmt.Errorf("invalid section name %q", name)
 	}
 	begin := "<!-- BEGIN " + name + " "
 	end := "<!-- END " + name + " -->"
@@ -36,17 +49,12 @@ func Replace(path, name, generator, body string) error {
 
 	b := bytes.Index(old, []byte(begin))
 	e := bytes.Index(old, []byte(end))
-	var out []byte
 	switch {
 	case b < 0 && e < 0:
-		out = append(bytes.TrimRight(old, "\n"), []byte("\n\n"+section+"\n")...)
+		return append(bytes.TrimRight(old, "\n"), []byte("\n\n"+section+"\n")...), nil
 	case b >= 0 && e > b:
-		out = append(append(append([]byte{}, old[:b]...), section...), old[e+len(end):]...)
+		return append(append(append([]byte{}, old[:b]...), section...), old[e+len(end):]...), nil
 	default:
-		return fmt.Errorf("docsection: %s: section %q has unpaired markers", path, name)
+		return nil, fmt.Errorf("section %q has unpaired markers", name)
 	}
-	if bytes.Equal(out, old) {
-		return nil
-	}
-	return os.WriteFile(path, out, 0o644)
 }

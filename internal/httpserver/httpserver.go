@@ -1,5 +1,6 @@
-// Package httpserver builds the HTTP servers of the project's commands: one place for the
-// connection limits every listener needs, each command choosing its own values.
+// Package httpserver builds and serves the HTTP servers of the project's commands: one place
+// for the connection limits every listener needs (timeouts, header size, the number of open
+// connections), each command choosing its own values.
 package httpserver
 
 import (
@@ -16,7 +17,7 @@ type Timeouts struct {
 
 // New is a server for h with timeouts t and request headers limited to maxHeaderBytes
 // (net/http's default, 1 MiB, is far more than any of our clients send); its own errors go
-// to logger at level error. web.ListenAndServe adds TLS and auth from --web.config.file.
+// to logger at level error. ListenAndServe adds TLS and auth from --web.config.file.
 func New(h http.Handler, t Timeouts, maxHeaderBytes int, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,

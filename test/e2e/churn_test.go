@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
-	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
@@ -617,9 +616,7 @@ func writeChurnSection(t *testing.T, figures []churnFigures, base, end map[strin
 		"No pods, before vs after all waves: RSS %s → %s MiB, goroutines %.0f → %.0f. Measurement errors 0, failed cycles 0.\n",
 		warm.wave, mib(warm.rss), mib(last.rss), last.rss/warm.rss, mib(warm.heap), mib(last.heap), last.heap/warm.heap,
 		mib(peakRSS), mib(peakHeap), mib(rssBase), mib(rssEnd), gBase, gEnd)
-	if err := docsection.Replace(filepath.Join("..", "..", "docs", "reliability.md"), "churn", "make test: TestPodChurn", b.String()); err != nil {
-		t.Errorf("writing docs/reliability.md: %v", err)
-	}
+	framework.RecordDoc(t, "docs/reliability.md", "churn", "TestPodChurn", b.String())
 }
 
 // thousands writes n with a comma every three digits, as the docs do.

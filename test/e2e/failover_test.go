@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -150,7 +149,7 @@ func TestRemediatorFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 4*time.Minute)
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "failover")
-	const token = "e2e-failover-token"
+	const token = "e2e-failover-webhook-token-0123456789" // the remediator wants >= 32 bytes
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -239,7 +238,7 @@ func TestRemediatorFailover(t *testing.T) {
 func checkStandbyForwards(ctx context.Context, t *testing.T, c *cluster.Cluster, leader, standby *corev1.Pod, token string) {
 	t.Helper()
 	const n = 20
-	body := deployOverLimitPayload(c.NodeName(), "default", "no-such-pod", "00000000-0000-0000-0000-000000000000", "empty")
+	body := framework.OverLimitPayload(c.NodeName(), "default", "no-such-pod", "00000000-0000-0000-0000-000000000000", "empty")
 	client := c.HTTPClient(nil)
 	durations := map[string][]time.Duration{}
 	for i := range 2 * n {
@@ -247,23 +246,15 @@ func checkStandbyForwards(ctx context.Context, t *testing.T, c *cluster.Cluster,
 		if i%2 == 1 {
 			target = standby
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, deployRemURL(target)+"/webhook", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
 		start := time.Now()
-		resp, err := client.Do(req)
+		r, err := framework.PostWebhookWith(ctx, client, deployRemAddr(target), token, body)
 		if err != nil {
 			t.Fatalf("delivery %d to %s: %v", i, target.Name, err)
 		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		durations[target.Name] = append(durations[target.Name], time.Since(start))
-		if resp.StatusCode != http.StatusOK || resp.Header.Get(remediator.HeaderHandledBy) != leader.Name {
+		if r.Code != http.StatusOK || r.Header.Get(remediator.HeaderHandledBy) != leader.Name {
 			t.Errorf("delivery %d to %s: %d handled by %q: %s; want 200 handled by the leader %s", i, target.Name,
-				resp.StatusCode, resp.Header.Get(remediator.HeaderHandledBy), raw, leader.Name)
+				r.Code, r.Header.Get(remediator.HeaderHandledBy), r.Raw, leader.Name)
 		}
 	}
 	med := func(ds []time.Duration) (time.Duration, time.Duration) {

@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
-	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -253,7 +252,7 @@ func TestFaults(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
 	defer cancel()
-	f := &faultEnv{t: t, c: c, ctx: ctx, ns: "faults-" + framework.RandSuffix(), token: "e2e-faults-token", bin: exporterBin,
+	f := &faultEnv{t: t, c: c, ctx: ctx, ns: "faults-" + framework.RandSuffix(), token: "e2e-faults-webhook-token-0123456789ab", bin: exporterBin,
 		expAddr: "127.0.0.1:19781", remAddr: "127.0.0.1:19782"}
 	if err := c.EnsureNamespace(ctx, f.ns); err != nil {
 		t.Fatal(err)
@@ -321,9 +320,7 @@ func TestFaults(t *testing.T) {
 	for _, r := range f.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.fault, r.checked, r.result)
 	}
-	if err := docsection.Replace(filepath.Join("..", "..", "docs", "reliability.md"), "faults", "make test: TestFaults", b.String()); err != nil {
-		t.Error(err)
-	}
+	framework.RecordDoc(t, "docs/reliability.md", "faults", "TestFaults", b.String())
 }
 
 // apiServerRestart: the exporter serves its last measurements while the API server is down

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
 // helmTemplate renders the chart (deploy/helm/emptydir-guard) with `helm template`, Helm
@@ -61,7 +62,19 @@ func TestHelmChartOnRealCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
 	defer cancel()
 
-	const release, ns = "guard", "helm-guard"
+	in, objs := chartInstall(t, c, "guard", "helm-guard", "")
+	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
+	seed := installed.startSeed(ctx, t, "helm")
+	exp, rems := installed.createPods(ctx, t)
+	installed.checkExporter(ctx, t, exp, seed)
+	installed.evictSeed(ctx, t, rems, seed)
+}
+
+// chartInstall renders the chart for release in ns with this cluster's image, kubelet root and
+// two remediator replicas, plus extraValues (YAML appended to those), and reads the webhook
+// token the chart generated.
+func chartInstall(t *testing.T, c *cluster.Cluster, release, ns, extraValues string) (install, []runtime.Object) {
+	t.Helper()
 	objs := helmTemplate(t, release, ns, `
 image:
   repository: localhost/emptydir-guard
@@ -71,8 +84,8 @@ exporter:
   kubeletRootDir: `+c.KubeletRootDir()+`
 remediator:
   replicas: 2
-`)
-	in := install{ns: ns, exporter: "guard-emptydir-exporter", remediator: "guard-emptydir-remediator"}
+`+extraValues)
+	in := install{ns: ns, exporter: release + "-emptydir-exporter", remediator: release + "-emptydir-remediator"}
 	for _, o := range objs {
 		if s, ok := o.(*corev1.Secret); ok && s.Name == in.remediator+"-webhook" {
 			in.token = string(s.Data["token"])
@@ -81,9 +94,5 @@ remediator:
 	if len(in.token) < 32 {
 		t.Fatalf("the chart generated no webhook token Secret (token %q)", in.token)
 	}
-	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
-	seed := installed.startSeed(ctx, t, "helm")
-	exp, rems := installed.createPods(ctx, t)
-	installed.checkExporter(ctx, t, exp, seed)
-	installed.evictSeed(ctx, t, rems, seed)
+	return in, objs
 }

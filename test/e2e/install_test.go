@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -213,9 +212,8 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 		{Verb: "create", Resource: "events", Group: "events.k8s.io", Namespace: seedNS}:          true,
 		{Verb: "patch", Resource: "events", Group: "events.k8s.io", Namespace: seedNS}:           true,
 		{Verb: "list", Resource: "pods", Namespace: ns}:                                          true,
-		{Verb: "get", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:           true,
 		{Verb: "create", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        true,
-		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        true,
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: ns}:        false, // only its own, below
 		{Verb: "get", Resource: "configmaps", Name: ledger, Namespace: ns}:                       true,
 		{Verb: "update", Resource: "configmaps", Name: ledger, Namespace: ns}:                    true,
 		{Verb: "list", Resource: "configmaps", Name: ledger, Namespace: ns}:                      true, // the ledger's watch, by field selector
@@ -232,6 +230,11 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 		{Verb: "get", Resource: "secrets", Namespace: seedNS}:                                    false,
 		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Namespace: "default"}: false,
 		{Verb: "get", Resource: "nodes", Subresource: "proxy"}:                                   false,
+
+		// The Lease by name (the default --leader-elect.lease-name), and no other.
+		{Verb: "get", Resource: "leases", Group: "coordination.k8s.io", Name: in.remediator, Namespace: ns}:    true,
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: in.remediator, Namespace: ns}: true,
+		{Verb: "update", Resource: "leases", Group: "coordination.k8s.io", Name: "other", Namespace: ns}:       false,
 	})
 
 	// The replicas elect a leader on the Lease (the Role's leases rights in its namespace).
@@ -274,10 +277,18 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 	}
 
 	s := seed.pod
-	payload := deployOverLimitPayload(c.NodeName(), seedNS, s.Name, string(s.UID), "empty")
+	payload := framework.OverLimitPayload(c.NodeName(), seedNS, s.Name, string(s.UID), "empty")
+	postAlert := func(p *corev1.Pod, token string) (int, remediator.WebhookResponse, string) {
+		t.Helper()
+		code, resp, body, err := framework.PostWebhook(ctx, c, deployRemAddr(p), token, payload)
+		if err != nil {
+			t.Fatalf("POST %s/webhook: %v", deployRemURL(p), err)
+		}
+		return code, resp, body
+	}
 	for _, p := range pods {
 		for _, tok := range []string{"", "wrong-" + in.token} {
-			if code, _, body := deployPostAlert(ctx, t, c, deployRemURL(p)+"/webhook", tok, payload); code != http.StatusUnauthorized {
+			if code, _, body := postAlert(p, tok); code != http.StatusUnauthorized {
 				t.Errorf("%s: webhook with token %q: %d %s, want 401", p.Name, tok, code, body)
 			}
 		}
@@ -292,7 +303,7 @@ func (in *install) evictSeed(ctx context.Context, t *testing.T, pods []*corev1.P
 
 	// The leader: exporter discovery (pods list in its namespace), the live measurement from
 	// the exporter pod, the pod GET, the eviction and the Event, all under the install's RBAC.
-	code, resp, body := deployPostAlert(ctx, t, c, deployRemURL(leader)+"/webhook", in.token, payload)
+	code, resp, body := postAlert(leader, in.token)
 	if code != http.StatusOK || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != remediator.OutcomeEvicted {
 		t.Fatalf("leader %s: webhook %d %s, want 200 and outcome evicted", leader.Name, code, body)
 	}
@@ -515,7 +526,10 @@ func deployCheckAccess(ctx context.Context, t *testing.T, c *cluster.Cluster, us
 	}
 }
 
-func deployRemURL(p *corev1.Pod) string { return "http://" + net.JoinHostPort(p.Status.PodIP, "9732") }
+// deployRemAddr is a remediator pod's address (its port http, 9732).
+func deployRemAddr(p *corev1.Pod) string { return net.JoinHostPort(p.Status.PodIP, "9732") }
+
+func deployRemURL(p *corev1.Pod) string { return "http://" + deployRemAddr(p) }
 
 func deployGet(ctx context.Context, t *testing.T, c *cluster.Cluster, u string) (int, string) {
 	t.Helper()
@@ -530,36 +544,4 @@ func deployGet(ctx context.Context, t *testing.T, c *cluster.Cluster, u string) 
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
-}
-
-func deployOverLimitPayload(node, ns, pod, uid, volume string) []byte {
-	labels := map[string]string{"alertname": "EmptyDirOverLimit", "severity": "critical", "remediation": "evict",
-		"node": node, "namespace": ns, "pod": pod, "uid": uid, "volume": volume}
-	b, _ := json.Marshal(remediator.Payload{
-		Version: "4", Status: remediator.StatusFiring, Receiver: "emptydir-remediator", GroupKey: "{}:{uid=\"" + uid + "\"}",
-		GroupLabels: map[string]string{"uid": uid}, CommonLabels: labels,
-		Alerts: []remediator.Alert{{Status: remediator.StatusFiring, Labels: labels, StartsAt: time.Now().Add(-time.Minute), Fingerprint: "deploy-" + uid[:8]}},
-	})
-	return b
-}
-
-func deployPostAlert(ctx context.Context, t *testing.T, c *cluster.Cluster, u, token string, body []byte) (int, remediator.WebhookResponse, string) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := c.HTTPClient(nil).Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", u, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var wr remediator.WebhookResponse
-	_ = json.Unmarshal(b, &wr)
-	return resp.StatusCode, wr, string(b)
 }

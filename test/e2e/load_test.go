@@ -21,7 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -104,7 +103,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 	framework.Eventually(t, 60*time.Second, 500*time.Millisecond, "exporter ready", func() (bool, string) {
 		return strings.HasPrefix(readyState(c, exporterAddr), "200"), readyState(c, exporterAddr)
 	})
-	const token = "e2e-load-token"
+	const token = "e2e-load-webhook-token-0123456789abcd" // the remediator wants >= 32 bytes
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,9 +122,7 @@ func TestLoadExactlyOnce(t *testing.T) {
 	if t.Failed() || len(results) != len(phases) {
 		return
 	}
-	if err := docsection.Replace("../../docs/reliability.md", "load", "make test: TestLoadExactlyOnce", loadTable(results)); err != nil {
-		t.Error(err)
-	}
+	framework.RecordDoc(t, "docs/reliability.md", "load", "TestLoadExactlyOnce", loadTable(results))
 }
 
 func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client kubernetes.Interface, node *cluster.FakeNode,

@@ -67,7 +67,8 @@ type StackOptions struct {
 func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *Stack {
 	t.Helper()
 	exporterBin, remediatorBin := testbin.Path(t, "emptydir-exporter"), testbin.Path(t, "emptydir-remediator")
-	s := &Stack{Token: "e2e-" + RandSuffix() + RandSuffix(), ExporterLog: "scn-exporter", RemediatorLog: "scn-remediator", DryRunLog: "scn-remediator-dry-run"}
+	// The token: 36 bytes, the remediator refuses fewer than 32.
+	s := &Stack{Token: "e2e-webhook-token-" + RandSuffix() + RandSuffix() + RandSuffix(), ExporterLog: "scn-exporter", RemediatorLog: "scn-remediator", DryRunLog: "scn-remediator-dry-run"}
 	s.TokenFile = filepath.Join(c.WorkDir(), "scn-webhook-token")
 	if err := os.WriteFile(s.TokenFile, []byte(s.Token), 0o600); err != nil {
 		t.Fatal(err)

@@ -129,23 +129,38 @@ func OverLimitPayload(node, ns, pod, uid, volume string) []byte {
 
 // PostWebhook posts a payload straight to a remediator (not through Alertmanager).
 func PostWebhook(ctx context.Context, c *cluster.Cluster, addr, token string, body []byte) (int, remediator.WebhookResponse, string, error) {
+	r, err := PostWebhookWith(ctx, c.HTTPClient(nil), addr, token, body)
+	return r.Code, r.Response, r.Raw, err
+}
+
+// WebhookReply is a remediator's answer to one delivery.
+type WebhookReply struct {
+	Code     int
+	Response remediator.WebhookResponse // decoded from Raw when it is JSON
+	Raw      string
+	Header   http.Header
+}
+
+// PostWebhookWith is PostWebhook over client: one client keeps its connection alive across
+// deliveries, as Alertmanager does.
+func PostWebhookWith(ctx context.Context, client *http.Client, addr, token string, body []byte) (WebhookReply, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/webhook", bytes.NewReader(body))
 	if err != nil {
-		return 0, remediator.WebhookResponse{}, "", err
+		return WebhookReply{}, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := c.HTTPClient(nil).Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return 0, remediator.WebhookResponse{}, "", err
+		return WebhookReply{}, err
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var wr remediator.WebhookResponse
-	_ = json.Unmarshal(raw, &wr)
-	return resp.StatusCode, wr, string(raw), nil
+	r := WebhookReply{Code: resp.StatusCode, Raw: string(raw), Header: resp.Header}
+	_ = json.Unmarshal(raw, &r.Response)
+	return r, nil
 }
 
 // AlertWebhook posts one firing EmptyDirOverLimit alert for pod/uid/volume straight to a

@@ -1,6 +1,6 @@
 // Package helmchart renders and lints the emptydir-guard Helm chart (deploy/helm/emptydir-guard)
 // with Helm's own packages, pinned in this module so that the product's go.mod stays free of
-// them. The tests of this package check the chart; cmd/gen-kustomize-base renders the
+// them. The tests of this package check the chart; cmd/gen-deploy renders the
 // kustomize base (deploy/) from it.
 package helmchart
 

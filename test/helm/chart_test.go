@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
 )
 
@@ -26,6 +27,17 @@ const root = "../.."
 type rendered struct {
 	files map[string]string
 	objs  []runtime.Object
+	ns    string // the release namespace
+}
+
+// allowed: the release's RBAC lets its ServiceAccount sa do a.
+func (r rendered) allowed(sa string, a authorizationv1.ResourceAttributes) bool {
+	return deploytest.Allowed(r.objs, r.ns, sa, a)
+}
+
+// allowedAnywhere: the release's RBAC lets sa do a in some namespace or cluster-wide.
+func (r rendered) allowedAnywhere(sa string, a authorizationv1.ResourceAttributes) bool {
+	return deploytest.AllowedAnywhere(r.objs, r.ns, sa, a)
 }
 
 func render(t *testing.T, r helmchart.Release) rendered {
@@ -45,22 +57,13 @@ func render(t *testing.T, r helmchart.Release) rendered {
 		}
 		objs = append(objs, o...)
 	}
-	return rendered{files, objs}
+	return rendered{files, objs, r.Namespace}
 }
 
 // find is the object of type T named name, or T's zero value.
 func find[T runtime.Object](r rendered, name string) T {
 	v, _ := deploy.Find[T](r.objs, name)
 	return v
-}
-
-func kindNames(r rendered) []string {
-	var out []string
-	for _, o := range r.objs {
-		out = append(out, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.(metav1.Object).GetName())
-	}
-	slices.Sort(out)
-	return out
 }
 
 func valuesFile(name string) string {
@@ -86,7 +89,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		got, err := os.ReadFile(filepath.Join(root, name))
 		if err != nil || !bytes.Equal(got, files[name]) {
-			t.Errorf("%s is not what the chart generates (%v); run: cd test/helm && go run ./cmd/gen-deploy", name, err)
+			t.Errorf("%s is not what the chart generates (%v); run: make generate", name, err)
 		}
 	}
 	// Every dashboard copy in the chart has its source.
@@ -240,13 +243,13 @@ func TestKubeletSourceComponentMatchesTheChart(t *testing.T) {
 		}
 	}
 	r := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"source": "kubelet"}, "podMonitor": map[string]any{"enabled": true}}))
-	want := exporterDS(t, r, "emptydir-exporter").Spec.Template.Spec.Containers[0].Args
+	want := deploytest.ExporterDaemonSet(t, r.objs, "emptydir-exporter").Spec.Template.Spec.Containers[0].Args
 	if !slices.Equal(patchedArgs, want) {
 		t.Errorf("components/kubelet-source patches the exporter's args to\n %v\nthe chart renders for source kubelet\n %v", patchedArgs, want)
 	}
 	pm := find[*unstructured.Unstructured](r, "emptydir-exporter")
 	if pm == nil || pm.GetKind() != "PodMonitor" {
-		t.Fatalf("no PodMonitor emptydir-exporter in %v", kindNames(r))
+		t.Fatalf("no PodMonitor emptydir-exporter in %v", deploytest.KindNames(r.objs))
 	}
 	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
 	if len(eps) != 1 {

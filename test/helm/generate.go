@@ -49,9 +49,10 @@ var copies = map[string]string{
 const dashboardsDir = "dashboards"
 
 // Generated returns every generated file (path relative to root → content): the chart's copies
-// of rules/prometheusrule.yaml and dashboards/*.json, and the kustomize base's manifests
-// rendered from the chart. It fails when the base values render a template that no manifest
-// file takes, so that a new template is never silently missing from deploy/.
+// of rules/prometheusrule.yaml and dashboards/*.json, the kustomize base's manifests rendered
+// from the chart, and the chart README with its values table. It fails when the base values
+// render a template that no manifest file takes, so that a new template is never silently
+// missing from deploy/.
 func Generated(root string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for dst, src := range copies {
@@ -108,6 +109,9 @@ func Generated(root string) (map[string][]byte, error) {
 		if !taken[t] {
 			return nil, fmt.Errorf("the base values render %s, which no file of deploy/ takes: add it to renderings in test/helm/generate.go", t)
 		}
+	}
+	if out[ChartReadme], err = chartReadme(root); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

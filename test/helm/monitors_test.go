@@ -1,13 +1,21 @@
 package helmchart_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
+	"github.com/emptydir-guard/emptydir-guard/remediator"
 )
 
 // overLimitEvaluation is the evaluation interval of the rule group of EmptyDirOverLimit in
@@ -65,7 +73,7 @@ func TestMonitorIntervals(t *testing.T) {
 				t.Fatal(err)
 			}
 			rendered := render(t, r)
-			collection, err := time.ParseDuration(argValues(exporterDS(t, rendered, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args, "collection.interval")[0])
+			collection, err := time.ParseDuration(deploytest.ArgValues(deploytest.ExporterDaemonSet(t, rendered.objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args, "collection.interval")[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +81,7 @@ func TestMonitorIntervals(t *testing.T) {
 				t.Helper()
 				u := find[*unstructured.Unstructured](rendered, name)
 				if u == nil || u.GetKind() != monitor.kind {
-					t.Fatalf("no %s %s in %v", monitor.kind, name, kindNames(rendered))
+					t.Fatalf("no %s %s in %v", monitor.kind, name, deploytest.KindNames(rendered.objs))
 				}
 				eps, _, _ := unstructured.NestedSlice(u.Object, "spec", monitor.endpoints)
 				if len(eps) != 1 {
@@ -102,4 +110,161 @@ func TestMonitorIntervals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMonitorsHonorTheExporterLabels: the exporter's volume series carry the measured pod's
+// namespace and pod, which the operator's target labels (the exporter pod's) would otherwise
+// overwrite (renaming them exported_*): its endpoints honour them. The remediator's series
+// have no such label, and its endpoints keep the operator's default.
+func TestMonitorsHonorTheExporterLabels(t *testing.T) {
+	for _, monitor := range []struct{ values, kind, endpoints string }{
+		{"podMonitor: {enabled: true}", "PodMonitor", "podMetricsEndpoints"},
+		{"serviceMonitor: {enabled: true}", "ServiceMonitor", "endpoints"},
+	} {
+		t.Run(monitor.kind, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(monitor.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			rendered := render(t, r)
+			for name, want := range map[string]bool{"guard-emptydir-exporter": true, "guard-emptydir-remediator": false} {
+				u := find[*unstructured.Unstructured](rendered, name)
+				if u == nil || u.GetKind() != monitor.kind {
+					t.Fatalf("no %s %s", monitor.kind, name)
+				}
+				eps, _, _ := unstructured.NestedSlice(u.Object, "spec", monitor.endpoints)
+				for _, e := range eps {
+					if got, _ := e.(map[string]any)["honorLabels"].(bool); got != want {
+						t.Errorf("%s %s: honorLabels %v, want %v", monitor.kind, name, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestAlertmanagerConfig: the chart's AlertmanagerConfig is the route of
+// deploy/alertmanager/alertmanager.yml to the remediator's Service, with the token of the
+// Secret the remediator reads and a webhook timeout above one alert's worst case.
+func TestAlertmanagerConfig(t *testing.T) {
+	r := release("guard")
+	r.Values = map[string]any{"alertmanagerConfig": map[string]any{"enabled": true, "labels": map[string]any{"alertmanagerConfig": "emptydir-guard"}}}
+	rendered := render(t, r)
+	u := find[*unstructured.Unstructured](rendered, "guard-emptydir-remediator")
+	for _, o := range rendered.objs {
+		if v, ok := o.(*unstructured.Unstructured); ok && v.GetKind() == "AlertmanagerConfig" {
+			u = v
+		}
+	}
+	if u == nil || u.GetKind() != "AlertmanagerConfig" || u.GetAPIVersion() != "monitoring.coreos.com/v1alpha1" {
+		t.Fatalf("no AlertmanagerConfig guard-emptydir-remediator in %v", deploytest.KindNames(rendered.objs))
+	}
+	if u.GetName() != "guard-emptydir-remediator" || u.GetNamespace() != "guard" || u.GetLabels()["alertmanagerConfig"] != "emptydir-guard" {
+		t.Errorf("AlertmanagerConfig %s/%s labels %v", u.GetNamespace(), u.GetName(), u.GetLabels())
+	}
+	var spec struct {
+		Route struct {
+			Receiver       string `json:"receiver"`
+			GroupBy        []string
+			GroupWait      string
+			GroupInterval  string
+			RepeatInterval string
+			Matchers       []struct{ Name, Value, MatchType string }
+		}
+		Receivers []struct {
+			Name           string
+			WebhookConfigs []struct {
+				URL          string
+				SendResolved *bool
+				MaxAlerts    int
+				Timeout      string
+				HTTPConfig   struct {
+					Authorization struct {
+						Type        string
+						Credentials struct{ Name, Key string }
+					}
+				}
+			}
+		}
+	}
+	js, _ := json.Marshal(u.Object["spec"])
+	if err := json.Unmarshal(js, &spec); err != nil {
+		t.Fatal(err)
+	}
+	// The example's route: the same matcher, grouping and timers.
+	example := exampleRemediatorRoute(t)
+	rt := spec.Route
+	if len(rt.Matchers) != 1 || fmt.Sprintf("%s%s%q", rt.Matchers[0].Name, rt.Matchers[0].MatchType, rt.Matchers[0].Value) != example.Matchers[0] ||
+		!slices.Equal(rt.GroupBy, example.GroupBy) || rt.GroupWait != example.GroupWait || rt.GroupInterval != example.GroupInterval ||
+		rt.RepeatInterval != example.RepeatInterval {
+		t.Errorf("route %+v, the example's %+v", rt, example)
+	}
+	if len(spec.Receivers) != 1 || spec.Receivers[0].Name != rt.Receiver || len(spec.Receivers[0].WebhookConfigs) != 1 {
+		t.Fatalf("receivers %+v", spec.Receivers)
+	}
+	w := spec.Receivers[0].WebhookConfigs[0]
+	// The URL names the remediator's Service and port, and the remediator's webhook path.
+	svc := find[*corev1.Service](rendered, "guard-emptydir-remediator")
+	if svc == nil || w.URL != fmt.Sprintf("http://%s.guard.svc:%d%s", svc.Name, svc.Spec.Ports[0].Port, remediator.DefaultConfig().WebhookPath) {
+		t.Errorf("webhook URL %s", w.URL)
+	}
+	if w.SendResolved == nil || *w.SendResolved || w.MaxAlerts != 20 {
+		t.Errorf("sendResolved %v, maxAlerts %d: want false and 20 as in the example", w.SendResolved, w.MaxAlerts)
+	}
+	d := deploytest.RemediatorDeployment(t, rendered.objs, "guard-emptydir-remediator")
+	var secret, key string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "webhook-token" {
+			secret, key = v.Secret.SecretName, v.Secret.Items[0].Key
+		}
+	}
+	if a := w.HTTPConfig.Authorization; a.Type != "Bearer" || a.Credentials.Name != secret || a.Credentials.Key != key {
+		t.Errorf("authorization %+v, the remediator reads key %q of Secret %q", a, key, secret)
+	}
+	timeout, err := time.ParseDuration(w.Timeout)
+	groupInterval, err2 := time.ParseDuration(rt.GroupInterval)
+	if err != nil || err2 != nil || timeout <= remediator.DefaultConfig().AlertTimeout || timeout >= groupInterval {
+		t.Errorf("webhook timeout %s: want above --web.alert-timeout %v and below groupInterval %s", w.Timeout, remediator.DefaultConfig().AlertTimeout, rt.GroupInterval)
+	}
+
+	// TLS on the remediator: https, with the client TLS the values give.
+	r.Values = map[string]any{"alertmanagerConfig": map[string]any{"enabled": true, "tlsConfig": map[string]any{"serverName": "remediator"}},
+		"remediator": map[string]any{"webConfig": map[string]any{"tls_server_config": map[string]any{"cert_file": "/c", "key_file": "/k"}}}}
+	js, _ = json.Marshal(find[*unstructured.Unstructured](render(t, r), "guard-emptydir-remediator").Object["spec"])
+	if !strings.Contains(string(js), `"url":"https://guard-emptydir-remediator.guard.svc:9732/webhook"`) || !strings.Contains(string(js), `"tlsConfig":{"serverName":"remediator"}`) {
+		t.Errorf("with TLS: %s", js)
+	}
+}
+
+type exampleRoute struct {
+	Receiver       string   `json:"receiver"`
+	Matchers       []string `json:"matchers"`
+	GroupBy        []string `json:"group_by"`
+	GroupWait      string   `json:"group_wait"`
+	GroupInterval  string   `json:"group_interval"`
+	RepeatInterval string   `json:"repeat_interval"`
+}
+
+// exampleRemediatorRoute is the route to the remediator in deploy/alertmanager/alertmanager.yml.
+func exampleRemediatorRoute(t *testing.T) exampleRoute {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy/alertmanager/alertmanager.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Route struct {
+			Routes []exampleRoute `json:"routes"`
+		} `json:"route"`
+	}
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range cfg.Route.Routes {
+		if r.Receiver == "emptydir-remediator" {
+			return r
+		}
+	}
+	t.Fatal("no route to emptydir-remediator in deploy/alertmanager/alertmanager.yml")
+	return exampleRoute{}
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,28 +23,6 @@ import (
 	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
 )
 
-func exporterDS(t *testing.T, r rendered, name string) *appsv1.DaemonSet {
-	t.Helper()
-	return deploytest.MustFind[*appsv1.DaemonSet](t, r.objs, name)
-}
-
-func remediatorDeploy(t *testing.T, r rendered, name string) *appsv1.Deployment {
-	t.Helper()
-	return deploytest.MustFind[*appsv1.Deployment](t, r.objs, name)
-}
-
-func argValues(args []string, flag string) []string {
-	var out []string
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
-			out = append(out, v)
-		} else if a == "--"+flag {
-			out = append(out, "")
-		}
-	}
-	return out
-}
-
 func wantArgs(t *testing.T, what string, args []string, want ...string) {
 	t.Helper()
 	for _, w := range want {
@@ -55,47 +32,14 @@ func wantArgs(t *testing.T, what string, args []string, want ...string) {
 	}
 }
 
-func grants(r rendered, sa, resource, verb string) bool {
-	roles := map[string][]rbacv1.PolicyRule{}
-	for _, o := range r.objs {
-		switch v := o.(type) {
-		case *rbacv1.ClusterRole:
-			roles["ClusterRole/"+v.Name] = v.Rules
-		case *rbacv1.Role:
-			roles["Role/"+v.Name] = v.Rules
-		}
-	}
-	for _, o := range r.objs {
-		var ref rbacv1.RoleRef
-		var subjects []rbacv1.Subject
-		switch v := o.(type) {
-		case *rbacv1.ClusterRoleBinding:
-			ref, subjects = v.RoleRef, v.Subjects
-		case *rbacv1.RoleBinding:
-			ref, subjects = v.RoleRef, v.Subjects
-		default:
-			continue
-		}
-		if !slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool { return s.Kind == "ServiceAccount" && s.Name == sa }) {
-			continue
-		}
-		for _, rule := range roles[ref.Kind+"/"+ref.Name] {
-			if slices.Contains(rule.Resources, resource) && slices.Contains(rule.Verbs, verb) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // checkWiring: what holds for every rendering with both components: the remediator finds
 // the exporter pods, Services and PodMonitors select their pods, the token volume has its
 // Secret, and the ServiceAccounts are bound in the release namespace.
 func checkWiring(t *testing.T, r rendered, ns, exp, rem string) {
 	t.Helper()
-	ds, d := exporterDS(t, r, exp), remediatorDeploy(t, r, rem)
+	ds, d := deploytest.ExporterDaemonSet(t, r.objs, exp), deploytest.RemediatorDeployment(t, r.objs, rem)
 	args := d.Spec.Template.Spec.Containers[0].Args
-	if sel := argValues(args, "exporter.selector"); len(sel) == 1 {
+	if sel := deploytest.ArgValues(args, "exporter.selector"); len(sel) == 1 {
 		s, err := labels.Parse(sel[0])
 		if err != nil || !s.Matches(labels.Set(ds.Spec.Template.Labels)) {
 			t.Errorf("--exporter.selector=%s (%v) does not select the exporter pods %v", sel[0], err, ds.Spec.Template.Labels)
@@ -107,7 +51,7 @@ func checkWiring(t *testing.T, r rendered, ns, exp, rem string) {
 		for _, p := range ds.Spec.Template.Spec.Containers[0].Ports {
 			port = p.ContainerPort
 		}
-		if got := argValues(args, "exporter.port"); len(got) != 1 || got[0] != strconv.Itoa(int(port)) {
+		if got := deploytest.ArgValues(args, "exporter.port"); len(got) != 1 || got[0] != strconv.Itoa(int(port)) {
 			t.Errorf("--exporter.port %v, the exporter listens on %d", got, port)
 		}
 	}
@@ -173,29 +117,22 @@ func checkWiring(t *testing.T, r rendered, ns, exp, rem string) {
 	if ds.Spec.Template.Spec.ServiceAccountName != exp || d.Spec.Template.Spec.ServiceAccountName != rem {
 		t.Errorf("pods run as %s and %s", ds.Spec.Template.Spec.ServiceAccountName, d.Spec.Template.Spec.ServiceAccountName)
 	}
-	if !grants(r, exp, "pods", "watch") || !grants(r, rem, "pods/eviction", "create") || !grants(r, rem, "leases", "update") {
-		t.Error("a ServiceAccount lacks what it needs (pods watch, pods/eviction create, leases update)")
+	lease := rem
+	if l := deploytest.ArgValues(args, "leader-elect.lease-name"); len(l) == 1 {
+		lease = l[0]
+	}
+	updateLease := deploytest.Perm(ns, "coordination.k8s.io", "leases", "update")
+	updateLease.Name = lease
+	if !r.allowed(exp, deploytest.Perm("", "", "pods", "watch")) || !r.allowed(rem, deploytest.Perm("", "", "pods/eviction", "create")) || !r.allowed(rem, updateLease) {
+		t.Error("a ServiceAccount lacks what it needs (pods watch and pods/eviction create cluster-wide, update of its Lease)")
 	}
 	for _, sa := range []string{exp, rem} {
 		for _, rv := range [][2]string{{"pods", "delete"}, {"secrets", "get"}, {"pods/exec", "create"}} {
-			if grants(r, sa, rv[0], rv[1]) {
+			if r.allowedAnywhere(sa, deploytest.Perm("", "", rv[0], rv[1])) {
 				t.Errorf("%s may %s %s", sa, rv[1], rv[0])
 			}
 		}
 	}
-}
-
-func podSpecs(r rendered) map[string]corev1.PodSpec {
-	out := map[string]corev1.PodSpec{}
-	for _, o := range r.objs {
-		switch v := o.(type) {
-		case *appsv1.DaemonSet:
-			out["DaemonSet/"+v.Name] = v.Spec.Template.Spec
-		case *appsv1.Deployment:
-			out["Deployment/"+v.Name] = v.Spec.Template.Spec
-		}
-	}
-	return out
 }
 
 func hostPaths(spec corev1.PodSpec) []string {
@@ -235,10 +172,10 @@ func TestRender(t *testing.T) {
 				"NetworkPolicy/emptydir-exporter", "NetworkPolicy/emptydir-remediator", "PodDisruptionBudget/emptydir-remediator",
 				"Role/emptydir-remediator", "RoleBinding/emptydir-remediator", "Secret/emptydir-remediator-webhook",
 				"Service/emptydir-exporter", "Service/emptydir-remediator", "ServiceAccount/emptydir-exporter", "ServiceAccount/emptydir-remediator"}
-			if got := kindNames(r); !slices.Equal(got, want) {
+			if got := deploytest.KindNames(r.objs); !slices.Equal(got, want) {
 				t.Errorf("objects\n got %v\nwant %v", got, want)
 			}
-			ds := exporterDS(t, r, "emptydir-exporter")
+			ds := deploytest.ExporterDaemonSet(t, r.objs, "emptydir-exporter")
 			if got := hostPaths(ds.Spec.Template.Spec); !slices.Equal(got, []string{"/var/lib/kubelet/pods"}) {
 				t.Errorf("hostPaths %v", got)
 			}
@@ -251,12 +188,13 @@ func TestRender(t *testing.T) {
 			if c := ds.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities; !slices.Equal(c.Add, []corev1.Capability{"DAC_READ_SEARCH"}) {
 				t.Errorf("exporter capabilities %v", c)
 			}
-			if grants(r, "emptydir-exporter", "nodes/stats", "get") || grants(r, "emptydir-remediator", "nodes/proxy", "get") {
+			if r.allowedAnywhere("emptydir-exporter", deploytest.Perm("", "", "nodes/stats", "get")) || r.allowedAnywhere("emptydir-remediator", deploytest.Perm("", "", "nodes/proxy", "get")) {
 				t.Error("the kubelet rights are granted without the kubelet source")
 			}
 			// NOTES.txt says how to check it and where Alertmanager posts, with the real names.
 			for _, want := range []string{"rollout status daemonset/emptydir-exporter", "rollout status deployment/emptydir-remediator",
-				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook"} {
+				"get lease emptydir-remediator", "url: http://emptydir-remediator.guard.svc:9732/webhook", "get secret emptydir-remediator-webhook",
+				"timeout: 50s"} {
 				if !strings.Contains(r.files["templates/NOTES.txt"], want) {
 					t.Errorf("NOTES.txt lacks %q:\n%s", want, r.files["templates/NOTES.txt"])
 				}
@@ -266,7 +204,7 @@ func TestRender(t *testing.T) {
 		name: "another release name prefixes every name", release: release("guard"),
 		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
 		check: func(t *testing.T, r rendered) {
-			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
+			d := deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator")
 			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args,
 				"--leader-elect.lease-name=guard-emptydir-remediator", "--exporter.selector=app.kubernetes.io/name=emptydir-exporter,app.kubernetes.io/instance=guard")
 		},
@@ -274,10 +212,10 @@ func TestRender(t *testing.T) {
 		name: "kube-prometheus-stack", release: release("guard", "kube-prometheus-stack-values.yaml"),
 		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
 		check: func(t *testing.T, r rendered) {
-			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
+			d := deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator")
 			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--eviction.dry-run",
 				"--policy.namespace-deny=kube-system", "--policy.namespace-deny=monitoring", "--eviction.max-per-node=2", "--eviction.cooldown=15m")
-			var monitors, rules int
+			var monitors, rules, amConfigs int
 			dashboards := map[string]string{}
 			for _, o := range r.objs {
 				switch v := o.(type) {
@@ -288,6 +226,8 @@ func TestRender(t *testing.T) {
 					switch v.GetKind() {
 					case "PodMonitor":
 						monitors++
+					case "AlertmanagerConfig":
+						amConfigs++
 					case "PrometheusRule":
 						rules++
 						if !reflect.DeepEqual(v.Object["spec"], rulesWant(t)) {
@@ -303,8 +243,8 @@ func TestRender(t *testing.T) {
 					}
 				}
 			}
-			if monitors != 2 || rules != 1 {
-				t.Errorf("%d PodMonitors, %d PrometheusRules", monitors, rules)
+			if monitors != 2 || rules != 1 || amConfigs != 1 {
+				t.Errorf("%d PodMonitors, %d PrometheusRules, %d AlertmanagerConfigs", monitors, rules, amConfigs)
 			}
 			src, _ := filepath.Glob(filepath.Join(root, "dashboards/*.json"))
 			if len(src) == 0 || len(dashboards) != len(src) {
@@ -324,13 +264,13 @@ func TestRender(t *testing.T) {
 		name: "kubelet source", release: release("guard", "kubelet-source-values.yaml"),
 		exp: "guard-emptydir-exporter", rem: "guard-emptydir-remediator",
 		check: func(t *testing.T, r rendered) {
-			ds := exporterDS(t, r, "guard-emptydir-exporter")
+			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
 			c := ds.Spec.Template.Spec.Containers[0]
 			wantArgs(t, "exporter", c.Args, "--collection.source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
 			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 0 {
 				t.Errorf("kubelet source: hostPaths %v, mounts %v", hp, c.VolumeMounts)
 			}
-			if !grants(r, "guard-emptydir-exporter", "nodes/stats", "get") || grants(r, "guard-emptydir-exporter", "nodes/proxy", "get") {
+			if !r.allowed("guard-emptydir-exporter", deploytest.Perm("", "", "nodes/stats", "get")) || r.allowedAnywhere("guard-emptydir-exporter", deploytest.Perm("", "", "nodes/proxy", "get")) {
 				t.Error("kubelet source: want get nodes/stats and not nodes/proxy")
 			}
 			if find[*unstructured.Unstructured](r, "guard-emptydir-exporter") == nil {
@@ -344,7 +284,7 @@ func TestRender(t *testing.T) {
 			if s := find[*corev1.Secret](r, "guard-emptydir-remediator-webhook"); s != nil {
 				t.Error("a token Secret is generated although webhookToken.existingSecret is set")
 			}
-			for name, spec := range podSpecs(r) {
+			for name, spec := range deploytest.PodSpecs(r.objs) {
 				c := spec.Containers[0]
 				if c.Image != "registry.example/emptydir-guard:v0.1.0" || len(spec.ImagePullSecrets) != 1 {
 					t.Errorf("%s: image %s, pull secrets %v", name, c.Image, spec.ImagePullSecrets)
@@ -354,7 +294,7 @@ func TestRender(t *testing.T) {
 						t.Errorf("%s: probe %+v, want HTTPS with tls_server_config", name, p.ProbeHandler)
 					}
 				}
-				files := argValues(c.Args, "web.config.file")
+				files := deploytest.ArgValues(c.Args, "web.config.file")
 				if len(files) != 1 {
 					t.Errorf("%s: --web.config.file %v", name, files)
 					continue
@@ -370,12 +310,12 @@ func TestRender(t *testing.T) {
 					t.Errorf("web config Secret %s: %v", n, s)
 				}
 			}
-			ds := exporterDS(t, r, "guard-emptydir-exporter")
+			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
 			if got := hostPaths(ds.Spec.Template.Spec); !slices.Equal(got, []string{"/var/lib/k0s/kubelet/pods"}) {
 				t.Errorf("hostPaths %v", got)
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
-			d := remediatorDeploy(t, r, "guard-emptydir-remediator")
+			d := deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator")
 			wantArgs(t, "remediator", d.Spec.Template.Spec.Containers[0].Args, "--policy.namespace-allow=batch", "--policy.namespace-allow=ci",
 				"--policy.pod-selector=emptydir-guard/evict!=false", "--eviction.threshold-ratio=1.1", "--eviction.max-global=10", "--eviction.cap-window=30m",
 				"--policy.allow-daemonset-pods", "--log.level=debug", "--exporter.scheme=https")
@@ -419,14 +359,16 @@ func TestToggles(t *testing.T) {
 		{"{remediator: {podDisruptionBudget: {enabled: false}}, exporter: {service: {enabled: false}}}", nil,
 			[]string{"PodDisruptionBudget/guard-emptydir-remediator", "Service/guard-emptydir-exporter"}},
 		{"{remediator: {serviceAccount: {create: false, name: byo}}}", nil, []string{"ServiceAccount/guard-emptydir-remediator"}},
-		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, nil},
+		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
+		{"alertmanagerConfig: {enabled: true}", []string{"AlertmanagerConfig/guard-emptydir-remediator"}, nil},
+		{"{alertmanagerConfig: {enabled: true}, remediator: {enabled: false}}", nil, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
 		{"networkPolicy: {enabled: false}", nil, []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}},
 		{"{serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboards: {enabled: true}}",
 			[]string{"ServiceMonitor/guard-emptydir-exporter", "ServiceMonitor/guard-emptydir-remediator", "PrometheusRule/guard-emptydir-guard", "ConfigMap/guard-emptydir-fleet"},
 			[]string{"PodMonitor/guard-emptydir-exporter"}},
 	} {
 		t.Run(tc.values, func(t *testing.T) {
-			got := kindNames(render(t, with(tc.values)))
+			got := deploytest.KindNames(render(t, with(tc.values)).objs)
 			for _, p := range tc.present {
 				if !slices.Contains(got, p) {
 					t.Errorf("%s missing from %v", p, got)
@@ -441,13 +383,13 @@ func TestToggles(t *testing.T) {
 	}
 	// The remediator's kubelet measurement is the only way it gets nodes/proxy.
 	r := render(t, with("remediator: {measurementSource: kubelet}"))
-	if !grants(r, "guard-emptydir-remediator", "nodes/proxy", "get") {
+	if !r.allowed("guard-emptydir-remediator", deploytest.Perm("", "", "nodes/proxy", "get")) {
 		t.Error("measurementSource kubelet: no get nodes/proxy")
 	}
-	wantArgs(t, "remediator", remediatorDeploy(t, r, "guard-emptydir-remediator").Spec.Template.Spec.Containers[0].Args, "--measurement.source=kubelet")
+	wantArgs(t, "remediator", deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator").Spec.Template.Spec.Containers[0].Args, "--measurement.source=kubelet")
 	// Basic auth answers the kubelet's HTTP probes with 401: the probes check the port instead.
 	r = render(t, with("remediator: {webConfig: {basic_auth_users: {prometheus: $2y$10$abc}}}"))
-	if p := remediatorDeploy(t, r, "guard-emptydir-remediator").Spec.Template.Spec.Containers[0].ReadinessProbe; p.TCPSocket == nil {
+	if p := deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator").Spec.Template.Spec.Containers[0].ReadinessProbe; p.TCPSocket == nil {
 		t.Errorf("basic auth: readiness probe %+v, want tcpSocket", p.ProbeHandler)
 	}
 }
@@ -532,7 +474,7 @@ remediator:
 	}
 	for name, rel := range releases {
 		t.Run(name, func(t *testing.T) {
-			for what, spec := range podSpecs(render(t, rel)) {
+			for what, spec := range deploytest.PodSpecs(render(t, rel).objs) {
 				c := spec.Containers[0]
 				args := make([]string, 0, len(c.Args)+1)
 				for _, a := range c.Args {

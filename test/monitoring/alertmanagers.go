@@ -77,7 +77,7 @@ func StartHAAlertmanagers(ctx context.Context, c *cluster.Cluster, o HAAlertmana
 	httpClient := c.HTTPClient(nil)
 	h := &HAAlertmanagers{procs: processes{c: c}}
 	for i, hook := range o.WebhookURLs {
-		cfg, err := AlertmanagerConfig(o.AlertmanagerConfig, hook, tokenFile, o.GroupWait, o.GroupInterval, o.RepeatInterval)
+		cfg, err := AlertmanagerConfig(o.Bin, o.AlertmanagerConfig, hook, tokenFile, o.GroupWait, o.GroupInterval, o.RepeatInterval)
 		if err != nil {
 			h.Stop()
 			return nil, err

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -67,11 +70,15 @@ func promDuration(d time.Duration) string {
 
 const remediatorReceiver = "emptydir-remediator"
 
-// AlertmanagerConfig derives a test configuration from base (an Alertmanager YAML, normally
-// deploy/alertmanager/alertmanager.yml; empty: a generated one with the same route): the
-// webhooks of receiver "emptydir-remediator" post to webhookURL with the bearer token in
-// tokenFile, and the routes to that receiver use the given timers.
-func AlertmanagerConfig(base, webhookURL, tokenFile string, groupWait, groupInterval, repeatInterval time.Duration) ([]byte, error) {
+// AlertmanagerConfig derives a test configuration for the Alertmanager binary bin from base
+// (an Alertmanager YAML, normally deploy/alertmanager/alertmanager.yml; empty: a generated one
+// with the same route): the webhooks of receiver "emptydir-remediator" post to webhookURL with
+// the bearer token in tokenFile, and the routes to that receiver use the given timers.
+func AlertmanagerConfig(bin, base, webhookURL, tokenFile string, groupWait, groupInterval, repeatInterval time.Duration) ([]byte, error) {
+	timeoutOK, err := webhookTimeoutSupported(bin)
+	if err != nil {
+		return nil, err
+	}
 	var cfg map[string]any
 	if base == "" {
 		cfg = map[string]any{
@@ -138,6 +145,11 @@ func AlertmanagerConfig(base, webhookURL, tokenFile string, groupWait, groupInte
 				continue
 			}
 			wm["url"] = webhookURL
+			// The example's webhook timeout needs Alertmanager >= 0.28; older ones (Debian's
+			// 0.25) refuse the whole file. deploy's tests check the shipped value.
+			if !timeoutOK {
+				delete(wm, "timeout")
+			}
 			wm["http_config"] = map[string]any{
 				"authorization": map[string]any{"type": "Bearer", "credentials_file": tokenFile},
 			}
@@ -148,4 +160,30 @@ func AlertmanagerConfig(base, webhookURL, tokenFile string, groupWait, groupInte
 		return nil, fmt.Errorf("alertmanager config: receiver %q has no webhook_configs", remediatorReceiver)
 	}
 	return yaml.Marshal(cfg)
+}
+
+var (
+	amVersionRe = regexp.MustCompile(`version (\d+)\.(\d+)\.`)
+	amVersions  sync.Map // bin → webhook timeout supported (bool)
+)
+
+// webhookTimeoutSupported reports whether the Alertmanager bin (its --version) knows the
+// webhook `timeout` field, added in 0.28.
+func webhookTimeoutSupported(bin string) (bool, error) {
+	if v, ok := amVersions.Load(bin); ok {
+		return v.(bool), nil
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil {
+		return false, fmt.Errorf("%s --version: %w\n%s", bin, err, out)
+	}
+	m := amVersionRe.FindSubmatch(out)
+	if m == nil {
+		return false, fmt.Errorf("%s --version: no version in %q", bin, out)
+	}
+	major, _ := strconv.Atoi(string(m[1]))
+	minor, _ := strconv.Atoi(string(m[2]))
+	ok := major > 0 || minor >= 28
+	amVersions.Store(bin, ok)
+	return ok, nil
 }

@@ -21,8 +21,11 @@ func TestAlertmanagerConfigFromProjectExample(t *testing.T) {
 	if err := os.WriteFile(token, []byte("s3cret"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(DefaultAlertmanagerBin); err != nil {
+		t.Skipf("%s missing: its version decides the webhook timeout", DefaultAlertmanagerBin)
+	}
 	for _, base := range []string{"../../deploy/alertmanager/alertmanager.yml", ""} {
-		b, err := AlertmanagerConfig(base, "http://127.0.0.1:19802/webhook", token, time.Second, 5*time.Second, 10*time.Second)
+		b, err := AlertmanagerConfig(DefaultAlertmanagerBin, base, "http://127.0.0.1:19802/webhook", token, time.Second, 5*time.Second, 10*time.Second)
 		if err != nil {
 			t.Fatalf("base %q: %v", base, err)
 		}
@@ -126,5 +129,37 @@ func TestPromDuration(t *testing.T) {
 		if got := promDuration(d); got != want {
 			t.Errorf("promDuration(%s) = %s, want %s", d, got, want)
 		}
+	}
+}
+
+// The shipped example's webhook timeout reaches the Alertmanagers that know the field (0.28
+// and later) and is left out for older ones, which would refuse the whole file.
+func TestAlertmanagerConfigWebhookTimeout(t *testing.T) {
+	amVersions.Store("fake-alertmanager-0.25", false)
+	amVersions.Store("fake-alertmanager-0.28", true)
+	for bin, want := range map[string]string{"fake-alertmanager-0.25": "", "fake-alertmanager-0.28": "50s"} {
+		b, err := AlertmanagerConfig(bin, "../../deploy/alertmanager/alertmanager.yml", "http://127.0.0.1:19802/webhook", "/token", time.Second, 5*time.Second, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Receivers []struct {
+				Name           string `json:"name"`
+				WebhookConfigs []struct {
+					Timeout string `json:"timeout"`
+				} `json:"webhook_configs"`
+			} `json:"receivers"`
+		}
+		if err := yaml.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range cfg.Receivers {
+			if r.Name == "emptydir-remediator" && (len(r.WebhookConfigs) != 1 || r.WebhookConfigs[0].Timeout != want) {
+				t.Errorf("%s: remediator webhooks %+v, want timeout %q", bin, r.WebhookConfigs, want)
+			}
+		}
+	}
+	if v, err := webhookTimeoutSupported(DefaultAlertmanagerBin); err == nil {
+		t.Logf("%s: webhook timeout supported: %v", DefaultAlertmanagerBin, v)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -24,6 +25,21 @@ type processes struct {
 // start runs bin inside the namespace, its output in the cluster's log name.
 func (p *processes) start(name, bin string, args ...string) error {
 	cmd := p.c.Command(context.Background(), bin, args...)
+	if err := p.c.StartProcess(name, cmd); err != nil {
+		return err
+	}
+	p.procs = append(p.procs, cmd)
+	return nil
+}
+
+// startIsolated runs bin like start, in a mount namespace of its own where setup (a shell
+// script: mounts) runs first, so that files can sit at the paths a pod would have without
+// touching the host's. env is added to the test's environment.
+func (p *processes) startIsolated(name, bin string, args, env []string, setup string) error {
+	script := setup + ` && exec "$@"`
+	full := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c", script, name, bin}, args...)
+	cmd := p.c.Command(context.Background(), "unshare", full...)
+	cmd.Env = append(os.Environ(), env...)
 	if err := p.c.StartProcess(name, cmd); err != nil {
 		return err
 	}

@@ -53,6 +53,15 @@ func (m *Stack) PrometheusAlerts(ctx context.Context) ([]promv1.Alert, error) {
 	return res.Alerts, nil
 }
 
+// Rules returns Prometheus' rule groups with each rule's health and last error.
+func (m *Stack) Rules(ctx context.Context) ([]promv1.RuleGroup, error) {
+	res, err := m.prometheus.Rules(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus rules: %w", err)
+	}
+	return res.Groups, nil
+}
+
 // samples converts a query result to Samples.
 func samples(v model.Value) ([]Sample, error) {
 	switch v := v.(type) {

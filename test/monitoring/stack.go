@@ -117,21 +117,18 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 		}
 	}
 	httpClient := c.HTTPClient(nil)
-	prom, err := api.NewClient(api.Config{Address: "http://" + o.PrometheusAddr, Client: httpClient})
-	if err != nil {
-		return nil, fmt.Errorf("prometheus client: %w", err)
-	}
-	m := &Stack{procs: processes{c: c}, prometheus: promv1.NewAPI(prom),
-		alertmanager:   alertmanagerClient{http: httpClient, base: "http://" + o.AlertmanagerAddr},
-		PrometheusAddr: o.PrometheusAddr, AlertmanagerAddr: o.AlertmanagerAddr,
+	m := &Stack{procs: processes{c: c}, PrometheusAddr: o.PrometheusAddr, AlertmanagerAddr: o.AlertmanagerAddr,
 		PrometheusConfigFile: filepath.Join(dir, "prometheus.yml"), AlertmanagerConfigFile: filepath.Join(dir, "alertmanager.yml")}
+	if err := m.connect(c); err != nil {
+		return nil, err
+	}
 
 	// Configurations first, so that a bad one starts nothing.
 	tokenFile, err := writeToken(dir, o.WebhookToken)
 	if err != nil {
 		return nil, err
 	}
-	amCfg, err := AlertmanagerConfig(o.AlertmanagerConfig, o.WebhookURL, tokenFile, o.GroupWait, o.GroupInterval, o.RepeatInterval)
+	amCfg, err := AlertmanagerConfig(o.AlertmanagerBin, o.AlertmanagerConfig, o.WebhookURL, tokenFile, o.GroupWait, o.GroupInterval, o.RepeatInterval)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +185,19 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 	}
 	c.Logf("prometheus at %s, alertmanager at %s (inside %s)", m.PrometheusURL(), m.AlertmanagerURL(), c.NetnsPath())
 	return m, nil
+}
+
+// connect makes the Prometheus and Alertmanager API clients for the stack's addresses,
+// dialling inside the cluster's namespace.
+func (m *Stack) connect(c *cluster.Cluster) error {
+	httpClient := c.HTTPClient(nil)
+	prom, err := api.NewClient(api.Config{Address: m.PrometheusURL(), Client: httpClient})
+	if err != nil {
+		return fmt.Errorf("prometheus client: %w", err)
+	}
+	m.prometheus = promv1.NewAPI(prom)
+	m.alertmanager = alertmanagerClient{http: httpClient, base: m.AlertmanagerURL()}
+	return nil
 }
 
 // Stop ends Prometheus and Alertmanager (SIGTERM, then SIGKILL after 5s) before the cluster

@@ -1,7 +1,9 @@
 // Command gen-deploy writes the generated files around the Helm chart: the chart's copies of
-// rules/prometheusrule.yaml and dashboards/*.json, and the kustomize base (deploy/exporter.yaml,
+// rules/prometheusrule.yaml and dashboards/*.json, the kustomize base (deploy/exporter.yaml,
 // deploy/remediator.yaml, the components' manifests) rendered from the chart with
-// deploy/helm/kustomize-base-values.yaml. Run it from test/helm:
+// deploy/helm/kustomize-base-values.yaml, and the values table of the chart's README from its
+// values.yaml. `make generate` runs it after the generators of the rules and dashboards; by
+// hand, from test/helm:
 //
 //	go run ./cmd/gen-deploy
 package main

@@ -1,0 +1,344 @@
+//go:build operatorpath
+
+// The operator-path test is built only with -tags operatorpath (make test-operator-path) until
+// it can pass: see the Makefile target.
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/remediator"
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
+	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
+)
+
+// The labels a kube-prometheus-stack release named "kps" selects its PodMonitors,
+// PrometheusRules and AlertmanagerConfigs by (its Prometheus' podMonitorSelector etc.).
+var kpsSelector = map[string]string{"release": "kps"}
+
+// TestOperatorInstallEvicts is the install most users take, run for real: the Helm chart
+// with its PodMonitors, PrometheusRule and AlertmanagerConfig beside the real Prometheus
+// Operator (pinned in test/promoperator) and a Prometheus and Alertmanager configured as a
+// kube-prometheus-stack release configures them. The configuration Prometheus and
+// Alertmanager run is the one the operator generated from the chart's objects (read from
+// the StatefulSets and Secrets it made, see monitoring.StartFromOperator); nothing in this
+// test posts a webhook. The seed pod must be evicted through that path, every series must
+// carry the measured pod's namespace, pod and uid, and the dashboards and recording rules
+// must work on the series scraped that way.
+func TestOperatorInstallEvicts(t *testing.T) {
+	c := sharedCluster(t)
+	dir := os.Getenv(monitoring.OperatorDirEnv)
+	if dir == "" {
+		t.Fatalf("%s is not set: build the Prometheus Operator with test/promoperator/build.sh (make test-cluster does)", monitoring.OperatorDirEnv)
+	}
+	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
+	defer cancel()
+	if err := monitoring.StartOperator(ctx, c, dir); err != nil {
+		t.Fatal(err)
+	}
+
+	// The guard, as a chart user beside kube-prometheus-stack installs it.
+	in, objs := chartInstall(t, c, "edg", "operator-guard", `
+podMonitor:
+  enabled: true
+  labels: {release: kps}
+prometheusRule:
+  enabled: true
+  labels: {release: kps}
+alertmanagerConfig:
+  enabled: true
+  labels: {release: kps}
+`)
+	requireKinds(t, objs, "PodMonitor", "PrometheusRule", "AlertmanagerConfig")
+	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
+	seed := installed.startSeed(ctx, t, "operator")
+	// A pod under its limit that stays, for the dashboards' per-pod panels after the eviction.
+	stay := framework.RunPod(ctx, t, c, c.SeedPod(seed.pod.Namespace, "stays"))
+	exp, rems := installed.createPods(ctx, t)
+	installed.checkExporter(ctx, t, exp, seed)
+	for i := range rems {
+		rems[i] = deployWaitReady(ctx, t, c, rems[i])
+	}
+
+	// The monitoring side, as kube-prometheus-stack sets it up.
+	mon := startOperatorMonitoring(ctx, t, c, rems[0])
+
+	// The alert the operator's Prometheus fires names the measured pod, not the exporter's.
+	framework.Eventually(t, 2*time.Minute, time.Second, "EmptyDirOverLimit firing for the seed pod in the operator's Prometheus", func() (bool, string) {
+		alerts, err := mon.PrometheusAlerts(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, a := range alerts {
+			if a.Labels["alertname"] != "EmptyDirOverLimit" {
+				continue
+			}
+			seen = append(seen, a.Labels.String())
+			if string(a.Labels["uid"]) == seed.labels["uid"] {
+				return string(a.Labels["namespace"]) == seed.labels["namespace"] && string(a.Labels["pod"]) == seed.labels["pod"],
+					"alert labels " + a.Labels.String()
+			}
+		}
+		return false, fmt.Sprintf("EmptyDirOverLimit alerts: %v", seen)
+	})
+
+	// Alertmanager (its configuration generated from the chart's AlertmanagerConfig) posts to
+	// the remediator, which re-measures and evicts.
+	s := seed.pod
+	framework.Eventually(t, 2*time.Minute, time.Second, "the seed pod is evicted through Prometheus, Alertmanager and the remediator", func() (bool, string) {
+		p, err := c.Client().CoreV1().Pods(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.UID != s.UID || p.DeletionTimestamp != nil, "still running; alertmanager log:\n" + c.LogTail("alertmanager", 1500)
+	})
+	requireEvent(ctx, t, c, s, remediator.EventEvicted)
+
+	// Every emptydir_* series carries the measured pod's labels: none renamed to exported_*.
+	checkOperatorSeries(ctx, t, mon, seed, stay, in.ns)
+	// The remediator's own series arrive through its PodMonitor, and count this eviction.
+	framework.Eventually(t, 90*time.Second, time.Second, "the remediator's evictions in the operator's Prometheus", func() (bool, string) {
+		res, err := mon.Query(ctx, `sum(emptydir_remediator_alerts_total{outcome="evicted"})`)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(res) == 1 && res[0].Value >= 1, fmt.Sprintf("%v", res)
+	})
+	checkRulesHealthy(ctx, t, mon, stay.Namespace)
+	checkDashboards(ctx, t, mon, map[string]string{"namespace": stay.Namespace, "pod": stay.Name})
+}
+
+// requireKinds fails unless objs hold an object of each kind.
+func requireKinds(t *testing.T, objs []runtime.Object, kinds ...string) {
+	t.Helper()
+	have := map[string]bool{}
+	for _, o := range objs {
+		have[o.GetObjectKind().GroupVersionKind().Kind] = true
+	}
+	for _, k := range kinds {
+		if !have[k] {
+			t.Fatalf("the chart rendered no %s with these values", k)
+		}
+	}
+}
+
+// startOperatorMonitoring creates what a kube-prometheus-stack release "kps" would in
+// namespace "monitoring" (a Prometheus and an Alertmanager selecting objects labelled
+// release=kps in every namespace, Prometheus' ServiceAccount and RBAC, the Alertmanager
+// Service), waits for the operator's output and runs it. remediator is where the
+// remediator Service's name resolves for Alertmanager.
+func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Cluster, remediatorPod *corev1.Pod) *monitoring.Stack {
+	t.Helper()
+	const ns = "monitoring"
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	cs := c.Client()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kps-prometheus", Namespace: ns}}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// kube-prometheus-stack's Prometheus ClusterRole: service discovery reads, nothing more.
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kps-prometheus"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/metrics", "services", "endpoints", "pods"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
+		{NonResourceURLs: []string{"/metrics", "/metrics/cadvisor"}, Verbs: []string{"get"}},
+	}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kps-prometheus"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}}
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	exp := int64(3600)
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The Alertmanager's Service, and the Endpoints the endpoints controller would write for
+	// its one pod, which runs here at the node's address (no controller-manager here).
+	amSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kps-alertmanager", Namespace: ns}, Spec: corev1.ServiceSpec{
+		Selector: map[string]string{"app.kubernetes.io/name": "alertmanager", "alertmanager": "main"},
+		Ports:    []corev1.ServicePort{{Name: "http-web", Port: 9093, TargetPort: intstr.FromInt32(9093)}}}}
+	if _, err := cs.CoreV1().Services(ns).Create(ctx, amSvc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	//nolint:staticcheck // Prometheus' endpoints role (the operator's default) reads Endpoints.
+	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: amSvc.Name, Namespace: ns},
+		Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
+			Addresses: []corev1.EndpointAddress{{IP: c.NodeIP()}},              //nolint:staticcheck // as above
+			Ports:     []corev1.EndpointPort{{Name: "http-web", Port: 9093}}}}} //nolint:staticcheck // as above
+	if _, err := cs.CoreV1().Endpoints(ns).Create(ctx, eps, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) { //nolint:staticcheck // as above
+		t.Fatal(err)
+	}
+
+	// kube-prometheus-stack's defaults, pinned to the versions the Debian packages run.
+	selector := map[string]any{"matchLabels": toAny(kpsSelector)}
+	applyUnstructured(ctx, t, c, "monitoring.coreos.com/v1", "Prometheus", ns, "kps", map[string]any{
+		"version":                         "v2.42.0",
+		"serviceAccountName":              sa.Name,
+		"podMonitorSelector":              selector,
+		"podMonitorNamespaceSelector":     map[string]any{},
+		"serviceMonitorSelector":          selector,
+		"serviceMonitorNamespaceSelector": map[string]any{},
+		"ruleSelector":                    selector,
+		"ruleNamespaceSelector":           map[string]any{},
+		"alerting": map[string]any{"alertmanagers": []any{map[string]any{
+			"namespace": ns, "name": amSvc.Name, "port": "http-web", "apiVersion": "v2"}}},
+	})
+	applyUnstructured(ctx, t, c, "monitoring.coreos.com/v1", "Alertmanager", ns, "kps", map[string]any{
+		"version":                             "v0.25.0",
+		"alertmanagerConfigSelector":          selector,
+		"alertmanagerConfigNamespaceSelector": map[string]any{},
+		// The guard's alerts carry the tenant's namespace, not the AlertmanagerConfig's: the
+		// operator's default matcher (namespace=<its namespace>) would never match them
+		// (docs/deploy.md).
+		"alertmanagerConfigMatcherStrategy": map[string]any{"type": "None"},
+	})
+
+	remSvc := remediatorPod.Labels["app.kubernetes.io/instance"] + "-emptydir-remediator"
+	hosts := map[string]string{
+		remSvc + "." + remediatorPod.Namespace + ".svc":                         remediatorPod.Status.PodIP,
+		remSvc + "." + remediatorPod.Namespace + ".svc.cluster.local":           remediatorPod.Status.PodIP,
+		"alertmanager-kps-0.alertmanager-operated":                              c.NodeIP(),
+		"alertmanager-kps-0.alertmanager-operated." + ns + ".svc":               c.NodeIP(),
+		"alertmanager-kps-0.alertmanager-operated." + ns + ".svc.cluster.local": c.NodeIP(),
+	}
+	mon, err := monitoring.StartFromOperator(ctx, c, monitoring.OperatorStackOptions{
+		Prometheus:                    types.NamespacedName{Namespace: ns, Name: "kps"},
+		Alertmanager:                  types.NamespacedName{Namespace: ns, Name: "kps"},
+		PrometheusServiceAccountToken: tok.Status.Token,
+		Hosts:                         hosts,
+	})
+	if err != nil {
+		t.Fatalf("%v\noperator log:\n%s", err, c.LogTail("prometheus-operator", 3000))
+	}
+	t.Cleanup(mon.Stop)
+	return mon
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// applyUnstructured server-side applies one object of a custom resource.
+func applyUnstructured(ctx context.Context, t *testing.T, c *cluster.Cluster, apiVersion, kind, ns, name string, spec map[string]any) {
+	t.Helper()
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
+	deployApply(ctx, t, c, []runtime.Object{u})
+}
+
+// checkOperatorSeries: the seed pod's volume series name it by namespace, pod and uid; no
+// emptydir_* series has a renamed label; the exporter's own series keep its pod's labels.
+func checkOperatorSeries(ctx context.Context, t *testing.T, mon *monitoring.Stack, seed seedPod, stay *corev1.Pod, guardNS string) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, time.Second, "the staying pod's usage in the operator's Prometheus", func() (bool, string) {
+		res, err := mon.Query(ctx, fmt.Sprintf(`emptydir_used_bytes{uid=%q}`, string(stay.UID)))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, r := range res {
+			if r.Metric["namespace"] != stay.Namespace || r.Metric["pod"] != stay.Name || r.Metric["volume"] != "empty" {
+				return false, fmt.Sprintf("series %v, want namespace %s pod %s", r.Metric, stay.Namespace, stay.Name)
+			}
+		}
+		return len(res) == 1, fmt.Sprintf("%d series", len(res))
+	})
+	res, err := mon.Query(ctx, fmt.Sprintf(`last_over_time(emptydir_used_bytes{uid=%q}[10m])`, seed.labels["uid"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Metric["namespace"] != seed.labels["namespace"] || res[0].Metric["pod"] != seed.labels["pod"] {
+		t.Errorf("the seed pod's usage series: %v, want one with namespace %s and pod %s", res, seed.labels["namespace"], seed.labels["pod"])
+	}
+	renamed, err := mon.Query(ctx, `count by (__name__) ({__name__=~"emptydir_.+", exported_namespace!=""} or {__name__=~"emptydir_.+", exported_pod!=""})`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(renamed) != 0 {
+		t.Errorf("series with renamed labels (exported_namespace / exported_pod): %v", renamed)
+	}
+	// The exporter's own series (no namespace/pod of their own) keep the target's: the
+	// exporter pod's namespace, which the ExporterDown and collection alerts need.
+	self, err := mon.Query(ctx, `emptydir_exporter_pod_informer_synced`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(self) == 0 || slices.ContainsFunc(self, func(s monitoring.Sample) bool { return s.Metric["namespace"] != guardNS }) {
+		t.Errorf("the exporter's own series %v, want namespace %s (its pod's)", self, guardNS)
+	}
+}
+
+// checkRulesHealthy: every rule of the chart's PrometheusRule, as the operator loaded it,
+// evaluates without error, and the per-namespace recording rules have the tenant's
+// namespace.
+func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack, tenantNS string) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, 2*time.Second, "the recording rules produce the tenant's namespace", func() (bool, string) {
+		groups, err := mon.Rules(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		var bad, missing []string
+		n := 0
+		for _, g := range groups {
+			for _, r := range g.Rules {
+				var name, health, lastErr string
+				switch r := r.(type) {
+				case promv1.RecordingRule:
+					name, health, lastErr = r.Name, string(r.Health), r.LastError
+					if strings.HasPrefix(name, "namespace") {
+						res, err := mon.Query(ctx, fmt.Sprintf(`%s{namespace=%q}`, name, tenantNS))
+						if err != nil || len(res) == 0 {
+							missing = append(missing, name)
+						}
+					}
+				case promv1.AlertingRule:
+					name, health, lastErr = r.Name, string(r.Health), r.LastError
+				}
+				n++
+				if health != "ok" {
+					bad = append(bad, fmt.Sprintf("%s/%s: %s %s", g.Name, name, health, lastErr))
+				}
+			}
+		}
+		if n == 0 {
+			return false, "no rules loaded"
+		}
+		return len(bad) == 0 && len(missing) == 0, fmt.Sprintf("%d rules; unhealthy %v; recording rules without namespace %s: %v", n, bad, tenantNS, missing)
+	})
+}

@@ -1,0 +1,148 @@
+package helmchart_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
+	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
+)
+
+// kustomizeBuild renders deploy/ with the given components, in this order, as a user's
+// overlay does (with kustomize's packages, as kubectl kustomize would).
+func kustomizeBuild(t *testing.T, components ...string) []runtime.Object {
+	t.Helper()
+	overlay := t.TempDir()
+	deployDir, err := filepath.Abs(filepath.Join(root, "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(overlay, deployDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [" + rel + "]\ncomponents:\n"
+	for _, c := range components {
+		k += "  - " + rel + "/components/" + c + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := krusty.MakeDefaultOptions()
+	// components/prometheusrule takes rules/prometheusrule.yaml from outside deploy/.
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), overlay)
+	if err != nil {
+		t.Fatalf("kustomize build with %v: %v", components, err)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := deploy.Decode(out)
+	if err != nil {
+		t.Fatalf("decoding kustomize build with %v: %v", components, err)
+	}
+	return objs
+}
+
+// componentSubsets is every subset of deploy/components, each in the order the components'
+// comments ask for (kubelet-source after monitoring: it patches its PodMonitor).
+func componentSubsets(t *testing.T) [][]string {
+	t.Helper()
+	entries, err := deploy.Files.ReadDir("components")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, e := range entries {
+		if e.Name() != "kubelet-source" {
+			all = append(all, e.Name())
+		}
+	}
+	all = append(all, "kubelet-source")
+	if len(all) < 3 {
+		t.Fatalf("components %v: expected at least monitoring, prometheusrule and kubelet-source", all)
+	}
+	var subsets [][]string
+	for mask := range 1 << len(all) {
+		var s []string
+		for i, c := range all {
+			if mask&(1<<i) != 0 {
+				s = append(s, c)
+			}
+		}
+		subsets = append(subsets, s)
+	}
+	return subsets
+}
+
+// TestExporterPrivileges: every way to install the exporter — the kustomize base with every
+// combination of its components, the chart with each source — gives it exactly what its
+// source needs (deploytest.WantExporterPrivileges): hostPath, capability, uid 0 and RBAC for
+// the filesystem walk only, get nodes/stats (or nodes/proxy) for the kubelet source only.
+func TestExporterPrivileges(t *testing.T) {
+	for _, comps := range componentSubsets(t) {
+		what := "kustomize base + [" + strings.Join(comps, ", ") + "]"
+		t.Run(what, func(t *testing.T) {
+			objs := kustomizeBuild(t, comps...)
+			deploytest.CheckExporterPrivileges(t, what, objs, "emptydir-exporter", "/var/lib/kubelet/pods")
+		})
+	}
+	for _, tc := range []struct{ values, podsPath string }{
+		{"{}", "/var/lib/kubelet/pods"},
+		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet/}", "/var/lib/k0s/kubelet/pods"},
+		{"exporter: {source: kubelet}", ""},
+		{"exporter: {source: kubelet, kubelet: {viaAPIServer: true}}", ""},
+	} {
+		t.Run("chart "+tc.values, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(tc.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			deploytest.CheckExporterPrivileges(t, "chart "+tc.values, render(t, r).objs, "guard-emptydir-exporter", tc.podsPath)
+		})
+	}
+}
+
+// TestKubeletSourceComponentMatchesChart: components/kubelet-source turns the base's exporter
+// into exactly the DaemonSet the chart renders for exporter.source=kubelet, with the same
+// RBAC, so that the two install paths cannot drift apart.
+func TestKubeletSourceComponentMatchesChart(t *testing.T) {
+	chart := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"source": "kubelet"}})).objs
+	kust := kustomizeBuild(t, "kubelet-source")
+	want := deploytest.MustFind[*appsv1.DaemonSet](t, chart, "emptydir-exporter")
+	got := deploytest.MustFind[*appsv1.DaemonSet](t, kust, "emptydir-exporter")
+	// The base pins the image tag with kustomize's images transformer, the chart in values.
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		g, _ := yaml.Marshal(got.Spec.Template.Spec)
+		w, _ := yaml.Marshal(want.Spec.Template.Spec)
+		t.Errorf("the kubelet-source component's DaemonSet differs from the chart's:\n--- component\n%s\n--- chart\n%s", g, w)
+	}
+	for _, name := range []string{"ClusterRole/emptydir-exporter-kubelet", "ClusterRoleBinding/emptydir-exporter-kubelet"} {
+		if !containsKindName(chart, name) || !containsKindName(kust, name) {
+			t.Errorf("%s: in the chart %v, with the component %v", name, containsKindName(chart, name), containsKindName(kust, name))
+		}
+	}
+}
+
+func containsKindName(objs []runtime.Object, kindName string) bool {
+	for _, o := range objs {
+		if m, ok := o.(metav1.Object); ok && o.GetObjectKind().GroupVersionKind().Kind+"/"+m.GetName() == kindName {
+			return true
+		}
+	}
+	return false
+}
