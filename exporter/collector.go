@@ -25,6 +25,9 @@ var (
 	unreadableDesc = prometheus.NewDesc("emptydir_unreadable_entries",
 		"Entries the last measurement could not read; above 0, emptydir_used_bytes is a lower bound.",
 		volumeLabels, nil)
+	incompleteDesc = prometheus.NewDesc("emptydir_measurement_incomplete",
+		"1 when the last measurement missed part of the volume (unreadable entries, folders changed while it walked, or a walk cut short), so emptydir_used_bytes is a lower bound; else 0.",
+		volumeLabels, nil)
 	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
 		"How the volume's values were measured, in label method: walk, project_quota or kubelet. Always 1.",
 		append(volumeLabels, "method"), nil)
@@ -55,7 +58,7 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, measurementInfoDesc, ageDesc, durationDesc, successDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, walkCPUDesc} {
 		ch <- d
 	}
@@ -92,6 +95,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		gauge(availableBytesDesc, float64(m.AvailableBytes), lv...)
 		gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
 		gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
+		gauge(incompleteDesc, boolFloat(m.LowerBound()), lv...)
 		if m.Method != "" {
 			gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
 		}

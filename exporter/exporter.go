@@ -343,6 +343,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	for _, r := range results {
 		if r.Err == nil {
 			kept = append(kept, r)
+			// Published as a lower bound, but the walk did not end: as a failure, the cycle
+			// did not measure every volume.
+			success = success && !r.Measurement.CutShort
 			continue
 		}
 		if errors.Is(r.Err, errVolumeAbsent) {
@@ -385,6 +388,18 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 func (e *Exporter) noteMeasured(r VolumeResult) {
 	if errors.Is(r.Err, errVolumeAbsent) {
 		return
+	}
+	if r.Err == nil && r.Measurement.CutShort {
+		// The walk timed out as before; what it counted is published as a lower bound.
+		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), ReasonTimeout).Inc()
+		e.log.Warn("walk cut short by its deadline; publishing what it counted as a lower bound",
+			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
+			"used_bytes", r.Measurement.UsedBytes)
+	}
+	if r.Err == nil && r.Measurement.ChangedFolders > 0 {
+		e.log.Info("folders changed during the walk, even after a retry; usage is a lower bound",
+			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
+			"changed_folders", r.Measurement.ChangedFolders, "used_bytes", r.Measurement.UsedBytes)
 	}
 	if r.Err == nil {
 		if n := r.Measurement.UncheckedLinks; n > 0 {

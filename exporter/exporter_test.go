@@ -517,3 +517,40 @@ func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
 		t.Fatal("with a 1h interval, the volumes must be measured once the informer has synced, not an hour later")
 	}
 }
+
+// TestCutShortWalkPublishedAsLowerBound: a walk cut short by the volume timeout publishes what
+// it counted, flagged incomplete, instead of nothing (a volume always slower than the timeout
+// was never published); the timeout is still counted and the cycle did not measure every
+// volume completely.
+func TestCutShortWalkPublishedAsLowerBound(t *testing.T) {
+	pods, src, now := fixture()
+	k := volumeKey{"uid-cart", "cache"}
+	m := src.byVolume[k]
+	m.CutShort, m.ChangedFolders = true, 1
+	src.byVolume[k] = m
+	e := newTestExporter(t, pods, src, now)
+	e.Refresh(context.Background())
+
+	want := `
+# HELP emptydir_measurement_incomplete 1 when the last measurement missed part of the volume (unreadable entries, folders changed while it walked, or a walk cut short), so emptydir_used_bytes is a lower bound; else 0.
+# TYPE emptydir_measurement_incomplete gauge
+emptydir_measurement_incomplete{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 1
+emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 1
+emptydir_measurement_incomplete{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 0
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 1.0244096e+07
+emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 4096
+emptydir_used_bytes{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 2.048e+06
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# TYPE emptydir_exporter_collection_success gauge
+emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_measurement_incomplete", "emptydir_used_bytes",
+		"emptydir_exporter_collection_success"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.ToFloat64(e.measureErrors.WithLabelValues("filesystem", ReasonTimeout)); n != 1 {
+		t.Errorf("%v timeouts counted, want 1: the walk was cut short", n)
+	}
+}

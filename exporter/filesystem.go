@@ -87,7 +87,9 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 	}
 	started := now()
 	du, method, err := s.diskUsage(ctx, dir, meter)
-	if err != nil {
+	// A walk cut short by its deadline still counted something: a lower bound, published
+	// as one (Measurement.CutShort), is more than no number at all for a slow volume.
+	if err != nil && !du.CutShort {
 		return Measurement{}, fsError(err)
 	}
 	space, err := fswalk.FilesystemSpace(dir)
@@ -99,6 +101,8 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		InodesUsed:        du.Inodes,
 		UnreadableEntries: du.Unreadable,
 		UncheckedLinks:    du.UncheckedLinks,
+		ChangedFolders:    du.Changed,
+		CutShort:          du.CutShort,
 		Method:            method,
 		CapacityBytes:     space.CapacityBytes,
 		AvailableBytes:    space.AvailableBytes,
@@ -107,14 +111,20 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 	}, nil
 }
 
+// walkRetries is how many times a walk that saw folders change is done again
+// (fswalk.Options.Retries): once, so that a tenant's one-off move costs it no flag, while
+// one racing every walk doubles its walks' cost at most and stays a lower bound.
+const walkRetries = 1
+
 // diskUsage measures dir from its project quota when it has one of its own and
-// ProjectQuotas is set, else by walking it; it says which.
+// ProjectQuotas is set, else by walking it; it says which. A walk cut short by ctx returns
+// what it counted, CutShort, with the error.
 func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
 	if s.ProjectQuotas {
 		if du, err := fswalk.ReadProjectQuota(dir); err == nil {
 			return du, MethodProjectQuota, nil
 		}
 	}
-	du, err := fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter})
+	du, err := fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries})
 	return du, MethodWalk, err
 }

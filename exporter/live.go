@@ -150,7 +150,8 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 		resp.Volumes = append(resp.Volumes, liveapi.Volume{
 			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: &m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
-			UnreadableEntries: m.UnreadableEntries, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
+			UnreadableEntries: m.UnreadableEntries, ChangedFolders: m.ChangedFolders, CutShort: m.CutShort,
+			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
 	e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,

@@ -222,7 +222,7 @@ func checkErrorBody(t *testing.T, body []byte, wantInErr []string) {
 }
 
 // volumeKeys are the fields docs/metrics.md gives a live volume.
-var volumeKeys = []string{"capacityBytes", "completedAt", "inodesUsed", "limitBytes", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
+var volumeKeys = []string{"capacityBytes", "completedAt", "inodesUsed", "limitBytes", "lowerBound", "measuredAt", "medium", "name", "unreadableEntries", "usedBytes"}
 
 func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 	f := newLiveFixture(t, true)
@@ -307,6 +307,10 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		}
 		if v.UnreadableEntries != 0 {
 			t.Errorf("%s: unreadableEntries %d, want 0", v.Name, v.UnreadableEntries)
+		}
+		if v.LowerBound || v.ChangedFolders != 0 || v.CutShort {
+			t.Errorf("%s: lowerBound %t, changedFolders %d, cutShort %t for a volume nobody changes: want a complete walk",
+				v.Name, v.LowerBound, v.ChangedFolders, v.CutShort)
 		}
 		inWindow(t, v.Name+" measuredAt", v.MeasuredAt, before, after)
 		inWindow(t, v.Name+" completedAt", v.CompletedAt, v.MeasuredAt, after)

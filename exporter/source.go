@@ -27,9 +27,21 @@ type Measurement struct {
 	// UncheckedLinks counts hard links counted without checking whether their inode
 	// was counted already (fswalk.DiskUsage.UncheckedLinks); above 0, UsedBytes may be over.
 	UncheckedLinks int64
+	// ChangedFolders counts folders the walk did not see as they were when it started
+	// (fswalk.DiskUsage.Changed): above 0, data may have moved past it.
+	ChangedFolders int64
+	// CutShort says the walk hit its deadline before reading every folder: UsedBytes is
+	// what it counted until then.
+	CutShort bool
 	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota or
 	// MethodKubelet.
 	Method string
+}
+
+// LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, folders
+// changed during the walk, or the walk cut short.
+func (m Measurement) LowerBound() bool {
+	return m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort
 }
 
 // VolumeResult is the outcome of measuring one volume of one pod.

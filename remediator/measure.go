@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,8 +26,9 @@ const (
 	MeasureBadResponse = "bad_response" // the source answered something unusable
 	MeasureNoExporter  = "no_exporter"  // no ready exporter pod runs on the pod's node
 	MeasureWrongNode   = "wrong_node"   // the answer is about another node than the pod's
-	// MeasureIncomplete: the walk could not read every entry and the lower bound it found is
-	// not above the limit, so whether the volume is over its limit cannot be decided.
+	// MeasureIncomplete: the walk could not read every entry (or saw folders change, or was
+	// cut short) and the lower bound it found is not above the limit, so whether the volume is
+	// over its limit cannot be decided.
 	MeasureIncomplete = "incomplete"
 )
 
@@ -43,10 +45,40 @@ type Measurement struct {
 	// UnreadableEntries counts entries the walk could not read: when it is not 0, UsedBytes
 	// is a lower bound.
 	UnreadableEntries int64
+	// ChangedFolders counts folders the walk did not see as they were when it started, and
+	// CutShort says it hit its deadline (liveapi.Volume): either makes UsedBytes a lower bound.
+	ChangedFolders int64
+	CutShort       bool
+	// Incomplete says UsedBytes is a lower bound, for any reason (Measurement.LowerBound).
+	Incomplete bool
 	// MeasuredAt is when the measured value was complete: the end of the exporter's walk
 	// (its completedAt), or the kubelet's stats time. Freshness is judged on it, so a long
 	// honest walk of a big volume is as fresh as a short one when it ends.
 	MeasuredAt time.Time
+}
+
+// LowerBound reports whether UsedBytes is only a lower bound, which proves a volume over its
+// limit when above it and proves nothing otherwise.
+func (m Measurement) LowerBound() bool {
+	return m.Incomplete || m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort
+}
+
+// incompleteWhy says why UsedBytes is a lower bound, for messages.
+func (m Measurement) incompleteWhy() string {
+	var why []string
+	if m.UnreadableEntries > 0 {
+		why = append(why, fmt.Sprintf("%d entries unreadable", m.UnreadableEntries))
+	}
+	if m.ChangedFolders > 0 {
+		why = append(why, fmt.Sprintf("%d folders changed during the walk", m.ChangedFolders))
+	}
+	if m.CutShort {
+		why = append(why, "walk cut short by its deadline")
+	}
+	if len(why) == 0 {
+		why = append(why, "a lower bound, the source says")
+	}
+	return strings.Join(why, ", ")
 }
 
 // LiveMeasurer measures one emptyDir volume of a pod at request time. Implementations must

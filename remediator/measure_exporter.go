@@ -151,11 +151,12 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		if v.UsedBytes == nil {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has no usedBytes", volume)
 		}
-		if v.UnreadableEntries < 0 {
-			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d", volume, v.UnreadableEntries)
+		if v.UnreadableEntries < 0 || v.ChangedFolders < 0 {
+			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d, changedFolders %d", volume, v.UnreadableEntries, v.ChangedFolders)
 		}
 		return Measurement{Source: SourceExporter, Node: lr.Node, Volume: volume, UsedBytes: *v.UsedBytes,
-			UnreadableEntries: v.UnreadableEntries, MeasuredAt: completedAt(&lr, v)}, nil
+			UnreadableEntries: v.UnreadableEntries, ChangedFolders: v.ChangedFolders, CutShort: v.CutShort,
+			Incomplete: v.LowerBound, MeasuredAt: completedAt(&lr, v)}, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no volume %q", volume)
 }

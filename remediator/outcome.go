@@ -91,6 +91,8 @@ type AlertResult struct {
 	Source     string `json:"source,omitempty"`
 	// UnreadableEntries > 0 means UsedBytes is a lower bound.
 	UnreadableEntries int64 `json:"unreadableEntries,omitempty"`
+	// LowerBound says UsedBytes is a lower bound, for any reason (Measurement.LowerBound).
+	LowerBound bool `json:"lowerBound,omitempty"`
 }
 
 // WebhookResponse is the JSON body of every /webhook answer.

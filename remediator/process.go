@@ -60,6 +60,9 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 	if res.UnreadableEntries > 0 {
 		attrs = append(attrs, slog.Int64("unreadable_entries", res.UnreadableEntries))
 	}
+	if res.LowerBound {
+		attrs = append(attrs, slog.Bool("lower_bound", true))
+	}
 	if res.LimitBytes != nil {
 		attrs = append(attrs, slog.Int64("limit_bytes", *res.LimitBytes))
 	}
@@ -140,12 +143,12 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return fmt.Errorf("measuring volume %q of pod %s/%s: %w", t.Volume, t.Namespace, t.Pod, err)
 	}
 	used := m.UsedBytes
-	res.UsedBytes, res.Source, res.UnreadableEntries = &used, m.Source, m.UnreadableEntries
+	res.UsedBytes, res.Source, res.UnreadableEntries, res.LowerBound = &used, m.Source, m.UnreadableEntries, m.LowerBound()
 	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, quantity(used),
 		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
-	if m.UnreadableEntries > 0 {
-		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%d entries unreadable; measured %s by %s), limit %s", t.Volume,
-			quantity(used), m.UnreadableEntries, m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
+	if m.LowerBound() {
+		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%s; measured %s by %s), limit %s", t.Volume,
+			quantity(used), m.incompleteWhy(), m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	}
 	if s.cfg.ThresholdRatio != 1 {
 		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
@@ -154,10 +157,10 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	// 3. Over the pod's current limit? A lower bound above the limit proves it; a lower bound
 	// at or below the limit proves nothing.
 	if !overLimit(used, limit, s.cfg.ThresholdRatio) {
-		if m.UnreadableEntries > 0 {
+		if m.LowerBound() {
 			s.metrics.measureErrors.WithLabelValues(MeasureIncomplete).Inc()
 			set(OutcomeError, "measurement_"+MeasureIncomplete, "%s: cannot decide whether it is over the limit; nothing done, retry", usage)
-			return measureErr(MeasureIncomplete, "%d entries of volume %q could not be read", m.UnreadableEntries, t.Volume)
+			return measureErr(MeasureIncomplete, "volume %q measured a lower bound only: %s", t.Volume, m.incompleteWhy())
 		}
 		set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
 		return nil

@@ -20,6 +20,9 @@ type liveAnswer struct {
 	walk, endedAgo   time.Duration
 	noCompletedAt    bool
 	used, unreadable int64
+	// changed, cutShort, lowerBound: the other lower-bound fields of the answer.
+	changed              int64
+	cutShort, lowerBound bool
 }
 
 func (a liveAnswer) body(t *testing.T, now time.Time) []byte {
@@ -28,7 +31,8 @@ func (a liveAnswer) body(t *testing.T, now time.Time) []byte {
 	started := completed.Add(-a.walk)
 	limit := int64(mib)
 	vol := liveapi.Volume{Name: "empty", Medium: "disk", UsedBytes: &a.used, LimitBytes: &limit,
-		CapacityBytes: 1 << 40, InodesUsed: 3, UnreadableEntries: a.unreadable, MeasuredAt: started}
+		CapacityBytes: 1 << 40, InodesUsed: 3, UnreadableEntries: a.unreadable, ChangedFolders: a.changed,
+		CutShort: a.cutShort, LowerBound: a.lowerBound, MeasuredAt: started}
 	if !a.noCompletedAt {
 		vol.CompletedAt = completed
 	}
@@ -74,6 +78,18 @@ func TestLiveRecheckThroughExporter(t *testing.T) {
 		{name: "lower bound over the limit is proof: evicted",
 			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: 10 * mib, unreadable: 3},
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1},
+		{name: "folders changed during the walk, lower bound under the limit: cannot decide, retry",
+			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2, changed: 2, lowerBound: true},
+			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_incomplete"},
+		{name: "walk cut short under the limit: cannot decide, retry",
+			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2, cutShort: true, lowerBound: true},
+			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_incomplete"},
+		{name: "walk cut short already over the limit is proof: evicted",
+			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: 10 * mib, cutShort: true, lowerBound: true},
+			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1},
+		{name: "lower bound for a reason this remediator does not know: cannot decide, retry",
+			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2, lowerBound: true},
+			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_incomplete"},
 		{name: "answer from another node's exporter: never acted on",
 			answer:   liveAnswer{node: "node-2", walk: time.Second, endedAgo: time.Second, used: 10 * mib},
 			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_wrong_node"},

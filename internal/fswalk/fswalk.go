@@ -20,7 +20,20 @@ type DiskUsage struct {
 	// was counted already, because the walk remembered as many hard-linked inodes as it
 	// may; above zero, UsedBytes and Inodes may be over (never under).
 	UncheckedLinks int64
+	// Changed counts folders the walk did not see as they were when it started: a listed
+	// folder gone or something else in its place when the walk came to enter it, or a folder
+	// changed (ctime) between the walk's start and the end of its listing. What left such a
+	// folder may have moved where the walk had already read, so above zero UsedBytes is a
+	// lower bound.
+	Changed int64
+	// CutShort says that the walk's context ended before it had read every folder:
+	// UsedBytes is what it counted until then, a lower bound.
+	CutShort bool
 }
+
+// LowerBound reports whether UsedBytes is only a lower bound of what the folder holds:
+// entries unreadable, folders changed during the walk, or the walk cut short.
+func (d DiskUsage) LowerBound() bool { return d.Unreadable > 0 || d.Changed > 0 || d.CutShort }
 
 // ErrNoOwnProjectQuota says that a folder is not under a project quota of its own, so only a
 // walk can measure it.
@@ -33,6 +46,9 @@ type Options struct {
 	Concurrency int
 	// Meter, when not nil, is charged the CPU time of the walk's threads as it goes.
 	Meter *CPUMeter
+	// Retries bounds how many times a walk that saw folders change (DiskUsage.Changed) is
+	// done again, to find a result without; the last one stays a lower bound.
+	Retries int
 }
 
 // Space is the size of the filesystem holding a folder.

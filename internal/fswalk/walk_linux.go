@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -25,8 +27,9 @@ const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NON
 // memory stays flat however many entries a folder holds.
 const direntBufSize = 32 << 10
 
-// statxMask asks only for what the walk uses (the device is always filled in).
-const statxMask = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_BLOCKS
+// statxMask asks only for what the walk uses (the device is always filled in); a folder's
+// ctime tells whether it changed during the walk.
+const statxMask = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_CTIME
 
 // statxFlags measure an entry as it is: never through a symbolic link, never
 // triggering an automount.
@@ -36,6 +39,12 @@ const statxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
 // Deeper folders close their ancestors' fds and re-open them through ".." on the way
 // back up, so a tree of any depth needs at most Options.Concurrency*(heldDirs+2) fds.
 const heldDirs = 16
+
+// pendingPerFrame bounds the subfolders a folder's listing holds before the walk enters
+// them: there, the listing pauses, the walk goes down into what it has and reads on once
+// they are done, so memory does not grow with how many subfolders a folder holds (one
+// getdents64 batch more at most).
+const pendingPerFrame = 1 << 12
 
 // keptNames bounds the subfolder names a finished frame keeps allocated for the next
 // folder, so that one huge folder does not pin its names for the rest of the walk.
@@ -67,9 +76,13 @@ var errChanged = errors.New("entry changed during the walk")
 
 // walker holds the state of one walk. Its memory grows with the hard-linked inodes
 // (up to maxRememberedLinks) and with the depth of the tree, never with the number
-// of plain files; its open fds are bounded by Options.Concurrency and heldDirs.
+// of files or subfolders of a folder (pendingPerFrame); its open fds are bounded by
+// Options.Concurrency and heldDirs.
 type walker struct {
 	ctx context.Context
+	// start is when the walk began, by the clock the kernel stamps ctimes with: a folder
+	// whose ctime is not before it changed during the walk.
+	start unix.Timespec
 	// meter, when the walk is metered, receives the CPU time of its goroutines' threads.
 	meter   *CPUMeter
 	rootDev devID
@@ -79,7 +92,7 @@ type walker struct {
 	sem          chan struct{}
 	wg           sync.WaitGroup
 
-	used, inodes, unreadable, unchecked atomic.Int64
+	used, inodes, unreadable, unchecked, changed atomic.Int64
 
 	linksMu sync.Mutex
 	// links holds inode numbers: every counted entry is on the root's filesystem.
@@ -114,6 +127,10 @@ type frame struct {
 	name []byte
 	// the subfolders listed but not walked yet
 	subfolders
+	// more: the listing paused (pendingPerFrame) before the folder's end; it reads on at pos
+	// when fd had to be closed meanwhile.
+	more bool
+	pos  int64
 }
 
 // subfolders are subfolders listed but not walked yet, their names in names.
@@ -160,9 +177,41 @@ type subdir struct {
 // after its listing is not entered: its own inode was counted as listed, and what
 // replaced it is new, as any entry created during a walk is.
 //
-// An error is returned only when root itself cannot be measured; unreadable
-// entries below it are counted in DiskUsage.Unreadable.
+// A tenant may also move its data, during the walk, from a folder not read yet to one read
+// already: no walk can see it there. So the walk notes every folder that changed after it
+// started (DiskUsage.Changed), walks again up to opts.Retries times while any did, and
+// calls what it found then a lower bound.
+//
+// An error is returned when root itself cannot be measured; unreadable entries below it
+// are counted in DiskUsage.Unreadable. When ctx ends first, the walk returns what it counted
+// until then, CutShort, with an error wrapping ctx.Err().
 func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage, error) {
+	du, err := walkOnce(ctx, root, opts)
+	for try := 0; try < opts.Retries && err == nil && du.Changed > 0; try++ {
+		// Past the clock tick the last walk saw changes in: a change made in the tick a walk
+		// starts in counts as changed during it, and the kernel stamps ctimes by the tick.
+		var tick unix.Timespec
+		if unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &tick) == nil {
+			time.Sleep(time.Duration(tick.Nano()))
+		}
+		again, err := walkOnce(ctx, root, opts)
+		if err != nil {
+			break // the finished walk's lower bound stands
+		}
+		// Two lower bounds: the larger is the better one.
+		if again.Changed == 0 || again.UsedBytes > du.UsedBytes {
+			du = again
+		}
+	}
+	return du, err
+}
+
+// walkOnce is one walk of MeasureDiskUsage.
+func walkOnce(ctx context.Context, root string, opts Options) (DiskUsage, error) {
+	var start unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &start); err != nil {
+		return DiskUsage{}, fmt.Errorf("reading the clock: %w", err)
+	}
 	fd, err := ignoringEINTR(func() (int, error) { return unix.Open(root, dirFlags, 0) })
 	if err != nil {
 		return DiskUsage{}, &fs.PathError{Op: "open", Path: root, Err: err}
@@ -181,6 +230,7 @@ func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage
 	w := &walker{
 		direntInodes: direntsExact(sfs.Type),
 		ctx:          ctx,
+		start:        start,
 		meter:        opts.Meter,
 		rootDev:      devOf(&stx),
 		sem:          make(chan struct{}, concurrency-1),
@@ -190,11 +240,13 @@ func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage
 	w.inodes.Add(1)
 	w.walkFrom(fd, stx.Ino)
 	w.wg.Wait()
+	du := DiskUsage{UsedBytes: w.used.Load(), Inodes: w.inodes.Load(),
+		Unreadable: w.unreadable.Load(), UncheckedLinks: w.unchecked.Load(), Changed: w.changed.Load()}
 	if err := ctx.Err(); err != nil {
-		return DiskUsage{}, fmt.Errorf("measuring %s: %w", root, err)
+		du.CutShort = true
+		return du, fmt.Errorf("measuring %s: cut short after counting %d bytes: %w", root, du.UsedBytes, err)
 	}
-	return DiskUsage{UsedBytes: w.used.Load(), Inodes: w.inodes.Load(),
-		Unreadable: w.unreadable.Load(), UncheckedLinks: w.unchecked.Load()}, nil
+	return du, nil
 }
 
 // walkFrom walks the tree below the open folder fd, depth first, and closes fd. A
@@ -218,6 +270,11 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 	for len(stack) > 0 && w.ctx.Err() == nil {
 		tm.tick()
 		top := &stack[len(stack)-1]
+		if len(top.subdirs) == 0 && top.more {
+			top.names = top.names[:0] // no frame above it holds a name of them any more
+			w.list(top, st.buf)       // reads on where it paused
+			continue
+		}
 		if len(top.subdirs) == 0 {
 			done := top.fd
 			top.fd = -1
@@ -248,8 +305,7 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 			// Keep the fds of the last heldDirs folders and of the first, which
 			// anchors re-opening when ".." is not the folder it was.
 			if i := len(stack) - 1 - heldDirs; i > 0 {
-				closeFD(stack[i].fd)
-				stack[i].fd = -1
+				w.park(&stack[i])
 			}
 		}
 	}
@@ -265,7 +321,7 @@ func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
 		stack = append(stack, frame{})
 	}
 	f := &stack[len(stack)-1]
-	f.fd, f.ino, f.name = fd, ino, name
+	f.fd, f.ino, f.name, f.more, f.pos = fd, ino, name, false, 0
 	f.subdirs = f.subdirs[:0]
 	if cap(f.names) > keptNames {
 		f.names, f.subdirs = nil, nil
@@ -275,22 +331,35 @@ func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
 }
 
 // list accounts for the entries of the folder of f and records its subfolders in
-// f. Entries are read in getdents64 batches. A folder larger than one batch is
-// measured in parallel: while a walking slot is free, the next batch goes to a
-// helper goroutine, so that one huge folder is not walked by one core.
+// f, from where its fd stands. Entries are read in getdents64 batches; once f holds
+// pendingPerFrame subfolders, the listing pauses (f.more) until they are walked. A
+// folder larger than one batch is measured in parallel: while a walking slot is free,
+// the next batch goes to a helper goroutine, so that one huge folder is not walked by
+// one core. At the folder's end, a folder changed since the walk started counts as
+// changed: what left it may have gone where the walk has read already.
 func (w *walker) list(f *frame, buf []byte) {
 	var (
 		helpers sync.WaitGroup
 		mu      sync.Mutex
 		found   subfolders // what the helpers found, added to f at the end
 	)
+	f.more = true
 	for read := 0; w.ctx.Err() == nil; read++ {
+		mu.Lock()
+		pending := len(f.subdirs) + len(found.subdirs)
+		mu.Unlock()
+		if pending >= pendingPerFrame {
+			break
+		}
 		n, err := ignoringEINTR(func() (int, error) { return unix.Getdents(f.fd, buf) })
 		if err != nil {
 			w.noteError(err)
+			f.more = false
 			break
 		}
 		if n <= 0 {
+			f.more = false
+			w.checkUnchanged(f.fd)
 			break
 		}
 		if read > 0 {
@@ -320,6 +389,43 @@ func (w *walker) list(f *frame, buf []byte) {
 	}
 	helpers.Wait()
 	f.add(&found)
+}
+
+// checkUnchanged counts the open folder fd as changed when its ctime is not before the
+// walk's start.
+func (w *walker) checkUnchanged(fd int) {
+	var stx unix.Statx_t
+	if err := statx(fd, emptyPath, unix.AT_EMPTY_PATH, &stx); err != nil {
+		w.noteError(err)
+		return
+	}
+	if c := stx.Ctime; c.Sec > w.start.Sec || c.Sec == w.start.Sec && int64(c.Nsec) >= w.start.Nsec {
+		w.changed.Add(1)
+	}
+}
+
+// park closes the fd of f to bound open fds, keeping where its paused listing reads on.
+func (w *walker) park(f *frame) {
+	if f.fd < 0 {
+		return
+	}
+	if f.more {
+		pos, err := unix.Seek(f.fd, 0, io.SeekCurrent)
+		if err != nil {
+			w.lostListing(f)
+		}
+		f.pos = pos
+	}
+	closeFD(f.fd)
+	f.fd = -1
+}
+
+// lostListing gives up the rest of f's paused listing: the walk misses what it holds.
+func (w *walker) lostListing(f *frame) {
+	if f.more {
+		f.more = false
+		w.changed.Add(1)
+	}
 }
 
 // measure accounts for the entries of the getdents64 records recs of the open
@@ -371,7 +477,8 @@ func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 
 // enter opens the subfolder sub, named name (NUL-terminated), of the open folder
 // parent. It returns false when the subfolder cannot be walked: it vanished or changed
-// (neither is an error: what the listing saw is counted) or it cannot be read
+// (not an error: what the listing saw is counted, but the walk counts it as changed, since
+// what the folder held may now be where the walk has read already) or it cannot be read
 // (counted as unreadable). A subfolder listed uncounted is counted here: from the
 // folder opened when it is the one listed, else from a statx of whatever its name
 // holds now, as the listing would have done (an unreadable folder's own blocks count,
@@ -383,6 +490,9 @@ func (w *walker) enter(parent int, name []byte, sub subdir) (int, bool) {
 	var stx unix.Statx_t
 	fd, err := w.openVerified(parent, name, sub.ino, &stx)
 	if err != nil {
+		if errors.Is(err, errChanged) || errors.Is(err, fs.ErrNotExist) {
+			w.changed.Add(1)
+		}
 		w.noteError(err)
 		if sub.uncounted {
 			w.countByName(parent, name)
@@ -451,13 +561,14 @@ func (w *walker) openVerified(parent int, name []byte, ino uint64, stx *unix.Sta
 // the way back up from its subfolder child (an open fd, or -1). ".." of the child
 // is the folder unless the child was moved meanwhile; then the folder is opened
 // again by name from its nearest open ancestor. If that fails too, the folder
-// moved: its subfolders not walked yet are counted as unreadable.
+// moved: its subfolders not walked yet are counted as unreadable, and the rest of a
+// paused listing as changed.
 func (w *walker) reopen(stack []frame, child int) {
 	top := &stack[len(stack)-1]
 	if child >= 0 {
 		var stx unix.Statx_t
 		if fd, err := w.openVerified(child, dotDot, top.ino, &stx); err == nil {
-			top.fd = fd
+			w.resume(top, fd)
 			return
 		}
 	}
@@ -475,11 +586,22 @@ func (w *walker) reopen(stack []frame, child int) {
 		if err != nil {
 			w.unreadable.Add(int64(len(top.subdirs)))
 			top.subdirs = top.subdirs[:0]
+			w.lostListing(top)
 			return
 		}
 		fd = next
 	}
-	top.fd = fd
+	w.resume(top, fd)
+}
+
+// resume makes the re-opened fd the fd of f, where f's paused listing reads on.
+func (w *walker) resume(f *frame, fd int) {
+	f.fd = fd
+	if f.more {
+		if _, err := unix.Seek(fd, f.pos, io.SeekStart); err != nil {
+			w.lostListing(f)
+		}
+	}
 }
 
 // firstSight reports whether a hard-linked inode is seen for the first time. Once

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -529,6 +530,10 @@ func TestMeasureDiskUsageSwappedFolder(t *testing.T) {
 			if du.Unreadable != 0 {
 				t.Errorf("Unreadable = %d: a folder that changed during the walk is not unreadable", du.Unreadable)
 			}
+			// What the tenant put in its place may hide data the listing saw (issue 18, item 2).
+			if !du.LowerBound() {
+				t.Errorf("got %+v, not a lower bound: a listed folder the walk did not enter as listed must make the measurement incomplete", du)
+			}
 		})
 	}
 }
@@ -634,4 +639,178 @@ func TestMeasureDiskUsageWithoutDirentInodes(t *testing.T) {
 	t.Run("matches GNU du", TestMeasureDiskUsageMatchesGNUDu)
 	t.Run("swapped folder", TestMeasureDiskUsageSwappedFolder)
 	t.Run("ancestor moved", TestMeasureDiskUsageAncestorMovedDuringDeepWalk)
+}
+
+// TestMeasureDiskUsageRenameRace plays the tenant that learns (inotify IN_OPEN) that the walk
+// has listed the root and then moves data from a folder not walked yet into the root: the
+// walk cannot see it, so it must say its number is a lower bound, or walk again and count it.
+func TestMeasureDiskUsageRenameRace(t *testing.T) {
+	cases := []struct {
+		name string
+		move func(dir, from string) error
+	}{
+		{"the data", func(dir, from string) error {
+			return os.Rename(filepath.Join(dir, from, "data"), filepath.Join(dir, "moved"))
+		}},
+		{"the folder", func(dir, from string) error {
+			return os.Rename(filepath.Join(dir, from), filepath.Join(dir, "moved"))
+		}},
+	}
+	for _, tc := range cases {
+		for _, retries := range []int{0, 1} {
+			t.Run(fmt.Sprintf("%s, %d retries", tc.name, retries), func(t *testing.T) {
+				dir := t.TempDir()
+				writeFile(t, filepath.Join(dir, "a", "data"), 4<<20)
+				writeFile(t, filepath.Join(dir, "b", "data"), 4<<20)
+				want := gnuDU(t, dir)
+				moves := 0
+				testHookBeforeOpen = func(name string) {
+					// Once, on the first folder entered: the root is listed, the other folder not walked.
+					if moves++; moves > 1 {
+						return
+					}
+					other := map[string]string{"a": "b", "b": "a"}[name]
+					if err := tc.move(dir, other); err != nil {
+						t.Error(err)
+					}
+				}
+				t.Cleanup(func() { testHookBeforeOpen = nil })
+
+				du, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 1, Retries: retries})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if du.UsedBytes < want && !du.LowerBound() {
+					t.Errorf("got %+v: %d bytes were in the volume for the whole walk, and the walk calls fewer a clean number", du, want)
+				}
+				if retries > 0 && (du.UsedBytes != want || du.LowerBound()) {
+					t.Errorf("with a retry: got %+v, want the %d bytes GNU du counts, not a lower bound (the tenant moved once)", du, want)
+				}
+			})
+		}
+	}
+}
+
+// TestMeasureDiskUsageRenameRaceEveryWalk: a tenant that moves its data at every folder the
+// walk enters races the retry too, and must stay flagged, never clean.
+func TestMeasureDiskUsageRenameRaceEveryWalk(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "data"), 4<<20)
+	writeFile(t, filepath.Join(dir, "b", "data"), 4<<20)
+	moves := 0
+	testHookBeforeOpen = func(name string) {
+		// Out of the other folder into the root (listed already), or back again.
+		other := map[string]string{"a": "b", "b": "a"}[name]
+		from, to := filepath.Join(dir, other, "data"), filepath.Join(dir, "moved")
+		if _, err := os.Lstat(from); err != nil {
+			from, to = to, from
+		}
+		if os.Rename(from, to) == nil {
+			moves++
+		}
+	}
+	t.Cleanup(func() { testHookBeforeOpen = nil })
+
+	du, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 1, Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moves < 3 {
+		t.Fatalf("the tenant moved %d times: it did not race every walk", moves)
+	}
+	if !du.LowerBound() || du.Changed == 0 {
+		t.Errorf("got %+v after %d moves during 3 walks: a tenant racing every walk must stay flagged", du, moves)
+	}
+}
+
+// TestMeasureDiskUsageBoundsMemoryInWideFolders: empty subfolders cost the tenant nothing on
+// tmpfs, so the walk's memory must not grow with how many one folder holds (it grew by about
+// 300 bytes per listed name until the folder's end, and ~876k of them OOMed the exporter).
+// The live heap is read, after a GC, while the walk enters the subfolders: the garbage a walk
+// leaves behind is not what OOMs a node.
+func TestMeasureDiskUsageBoundsMemoryInWideFolders(t *testing.T) {
+	const n = 80_000
+	dir := tmpfsDir(t)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := unix.Mkdirat(fd, strconv.Itoa(i), 0o755); err != nil {
+			unix.Close(fd)
+			t.Fatal(err)
+		}
+	}
+	unix.Close(fd)
+	// One base for both walks: what a walk leaves pooled for the next one counts too.
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	for _, conc := range []int{1, 4} {
+		var (
+			mu    sync.Mutex
+			opens int
+			peak  uint64
+		)
+		testHookBeforeOpen = func(string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if opens++; opens%2000 == 0 {
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+			}
+		}
+		du := measure(t, dir, conc)
+		testHookBeforeOpen = nil
+		if du.Inodes != n+1 || du.LowerBound() {
+			t.Errorf("concurrency %d: got %+v, want %d inodes, complete", conc, du, n+1)
+		}
+		// The old walk held all 80000 names, more than 3 MB; this one the names of one
+		// pendingPerFrame and the getdents buffers of its goroutines and helpers (0.25 MB at
+		// concurrency 1, 0.8 MB at 4), whatever n is.
+		if grown := int64(peak) - int64(base); grown > 3<<19 {
+			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d per subfolder) while the walk entered %d empty subfolders of one folder: memory must not grow with a folder's width",
+				conc, grown, grown/n, n)
+		}
+	}
+}
+
+// TestMeasureDiskUsageCutShortIsALowerBound: a walk whose context ends returns what it counted
+// until then, as a lower bound, with the context's error: a volume slower to walk than its
+// deadline is still known to hold at least that much.
+func TestMeasureDiskUsageCutShortIsALowerBound(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "own"), 8<<20)
+	writeFile(t, filepath.Join(dir, "sub", "more"), 1<<20)
+	want := gnuDU(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	testHookBeforeOpen = func(string) { cancel() } // after the root's listing counted "own"
+	t.Cleanup(func() { testHookBeforeOpen = nil })
+
+	du, err := MeasureDiskUsage(ctx, dir, Options{Concurrency: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if du.UsedBytes < 8<<20 || du.UsedBytes >= want || !du.LowerBound() {
+		t.Errorf("got %+v, want the 8 MiB counted before the end, below GNU du's %d, as a lower bound", du, want)
+	}
+}
+
+// tmpfsDir is a temporary folder on tmpfs (/dev/shm) where there is one, where empty
+// folders cost a tenant nothing and a test makes many quickly; else t.TempDir.
+func tmpfsDir(t *testing.T) string {
+	t.Helper()
+	var sfs unix.Statfs_t
+	if err := unix.Statfs("/dev/shm", &sfs); err != nil || uint32(sfs.Type) != unix.TMPFS_MAGIC {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "fswalk-test-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
 }
