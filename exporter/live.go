@@ -118,9 +118,12 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 		pv.Volumes = only
 	}
 
-	ctx, cancel := context.WithTimeout(r.Context(), LiveTimeout)
-	defer cancel()
-	waitCtx, cancelWait := context.WithTimeout(ctx, maxWait)
+	// The measurement, once started, runs to its end even if the caller hangs up, holding the
+	// caller's turn and its slot until then, and its result is published: a live walk takes
+	// the place of the volume's periodic walk, so a caller that asks and hangs up again and
+	// again must not leave the volume unmeasured (nor start one walk per request).
+	deadline := time.Now().Add(LiveTimeout) // the wait included
+	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
 	caller := callerOf(r)
 	release, ok := callers.acquire(waitCtx, caller)
@@ -129,21 +132,40 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 			"caller %s already has a live measurement running on node %s: one at a time per caller", caller, e.cfg.NodeName)},
 			maxWait}
 	}
-	defer release()
 	select {
 	case e.liveSlots <- struct{}{}:
-		defer func() { <-e.liveSlots }()
 	case <-waitCtx.Done():
+		release()
 		return http.StatusServiceUnavailable, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
+	done := make(chan []VolumeResult, 1)
+	go func() {
+		defer release()
+		defer func() { <-e.liveSlots }()
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), deadline)
+		defer cancel()
+		results := e.measureLive(ctx, pv)
+		for _, res := range results {
+			if res.Err != nil {
+				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
+			}
+		}
+		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,
+			"duration", e.now().Sub(started))
+		done <- results
+	}()
+	var results []VolumeResult
+	select {
+	case results = <-done:
+	case <-r.Context().Done():
+		return http.StatusServiceUnavailable, liveapi.Error{Error: "the caller went away; the measurement goes on and is published"}
+	}
 	resp := liveapi.Response{Node: e.cfg.NodeName, Namespace: ns, Pod: name, UID: uid,
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
-	results := e.measureLive(ctx, pv)
 	for _, res := range results {
 		if res.Err != nil {
-			e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
 			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
 		}
 		m := res.Measurement
@@ -154,8 +176,6 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
-	e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,
-		"duration", e.now().Sub(started))
 	return http.StatusOK, resp
 }
 

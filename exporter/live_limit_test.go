@@ -18,11 +18,13 @@ import (
 )
 
 // heldSource measures only when the test lets it: each Measure reports the pod it started
-// for on started and then waits for release (or its context).
+// for on started and then waits for release (or its context), whose error it keeps.
 type heldSource struct {
 	*exportertest.Source
 	started chan string
 	release chan struct{}
+	mu      sync.Mutex
+	ended   []error // each measurement's context error when it went on
 }
 
 func newHeldSource() *heldSource {
@@ -35,6 +37,9 @@ func newHeldSource() *heldSource {
 		case <-s.release:
 		case <-ctx.Done():
 		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.ended = append(s.ended, ctx.Err())
 	})
 	return s
 }
@@ -169,5 +174,42 @@ func TestLiveHandlerKeepsTheGlobalBound(t *testing.T) {
 		if got := <-c; got.code != http.StatusOK {
 			t.Errorf("held request: %d %s, want 200", got.code, got.err)
 		}
+	}
+}
+
+// TestLiveHangUpLeavesTheMeasurementRunning: a caller that asks for a live measurement and
+// hangs up does not cancel it. A live walk takes the place of the volume's periodic walk, so
+// a pod asking for itself and hanging up every 50 ms used to leave its volume never measured
+// (issue 18, item 8). The measurement goes on to its end, keeps the caller's turn until then
+// (no new walk per request), and counts as done.
+func TestLiveHangUpLeavesTheMeasurementRunning(t *testing.T) {
+	f := newLimitFixture(t, 100*time.Millisecond)
+	ctx, hangUp := context.WithCancel(context.Background())
+	answered := make(chan int, 1)
+	go func() {
+		r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/live/namespaces/default/pods/empty-test1?uid="+liveUID+"&volume=empty", nil)
+		r.RemoteAddr = "10.0.0.66:40001"
+		w := httptest.NewRecorder()
+		f.mux.ServeHTTP(w, r)
+		answered <- w.Code
+	}()
+	<-f.src.started
+	hangUp()
+	if code := <-answered; code != http.StatusServiceUnavailable {
+		t.Errorf("hung-up request answered %d, want 503 (nobody reads it)", code)
+	}
+
+	// Its measurement still holds the caller's turn.
+	if again := <-f.call("10.0.0.66:40002"); again.code != http.StatusTooManyRequests {
+		t.Errorf("the same caller while its hung-up measurement runs: %d %s, want 429", again.code, again.err)
+	}
+	f.finishAll()
+	if got := <-f.call("10.0.0.66:40003"); got.code != http.StatusOK {
+		t.Errorf("the same caller once the measurement ended: %d %s, want 200", got.code, got.err)
+	}
+	f.src.mu.Lock()
+	defer f.src.mu.Unlock()
+	if len(f.src.ended) == 0 || f.src.ended[0] != nil {
+		t.Errorf("the hung-up request's measurement ended with context errors %v, want the first run to its end", f.src.ended)
 	}
 }
