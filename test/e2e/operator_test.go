@@ -214,7 +214,7 @@ func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Clust
 		Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
 			Addresses: []corev1.EndpointAddress{{IP: c.NodeIP()}},              //nolint:staticcheck // as above
 			Ports:     []corev1.EndpointPort{{Name: "http-web", Port: 9093}}}}} //nolint:staticcheck // as above
-	if _, err := cs.CoreV1().Endpoints(ns).Create(ctx, eps, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) { //nolint:staticcheck // as above
+	if _, err := cs.CoreV1().Endpoints(ns).Create(ctx, eps, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 
