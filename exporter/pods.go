@@ -67,7 +67,8 @@ func NewPodWatcher(client kubernetes.Interface, nodeName string, resync time.Dur
 	}
 	w.informer = w.factory.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, client), &corev1.Pod{},
-			cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+			cache.SharedIndexInformerOptions{ResyncPeriod: resync, Indexers: cache.Indexers{
+				cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, uidIndex: podUIDIndexFunc}})
 	})
 	w.lister = corelisters.NewPodLister(w.informer.GetIndexer())
 	// Keep only what the exporter reads: a node may run hundreds of pods whose
@@ -112,7 +113,7 @@ func (w *PodWatcher) List() ([]PodVolumes, error) {
 	}
 	out := make([]PodVolumes, 0, len(pods))
 	for _, p := range pods {
-		if p.Spec.NodeName != w.nodeName {
+		if p.Spec.NodeName != w.nodeName || !w.kubeletRuns(p) {
 			continue // see Get
 		}
 		if pv, ok := podVolumes(p); ok {
@@ -139,11 +140,42 @@ func (w *PodWatcher) Get(namespace, name string) (PodVolumes, bool, error) {
 	}
 	// The field selector already keeps other nodes' pods out; checking again costs
 	// nothing and keeps this node's exporter from ever walking for a pod it does not host.
-	if p.Spec.NodeName != w.nodeName {
+	if p.Spec.NodeName != w.nodeName || !w.kubeletRuns(p) {
 		return PodVolumes{}, false, nil
 	}
 	pv, ok := podVolumes(p)
 	return pv, ok, nil
+}
+
+// uidIndex indexes the informer's pods by UID.
+const uidIndex = "uid"
+
+func podUIDIndexFunc(obj any) ([]string, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, nil
+	}
+	return []string{string(p.UID)}, nil
+}
+
+// kubeletRuns reports whether the kubelet of this node runs pod p as the API shows it. A
+// mirror pod (a static pod's API object) names the folder of its volumes by its annotation's
+// config hash, and anyone who may create pods may set that annotation: a forged one would
+// choose whose folder is measured under the forger's name. The kubelet never runs such a pod
+// (it deletes mirror pods it has no static pod for), so it is trusted only as the kubelet
+// creates one: controlled by this Node, and with a hash that is not the UID of a pod in the
+// API (the folder of an ordinary pod).
+func (w *PodWatcher) kubeletRuns(p *corev1.Pod) bool {
+	hash, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]
+	if !mirror {
+		return true
+	}
+	owner := metav1.GetControllerOfNoCopy(p)
+	if owner == nil || owner.Kind != "Node" || owner.APIVersion != "v1" || owner.Name != w.nodeName {
+		return false
+	}
+	others, err := w.informer.GetIndexer().ByIndex(uidIndex, hash)
+	return err == nil && len(others) == 0
 }
 
 // trimPod drops what podVolumes never reads. Of the annotations it keeps the mirror pod's

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 // podBuilder makes pods for table tests.
@@ -68,6 +70,17 @@ func (b *podBuilder) initMount(name string) *podBuilder {
 func (b *podBuilder) node(n string) *podBuilder { b.pod.Spec.NodeName = n; return b }
 
 func (b *podBuilder) annotate(k, v string) *podBuilder { b.pod.Annotations[k] = v; return b }
+
+// mirrorOf makes the pod a static pod's mirror as the kubelet of node creates it: the
+// config hash annotation and the Node as its controller.
+func (b *podBuilder) mirrorOf(node, hash string) *podBuilder {
+	b.pod.OwnerReferences = append(b.pod.OwnerReferences, nodeController(node))
+	return b.annotate(corev1.MirrorPodAnnotationKey, hash)
+}
+
+func nodeController(node string) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: node, UID: "node-uid", Controller: ptr.To(true)}
+}
 
 func (b *podBuilder) phase(p corev1.PodPhase) *podBuilder { b.pod.Status.Phase = p; return b }
 
@@ -168,7 +181,7 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 		newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod,
 		newPod("shop", "plain", "uid-plain").configMap("cfg").pod,
 		newPod("web", "front", "uid-front").emptyDir("tmp", corev1.StorageMediumMemory, "64Mi").mount("tmp").pod,
-		newPod("kube-system", "etcd-node-1", "uid-mirror").annotate(corev1.MirrorPodAnnotationKey, staticHash).
+		newPod("kube-system", "etcd-node-1", "uid-mirror").mirrorOf("node-1", staticHash).
 			emptyDir("data", "", "").mount("data").pod,
 		// The fake tracker ignores the field selector; the watcher must not trust it either.
 		newPod("web", "elsewhere", "uid-elsewhere").node("node-2").emptyDir("tmp", "", "").mount("tmp").pod,
@@ -307,5 +320,66 @@ func TestPodWatcherReportsRefusedWatches(t *testing.T) {
 	mu.Unlock()
 	if got, err := w.List(); err != nil || len(got) != 1 || got[0].Pod != "cart-0" {
 		t.Errorf("List while the watch is refused = %+v, %v; want the cached pod", got, err)
+	}
+}
+
+// TestPodWatcherIgnoresForgedMirrorPods: anyone who may create pods may set the mirror
+// annotation, whose hash names the folder measured. Only a mirror pod as the kubelet creates
+// it counts (this Node its controller, a hash that is no pod's UID); the kubelet runs no
+// other, so the others have no series and no live answer (issue 18, item 13).
+func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
+	victim := newPod("shop", "cart-0", "11111111-2222-3333-4444-555555555555").emptyDir("cache", "", "1Mi").mount("cache")
+	forged := func(name string) *podBuilder {
+		return newPod("tenant", name, "uid-"+name).emptyDir("cache", "", "1Mi").mount("cache")
+	}
+	cases := []struct {
+		name   string
+		pod    *corev1.Pod
+		listed bool
+	}{
+		{"mirror pod as the kubelet creates it", newPod("kube-system", "etcd-node-1", "uid-etcd").mirrorOf("node-1", staticHash).
+			emptyDir("data", "", "").mount("data").pod, true},
+		{"annotation without an owner", forged("no-owner").annotate(corev1.MirrorPodAnnotationKey, staticHash).pod, false},
+		{"another node as its controller", forged("other-node").mirrorOf("node-2", staticHash).pod, false},
+		{"this node as owner but not controller", func() *corev1.Pod {
+			p := forged("not-controller").mirrorOf("node-1", staticHash).pod
+			p.OwnerReferences[0].Controller = nil
+			return p
+		}(), false},
+		{"a controller that is not a Node", func() *corev1.Pod {
+			p := forged("not-node").mirrorOf("node-1", staticHash).pod
+			p.OwnerReferences[0].Kind = "ReplicaSet"
+			return p
+		}(), false},
+		{"another pod's UID as its hash", forged("other-uid").mirrorOf("node-1", string(victim.pod.UID)).pod, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(victim.pod.DeepCopy(), tc.pod)
+			w, err := NewPodWatcher(client, "node-1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer func() { cancel(); w.Shutdown() }()
+			if err := w.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, err := w.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := slices.ContainsFunc(got, func(p PodVolumes) bool { return p.Pod == tc.pod.Name })
+			_, ok, err := w.Get(tc.pod.Namespace, tc.pod.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if listed != tc.listed || ok != tc.listed {
+				t.Errorf("listed %v, Get ok %v; want %v", listed, ok, tc.listed)
+			}
+			if !slices.ContainsFunc(got, func(p PodVolumes) bool { return p.Pod == victim.pod.Name }) {
+				t.Errorf("the ordinary pod is not listed: %+v", got)
+			}
+		})
 	}
 }

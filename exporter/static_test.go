@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -35,7 +36,9 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	writeBytes(t, filepath.Join(dir, "wal.bin"), 128<<10)
 	client := fake.NewClientset(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-node-1", UID: mirrorUID,
-			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: configHash, corev1.MirrorPodAnnotationKey + "-other": "x"}},
+			Annotations: map[string]string{corev1.MirrorPodAnnotationKey: configHash, corev1.MirrorPodAnnotationKey + "-other": "x"},
+			// As the kubelet creates a mirror pod: its Node as the controller.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "node-uid", Controller: ptr.To(true)}}},
 		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "etcd",
 			VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/etcd"}}}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}},
