@@ -34,10 +34,12 @@ type FilesystemSource struct {
 	WalkConcurrency int
 	// ProjectQuotas (--fs.project-quota) reads a volume's usage from its project quota,
 	// where the kubelet put it under one of its own, instead of walking it
-	// (fswalk.ReadProjectQuota).
+	// (fswalk.ReadProjectQuota), for pods in a user namespace only (PodVolumes.UserNamespace).
 	ProjectQuotas bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// readQuota is fswalk.ReadProjectQuota; tests replace it.
+	readQuota func(dir string) (fswalk.DiskUsage, error)
 }
 
 // DefaultFilesystemSource returns the filesystem source with the documented defaults, which
@@ -86,7 +88,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		now = s.Now
 	}
 	started := now()
-	du, method, err := s.diskUsage(ctx, dir, meter)
+	du, method, err := s.diskUsage(ctx, dir, p.UserNamespace, meter)
 	// A walk cut short by its deadline still counted something: a lower bound, published
 	// as one (Measurement.CutShort), is more than no number at all for a slow volume.
 	if err != nil && !du.CutShort {
@@ -116,12 +118,22 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 // one racing every walk doubles its walks' cost at most and stays a lower bound.
 const walkRetries = 1
 
-// diskUsage measures dir from its project quota when it has one of its own and
-// ProjectQuotas is set, else by walking it; it says which. A walk cut short by ctx returns
-// what it counted, CutShort, with the error.
-func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
-	if s.ProjectQuotas {
-		if du, err := fswalk.ReadProjectQuota(dir); err == nil {
+// diskUsage measures dir from its project quota when it has one of its own, ProjectQuotas is
+// set and the pod runs in a user namespace, else by walking it; it says which. A walk cut
+// short by ctx returns what it counted, CutShort, with the error.
+//
+// The owner of a folder may set its project ID and inherit flag (chattr -p N +P) without any
+// capability, but only from the initial user namespace: a pod with host users could make its
+// volume answer from a project of its choosing, or charge its files to another volume's.
+// Only in a pod with hostUsers: false (where the kubelet applies quotas at all) are the IDs
+// the kubelet's.
+func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, userNamespace bool, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
+	if s.ProjectQuotas && userNamespace {
+		read := s.readQuota
+		if read == nil {
+			read = fswalk.ReadProjectQuota
+		}
+		if du, err := read(dir); err == nil {
 			return du, MethodProjectQuota, nil
 		}
 	}

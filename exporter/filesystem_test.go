@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // TestProjectQuotaOff: with ProjectQuotas unset the volume is walked whatever it is under.
@@ -18,6 +20,45 @@ func TestProjectQuotaOff(t *testing.T) {
 	m, err := (&FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol, nil)
 	if err != nil || m.Method != MethodWalk {
 		t.Errorf("MeasureVolume: method %q, err %v; want %q", m.Method, err, MethodWalk)
+	}
+}
+
+// TestProjectQuotaOnlyInUserNamespaces: a volume's project quota is read only for a pod with
+// hostUsers: false. Elsewhere the pod's root may set the volume's project ID itself (chattr
+// -p N +P needs no capability in the initial user namespace) and so choose what the quota
+// answers; such a volume is walked, whatever its quota says (issue 18, item 9).
+func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		userNamespace bool
+		wantMethod    string
+		wantUsed      int64
+	}{
+		{"hostUsers: false", true, MethodProjectQuota, 0}, // the quota's answer, trusted
+		{"host users", false, MethodWalk, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			pod := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
+			vol := Volume{Name: "vol", Medium: MediumDisk}
+			dir := Dir(root, pod.UID, vol.Name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "data"), make([]byte, 1<<20), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// The quota the tenant chose: an empty project.
+			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
+				readQuota: func(string) (fswalk.DiskUsage, error) { return fswalk.DiskUsage{}, nil }}
+			m, err := src.MeasureVolume(context.Background(), pod, vol, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Method != tc.wantMethod || m.UsedBytes < tc.wantUsed || (tc.wantUsed == 0 && m.UsedBytes != 0) {
+				t.Errorf("method %q, used %d; want %q and %d (at least)", m.Method, m.UsedBytes, tc.wantMethod, tc.wantUsed)
+			}
+		})
 	}
 }
 

@@ -170,6 +170,17 @@ func TestPodVolumesOfStaticPods(t *testing.T) {
 		})
 	}
 
+	userns := newPod("a", "b", "api-uid").emptyDir("v", "", "").mount("v").pod
+	userns.Spec.HostUsers = ptr.To(false)
+	for _, tc := range []struct {
+		hostUsers *bool
+		want      bool
+	}{{nil, false}, {ptr.To(true), false}, {ptr.To(false), true}} {
+		userns.Spec.HostUsers = tc.hostUsers
+		if got, _ := podVolumes(userns); got.UserNamespace != tc.want {
+			t.Errorf("hostUsers %v: UserNamespace %v, want %v", tc.hostUsers, got.UserNamespace, tc.want)
+		}
+	}
 	plain, _ := podVolumes(newPod("a", "b", "api-uid").emptyDir("v", "", "").mount("v").pod)
 	if plain.ConfigHash != "" || plain.KubeletUID() != "api-uid" {
 		t.Errorf("a pod from the API: ConfigHash %q, KubeletUID %q; want none and the API UID", plain.ConfigHash, plain.KubeletUID())

@@ -32,6 +32,9 @@ type PodVolumes struct {
 	// of its manifest, not by the UID of the mirror pod the API server shows.
 	ConfigHash string
 	Volumes    []Volume
+	// UserNamespace is set for a pod with hostUsers: false: its root is no root of the node,
+	// and cannot change the project IDs the kubelet put its volumes under.
+	UserNamespace bool
 	// Settling is set while the kubelet may not have set the pod's volumes up yet
 	// (Pending) or may have torn them down already (deletion requested): a volume
 	// that is not there then holds nothing, and is no failure to measure it.
@@ -79,7 +82,8 @@ func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
 		}
 	}
 	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID),
-		Settling: pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil}
+		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
+		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
 		// Anyone who may create pods may set this annotation, and it becomes a folder
 		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
