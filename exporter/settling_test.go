@@ -112,7 +112,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		lister := exportertest.NewPods()
 		table := exportertest.NewTable()
 		now := t0
-		e := newTestExporter(t, lister, exportertest.NewSource(table.Measure).VolumeSource(), &now)
+		e := newTestExporter(t, lister, exportertest.NewSource(table.Measure), &now)
 		for _, s := range steps {
 			st := s.step
 			table.Reset()
