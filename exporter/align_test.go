@@ -2,14 +2,9 @@ package exporter
 
 import (
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // scrapesEvery returns n arrivals every period from first, each moved by the matching jitter
@@ -323,50 +318,5 @@ func TestAlignmentFollowsOneOfTwoScrapers(t *testing.T) {
 				t.Errorf("%d phase shifts, want 2 (to the first scraper, then once to the second)", shifts)
 			}
 		})
-	}
-}
-
-// TestScrapeHandler: requests to the wrapped handler teach the aligner; the metrics say
-// what the cycle does.
-func TestScrapeHandler(t *testing.T) {
-	pods, src, now := fixture()
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now }, AlignToScrapes: true}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := 0
-	h := e.ScrapeHandler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
-	start := *now
-	for i := range scrapeHistory {
-		*now = start.Add(time.Duration(i)*5*time.Second + 2*time.Second)
-		r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-		r.RemoteAddr = "10.0.0.1:" + string(rune('1'+i)) + "000"
-		h.ServeHTTP(httptest.NewRecorder(), r)
-	}
-	if served != scrapeHistory {
-		t.Fatalf("the wrapped handler served %d of %d requests", served, scrapeHistory)
-	}
-	e.nextCycle(*now, 5*time.Second)
-	want := `# HELP emptydir_exporter_aligned_scrape_interval_seconds The interval learned from the scraper the collection cycle follows; absent when the cycle is not aligned.
-# TYPE emptydir_exporter_aligned_scrape_interval_seconds gauge
-emptydir_exporter_aligned_scrape_interval_seconds{node="node-1"} 5
-# HELP emptydir_exporter_collection_aligned 1 when the collection cycle's phase follows a regular scraper, so that a cycle ends just before its scrapes; 0 on the fixed phase (--collection.align-to-scrapes off, no regular scraper, or scrape and collection intervals not multiples of each other).
-# TYPE emptydir_exporter_collection_aligned gauge
-emptydir_exporter_collection_aligned{node="node-1"} 1
-`
-	if err := testutil.CollectAndCompare(e, strings.NewReader(want),
-		"emptydir_exporter_collection_aligned", "emptydir_exporter_aligned_scrape_interval_seconds"); err != nil {
-		t.Error(err)
-	}
-
-	off := newTestExporter(t, pods, src, now)
-	if off.aligner != nil {
-		t.Fatal("an exporter without AlignToScrapes has an aligner")
-	}
-	if got := off.nextCycle(*now, 5*time.Second); !got.Equal(now.Add(5 * time.Second)) {
-		t.Errorf("without alignment the next cycle starts at +%v, want the fixed +5s", got.Sub(*now))
-	}
-	if got := off.nextCycle(now.Add(-6*time.Second), 5*time.Second); !got.Equal(*now) {
-		t.Errorf("without alignment, after a cycle that overran, the next starts at %+v from now, want now", got.Sub(*now))
 	}
 }

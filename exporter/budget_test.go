@@ -11,10 +11,10 @@ type fakeCPU struct{ spent time.Duration }
 func (c *fakeCPU) read() time.Duration { return c.spent }
 
 func TestCPUBudget(t *testing.T) {
-	clk := &clock{t: t0}
+	now := t0 // the clock the test advances
 	cpu := &fakeCPU{}
 	// 10 % of a core, saving up at most 1 s of CPU.
-	b := newCPUBudget(0.1, time.Second, cpu.read, clk.Now)
+	b := newCPUBudget(0.1, time.Second, cpu.read, func() time.Time { return now })
 
 	if got := b.remaining(); got != time.Second {
 		t.Fatalf("a new budget holds %v, want its capacity 1s", got)
@@ -30,7 +30,7 @@ func TestCPUBudget(t *testing.T) {
 		t.Error("a walk started on an overdrawn budget")
 	}
 
-	clk.Add(5 * time.Second) // 10 % of 5 s = 500ms pays the debt back, no more
+	now = now.Add(5 * time.Second) // 10 % of 5 s = 500ms pays the debt back, no more
 	if got := b.remaining(); got != 0 {
 		t.Errorf("after 5s at 10%%: %v, want 0", got)
 	}
@@ -38,7 +38,7 @@ func TestCPUBudget(t *testing.T) {
 		t.Error("a walk started on an empty budget")
 	}
 
-	clk.Add(time.Hour) // idle: the bucket fills up to its capacity, no more
+	now = now.Add(time.Hour) // idle: the bucket fills up to its capacity, no more
 	if got := b.remaining(); got != time.Second {
 		t.Errorf("after an idle hour: %v, want the capacity 1s", got)
 	}
@@ -51,7 +51,7 @@ func TestCPUBudget(t *testing.T) {
 	if !b.allows(500 * time.Millisecond) {
 		t.Error("a 500ms walk refused with 600ms left")
 	}
-	clk.Add(time.Hour)
+	now = now.Add(time.Hour)
 	if !b.allows(5 * time.Second) {
 		t.Error("a walk costlier than the capacity is refused even by a full bucket: it would never run")
 	}

@@ -1,4 +1,4 @@
-package exporter
+package exporter_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,97 +13,55 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 )
-
-// collPods is a PodLister over a fixed list, for collector tests.
-type collPods struct {
-	mu     sync.Mutex
-	pods   []PodVolumes
-	synced bool
-}
-
-func (p *collPods) List() ([]PodVolumes, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]PodVolumes(nil), p.pods...), nil
-}
-
-func (p *collPods) Get(ns, name string) (PodVolumes, bool, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, pv := range p.pods {
-		if pv.Namespace == ns && pv.Pod == name {
-			return pv, true, nil
-		}
-	}
-	return PodVolumes{}, false, nil
-}
-
-func (p *collPods) HasSynced() bool { return p.synced }
-
-// collSource answers from a table keyed by uid/volume, and fails the volumes in
-// failing, as a real source reports per volume.
-type collSource struct {
-	byVolume map[volumeKey]Measurement
-	failing  map[volumeKey]error
-}
-
-func (s *collSource) Name() string { return "filesystem" }
-
-func (s *collSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
-	return measureEach(ctx, pods, s.MeasureVolume)
-}
-
-// MeasureVolume makes collSource a VolumeSource, measured as the filesystem source is.
-func (s *collSource) MeasureVolume(_ context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
-	k := volumeKey{p.UID, v.Name}
-	if err := s.failing[k]; err != nil {
-		return Measurement{}, err
-	}
-	return s.byVolume[k], nil
-}
 
 func limit(b int64) *int64 { return &b }
 
+// t0 is the moment of the collector tests' clock (testdata/collect.golden.prom).
 var t0 = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
 
-// fixture: two pods, three volumes, numbers measured 3s before the clock.
-func fixture() (*collPods, *collSource, *time.Time) {
-	pods := &collPods{synced: true, pods: []PodVolumes{
-		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{
-			{Name: "cache", Medium: MediumDisk, LimitBytes: limit(1 << 20)},
-			{Name: "scratch", Medium: MediumMemory},
+// fixture: two pods, three volumes, numbers measured 3s before the clock, answered from a
+// table a test may edit between cycles by a source walked volume by volume.
+func fixture() (*exportertest.Pods, *exportertest.Table, exporter.Source, *time.Time) {
+	pods := exportertest.NewPods(
+		exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []exporter.Volume{
+			{Name: "cache", Medium: exporter.MediumDisk, LimitBytes: limit(1 << 20)},
+			{Name: "scratch", Medium: exporter.MediumMemory},
 		}},
-		{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []Volume{
-			{Name: "tmp", Medium: MediumDisk, LimitBytes: limit(10 << 20)},
+		exporter.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []exporter.Volume{
+			{Name: "tmp", Medium: exporter.MediumDisk, LimitBytes: limit(10 << 20)},
 		}},
-	}}
+	)
 	at := t0.Add(-3 * time.Second)
-	src := &collSource{byVolume: map[volumeKey]Measurement{
-		{"uid-cart", "cache"}:   {UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, MeasuredAt: at, Method: MethodWalk},
-		{"uid-cart", "scratch"}: {UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: MethodWalk},
-		{"uid-front", "tmp"}:    {UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: MethodProjectQuota},
-	}}
+	table := exportertest.NewTable()
+	table.Set("uid-cart", "cache", exporter.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, MeasuredAt: at, Method: exporter.MethodWalk})
+	table.Set("uid-cart", "scratch", exporter.Measurement{UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: exporter.MethodWalk})
+	table.Set("uid-front", "tmp", exporter.Measurement{UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: exporter.MethodProjectQuota})
 	now := t0
-	return pods, src, &now
+	return pods, table, exportertest.NewSource(table.Measure).VolumeSource(), &now
 }
 
-func newTestExporter(t *testing.T, pods PodLister, src Source, now *time.Time) *Exporter {
+func newTestExporter(t *testing.T, pods exporter.PodLister, src exporter.Source, now *time.Time) *exporter.Exporter {
 	t.Helper()
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return *now },
-		CPUBudget: 0.05}))
+	return newTestExporterWith(t, exporter.Config{Source: src, Pods: pods, Now: func() time.Time { return *now }})
+}
+
+// newTestExporterWith is newTestExporter with the settings of cfg.
+func newTestExporterWith(t *testing.T, cfg exporter.Config) *exporter.Exporter {
+	t.Helper()
+	cfg.NodeName, cfg.CPUBudget = "node-1", 0.05
+	e, err := exporter.New(exporter.TestConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.walks != nil {
-		e.walks.informerLag = 50 * time.Millisecond // the test's pod lister is never late
-	}
+	e.SetInformerLag(50 * time.Millisecond) // the test's pod lister is never late
 	return e
 }
 
 func TestCollectGolden(t *testing.T) {
-	pods, src, now := fixture()
+	pods, _, src, now := fixture()
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 
@@ -119,7 +76,7 @@ func TestCollectGolden(t *testing.T) {
 }
 
 func TestCollectLint(t *testing.T) {
-	pods, src, now := fixture()
+	pods, _, src, now := fixture()
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	problems, err := testutil.CollectAndLint(e)
@@ -132,15 +89,14 @@ func TestCollectLint(t *testing.T) {
 }
 
 func TestDeletedPodSeriesVanish(t *testing.T) {
-	pods, src, now := fixture()
+	pods, _, src, now := fixture()
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 3 {
 		t.Fatalf("before deletion: %d used series, want 3", n)
 	}
-	pods.mu.Lock()
-	pods.pods = pods.pods[1:] // shop/cart-0 is deleted
-	pods.mu.Unlock()
+	listed, _ := pods.List()
+	pods.Set(listed[1:]...) // shop/cart-0 is deleted
 	e.Refresh(context.Background())
 
 	want := `
@@ -160,18 +116,15 @@ emptydir_limit_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid
 // last good numbers, but its age grows and the cycle counts as failed, so nobody
 // takes them for fresh.
 func TestFailedVolumeKeepsLastValueButAges(t *testing.T) {
-	pods, src, now := fixture()
+	pods, table, src, now := fixture()
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 
 	*now = now.Add(30 * time.Second)
-	for k, m := range src.byVolume { // the others are re-measured 3 s before the scrape
+	table.Edit(func(_, _ string, m *exporter.Measurement) { // the others are re-measured 3 s before the scrape
 		m.MeasuredAt = now.Add(-3 * time.Second)
-		src.byVolume[k] = m
-	}
-	src.failing = map[volumeKey]error{
-		{"uid-cart", "cache"}: &MeasureError{Reason: ReasonPermission, Err: os.ErrPermission},
-	}
+	})
+	table.Fail("uid-cart", "cache", &exporter.MeasureError{Reason: exporter.ReasonPermission, Err: os.ErrPermission})
 	e.Refresh(context.Background())
 
 	want := `
@@ -211,8 +164,8 @@ emptydir_exporter_collections_total{node="node-1",result="success"} 1
 }
 
 func TestUnsyncedInformerPublishesNoVolumes(t *testing.T) {
-	pods, src, now := fixture()
-	pods.synced = false
+	pods, _, src, now := fixture()
+	pods.SetSynced(false)
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	want := `
@@ -233,21 +186,8 @@ emptydir_exporter_pod_informer_synced{node="node-1"} 0
 }
 
 func TestNewRequiresSourceAndPods(t *testing.T) {
-	if _, err := New(Config{NodeName: "n"}); err == nil {
+	if _, err := exporter.New(exporter.Config{NodeName: "n"}); err == nil {
 		t.Error("New without Source and Pods succeeded")
-	}
-}
-
-func TestReasonOf(t *testing.T) {
-	cases := map[string]error{
-		ReasonNotFound:   fsError(os.ErrNotExist),
-		ReasonPermission: fsError(os.ErrPermission),
-		ReasonIO:         errors.New("disk on fire"),
-	}
-	for want, err := range cases {
-		if got := reasonOf(err); got != want {
-			t.Errorf("reasonOf(%v) = %q, want %q", err, got, want)
-		}
 	}
 }
 
@@ -265,7 +205,7 @@ func TestMetricsMatchDocs(t *testing.T) {
 		documented[m[1]] = true
 	}
 
-	pods, src, now := fixture()
+	pods, _, src, now := fixture()
 	e := newTestExporter(t, pods, src, now)
 	ch := make(chan *prometheus.Desc, 64)
 	e.Describe(ch)
@@ -287,74 +227,40 @@ func TestMetricsMatchDocs(t *testing.T) {
 	}
 }
 
-// clock is a settable clock safe to read from walks in flight.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-// slowSource is a VolumeSource on which the volume "slow" blocks until released or
-// its context ends, as a huge or hostile volume's walk does; the others answer at
-// once, stamped with the clock. fastDone is called after each fast measurement.
-type slowSource struct {
-	clock    *clock
-	release  chan struct{}
-	fastDone func()
-
-	mu         sync.Mutex
-	slowWalks  int
-	slowCtxErr error
-}
-
-func (s *slowSource) Name() string { return "filesystem" }
-
-func (s *slowSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
-	return measureEach(ctx, pods, s.MeasureVolume)
-}
-
-func (s *slowSource) MeasureVolume(ctx context.Context, _ PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
-	start := s.clock.Now()
-	if v.Name == "slow" {
-		s.mu.Lock()
-		s.slowWalks++
-		s.mu.Unlock()
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-			s.mu.Lock()
-			s.slowCtxErr = ctx.Err()
-			s.mu.Unlock()
-			return Measurement{}, fsError(ctx.Err())
+// newSlowSource returns a walked source on which the volume "slow" is held by gate until
+// released or its context ends, as a huge or hostile volume's walk is; the others answer at
+// once, stamped with the clock, and then call fastDone, if set.
+func newSlowSource(clk *exportertest.Clock, gate *exportertest.Gate, fastDone func()) *exportertest.VolumeSource {
+	return exportertest.NewSource(func(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+		start := clk.Now()
+		if v.Name == "slow" {
+			gate.Hold(ctx, []exporter.PodVolumes{p})
+			return exporter.Measurement{UsedBytes: 1 << 30, MeasuredAt: start, CompletedAt: clk.Now()}, nil
 		}
-		return Measurement{UsedBytes: 1 << 30, MeasuredAt: start, CompletedAt: s.clock.Now()}, nil
-	}
-	if err := ctx.Err(); err != nil { // a real walk stops when its context ends
-		return Measurement{}, fsError(err)
-	}
-	defer s.fastDone()
-	return Measurement{UsedBytes: 4096, MeasuredAt: start, CompletedAt: start}, nil
+		if ctx.Err() != nil { // a real walk stops when its context ends; the source answers its error
+			return exporter.Measurement{}, nil
+		}
+		if fastDone != nil {
+			fastDone()
+		}
+		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: start, CompletedAt: start}, nil
+	}).VolumeSource()
 }
 
 // TestSlowVolumeDoesNotStarveOthers: a volume whose walk takes longer than the
 // interval must not keep the other volumes of the node from being measured every
 // cycle, and its own staleness must show in its age.
 func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
-	clk := &clock{t: t0}
-	pods := &collPods{synced: true, pods: []PodVolumes{
-		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
-		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk}}},
-		{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []Volume{{Name: "tmp", Medium: MediumDisk}}},
-	}}
+	clk := exportertest.NewClock(t0)
+	pods := exportertest.NewPods(
+		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
+		exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk}}},
+		exporter.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []exporter.Volume{{Name: "tmp", Medium: exporter.MediumDisk}}},
+	)
 	var fastCount atomic.Int32
-	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() { fastCount.Add(1) }}
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
+	gate := exportertest.NewGate()
+	src := newSlowSource(clk, gate, func() { fastCount.Add(1) })
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,13 +278,11 @@ func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
 				if ctx.Err() != nil {
 					return true // the cycle ended by itself, having no walk left to wait for
 				}
-				e.walks.mu.Lock()
-				defer e.walks.mu.Unlock()
-				_, slow := e.walks.running[volumeKey{"uid-slow", "slow"}]
-				return fastCount.Load() == 2 && len(e.walks.running) == 1 && slow
+				running := e.WalksRunning()
+				return fastCount.Load() == 2 && len(running) == 1 && running[0] == "uid-slow/slow"
 			})
 		}()
-		e.refresh(ctx, walks, 0)
+		e.RefreshWalks(ctx, walks)
 	}
 
 	for i := range 3 {
@@ -404,16 +308,14 @@ emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source
 		}
 		clk.Add(10 * time.Second)
 	}
-	src.mu.Lock()
-	if src.slowWalks != 1 {
-		t.Errorf("%d walks of the slow volume were started in 3 cycles, want 1 (one in flight per volume)", src.slowWalks)
+	if n := gate.Held(); n != 1 {
+		t.Errorf("%d walks of the slow volume were started in 3 cycles, want 1 (one in flight per volume)", n)
 	}
-	src.mu.Unlock()
 
 	// The slow walk completes; the next cycle publishes it with its true age (it
 	// started 30 s ago) and starts the next walk of it, slow again.
-	src.release <- struct{}{}
-	if !poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 }) {
+	gate.Release()
+	if !poll(t, func() bool { return len(e.WalksRunning()) == 0 }) {
 		t.FailNow()
 	}
 	cycle()
@@ -432,21 +334,20 @@ emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod
 // TestVolumeTimeoutEndsWalk: a walk that exceeds the volume timeout ends, counts
 // as a timeout once, and the volume is walked again by a later cycle.
 func TestVolumeTimeoutEndsWalk(t *testing.T) {
-	clk := &clock{t: t0}
-	pods := &collPods{synced: true, pods: []PodVolumes{
-		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
-	}}
-	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond}))
+	clk := exportertest.NewClock(t0)
+	pods := exportertest.NewPods(
+		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
+	)
+	gate := exportertest.NewGate()
+	src := newSlowSource(clk, gate, nil)
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeTimeout: 50 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
 		e.Refresh(context.Background()) // waits for the walk, which its timeout ends
 	}
-	src.mu.Lock()
-	walks, ctxErr := src.slowWalks, src.slowCtxErr
-	src.mu.Unlock()
+	walks, ctxErr := gate.Held(), gate.Err()
 	if walks != 2 || !errors.Is(ctxErr, context.DeadlineExceeded) {
 		t.Errorf("%d walks, ended by %v; want 2 walks, each ended by its deadline", walks, ctxErr)
 	}
@@ -480,39 +381,30 @@ func poll(t *testing.T, cond func() bool) bool {
 // TestUncheckedHardLinksCounted: a walk that ran out of hard-link memory says so in
 // a counter, since its usage may be over-counted.
 func TestUncheckedHardLinksCounted(t *testing.T) {
-	pods, src, now := fixture()
-	m := src.byVolume[volumeKey{"uid-front", "tmp"}]
+	pods, table, src, now := fixture()
+	m := table.Get("uid-front", "tmp")
 	m.UncheckedLinks = 7
-	src.byVolume[volumeKey{"uid-front", "tmp"}] = m
+	table.Set("uid-front", "tmp", m)
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	e.Refresh(context.Background())
-	if got := testutil.ToFloat64(e.uncheckedLinks); got != 14 {
+	if got := testutil.ToFloat64(e.UncheckedLinksCounter()); got != 14 {
 		t.Errorf("emptydir_exporter_unchecked_hard_links_total = %v after two cycles with 7 each, want 14", got)
 	}
 }
 
-// syncsLater is a PodLister whose informer syncs when the test says so.
-type syncsLater struct {
-	*collPods
-	synced atomic.Bool
-}
-
-func (p *syncsLater) HasSynced() bool { return p.synced.Load() }
-
 // TestRunMeasuresAsSoonAsPodsSync: a (re)started exporter measures as soon as its pod
 // informer has synced, not only one interval after an empty first cycle.
 func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
-	pods, src, now := fixture()
-	lister := &syncsLater{collPods: pods}
-	e := newTestExporter(t, lister, src, now)
+	pods, _, src, now := fixture()
+	lister := pods.Unsynced()
+	e := newTestExporterWith(t, exporter.Config{Source: src, Pods: lister, Now: func() time.Time { return *now }, Interval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	e.cfg.Interval = time.Hour
 	go func() { e.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	time.Sleep(100 * time.Millisecond) // the first cycle's moment, before the sync
-	lister.synced.Store(true)
+	lister.SetSynced(true)
 	if !poll(t, func() bool { return testutil.CollectAndCount(e, "emptydir_used_bytes") == 3 }) {
 		t.Fatal("with a 1h interval, the volumes must be measured once the informer has synced, not an hour later")
 	}
@@ -523,11 +415,10 @@ func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
 // was never published); the timeout is still counted and the cycle did not measure every
 // volume completely.
 func TestCutShortWalkPublishedAsLowerBound(t *testing.T) {
-	pods, src, now := fixture()
-	k := volumeKey{"uid-cart", "cache"}
-	m := src.byVolume[k]
+	pods, table, src, now := fixture()
+	m := table.Get("uid-cart", "cache")
 	m.CutShort, m.ChangedFolders = true, 1
-	src.byVolume[k] = m
+	table.Set("uid-cart", "cache", m)
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 
@@ -550,7 +441,7 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 		"emptydir_exporter_collection_success"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.ToFloat64(e.measureErrors.WithLabelValues("filesystem", ReasonTimeout)); n != 1 {
+	if n := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", exporter.ReasonTimeout)); n != 1 {
 		t.Errorf("%v timeouts counted, want 1: the walk was cut short", n)
 	}
 }

@@ -2,7 +2,6 @@ package exporter_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,36 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
-
-// recordingSource passes every measurement on and remembers which pod volumes it was asked
-// to measure: the fuzz target checks that nothing outside the pod cache is ever walked.
-type recordingSource struct {
-	exporter.Source
-	mu       sync.Mutex
-	measured []exporter.PodVolumes
-}
-
-func (s *recordingSource) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
-	s.mu.Lock()
-	s.measured = append(s.measured, pods...)
-	s.mu.Unlock()
-	return s.Source.Measure(ctx, pods)
-}
-
-func (s *recordingSource) take() []exporter.PodVolumes {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.measured
-	s.measured = nil
-	return out
-}
 
 // FuzzLiveRequest sends hostile request targets (path traversal, encoded slashes, NUL,
 // very long names, odd queries) through net/http's request parser and a ServeMux to the
@@ -80,7 +55,9 @@ func FuzzLiveRequest(f *testing.F) {
 			f.Fatal(err)
 		}
 	}
-	src := &recordingSource{Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}}
+	// src records which pod volumes it was asked to measure (Take): nothing outside the pod
+	// cache may ever be walked.
+	src := exportertest.NewSource(exportertest.Through(&exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}))
 	cached := livePods()
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: exportertest.NewPods(cached...)}))
 	if err != nil {
@@ -97,7 +74,7 @@ func FuzzLiveRequest(f *testing.F) {
 		}
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, req)
-		measured := src.take()
+		measured := src.Take()
 		if target == measures && (rec.Code != http.StatusOK || len(measured) != 1) {
 			// The fixture must be able to measure, or the properties below hold vacuously.
 			t.Fatalf("GET %q: %d after %d measurements, want 200 after 1: %s", target, rec.Code, len(measured), rec.Body)

@@ -82,12 +82,12 @@ func TestLiveHandlerRejectsHostileInput(t *testing.T) {
 			checkErrorBody(t, body, tc.wantInErr)
 		})
 	}
-	if n := f.source.calls.Load(); n != 0 {
+	if n := f.source.Calls(); n != 0 {
 		t.Errorf("the source measured %d times for hostile requests, want never", n)
 	}
 	// The same fixture still measures a good request: the rejections were not an accident.
 	f.getOK(t, base+uid)
-	if n := f.source.calls.Load(); n != 1 {
+	if n := f.source.Calls(); n != 1 {
 		t.Errorf("source calls %d after one good request, want 1", n)
 	}
 }

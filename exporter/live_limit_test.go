@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,51 +16,26 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
-// heldSource measures only when the test lets it: each Measure reports the pod it started
-// for on started and then waits for release (or its context), whose error it keeps.
-type heldSource struct {
-	*exportertest.Source
-	started chan string
-	release chan struct{}
-	mu      sync.Mutex
-	ended   []error // each measurement's context error when it went on
-}
-
-func newHeldSource() *heldSource {
-	s := &heldSource{started: make(chan string, 16), release: make(chan struct{})}
-	s.Source = exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
-		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
-	}).Before(func(ctx context.Context, pods []exporter.PodVolumes) {
-		s.started <- pods[0].Pod
-		select {
-		case <-s.release:
-		case <-ctx.Done():
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.ended = append(s.ended, ctx.Err())
-	})
-	return s
-}
-
 type liveCall struct {
 	code       int
 	retryAfter string
 	err        string
 }
 
-// limitFixture serves the live endpoint of an exporter over heldSource with two global
-// slots, and calls it as any remote address.
+// limitFixture serves the live endpoint of an exporter with two global slots, whose source
+// measures only when the test lets it (gate), and calls it as any remote address.
 type limitFixture struct {
-	src      *heldSource
-	exp      *exporter.Exporter
-	mux      *http.ServeMux
-	finished sync.Once
+	gate *exportertest.Gate
+	exp  *exporter.Exporter
+	mux  *http.ServeMux
 }
 
 func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 	t.Helper()
-	src := newHeldSource()
+	gate := exportertest.NewGate()
+	src := exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
+		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
+	}).Before(gate.Hold)
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
 		LiveMaxWait: maxWait, Pods: exportertest.NewPods(livePods()...)}))
 	if err != nil {
@@ -69,7 +43,7 @@ func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(liveapi.Pattern, exp.LiveHandler())
-	f := &limitFixture{src: src, exp: exp, mux: mux}
+	f := &limitFixture{gate: gate, exp: exp, mux: mux}
 	t.Cleanup(f.finishAll) // also on failure: no measurement stays held
 	return f
 }
@@ -93,14 +67,14 @@ func (f *limitFixture) call(remote string) <-chan liveCall {
 }
 
 // finishAll lets every held and later measurement finish.
-func (f *limitFixture) finishAll() { f.finished.Do(func() { close(f.src.release) }) }
+func (f *limitFixture) finishAll() { f.gate.Open() }
 
 func TestLiveHandlerBoundsEachCaller(t *testing.T) {
 	f := newLimitFixture(t, 100*time.Millisecond)
 
 	// A pod holds one measurement...
 	first := f.call("10.0.0.66:40001")
-	<-f.src.started
+	<-f.gate.Started()
 	// ...and asks again from another port of the same IP: refused once its wait is over,
 	// without taking the second slot.
 	again := <-f.call("10.0.0.66:40002")
@@ -113,7 +87,7 @@ func TestLiveHandlerBoundsEachCaller(t *testing.T) {
 	}
 	// The remediator still gets the other slot.
 	remediator := f.call("10.0.0.7:50000")
-	if pod := <-f.src.started; pod != "empty-test1" {
+	if pod := <-f.gate.Started(); pod != "empty-test1" {
 		t.Fatalf("started %q", pod)
 	}
 	f.finishAll()
@@ -143,7 +117,7 @@ emptydir_exporter_live_requests_total{code="503",node="node-1"} 0
 func TestLiveHandlerQueuesACallersRequests(t *testing.T) {
 	f := newLimitFixture(t, time.Minute)
 	first := f.call("10.0.0.7:50000")
-	<-f.src.started
+	<-f.gate.Started()
 	second := f.call("10.0.0.7:50001")
 
 	f.finishAll()
@@ -160,8 +134,8 @@ func TestLiveHandlerQueuesACallersRequests(t *testing.T) {
 func TestLiveHandlerKeepsTheGlobalBound(t *testing.T) {
 	f := newLimitFixture(t, 100*time.Millisecond)
 	a, b := f.call("10.0.0.1:1"), f.call("10.0.0.2:1")
-	<-f.src.started
-	<-f.src.started
+	<-f.gate.Started()
+	<-f.gate.Started()
 
 	third := <-f.call("10.0.0.3:1")
 
@@ -193,7 +167,7 @@ func TestLiveHangUpLeavesTheMeasurementRunning(t *testing.T) {
 		f.mux.ServeHTTP(w, r)
 		answered <- w.Code
 	}()
-	<-f.src.started
+	<-f.gate.Started()
 	hangUp()
 	if code := <-answered; code != http.StatusServiceUnavailable {
 		t.Errorf("hung-up request answered %d, want 503 (nobody reads it)", code)
@@ -207,9 +181,7 @@ func TestLiveHangUpLeavesTheMeasurementRunning(t *testing.T) {
 	if got := <-f.call("10.0.0.66:40003"); got.code != http.StatusOK {
 		t.Errorf("the same caller once the measurement ended: %d %s, want 200", got.code, got.err)
 	}
-	f.src.mu.Lock()
-	defer f.src.mu.Unlock()
-	if len(f.src.ended) == 0 || f.src.ended[0] != nil {
-		t.Errorf("the hung-up request's measurement ended with context errors %v, want the first run to its end", f.src.ended)
+	if err := f.gate.Err(); err != nil {
+		t.Errorf("the hung-up request's measurement ended with context error %v, want it run to its end", err)
 	}
 }

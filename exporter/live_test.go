@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,21 +41,11 @@ func livePods() []exporter.PodVolumes {
 }
 
 type liveFixture struct {
-	root   string
-	source *countingSource
+	root string
+	// source counts the requests that reach the real source (Calls).
+	source *exportertest.Source
 	exp    *exporter.Exporter
 	srv    *httptest.Server
-}
-
-// countingSource counts the Measure calls that reach the real source.
-type countingSource struct {
-	exporter.Source
-	calls atomic.Int64
-}
-
-func (s *countingSource) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
-	s.calls.Add(1)
-	return s.Source.Measure(ctx, pods)
 }
 
 // newLiveFixture builds a kubelet root dir with real files, an exporter over it
@@ -77,7 +66,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	}
 	writeBytes(t, filepath.Join(f.dir(liveUID, "cache"), "c.bin"), 3000)
 
-	f.source = &countingSource{Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}}
+	f.source = exportertest.NewSource(exportertest.Through(&exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}))
 	pods := exportertest.NewPods(livePods()...)
 	pods.SetSynced(synced)
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{

@@ -394,3 +394,29 @@ func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
 		})
 	}
 }
+
+func TestPodVolumesSettling(t *testing.T) {
+	deleting := metav1.NewTime(t0)
+	cases := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"running", newPod("a", "b", "u1").emptyDir("v", "", "").mount("v").pod, false},
+		{"pending: volumes maybe not set up yet", newPod("a", "b", "u2").emptyDir("v", "", "").mount("v").phase(corev1.PodPending).pod, true},
+		{"no phase yet", newPod("a", "b", "u3").emptyDir("v", "", "").mount("v").phase("").pod, true},
+		{"running, deletion requested: volumes maybe torn down", func() *corev1.Pod {
+			p := newPod("a", "b", "u4").emptyDir("v", "", "").mount("v").pod
+			p.DeletionTimestamp = &deleting
+			return p
+		}(), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := podVolumes(tc.pod)
+			if !ok || got.Settling != tc.want {
+				t.Errorf("Settling = %v (ok=%v), want %v", got.Settling, ok, tc.want)
+			}
+		})
+	}
+}

@@ -1,4 +1,4 @@
-package exporter
+package exporter_test
 
 import (
 	"context"
@@ -11,35 +11,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-func TestPodVolumesSettling(t *testing.T) {
-	deleting := metav1.NewTime(t0)
-	cases := []struct {
-		name string
-		pod  *corev1.Pod
-		want bool
-	}{
-		{"running", newPod("a", "b", "u1").emptyDir("v", "", "").mount("v").pod, false},
-		{"pending: volumes maybe not set up yet", newPod("a", "b", "u2").emptyDir("v", "", "").mount("v").phase(corev1.PodPending).pod, true},
-		{"no phase yet", newPod("a", "b", "u3").emptyDir("v", "", "").mount("v").phase("").pod, true},
-		{"running, deletion requested: volumes maybe torn down", func() *corev1.Pod {
-			p := newPod("a", "b", "u4").emptyDir("v", "", "").mount("v").pod
-			p.DeletionTimestamp = &deleting
-			return p
-		}(), true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := podVolumes(tc.pod)
-			if !ok || got.Settling != tc.want {
-				t.Errorf("Settling = %v (ok=%v), want %v", got.Settling, ok, tc.want)
-			}
-		})
-	}
-}
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+)
 
 // TestSettlingPodsMissingVolumesAreNoFailure: on a node where pods come and go, the
 // informer shows pods whose volumes the kubelet has not set up yet (Pending) or has torn
@@ -48,34 +23,34 @@ func TestPodVolumesSettling(t *testing.T) {
 // A running pod's missing folder still is a failure, and so is any other error of a
 // settling pod. Both the walking source and a whole-node source (the kubelet's) are checked.
 func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
-	running := PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []Volume{{Name: "v", Medium: MediumDisk}}}
-	pending := PodVolumes{Namespace: "ns", Pod: "pending", UID: "uid-pending", Volumes: []Volume{{Name: "v", Medium: MediumDisk}}, Settling: true}
-	terminating := PodVolumes{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Volumes: []Volume{{Name: "v", Medium: MediumDisk}}}
-	notFound := &MeasureError{Reason: ReasonNotFound, Err: os.ErrNotExist}
+	running := exporter.PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []exporter.Volume{{Name: "v", Medium: exporter.MediumDisk}}}
+	pending := exporter.PodVolumes{Namespace: "ns", Pod: "pending", UID: "uid-pending", Volumes: []exporter.Volume{{Name: "v", Medium: exporter.MediumDisk}}, Settling: true}
+	terminating := exporter.PodVolumes{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Volumes: []exporter.Volume{{Name: "v", Medium: exporter.MediumDisk}}}
+	notFound := &exporter.MeasureError{Reason: exporter.ReasonNotFound, Err: os.ErrNotExist}
 
 	type step struct {
-		pods        []PodVolumes
+		pods        []exporter.PodVolumes
 		missing     []string // UIDs whose volume folder is not there
 		broken      []string // UIDs whose volume cannot be read (an io error)
 		wantSeries  []string // UIDs with a used-bytes series
 		wantSuccess float64
 		wantErrors  map[string]float64 // by reason
 	}
-	settled := func(p PodVolumes) PodVolumes { p.Settling = true; return p }
+	settled := func(p exporter.PodVolumes) exporter.PodVolumes { p.Settling = true; return p }
 	steps := []struct {
 		name string
 		step step
 	}{
-		{"all set up", step{pods: []PodVolumes{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
+		{"all set up", step{pods: []exporter.PodVolumes{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
 		{"a pod not set up yet, another torn down while terminating", step{
-			pods: []PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
+			pods: []exporter.PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
 			wantSeries: []string{"uid-running"}, wantSuccess: 1}},
 		{"a running pod's folder missing is a failure", step{
-			pods: []PodVolumes{running}, missing: []string{"uid-running"},
-			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{ReasonNotFound: 1}}},
+			pods: []exporter.PodVolumes{running}, missing: []string{"uid-running"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{exporter.ReasonNotFound: 1}}},
 		{"a settling pod's other errors are failures", step{
-			pods: []PodVolumes{running, pending}, broken: []string{"uid-pending"},
-			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{ReasonNotFound: 1, ReasonIO: 1}}},
+			pods: []exporter.PodVolumes{running, pending}, broken: []string{"uid-pending"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{exporter.ReasonNotFound: 1, exporter.ReasonIO: 1}}},
 	}
 
 	walkingSource := func(t *testing.T, steps []struct {
@@ -83,18 +58,16 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		step step
 	}, unlimited time.Duration) {
 		root := t.TempDir()
-		lister := &collPods{synced: true}
-		e, err := New(testConfig(Config{NodeName: "node-1", Pods: lister, Source: &FilesystemSource{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
+		lister := exportertest.NewPods()
+		e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: lister, Source: &exporter.FilesystemSource{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.walks != nil {
-			e.walks.informerLag = 50 * time.Millisecond // the informer here is never late
-		}
+		e.SetInformerLag(50 * time.Millisecond) // the informer here is never late
 		for _, s := range steps {
 			st := s.step
 			for _, p := range st.pods {
-				dir := Dir(root, p.UID, "v")
+				dir := exporter.Dir(root, p.UID, "v")
 				switch {
 				case contains(st.missing, p.UID):
 					if err := os.RemoveAll(filepath.Join(root, "pods", p.UID)); err != nil {
@@ -114,12 +87,10 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 					}
 				}
 			}
-			lister.mu.Lock()
-			lister.pods = st.pods
-			lister.mu.Unlock()
+			lister.Set(st.pods...)
 			e.Refresh(context.Background())
 			if unlimited > 0 { // publish what the cycle left walking in the background
-				settle(t, e)
+				e.WaitForWalks()
 				e.Refresh(context.Background())
 			}
 			checkSettling(t, s.name, e, st.wantSeries, st.wantSuccess, st.wantErrors)
@@ -138,27 +109,24 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		})
 	}
 	t.Run("whole-node source", func(t *testing.T) {
-		lister := &collPods{synced: true}
-		src := &collSource{}
+		lister := exportertest.NewPods()
+		table := exportertest.NewTable()
 		now := t0
-		e := newTestExporter(t, lister, src, &now)
+		e := newTestExporter(t, lister, exportertest.NewSource(table.Measure), &now)
 		for _, s := range steps {
 			st := s.step
-			src.byVolume, src.failing = map[volumeKey]Measurement{}, map[volumeKey]error{}
+			table.Reset()
 			for _, p := range st.pods {
-				k := volumeKey{p.UID, "v"}
 				switch {
 				case contains(st.missing, p.UID):
-					src.failing[k] = notFound
+					table.Fail(p.UID, "v", notFound)
 				case contains(st.broken, p.UID):
-					src.failing[k] = &MeasureError{Reason: ReasonIO, Err: errors.New("not a directory")}
+					table.Fail(p.UID, "v", &exporter.MeasureError{Reason: exporter.ReasonIO, Err: errors.New("not a directory")})
 				default:
-					src.byVolume[k] = Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)}
+					table.Set(p.UID, "v", exporter.Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)})
 				}
 			}
-			lister.mu.Lock()
-			lister.pods = st.pods
-			lister.mu.Unlock()
+			lister.Set(st.pods...)
 			e.Refresh(context.Background())
 			checkSettling(t, s.name, e, st.wantSeries, st.wantSuccess, st.wantErrors)
 		}
@@ -167,14 +135,9 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 
 // checkSettling compares the series' UIDs, collection_success and the error counters
 // (cumulative) with what a step wants.
-func checkSettling(t *testing.T, step string, e *Exporter, wantSeries []string, wantSuccess float64, wantErrors map[string]float64) {
+func checkSettling(t *testing.T, step string, e *exporter.Exporter, wantSeries []string, wantSuccess float64, wantErrors map[string]float64) {
 	t.Helper()
-	var got []string
-	e.mu.RLock()
-	for _, v := range e.snap.volumes {
-		got = append(got, v.UID)
-	}
-	e.mu.RUnlock()
+	got := e.SnapshotUIDs()
 	if len(got) != len(wantSeries) || len(got) != testutil.CollectAndCount(e, "emptydir_used_bytes") {
 		t.Errorf("%s: series of %v, want %v", step, got, wantSeries)
 	}
@@ -191,8 +154,8 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} %v
 	if err := testutil.CollectAndCompare(e, strings.NewReader(success), "emptydir_exporter_collection_success"); err != nil {
 		t.Errorf("%s: %v", step, err)
 	}
-	for _, reason := range sourceReasons["filesystem"] {
-		if n := testutil.ToFloat64(e.measureErrors.WithLabelValues("filesystem", reason)); n != wantErrors[reason] {
+	for _, reason := range exporter.SourceReasons["filesystem"] {
+		if n := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", reason)); n != wantErrors[reason] {
 			t.Errorf("%s: measurement_errors_total{reason=%q} = %v, want %v", step, reason, n, wantErrors[reason])
 		}
 	}

@@ -1,64 +1,37 @@
-package exporter
+package exporter_test
 
 import (
 	"context"
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
-// costlySource is a VolumeSource whose every walk charges walkCPU to its CPU meter, finds
-// used[volume] bytes, and is recorded in order.
-type costlySource struct {
-	clock   *clock
-	walkCPU time.Duration
-	used    map[string]int64
-
-	mu     sync.Mutex
-	walked []string
-}
-
-func (s *costlySource) Name() string { return "filesystem" }
-
-func (s *costlySource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
-	return measureEach(ctx, pods, s.MeasureVolume)
-}
-
-func (s *costlySource) MeasureVolume(_ context.Context, _ PodVolumes, v Volume, m *fswalk.CPUMeter) (Measurement, error) {
-	if m != nil {
-		m.Add(s.walkCPU)
-	}
-	s.mu.Lock()
-	s.walked = append(s.walked, v.Name)
-	s.mu.Unlock()
-	at := s.clock.Now()
-	return Measurement{UsedBytes: s.used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
-}
-
-// takeWalked returns the volumes walked since the last call, in order.
-func (s *costlySource) takeWalked() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	w := strings.Join(s.walked, ",")
-	s.walked = nil
-	return w
+// newCostlySource returns a walked source whose every walk charges walkCPU to its CPU meter
+// and finds used[volume] bytes, stamped with the clock; Take tells the walks in order.
+func newCostlySource(clk *exportertest.Clock, walkCPU time.Duration, used map[string]int64) *exportertest.VolumeSource {
+	return exportertest.NewSource(func(_ context.Context, _ exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+		at := clk.Now()
+		return exporter.Measurement{UsedBytes: used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
+	}).Cost(walkCPU).VolumeSource()
 }
 
 // TestUnlimitedVolumesAtSlowCadence: a volume without a sizeLimit cannot trigger an
 // eviction, so it is walked once per UnlimitedInterval, while one with a sizeLimit is
 // walked every cycle.
 func TestUnlimitedVolumesAtSlowCadence(t *testing.T) {
-	clk := &clock{t: t0}
-	src := &costlySource{clock: clk}
-	pods := &collPods{synced: true, pods: volumes(map[string]int64{"limited": 100}, "limited", "unlimited")}
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
+	clk := exportertest.NewClock(t0)
+	src := newCostlySource(clk, 0, nil)
+	pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"limited": 100}, "limited", "unlimited")...)
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
 		UnlimitedInterval: time.Minute, VolumeConcurrency: 1}))
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +59,11 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 // and the exporter says so: a counter of deferred walks, the budget left, and the age of
 // the deferred volume's measurement.
 func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
-	clk := &clock{t: t0}
-	src := &costlySource{clock: clk, walkCPU: 600 * time.Millisecond,
-		used: map[string]int64{"far": 10, "near": 90, "logs": 1}}
-	pods := &collPods{synced: true, pods: volumes(map[string]int64{"far": 100, "near": 100}, "far", "near", "logs")}
+	clk := exportertest.NewClock(t0)
+	src := newCostlySource(clk, 600*time.Millisecond, map[string]int64{"far": 10, "near": 90, "logs": 1})
+	pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"far": 100, "near": 100}, "far", "near", "logs")...)
 	// 5 % of a core: 500ms per 10 s cycle, one walk's worth, saving up at most 1 s.
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
 		UnlimitedInterval: time.Minute, CPUBudget: 0.05, CPUBudgetCapacity: time.Second}))
 	if err != nil {
 		t.Fatal(err)
@@ -127,13 +99,14 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 // TestBusySlotsDeferWalksAndSaySo: a due walk that gets no slot before its cycle ends is
 // deferred to the next cycle and counted, not queued behind the walk that holds the slot.
 func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
-	clk := &clock{t: t0}
-	pods := &collPods{synced: true, pods: []PodVolumes{
-		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
-		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk}}},
-	}}
-	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1}))
+	clk := exportertest.NewClock(t0)
+	pods := exportertest.NewPods(
+		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
+		exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk}}},
+	)
+	gate := exportertest.NewGate()
+	src := newSlowSource(clk, gate, nil)
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +115,9 @@ func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
 	ctx, endCycle := context.WithCancel(walks)
 	go func() { // the cycle ends while the slow walk holds the only slot
 		defer endCycle()
-		poll(t, func() bool { src.mu.Lock(); defer src.mu.Unlock(); return src.slowWalks == 1 })
+		poll(t, func() bool { return gate.Held() == 1 })
 	}()
-	e.refresh(ctx, walks, 0)
+	e.RefreshWalks(ctx, walks)
 
 	want := `
 # HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
@@ -155,21 +128,22 @@ emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_exporter_walks_deferred_total"); err != nil {
 		t.Error(err)
 	}
-	src.release <- struct{}{}
-	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
+	gate.Release()
+	poll(t, func() bool { return len(e.WalksRunning()) == 0 })
 }
 
 // TestCycleDoesNotWaitForUnlimitedWalks: a cycle publishes the volumes with a sizeLimit as
 // soon as their walks end, not after a long walk of a volume without one, which the next
 // cycle publishes.
 func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
-	clk := &clock{t: t0}
-	pods := &collPods{synced: true, pods: []PodVolumes{
-		{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []Volume{{Name: "slow", Medium: MediumDisk}}},
-		{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []Volume{{Name: "cache", Medium: MediumDisk, LimitBytes: limit(1 << 20)}}},
-	}}
-	src := &slowSource{clock: clk, release: make(chan struct{}), fastDone: func() {}}
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute}))
+	clk := exportertest.NewClock(t0)
+	pods := exportertest.NewPods(
+		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
+		exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk, LimitBytes: limit(1 << 20)}}},
+	)
+	gate := exportertest.NewGate()
+	src := newSlowSource(clk, gate, nil)
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +161,8 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 1
 	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_used_bytes", "emptydir_exporter_collection_success"); err != nil {
 		t.Error(err)
 	}
-	src.release <- struct{}{}
-	settle(t, e)
+	gate.Release()
+	e.WaitForWalks()
 	clk.Add(10 * time.Second)
 	e.Refresh(context.Background()) // publishes the slow walk's result
 	if n := testutil.CollectAndCount(e, "emptydir_used_bytes"); n != 2 {
@@ -197,14 +171,18 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 1
 }
 
 // walkCycles runs n collection cycles of e, 10 s apart on clk, and returns the volumes src
-// walked in each (see takeWalked). between, if set, runs after each cycle's walks.
-func walkCycles(t *testing.T, e *Exporter, src *costlySource, clk *clock, n int, between func()) []string {
+// walked in each, in order. between, if set, runs after each cycle's walks.
+func walkCycles(t *testing.T, e *exporter.Exporter, src *exportertest.VolumeSource, clk *exportertest.Clock, n int, between func()) []string {
 	t.Helper()
 	walked := make([]string, 0, n)
 	for range n {
 		e.Refresh(context.Background())
-		settle(t, e) // a cycle waits for its limited walks only
-		walked = append(walked, src.takeWalked())
+		e.WaitForWalks() // a cycle waits for its limited walks only
+		var names []string
+		for _, p := range src.Take() { // a walk's pod holds the walked volume alone
+			names = append(names, p.Volumes[0].Name)
+		}
+		walked = append(walked, strings.Join(names, ","))
 		if between != nil {
 			between()
 		}
@@ -213,22 +191,15 @@ func walkCycles(t *testing.T, e *Exporter, src *costlySource, clk *clock, n int,
 	return walked
 }
 
-// settle waits until every walk a cycle started, in the background too, has ended.
-func settle(t *testing.T, e *Exporter) {
-	t.Helper()
-	e.walks.dispatching.Wait()
-	poll(t, func() bool { e.walks.mu.Lock(); defer e.walks.mu.Unlock(); return len(e.walks.running) == 0 })
-}
-
 // TestCPUBudgetChargesOnlyWalks: the budget is drained by what the walks' threads spend, not
 // by the rest of the process (scrapes, live measurements, the runtime), which it cannot
 // defer: a process busy between cycles still walks its limited volume every cycle.
 func TestCPUBudgetChargesOnlyWalks(t *testing.T) {
-	clk := &clock{t: t0}
-	src := &costlySource{clock: clk, walkCPU: 50 * time.Millisecond, used: map[string]int64{"near": 90}}
-	pods := &collPods{synced: true, pods: volumes(map[string]int64{"near": 100}, "near")}
+	clk := exportertest.NewClock(t0)
+	src := newCostlySource(clk, 50*time.Millisecond, map[string]int64{"near": 90})
+	pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"near": 100}, "near")...)
 	// 1 % of a core: 100ms per 10 s cycle, saving up at most 100ms; a walk costs 50ms.
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
 		UnlimitedInterval: time.Minute, CPUBudget: 0.01, CPUBudgetCapacity: 100 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
@@ -282,12 +253,11 @@ func burnCPU(t *testing.T, d time.Duration) {
 // (plus a cycle), the one without a sizeLimit too, and the one nearest to its limit keeps the
 // fast interval but in the cycles an overdue walk took the credit.
 func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
-	clk := &clock{t: t0}
-	src := &costlySource{clock: clk, walkCPU: 100 * time.Millisecond,
-		used: map[string]int64{"near": 90, "far": 10, "logs": 1}}
-	pods := &collPods{synced: true, pods: volumes(map[string]int64{"near": 100, "far": 100}, "near", "far", "logs")}
+	clk := exportertest.NewClock(t0)
+	src := newCostlySource(clk, 100*time.Millisecond, map[string]int64{"near": 90, "far": 10, "logs": 1})
+	pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"near": 100, "far": 100}, "near", "far", "logs")...)
 	// 1.5 % of a core: 150ms per 10 s cycle, saving up at most 150ms; a walk costs 100ms.
-	e, err := New(testConfig(Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
 		UnlimitedInterval: time.Minute, CPUBudget: 0.015, CPUBudgetCapacity: 150 * time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)

@@ -1,15 +1,20 @@
 // Package exportertest holds the fakes of package exporter's contracts for the tests of the
 // packages that use it (exporter's own external tests, the remediator's contract test, the
-// benchmarks): one fake PodLister and one fake Source, built with small named variations,
-// so that a new field of the contract is edited in one place.
+// benchmarks): one fake PodLister (Pods), one fake Source (Source, and its VolumeSource view)
+// and one fake clock (Clock). A test varies them with small named variations (a MeasureFunc
+// such as Answer, Table or Through; a Before hook such as a Gate's; Cost), not with a fake of
+// its own, so that a new field of the contract is edited in one place.
 package exportertest
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // Pods is a fake exporter.PodLister: an informer cache holding pods, synced unless Unsynced
@@ -29,6 +34,13 @@ func NewPods(pods ...exporter.PodVolumes) *Pods {
 func (p *Pods) Unsynced() *Pods {
 	p.SetSynced(false)
 	return p
+}
+
+// Set replaces the cache's pods: pods created, changed or deleted since.
+func (p *Pods) Set(pods ...exporter.PodVolumes) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pods = append([]exporter.PodVolumes(nil), pods...)
 }
 
 // SetSynced says whether the informer has synced.
@@ -81,22 +93,62 @@ func Answer(m exporter.Measurement, err error) MeasureFunc {
 	}
 }
 
+// Through is a MeasureFunc that measures with a real source, unmetered, so that a Source over
+// it counts (Calls) or records (Take) the requests reaching that source.
+func Through(real exporter.VolumeSource) MeasureFunc {
+	return func(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+		return real.MeasureVolume(ctx, p, v, nil)
+	}
+}
+
 // Source is a fake exporter.Source that measures a whole request at once, as the kubelet's
-// source does (it is no VolumeSource): each volume answers what its MeasureFunc says, after
-// the Before hook, when set, has seen the request.
+// source does (it is no VolumeSource; VolumeSource gives one): each volume answers what its
+// MeasureFunc says, after the Before hook, when set, has seen the request. Like a real walk,
+// a volume whose request's context ends before it answers fails with the context's error
+// (reason timeout for a deadline), whatever the MeasureFunc says. Safe for concurrent use.
 type Source struct {
 	measure MeasureFunc
 	before  func(ctx context.Context, pods []exporter.PodVolumes)
+	cost    time.Duration
+
+	mu    sync.Mutex
+	calls int
+	seen  []exporter.PodVolumes
 }
 
 // NewSource returns a Source whose volumes answer measure.
 func NewSource(measure MeasureFunc) *Source { return &Source{measure: measure} }
 
 // Before sets a hook that sees each request before it is measured (to record it, or hold it
-// until the test releases it), and returns s.
+// until the test releases it: Gate), and returns s. A walk of the VolumeSource view is a
+// request of its pod with the walked volume alone.
 func (s *Source) Before(hook func(ctx context.Context, pods []exporter.PodVolumes)) *Source {
 	s.before = hook
 	return s
+}
+
+// Cost makes each walk of the VolumeSource view charge d of CPU time to the walk's meter, as
+// its threads would, for the collection's CPU budget; and returns s.
+func (s *Source) Cost(d time.Duration) *Source {
+	s.cost = d
+	return s
+}
+
+// Calls is how many requests have reached s: Measure calls and walks.
+func (s *Source) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// Take returns the pods of the requests that reached s since the last Take, in order (a
+// walk's pod with the walked volume alone).
+func (s *Source) Take() []exporter.PodVolumes {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.seen
+	s.seen = nil
+	return out
 }
 
 // Name implements exporter.Source: the filesystem source's, whose errors the tests expect.
@@ -104,16 +156,63 @@ func (s *Source) Name() string { return "filesystem" }
 
 // Measure implements exporter.Source.
 func (s *Source) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
-	if s.before != nil {
-		s.before(ctx, pods)
-	}
+	s.request(ctx, pods)
 	var out []exporter.VolumeResult
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			r := exporter.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			r.Measurement, r.Err = s.measure(ctx, p, v)
+			r.Measurement, r.Err = s.answer(ctx, p, v)
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// request counts and records a request, then lets the Before hook see it.
+func (s *Source) request(ctx context.Context, pods []exporter.PodVolumes) {
+	s.mu.Lock()
+	s.calls++
+	s.seen = append(s.seen, pods...)
+	s.mu.Unlock()
+	if s.before != nil {
+		s.before(ctx, pods)
+	}
+}
+
+// answer is what volume v of pod p answers, the context's error once ctx has ended.
+func (s *Source) answer(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+	m, err := s.measure(ctx, p, v)
+	if ctx.Err() != nil {
+		return exporter.Measurement{}, contextError(ctx.Err())
+	}
+	return m, err
+}
+
+// contextError is the error of a walk its context ended, as FilesystemSource classifies it.
+func contextError(err error) error {
+	reason := exporter.ReasonIO
+	if errors.Is(err, context.DeadlineExceeded) {
+		reason = exporter.ReasonTimeout
+	}
+	return &exporter.MeasureError{Reason: reason, Err: err}
+}
+
+// VolumeSource is a Source as an exporter.VolumeSource, as the filesystem source is: the
+// collection walks each of its volumes on its own, in the background, bounded in time and
+// by the CPU budget. Its Measure, which the live endpoint calls, is the Source's.
+type VolumeSource struct{ *Source }
+
+// VolumeSource returns s as an exporter.VolumeSource.
+func (s *Source) VolumeSource() *VolumeSource { return &VolumeSource{s} }
+
+// MeasureVolume implements exporter.VolumeSource: one request of pod p with volume v alone,
+// charged Cost.
+func (s *VolumeSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
+	one := p
+	one.Volumes = []exporter.Volume{v}
+	if meter != nil {
+		meter.Add(s.cost)
+	}
+	s.request(ctx, []exporter.PodVolumes{one})
+	return s.answer(ctx, p, v)
 }
