@@ -12,10 +12,14 @@ minor=$(echo "$version" | cut -d. -f2)
 out=${K8S_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard/kubernetes-$version}
 mkdir -p "$out"
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+# A binary is current when it was built from this go.mod and go.sum: their content, not their
+# time, which a fresh clone sets to now.
+pins=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)
 for cmd in "$@"; do
-  if [ -x "$out/$cmd" ] && [ "$out/$cmd" -nt "$here/go.mod" ]; then continue; fi
+  if [ -x "$out/$cmd" ] && [ "$(cat "$out/$cmd.pins" 2>/dev/null)" = "$pins" ]; then continue; fi
   echo "building $cmd $version into $out (first time: several minutes)" >&2
   (cd "$here" && go build -trimpath -ldflags "$ldflags" -o "$out/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
   mv "$out/$cmd.tmp" "$out/$cmd"
+  echo "$pins" > "$out/$cmd.pins"
 done
 echo "$out"
