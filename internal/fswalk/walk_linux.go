@@ -188,12 +188,9 @@ type subdir struct {
 func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage, error) {
 	du, err := walkOnce(ctx, root, opts)
 	for try := 0; try < opts.Retries && err == nil && du.Changed > 0; try++ {
-		// Past the clock tick the last walk saw changes in: a change made in the tick a walk
-		// starts in counts as changed during it, and the kernel stamps ctimes by the tick.
-		var tick unix.Timespec
-		if unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &tick) == nil {
-			time.Sleep(time.Duration(tick.Nano()))
-		}
+		// Past the clock tick the last walk ended in: a change made in the tick a walk starts
+		// in counts as changed during it, as the kernel stamps ctimes by the tick.
+		awaitNextTick(ctx)
 		again, err := walkOnce(ctx, root, opts)
 		if err != nil {
 			break // the finished walk's lower bound stands
@@ -204,6 +201,30 @@ func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage
 		}
 	}
 	return du, err
+}
+
+// awaitNextTick returns once the coarse clock, which the kernel stamps ctimes with, has
+// moved past its reading now, or ctx has ended. Sleeping one tick is not enough: on a busy
+// or virtual machine a tick may come late, and the clock not move for longer.
+func awaitNextTick(ctx context.Context) {
+	var now, tick unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &now) != nil || unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &tick) != nil {
+		return
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for range 100 { // 100 ticks at most: 0.4 s at HZ=250
+		t.Reset(time.Duration(tick.Nano()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var later unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &later) != nil || later.Nano() > now.Nano() {
+			return
+		}
+	}
 }
 
 // walkOnce is one walk of MeasureDiskUsage.
