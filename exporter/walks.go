@@ -62,6 +62,8 @@ type volumeWalks struct {
 
 	mu      sync.Mutex
 	running map[volumeKey]*inflight
+	// walkEnded is closed, and replaced, whenever a periodic walk ends.
+	walkEnded chan struct{}
 	// volumes is what the walks remember of each volume of the pods the last cycle listed.
 	volumes map[volumeKey]*volumeRecord
 }
@@ -86,8 +88,9 @@ func (w *volumeWalks) record(k volumeKey) *volumeRecord {
 
 // inflight is the walk of one volume under way: a periodic one, or a live request's.
 type inflight struct {
-	done   chan struct{}      // closed when a periodic walk has ended; nil for a live one
-	cancel context.CancelFunc // ends a periodic walk early; nil for a live one
+	done      chan struct{}      // closed when a periodic walk has ended; nil for a live one
+	cancel    context.CancelFunc // ends a periodic walk early; nil for a live one
+	namespace string             // of a periodic walk's pod
 }
 
 // walkHooks connect the walks to the exporter.
@@ -108,7 +111,7 @@ func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWal
 	w := &volumeWalks{
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
 		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
-		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{},
+		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{}, walkEnded: make(chan struct{}),
 	}
 	if w.informerLag <= 0 {
 		w.informerLag = defaultInformerLag
@@ -208,7 +211,12 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.background }); i >= 0 {
 		foreground, others = due[:i], due[i:]
 	}
-	started := w.dispatch(cycleCtx, walksCtx, foreground, now)
+	namespaces := map[string]bool{}
+	for _, p := range pods {
+		namespaces[p.Namespace] = true
+	}
+	shared := len(namespaces) > 1
+	started := w.dispatch(cycleCtx, walksCtx, foreground, now, shared)
 	if len(others) > 0 {
 		// Until the cycle's deadline, not until cycle returns (Run then cancels cycleCtx).
 		ctx, cancel := walksCtx, context.CancelFunc(func() {})
@@ -219,7 +227,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 		go func() {
 			defer w.dispatching.Done()
 			defer cancel()
-			w.dispatch(ctx, walksCtx, others, now)
+			w.dispatch(ctx, walksCtx, others, now, shared)
 		}()
 	}
 
@@ -256,11 +264,52 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	return out
 }
 
+// holdsItsShare reports whether the periodic walks running for namespace ns hold all the walk
+// slots but one (one slot, with a single slot). A tenant can make its volumes slow to walk,
+// or never done (until --collection.volume-timeout), and have them go first (never
+// measured): with as many of them as slots, no other volume of the node would be walked
+// again. So where pods of several namespaces run, one namespace never holds every slot.
+func (w *volumeWalks) holdsItsShare(ns string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, f := range w.running {
+		if f.cancel != nil && f.namespace == ns {
+			n++
+		}
+	}
+	return n >= max(1, cap(w.slots)-1)
+}
+
+// takeSlot takes a walk slot for a walk of namespace ns, once one is free and (shared)
+// ns holds less than its share; false when ctx ends first. A free slot is taken even when
+// ctx has ended (select would pick at random between the two): the walk that frees it has
+// been charged to the budget by then.
+func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool {
+	for {
+		w.mu.Lock()
+		ended := w.walkEnded
+		w.mu.Unlock()
+		if !shared || !w.holdsItsShare(ns) {
+			select {
+			case w.slots <- struct{}{}:
+				return true
+			default:
+			}
+		}
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // dispatch starts the walks of due in order, each when a slot is free and the CPU budget
 // allows it, until ctx ends, and returns a channel per walk started that the cycle waits
 // for (dueWalk.wait), closed when it ends. What it could not start is deferred to a later
 // cycle and counted.
-func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time) []chan struct{} {
+func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time, shared bool) []chan struct{} {
 	var started []chan struct{}
 	budgetDeferred := 0
 	defer func() {
@@ -268,18 +317,21 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 			w.deferred(DeferredCPUBudget, budgetDeferred)
 		}
 	}()
-	for i, d := range due {
-		// The slot first: the walk that frees it has been charged to the budget by then. A free
-		// slot is taken even when ctx has ended (select would pick at random between the two).
-		select {
-		case w.slots <- struct{}{}:
-		default:
-			select {
-			case w.slots <- struct{}{}:
-			case <-ctx.Done():
-				w.deferred(DeferredNoSlot, len(due)-i)
-				return started
-			}
+	// On a node shared by namespaces, a walk that would give its namespace every slot goes
+	// behind the others' walks, and starts only when its namespace holds fewer.
+	queue := slices.Clone(due)
+	postponed := map[volumeKey]bool{}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		if shared && !postponed[d.key] && w.holdsItsShare(d.pod.Namespace) {
+			postponed[d.key] = true
+			queue = append(queue, d)
+			continue
+		}
+		if !w.takeSlot(ctx, d.pod.Namespace, shared) {
+			w.deferred(DeferredNoSlot, len(queue)+1)
+			return started
 		}
 		if w.budget != nil && !w.budget.allows(d.cost) {
 			<-w.slots
@@ -287,7 +339,7 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)
-		f := &inflight{done: make(chan struct{}), cancel: cancel}
+		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.pod.Namespace}
 		w.mu.Lock()
 		w.running[d.key] = f
 		w.record(d.key).started = now
@@ -373,6 +425,8 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 		if w.running[d.key] == f {
 			delete(w.running, d.key)
 		}
+		close(w.walkEnded) // after the slot is freed (deferred below)
+		w.walkEnded = make(chan struct{})
 		w.mu.Unlock()
 		f.cancel()
 		close(f.done)

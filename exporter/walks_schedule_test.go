@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -286,5 +287,55 @@ func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
 	}
 	if gaps["near"] > 2 {
 		t.Errorf("the volume nearest to its limit went %d cycles unwalked, want at most 2", gaps["near"])
+	}
+}
+
+// TestOneNamespaceCannotHoldEverySlot: a tenant whose volumes never finish walking (until
+// --collection.volume-timeout) and, never measured, go first every cycle, used to take every
+// walk slot with as many of them as slots: no other volume of the node was walked again
+// (issue 18, item 6). While other namespaces have walks due, one namespace holds at most all
+// the slots but one.
+func TestOneNamespaceCannotHoldEverySlot(t *testing.T) {
+	clk := exportertest.NewClock(t0)
+	limited := func(name string) exporter.Volume {
+		return exporter.Volume{Name: name, Medium: exporter.MediumDisk, LimitBytes: limit(1 << 20)}
+	}
+	pods := exportertest.NewPods(
+		exporter.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
+			Volumes: []exporter.Volume{limited("slow-a"), limited("slow-b"), limited("slow-c"), limited("slow-d")}},
+		exporter.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []exporter.Volume{limited("tmp")}},
+	)
+	gate := exportertest.NewGate()
+	var victimWalks atomic.Int32
+	src := exportertest.NewSource(func(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+		if p.Namespace == "tenant" {
+			gate.Hold(ctx, []exporter.PodVolumes{p}) // never done until the test ends
+			return exporter.Measurement{}, ctx.Err()
+		}
+		victimWalks.Add(1)
+		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+	}).VolumeSource()
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks, stopWalks := context.WithCancel(context.Background())
+	t.Cleanup(func() { stopWalks(); gate.Open(); e.WaitForWalks() })
+
+	for i := range 3 {
+		ctx, endCycle := context.WithTimeout(walks, 2*time.Second)
+		go func() { // the cycle ends once the victim's walk is done
+			defer endCycle()
+			poll(t, func() bool { return ctx.Err() != nil || victimWalks.Load() == int32(i+1) })
+		}()
+		e.RefreshWalks(ctx, walks)
+		endCycle()
+		if got := victimWalks.Load(); got != int32(i+1) {
+			t.Fatalf("cycle %d: the other namespace's volume walked %d times, want %d", i+1, got, i+1)
+		}
+		clk.Add(10 * time.Second)
+	}
+	if running := e.WalksRunning(); !slices.Equal(running, []string{"uid-hog/slow-a"}) {
+		t.Errorf("walks running after 3 cycles: %v, want the tenant's first only (all the slots but one)", running)
 	}
 }
