@@ -8,8 +8,10 @@ import (
 // cpuBudget is the token bucket of Config.CPUBudget (--collection.cpu-budget): it bounds the
 // CPU the periodic walks spend, as a bucket of CPU time that fills at share (the CPUBudget)
 // CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The collection
-// starts a walk only while the bucket holds credit; a walk may overdraw it, and the debt is
-// paid back by later cycles, so over time the walks stay within share of one core.
+// starts a walk only while the bucket holds credit; a walk may overdraw it, and the debt (up to
+// one bucket) is paid back by later cycles, so over time the walks stay within share of one
+// core, but for the walks of volumes with a sizeLimit that dueWalks starts whatever the bucket
+// holds, at most one per volume every --collection.unlimited-interval.
 //
 // It charges the walks only, each as the threads that walked counted it (fswalk.CPUMeter),
 // not the process: scrapes, live measurements and the Go runtime are not walks the budget can defer,
@@ -41,7 +43,10 @@ func newCPUBudget(share float64, capacity time.Duration, spent func() time.Durat
 func (b *cpuBudget) update() {
 	wall, spent := b.now(), b.spent()
 	b.credit += time.Duration(b.share*float64(max(0, wall.Sub(b.lastWall)))) - max(0, spent-b.lastSpent)
-	b.credit = min(b.credit, b.capacity)
+	// A debt beyond one bucket is forgiven: one walk costlier than the bucket (a tenant's
+	// millions of empty files) must not keep every walk waiting for minutes; that volume
+	// itself waits for a full bucket before its next walk (dueWalks).
+	b.credit = max(min(b.credit, b.capacity), -b.capacity)
 	b.lastWall, b.lastSpent = wall, spent
 }
 

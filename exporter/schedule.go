@@ -34,6 +34,9 @@ type dueWalk struct {
 	// wait: the cycle waits for its walk to publish it (a volume with a sizeLimit, or any
 	// when there is no slow cadence).
 	wait bool
+	// floor: started whatever the CPU budget holds (an overdue volume with a sizeLimit whose
+	// walks are not costly).
+	floor bool
 }
 
 // dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
@@ -52,7 +55,14 @@ type dueWalk struct {
 // and the walks themselves) whenever the budget covers one walk of each in that time,
 // however the walks of volumes near their limit drain it. A volume whose walk is still in
 // flight is not due.
-func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance time.Duration) []dueWalk {
+//
+// A volume with a sizeLimit is walked at least every unlimitedInterval whatever the budget
+// holds (floor), unless its own walks are costly (its last cost more than costly, what the
+// budget saves up: a tenant's millions of empty files): such a volume walks only on a bucket
+// that covers its cost, and no sooner than its cost takes the budget's share of a core to
+// earn (its last walk's cost / share after that walk started), so the debt it makes is paid
+// by its own walks' waiting, not by every other volume's. costly 0: no budget, no floor.
+func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
 	type candidate struct {
 		dueWalk
 		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
@@ -91,6 +101,14 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 					c.tier = 1
 				default:
 					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*v.LimitBytes)
+				}
+				if costly > 0 && s.cost > costly {
+					if !since(s, time.Duration(float64(s.cost)/share)) {
+						continue // still earning its last walk
+					}
+					c.cost = s.cost
+				} else {
+					c.floor = costly > 0 && c.tier == 1
 				}
 				limited = append(limited, c)
 			case slow(s):

@@ -114,7 +114,7 @@ func TestDueWalks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			state := func(k volumeKey) volumeState { return tc.state[k.volume] }
-			due := dueWalks(tc.pods, state, now, tc.unlimitedEvery, tc.tolerance)
+			due := dueWalks(tc.pods, state, now, tc.unlimitedEvery, tc.tolerance, 0, 0)
 			var got []string
 			for _, d := range due {
 				got = append(got, d.vol.Name)

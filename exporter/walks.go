@@ -204,7 +204,12 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			delete(w.volumes, k) // the pod or volume is gone
 		}
 	}
-	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance)
+	var costly time.Duration
+	var share float64
+	if w.budget != nil {
+		costly, share = w.budget.capacity, w.budget.share
+	}
+	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
 	w.mu.Unlock()
 
 	foreground, others := due, []dueWalk(nil)
@@ -333,7 +338,7 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 			w.deferred(DeferredNoSlot, len(queue)+1)
 			return started
 		}
-		if w.budget != nil && !w.budget.allows(d.cost) {
+		if w.budget != nil && !d.floor && !w.budget.allows(d.cost) {
 			<-w.slots
 			budgetDeferred++
 			continue
