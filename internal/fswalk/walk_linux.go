@@ -188,8 +188,8 @@ type subdir struct {
 func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage, error) {
 	du, err := walkOnce(ctx, root, opts)
 	for try := 0; try < opts.Retries && err == nil && du.Changed > 0; try++ {
-		// Past the clock tick the last walk ended in: a change made in the tick a walk starts
-		// in counts as changed during it, as the kernel stamps ctimes by the tick.
+		// Past every ctime the last walk may have seen: a change made just before a walk
+		// starts may count as changed during it (awaitNextTick).
 		awaitNextTick(ctx)
 		again, err := walkOnce(ctx, root, opts)
 		if err != nil {
@@ -203,12 +203,15 @@ func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage
 	return du, err
 }
 
-// awaitNextTick returns once the coarse clock, which the kernel stamps ctimes with, has
-// moved past its reading now, or ctx has ended. Sleeping one tick is not enough: on a busy
-// or virtual machine a tick may come late, and the clock not move for longer.
+// awaitNextTick returns once the coarse clock, which a walk's start is read from, has moved
+// past the fine clock's reading now, or ctx has ended: then every change made before now
+// has a ctime before the next walk's start. The kernel stamps a ctime by the coarse clock,
+// or, where the file's timestamps were queried (multigrain timestamps, Linux 6.13), by the
+// fine one, up to a few ticks ahead of the coarse clock; and on a busy or virtual machine a
+// tick may come late. So sleeping one tick is not enough.
 func awaitNextTick(ctx context.Context) {
 	var now, tick unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &now) != nil || unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &tick) != nil {
+	if unix.ClockGettime(unix.CLOCK_REALTIME, &now) != nil || unix.ClockGetres(unix.CLOCK_REALTIME_COARSE, &tick) != nil {
 		return
 	}
 	t := time.NewTimer(0)
@@ -220,8 +223,8 @@ func awaitNextTick(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		var later unix.Timespec
-		if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &later) != nil || later.Nano() > now.Nano() {
+		var coarse unix.Timespec
+		if unix.ClockGettime(unix.CLOCK_REALTIME_COARSE, &coarse) != nil || coarse.Nano() > now.Nano() {
 			return
 		}
 	}
