@@ -238,7 +238,7 @@ func newSlowSource(clk *exportertest.Clock, gate *exportertest.Gate, fastDone fu
 			return exporter.Measurement{UsedBytes: 1 << 30, MeasuredAt: start, CompletedAt: clk.Now()}, nil
 		}
 		if ctx.Err() != nil { // a real walk stops when its context ends; the source answers its error
-			return exporter.Measurement{}, nil
+			return exporter.Measurement{}, ctx.Err()
 		}
 		if fastDone != nil {
 			fastDone()

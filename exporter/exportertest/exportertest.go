@@ -95,9 +95,9 @@ func Answer(m exporter.Measurement, err error) MeasureFunc {
 
 // Through is a MeasureFunc that measures with a real source, unmetered, so that a Source over
 // it counts (Calls) or records (Take) the requests reaching that source.
-func Through(real exporter.VolumeSource) MeasureFunc {
+func Through(src exporter.VolumeSource) MeasureFunc {
 	return func(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
-		return real.MeasureVolume(ctx, p, v, nil)
+		return src.MeasureVolume(ctx, p, v, nil)
 	}
 }
 
