@@ -75,7 +75,7 @@ func DefaultConfig() Config {
 		VolumeTimeout:     time.Minute,
 		UnlimitedInterval: time.Minute,
 		CPUBudget:         0.05,
-		LiveConcurrency:   2,
+		LiveConcurrency:   4,
 		// Well within LiveTimeout, so a request that got its turn late still has time to walk.
 		LiveMaxWait: 10 * time.Second,
 	}

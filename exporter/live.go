@@ -32,12 +32,13 @@ type liveRefusal struct {
 // numbers. Mount one handler per exporter: it holds the per-caller queue.
 //
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
-// measurement at a time and a short queue; beyond that it gets 429. The global bound
-// (Config.LiveConcurrency) keeps the node's I/O in check; a single caller can hold at most
-// one of its slots, so it cannot starve the remediator. Config.LiveMaxWait bounds the wait
-// for both.
+// measurement at a time per pod, of at most all the global slots but one
+// (Config.LiveConcurrency - 1) pods at once, and a short queue; beyond that it gets 429. The
+// global bound keeps the node's I/O in check; as a single caller cannot hold every slot, it
+// cannot starve the remediator, and a slow pod holds one of the remediator's turns, not all.
+// Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
-	callers := newCallerQueue()
+	callers := newCallerQueue(e.cfg.LiveConcurrency - 1)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code, body := e.live(r, callers, e.cfg.LiveMaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
@@ -126,10 +127,11 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
 	caller := callerOf(r)
-	release, ok := callers.acquire(waitCtx, caller)
+	release, ok := callers.acquire(waitCtx, caller, uid)
 	if !ok {
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
-			"caller %s already has a live measurement running on node %s: one at a time per caller", caller, e.cfg.NodeName)},
+			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per caller",
+			caller, e.cfg.NodeName, callers.perCaller)},
 			maxWait}
 	}
 	select {

@@ -19,26 +19,27 @@ func (q *callerQueue) users(caller string) int {
 }
 
 func TestCallerQueue(t *testing.T) {
-	q := newCallerQueue()
+	q := newCallerQueue(1)
 	ctx := context.Background()
-	first, ok := q.acquire(ctx, "10.0.0.1")
+	first, ok := q.acquire(ctx, "10.0.0.1", "pod")
 	if !ok {
 		t.Fatal("first request of a caller refused")
 	}
 	// Another caller is not behind this one.
-	other, ok := q.acquire(ctx, "10.0.0.2")
+	other, ok := q.acquire(ctx, "10.0.0.2", "pod")
 	if !ok {
 		t.Fatal("a second caller waits for the first")
 	}
 	other()
 
 	// The caller's further requests queue, up to the bound.
+	const queued = maxQueuedPerCaller - 1
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	running, maxRunning, done := 0, 0, 0
-	for range maxQueuedPerCaller {
+	for range queued {
 		wg.Go(func() {
-			release, ok := q.acquire(ctx, "10.0.0.1")
+			release, ok := q.acquire(ctx, "10.0.0.1", "pod")
 			if !ok {
 				t.Error("a queued request was refused")
 				return
@@ -55,21 +56,21 @@ func TestCallerQueue(t *testing.T) {
 			release()
 		})
 	}
-	for q.users("10.0.0.1") != 1+maxQueuedPerCaller {
+	for q.users("10.0.0.1") != maxQueuedPerCaller {
 		// wait until every request is queued (no time involved: the goroutines only block)
 		runtime.Gosched()
 	}
-	if _, ok := q.acquire(ctx, "10.0.0.1"); ok {
-		t.Fatalf("request %d of one caller admitted, want it refused beyond %d queued", 2+maxQueuedPerCaller, maxQueuedPerCaller)
+	if _, ok := q.acquire(ctx, "10.0.0.1", "pod"); ok {
+		t.Fatalf("request %d of one caller admitted, want it refused beyond %d running or queued", 1+maxQueuedPerCaller, maxQueuedPerCaller)
 	}
 	// A request whose wait ends before its turn is refused and leaves the queue.
-	busy, ok := q.acquire(ctx, "10.0.0.3")
+	busy, ok := q.acquire(ctx, "10.0.0.3", "pod")
 	if !ok {
 		t.Fatal("first request of 10.0.0.3 refused")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, ok := q.acquire(cancelled, "10.0.0.3"); ok {
+	if _, ok := q.acquire(cancelled, "10.0.0.3", "pod"); ok {
 		t.Error("a request whose wait ended was admitted while its caller was busy")
 	}
 	if n := q.users("10.0.0.3"); n != 1 {
@@ -79,11 +80,45 @@ func TestCallerQueue(t *testing.T) {
 
 	first()
 	wg.Wait()
-	if done != maxQueuedPerCaller || maxRunning != 1 {
-		t.Errorf("%d queued requests ran, at most %d at once; want %d, one at a time", done, maxRunning, maxQueuedPerCaller)
+	if done != queued || maxRunning != 1 {
+		t.Errorf("%d queued requests ran, at most %d at once; want %d, one at a time", done, maxRunning, queued)
 	}
 	if n := q.size(); n != 0 {
 		t.Errorf("%d callers left in the queue after every request finished, want 0 (no leak)", n)
+	}
+}
+
+// TestCallerQueuePerPod: a caller measures up to perCaller pods at once, each one at a time:
+// one slow pod no longer holds the caller's only turn (issue 18, item 7), and the caller
+// still cannot take every slot.
+func TestCallerQueuePerPod(t *testing.T) {
+	q := newCallerQueue(2)
+	ctx := context.Background()
+	slow, ok := q.acquire(ctx, "10.0.0.7", "slow")
+	if !ok {
+		t.Fatal("first request refused")
+	}
+	expired, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, ok := q.acquire(expired, "10.0.0.7", "slow"); ok {
+		t.Error("a second request for the pod being measured ran beside it, want it to wait its turn")
+	}
+	other, ok := q.acquire(ctx, "10.0.0.7", "other")
+	if !ok {
+		t.Fatal("another pod of the same caller waits for the slow one, want it measured beside it")
+	}
+	if _, ok := q.acquire(expired, "10.0.0.7", "third"); ok {
+		t.Error("a third pod ran while the caller measures two, want at most perCaller=2 at once")
+	}
+	other()
+	third, ok := q.acquire(ctx, "10.0.0.7", "third")
+	if !ok {
+		t.Fatal("a third pod refused once the caller measures one")
+	}
+	third()
+	slow()
+	if n := q.size(); n != 0 {
+		t.Errorf("%d callers left after every request finished, want 0", n)
 	}
 }
 

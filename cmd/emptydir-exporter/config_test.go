@@ -59,7 +59,7 @@ func TestParseDefaults(t *testing.T) {
 		{"--kubelet.token-file", cfg.kubeletTokenFile, "/var/run/secrets/kubernetes.io/serviceaccount/token"},
 		{"--kubelet.insecure-skip-tls-verify", cfg.kubeletInsecure, false},
 		{"--kubelet.timeout", cfg.kubeletTimeout, 10 * time.Second},
-		{"--live.concurrency", cfg.exporter.LiveConcurrency, 2},
+		{"--live.concurrency", cfg.exporter.LiveConcurrency, 4},
 		{"--live.max-wait", cfg.exporter.LiveMaxWait, 10 * time.Second},
 	}
 	for _, c := range checks {
