@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,7 +90,10 @@ type walker struct {
 	// direntInodes: the root's filesystem lists each entry with its type and real inode
 	// number (direntsExact), so a listed folder needs no statx before it is opened.
 	direntInodes bool
-	sem          chan struct{}
+	// xattrs: the root's filesystem is a tmpfs, whose extended attributes take kernel memory
+	// outside any block (countXattrs).
+	xattrs bool
+	sem    chan struct{}
 	wg           sync.WaitGroup
 
 	used, inodes, unreadable, unchecked, changed atomic.Int64
@@ -253,6 +257,7 @@ func walkOnce(ctx context.Context, root string, opts Options) (DiskUsage, error)
 	}
 	w := &walker{
 		direntInodes: direntsExact(sfs.Type),
+		xattrs:       uint32(sfs.Type) == unix.TMPFS_MAGIC,
 		ctx:          ctx,
 		start:        start,
 		meter:        opts.Meter,
@@ -260,7 +265,7 @@ func walkOnce(ctx context.Context, root string, opts Options) (DiskUsage, error)
 		sem:          make(chan struct{}, concurrency-1),
 		links:        map[uint64]struct{}{},
 	}
-	w.used.Add(int64(stx.Blocks) * 512)
+	w.used.Add(int64(stx.Blocks)*512 + w.folderXattrs(fd))
 	w.inodes.Add(1)
 	w.walkFrom(fd, stx.Ino)
 	w.wg.Wait()
@@ -492,11 +497,66 @@ func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 		if stx.Nlink > 1 && !w.firstSight(stx.Ino) {
 			continue
 		}
-		used += int64(stx.Blocks) * 512
+		used += int64(stx.Blocks)*512 + w.entryXattrs(fd, name)
 		inodes++
 	}
 	w.used.Add(used)
 	w.inodes.Add(inodes)
+}
+
+// A tenant's user.* extended attributes on a tmpfs (Linux 6.6 and later) take kernel memory
+// that no block count, statfs or size limit shows: megabytes on a 1Mi volume measured as
+// empty. So on a tmpfs the walk adds each inode's user.* names and values to its bytes.
+// Other namespaces (security.* labels) are the system's, not the tenant's.
+const userXattrPrefix = "user."
+
+// entryXattrs is the size of the user.* attributes of entry name (NUL-terminated) of the open
+// folder fd on a tmpfs, else 0. There is no *at form of listxattr before Linux 6.13, so the
+// entry is named through the folder's fd in /proc, without following a symbolic link.
+func (w *walker) entryXattrs(fd int, name []byte) int64 {
+	if !w.xattrs {
+		return 0
+	}
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	path := "/proc/self/fd/" + strconv.Itoa(fd) + "/" + string(name)
+	return xattrBytes(
+		func(dest []byte) (int, error) { return unix.Llistxattr(path, dest) },
+		func(attr string, dest []byte) (int, error) { return unix.Lgetxattr(path, attr, dest) })
+}
+
+// folderXattrs is entryXattrs for the open folder fd itself.
+func (w *walker) folderXattrs(fd int) int64 {
+	if !w.xattrs {
+		return 0
+	}
+	return xattrBytes(
+		func(dest []byte) (int, error) { return unix.Flistxattr(fd, dest) },
+		func(attr string, dest []byte) (int, error) { return unix.Fgetxattr(fd, attr, dest) })
+}
+
+// xattrBytes adds up the user.* names and value sizes list and get report; an attribute
+// that vanishes meanwhile counts nothing.
+func xattrBytes(list func([]byte) (int, error), get func(string, []byte) (int, error)) int64 {
+	n, err := list(nil)
+	if err != nil || n == 0 {
+		return 0
+	}
+	names := make([]byte, n)
+	if n, err = list(names); err != nil {
+		return 0
+	}
+	var total int64
+	for _, attr := range bytes.Split(names[:n], []byte{0}) {
+		if !bytes.HasPrefix(attr, []byte(userXattrPrefix)) {
+			continue
+		}
+		if size, err := get(string(attr), nil); err == nil {
+			total += int64(len(attr) + size)
+		}
+	}
+	return total
 }
 
 // enter opens the subfolder sub, named name (NUL-terminated), of the open folder
@@ -527,6 +587,7 @@ func (w *walker) enter(parent int, name []byte, sub subdir) (int, bool) {
 		w.used.Add(int64(stx.Blocks) * 512)
 		w.inodes.Add(1)
 	}
+	w.used.Add(w.folderXattrs(fd))
 	return fd, true
 }
 
