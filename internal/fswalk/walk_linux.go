@@ -94,7 +94,7 @@ type walker struct {
 	// outside any block (countXattrs).
 	xattrs bool
 	sem    chan struct{}
-	wg           sync.WaitGroup
+	wg     sync.WaitGroup
 
 	used, inodes, unreadable, unchecked, changed atomic.Int64
 
