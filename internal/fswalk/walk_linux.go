@@ -91,7 +91,7 @@ type walker struct {
 	// number (direntsExact), so a listed folder needs no statx before it is opened.
 	direntInodes bool
 	// xattrs: the root's filesystem is a tmpfs, whose extended attributes take kernel memory
-	// outside any block (countXattrs).
+	// outside any block (entryXattrs).
 	xattrs bool
 	sem    chan struct{}
 	wg     sync.WaitGroup
