@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -39,8 +40,9 @@ type liveRefusal struct {
 // Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
 	callers := newCallerQueue(e.cfg.LiveConcurrency - 1)
+	budgets := newLiveBudgets(e.now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code, body := e.live(r, callers, e.cfg.LiveMaxWait)
+		code, body := e.live(r, callers, budgets, e.cfg.LiveMaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -87,7 +89,7 @@ func checkLiveRequest(r *http.Request) error {
 	return nil
 }
 
-func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Duration) (int, any) {
+func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudgets, maxWait time.Duration) (int, any) {
 	if err := checkLiveRequest(r); err != nil {
 		return http.StatusBadRequest, liveapi.Error{Error: err.Error()}
 	}
@@ -127,6 +129,12 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
 	caller := callerOf(r)
+	budget := budgets.of(caller)
+	if wait := budget.wait(); wait > 0 {
+		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
+			"caller %s has spent its live measurements' CPU budget on node %s (%g of a core, %s at once): retry in %s",
+			caller, e.cfg.NodeName, liveCallerShare, liveCallerBurst, wait.Round(time.Second))}, wait}
+	}
 	release, ok := callers.acquire(waitCtx, caller, uid)
 	if !ok {
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
@@ -148,7 +156,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 		defer func() { <-e.liveSlots }()
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), deadline)
 		defer cancel()
-		results := e.measureLive(ctx, pv)
+		results := e.measureLive(ctx, pv, budget.meter())
 		for _, res := range results {
 			if res.Err != nil {
 				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
@@ -183,7 +191,8 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, maxWait time.Dura
 
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
 // place of their periodic walks (volumeWalks.beginLive) and its results are published too.
-func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes) []VolumeResult {
+// Its walks' CPU goes to meter.
+func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes, meter *fswalk.CPUMeter) []VolumeResult {
 	if e.walks == nil {
 		return e.cfg.Source.Measure(ctx, []PodVolumes{pv})
 	}
@@ -192,7 +201,9 @@ func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes) []VolumeResul
 		keys = append(keys, volumeKey{pv.UID, v.Name})
 	}
 	end := e.walks.beginLive(keys)
-	results := e.cfg.Source.Measure(ctx, []PodVolumes{pv})
+	results := measureEach(ctx, []PodVolumes{pv}, func(ctx context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
+		return e.walks.source.MeasureVolume(ctx, p, v, meter)
+	})
 	end(results)
 	return results
 }

@@ -185,3 +185,50 @@ func TestLiveHangUpLeavesTheMeasurementRunning(t *testing.T) {
 		t.Errorf("the hung-up request's measurement ended with context error %v, want it run to its end", err)
 	}
 }
+
+// TestLiveCPUBudgetPerCaller: a caller's live walks draw on a CPU budget of its own (10 CPU-s
+// at once, then 10 % of a core): a pod asking for its own volumes back to back held a whole
+// core (issue 18, item 7). Past it the caller gets 429 with the time its debt takes to repay;
+// another caller (the remediator) is not affected.
+func TestLiveCPUBudgetPerCaller(t *testing.T) {
+	clk := exportertest.NewClock(time.Now())
+	src := exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
+		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
+	}).Cost(3 * time.Second).VolumeSource() // each volume's walk: 3 CPU-s
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
+		Pods: exportertest.NewPods(livePods()...)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
+	call := func(remote string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/live/namespaces/default/pods/empty-test1?uid="+liveUID+"&volume=empty", nil)
+		r.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w
+	}
+	// 10 CPU-s at once: four 3 CPU-s walks, the fourth overdrawing the bucket by 2 s.
+	for i := range 4 {
+		if w := call("10.0.0.66:1"); w.Code != http.StatusOK {
+			t.Fatalf("walk %d within the budget: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	w := call("10.0.0.66:1")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "20" || !strings.Contains(w.Body.String(), "CPU budget") {
+		t.Errorf("a walk past the budget: %d Retry-After %q %s; want 429, Retry-After 20 (2 CPU-s at 10 %%), the reason",
+			w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if w := call("10.0.0.7:1"); w.Code != http.StatusOK {
+		t.Errorf("another caller: %d %s, want 200 (budgets are per caller)", w.Code, w.Body)
+	}
+	clk.Add(18 * time.Second)
+	if w := call("10.0.0.66:1"); w.Code != http.StatusTooManyRequests {
+		t.Errorf("before the debt is repaid: %d %s, want 429", w.Code, w.Body)
+	}
+	clk.Add(3 * time.Second) // the debt repaid
+	if w := call("10.0.0.66:1"); w.Code != http.StatusOK {
+		t.Errorf("once the debt is repaid: %d %s, want 200", w.Code, w.Body)
+	}
+}
