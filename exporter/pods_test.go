@@ -187,6 +187,22 @@ func TestPodVolumesOfStaticPods(t *testing.T) {
 	}
 }
 
+// startPodWatcher runs a watcher of node-1 over client until the test ends, synced, and
+// returns it with the context it runs under.
+func startPodWatcher(t *testing.T, client *fake.Clientset) (*PodWatcher, context.Context) {
+	t.Helper()
+	w, err := NewPodWatcher(client, "node-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(func() { cancel(); w.Shutdown() })
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w, ctx
+}
+
 func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	client := fake.NewClientset(
 		newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod,
@@ -208,15 +224,7 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 		return false, nil, nil
 	})
 
-	w, err := NewPodWatcher(client, "node-1", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer func() { cancel(); w.Shutdown() }()
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, ctx := startPodWatcher(t, client)
 	if !w.HasSynced() {
 		t.Fatal("not synced after Start")
 	}
@@ -366,16 +374,7 @@ func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			client := fake.NewClientset(victim.pod.DeepCopy(), tc.pod)
-			w, err := NewPodWatcher(client, "node-1", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer func() { cancel(); w.Shutdown() }()
-			if err := w.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
+			w, _ := startPodWatcher(t, fake.NewClientset(victim.pod.DeepCopy(), tc.pod))
 			got, err := w.List()
 			if err != nil {
 				t.Fatal(err)
