@@ -14,31 +14,27 @@ mod=github.com/prometheus-operator/prometheus-operator
 version=$(awk -v m="$mod" '$1==m {print $2} $1=="require" && $2==m {print $3}' "$here/go.mod")
 out=${PROM_OPERATOR_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard/prometheus-operator-$version}
 mkdir -p "$out"
-# A binary is current when it was built from the same go.mod and go.sum: their content, not
-# their time, which a fresh clone sets to now.
-pins() { cat "$1/go.mod" "$1/go.sum" | sha256sum | cut -d' ' -f1; }
-operator_pins=$(pins "$here")
-if ! [ -x "$out/operator" ] || [ "$(cat "$out/operator.pins" 2>/dev/null)" != "$operator_pins" ]; then
-  echo "building the Prometheus Operator $version into $out (first time: a few minutes)" >&2
-  (cd "$here" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${version#v}" \
-    -o "$out/operator.tmp" "$mod/cmd/operator")
-  mv "$out/operator.tmp" "$out/operator"
-  echo "$operator_pins" > "$out/operator.pins"
-fi
+# build_pinned NAME MODULE_DIR PACKAGE VERSION LABEL builds PACKAGE of the module in
+# MODULE_DIR into $out/NAME, stamped with VERSION, unless it is current: built from the same
+# go.mod and go.sum content (not their time, which a fresh clone sets to now).
+build_pinned() {
+  local name=$1 dir=$2 pkg=$3 ver=$4 label=$5 pins
+  pins=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -d' ' -f1)
+  if [ -x "$out/$name" ] && [ "$(cat "$out/$name.pins" 2>/dev/null)" = "$pins" ]; then return; fi
+  echo "building $label into $out (first time: several minutes)" >&2
+  (cd "$dir" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$ver" \
+    -o "$out/$name.tmp" "$pkg")
+  mv "$out/$name.tmp" "$out/$name"
+  echo "$pins" > "$out/$name.pins"
+}
+build_pinned operator "$here" "$mod/cmd/operator" "${version#v}" "the Prometheus Operator $version"
 prom=github.com/prometheus/prometheus
 prom_mod=$here/../prometheus
 prom_version=$(awk -v m="$prom" '$1==m {print $2} $1=="require" && $2==m {print $3}' "$prom_mod/go.mod")
 # The module's v0.MMM.P is Prometheus 3.MMM/100 . MMM%100 . P (v0.305.0 is 3.5.0).
 minor=${prom_version#v0.}; patch=${minor#*.}; minor=${minor%%.*}
 prom_release="$((minor / 100)).$((minor % 100)).$patch"
-prometheus_pins=$(pins "$prom_mod")
-if ! [ -x "$out/prometheus" ] || [ "$(cat "$out/prometheus.pins" 2>/dev/null)" != "$prometheus_pins" ]; then
-  echo "building Prometheus $prom_release into $out (first time: several minutes)" >&2
-  (cd "$prom_mod" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$prom_release" \
-    -o "$out/prometheus.tmp" "$prom/cmd/prometheus")
-  mv "$out/prometheus.tmp" "$out/prometheus"
-  echo "$prometheus_pins" > "$out/prometheus.pins"
-fi
+build_pinned prometheus "$prom_mod" "$prom/cmd/prometheus" "$prom_release" "Prometheus $prom_release"
 echo "v$prom_release" > "$out/prometheus.version"
 if ! [ -d "$out/crds" ]; then
   src=$(cd "$here" && go list -m -f '{{.Dir}}' "$mod")
