@@ -63,6 +63,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	describeAlignment(ch)
+	describeStorage(ch)
 	e.collections.Describe(ch)
 	e.deferredWalks.Describe(ch)
 	e.measureErrors.Describe(ch)
@@ -85,6 +86,9 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
 	for _, r := range snap.volumes {
+		if r.Volume.Kind != KindEmptyDir {
+			continue // published added up, per pod and container (collectStorage)
+		}
 		lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
 		m := r.Measurement
 		gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
@@ -101,6 +105,8 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 	}
+
+	e.collectStorage(ch, snap, now)
 
 	if snap.cycles > 0 {
 		gauge(durationDesc, snap.duration.Seconds(), node, source)

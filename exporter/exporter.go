@@ -22,8 +22,17 @@ type Config struct {
 	NodeName string
 	// Source measures volumes, for the periodic collection and the live endpoint.
 	Source Source
-	// Pods tells which pods on the node have emptyDir volumes.
+	// Pods tells which pods on the node have emptyDir volumes (and, with
+	// PodWatcher.SetEphemeralStorage, the other parts of pods with an ephemeral-storage limit).
 	Pods PodLister
+	// DedicatedImageFilesystem says the runtime's writable layers are on another filesystem
+	// than the kubelet's root dir (DedicatedImageFilesystem): they then count toward their
+	// pod's ephemeral-storage limit only, not their container's, as in the kubelet.
+	DedicatedImageFilesystem bool
+	// MeasureEphemeralStorage says Pods lists the ephemeral-storage parts of pods with a limit
+	// (--collection.ephemeral-storage): the exporter then publishes whether the node has a
+	// dedicated image filesystem.
+	MeasureEphemeralStorage bool
 	// Logger receives one line per failed volume and per cycle at debug level; nil: none.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -69,13 +78,14 @@ type Config struct {
 // DefaultConfig returns the documented defaults: the one place they are written.
 func DefaultConfig() Config {
 	return Config{
-		Interval:          10 * time.Second,
-		AlignToScrapes:    true,
-		VolumeConcurrency: 2,
-		VolumeTimeout:     time.Minute,
-		UnlimitedInterval: time.Minute,
-		CPUBudget:         0.05,
-		LiveConcurrency:   4,
+		Interval:                10 * time.Second,
+		AlignToScrapes:          true,
+		MeasureEphemeralStorage: true,
+		VolumeConcurrency:       2,
+		VolumeTimeout:           time.Minute,
+		UnlimitedInterval:       time.Minute,
+		CPUBudget:               0.05,
+		LiveConcurrency:         4,
 		// Well within LiveTimeout, so a request that got its turn late still has time to walk.
 		LiveMaxWait: 10 * time.Second,
 	}
@@ -157,6 +167,7 @@ type Exporter struct {
 // snapshot is what one collection cycle produced.
 type snapshot struct {
 	volumes     []VolumeResult // each with a measurement, fresh or the last good one
+	storage     []PodVolumes   // the pods of the cycle whose ephemeral storage is measured
 	duration    time.Duration
 	success     bool
 	lastSuccess time.Time
@@ -361,13 +372,31 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		}
 	}
 
+	var storage []PodVolumes
+	emptyDirs, podsWithEmptyDirs := 0, 0
+	for _, p := range pods {
+		if p.Storage != nil {
+			storage = append(storage, p)
+		}
+		n := 0
+		for _, v := range p.Volumes {
+			if v.Kind == KindEmptyDir {
+				n++
+			}
+		}
+		emptyDirs += n
+		if n > 0 {
+			podsWithEmptyDirs++
+		}
+	}
 	next := snapshot{
 		volumes:     kept,
+		storage:     storage,
 		duration:    e.now().Sub(start),
 		success:     success,
 		lastSuccess: prev.lastSuccess,
-		pods:        len(pods),
-		volumeCount: len(results),
+		pods:        podsWithEmptyDirs,
+		volumeCount: emptyDirs,
 		cycles:      prev.cycles + 1,
 	}
 	if success {

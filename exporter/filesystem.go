@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
@@ -21,6 +22,14 @@ const (
 	MethodProjectQuota = "project_quota"
 	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
 	MethodKubelet = "kubelet"
+	// MethodStatfs: a medium Memory volume on a tmpfs of its own, read in O(1) from the
+	// filesystem's statistics.
+	MethodStatfs = "statfs"
+	// MethodFiles: the files of a folder the kubelet or the runtime writes (logs,
+	// etc-hosts), each one's allocated blocks, as the kubelet adds them up.
+	MethodFiles = "files"
+	// MethodNone: a writable layer that could not be located (Measurement.Unlocated).
+	MethodNone = "none"
 )
 
 // FilesystemSource measures volumes by walking the kubelet's pod volume folders.
@@ -36,6 +45,12 @@ type FilesystemSource struct {
 	// where the kubelet put it under one of its own, instead of walking it
 	// (fswalk.ReadProjectQuota), for pods in a user namespace only (PodVolumes.UserNamespace).
 	ProjectQuotas bool
+	// PodLogsDir is the kubelet's podLogsDir as mounted into the exporter
+	// (--kubelet.pod-logs-dir): the pods' and containers' log files.
+	PodLogsDir string
+	// Layers locates containers' writable layers; nil: they are not measured (a pod's
+	// writable layers then read as unlocated).
+	Layers *LayerLocator
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// readQuota is fswalk.ReadProjectQuota; tests replace it.
@@ -45,7 +60,11 @@ type FilesystemSource struct {
 // DefaultFilesystemSource returns the filesystem source with the documented defaults, which
 // the command's flags show and bind to.
 func DefaultFilesystemSource() FilesystemSource {
-	return FilesystemSource{KubeletRootDir: "/var/lib/kubelet", WalkConcurrency: 4, ProjectQuotas: true}
+	return FilesystemSource{KubeletRootDir: "/var/lib/kubelet", PodLogsDir: "/var/log/pods", WalkConcurrency: 4, ProjectQuotas: true,
+		Layers: &LayerLocator{
+			TaskDir:         "/run/containerd/io.containerd.runtime.v2.task",
+			SnapshotterRoot: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+		}}
 }
 
 // MaxWalkConcurrency bounds FilesystemSource.WalkConcurrency.
@@ -64,6 +83,17 @@ func (s *FilesystemSource) Validate() error {
 	if !filepath.IsAbs(s.KubeletRootDir) {
 		errs = append(errs, fmt.Errorf("--kubelet.root-dir=%q must be an absolute path", s.KubeletRootDir))
 	}
+	if s.PodLogsDir != "" && !filepath.IsAbs(s.PodLogsDir) {
+		errs = append(errs, fmt.Errorf("--kubelet.pod-logs-dir=%q must be an absolute path", s.PodLogsDir))
+	}
+	if s.Layers != nil {
+		if !filepath.IsAbs(s.Layers.TaskDir) {
+			errs = append(errs, fmt.Errorf("--containerd.task-dir=%q must be an absolute path", s.Layers.TaskDir))
+		}
+		if !filepath.IsAbs(s.Layers.SnapshotterRoot) {
+			errs = append(errs, fmt.Errorf("--containerd.snapshotter-root=%q must be an absolute path", s.Layers.SnapshotterRoot))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -73,22 +103,86 @@ func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []Vol
 	return measureEach(ctx, pods, s.MeasureVolume)
 }
 
+// folder is where what v measures lives; "" for a writable layer, which Layers locates.
+func (s *FilesystemSource) folder(p PodVolumes, v Volume) string {
+	podDir := filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID())
+	_, name, _ := strings.Cut(v.Name, "/")
+	switch v.Kind {
+	case KindConfigMap:
+		return filepath.Join(podDir, "volumes", "kubernetes.io~configmap", name)
+	case KindGitRepo:
+		return filepath.Join(podDir, "volumes", "kubernetes.io~git-repo", name)
+	case KindContainerLogs:
+		return filepath.Join(s.podLogs(p), v.Container)
+	case KindPodFiles:
+		return podDir
+	case KindWritableLayer:
+		return ""
+	default:
+		return Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
+	}
+}
+
+// podLogs is the pod's log folder (BuildPodLogsDirectory in pkg/kubelet/kuberuntime): every
+// element is a name the API server validated or assigned.
+func (s *FilesystemSource) podLogs(p PodVolumes) string {
+	return filepath.Join(s.PodLogsDir, p.Namespace+"_"+p.Pod+"_"+p.KubeletUID())
+}
+
 // VolumeGone reports whether volume v of pod p has no folder: the kubelet has not set it up
 // yet or has torn it down. One lstat, for the volumes a cycle does not walk.
 func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
-	_, err := os.Lstat(Dir(s.KubeletRootDir, p.KubeletUID(), v.Name))
+	dir := s.folder(p, v)
+	if dir == "" {
+		return false
+	}
+	_, err := os.Lstat(dir)
 	return errors.Is(err, fs.ErrNotExist)
 }
 
 // MeasureVolume implements VolumeSource.
 func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
-	dir := Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
 	started := now()
-	du, method, err := s.diskUsage(ctx, dir, p.UserNamespace, meter)
+	dir := s.folder(p, v)
+	var du fswalk.DiskUsage
+	var method string
+	var err error
+	switch {
+	case v.Kind == KindWritableLayer:
+		if s.Layers == nil {
+			return Measurement{Unlocated: LayerNoRootfsMount, Method: MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+		}
+		upper, lerr := s.Layers.UpperDir(v.ContainerID)
+		var le *LayerError
+		if errors.As(lerr, &le) {
+			return Measurement{Unlocated: le.Reason, Method: MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+		}
+		if lerr != nil {
+			return Measurement{}, fsError(lerr)
+		}
+		dir = upper
+		du, err = fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries})
+		method = MethodWalk
+	case v.Kind == KindContainerLogs:
+		du, err = fswalk.FilesUsage(dir)
+		method = MethodFiles
+	case v.Kind == KindPodFiles:
+		du, err = s.podFilesUsage(p)
+		method = MethodFiles
+	case v.Kind == KindEmptyDir && v.Medium == MediumMemory:
+		var ok bool
+		if du, ok, err = fswalk.OwnTmpfsUsage(dir); err == nil && ok {
+			method = MethodStatfs
+			break
+		}
+		du, method, err = s.diskUsage(ctx, dir, p.UserNamespace, meter)
+	default:
+		du, method, err = s.diskUsage(ctx, dir, p.UserNamespace, meter)
+	}
 	// A walk cut short by its deadline still counted something: a lower bound, published
 	// as one (Measurement.CutShort), is more than no number at all for a slow volume.
 	if err != nil && !du.CutShort {
@@ -111,6 +205,22 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil
+}
+
+// podFilesUsage is the pod's etc-hosts file and the files directly in its log folder, each
+// counted as the kubelet counts them (getPodEtcHostsStats and getPodLogStats in
+// pkg/kubelet/stats/host_stats_provider.go): either may be missing (a pod mounting its own
+// /etc/hosts, a pod whose sandbox is not up yet).
+func (s *FilesystemSource) podFilesUsage(p PodVolumes) (fswalk.DiskUsage, error) {
+	hosts, err := fswalk.FileUsage(filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID()), "etc-hosts")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fswalk.DiskUsage{}, err
+	}
+	logs, err := fswalk.FilesUsage(s.podLogs(p))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fswalk.DiskUsage{}, err
+	}
+	return fswalk.DiskUsage{UsedBytes: hosts.UsedBytes + logs.UsedBytes, Inodes: hosts.Inodes + logs.Inodes}, nil
 }
 
 // walkRetries is how many times a walk that saw folders change is done again

@@ -40,6 +40,26 @@ type PodWatcher struct {
 	lister   corelisters.PodLister
 	// onError receives every failed list or watch request (SetWatchErrorHandler).
 	onError atomic.Pointer[func(error)]
+	// ephemeralStorage adds the other parts of the pod's ephemeral storage to pods with an
+	// ephemeral-storage limit (SetEphemeralStorage).
+	ephemeralStorage atomic.Bool
+}
+
+// SetEphemeralStorage has the watcher list, beside emptyDir volumes, the writable layers,
+// logs and other local ephemeral volumes of every pod with an ephemeral-storage limit, with
+// the limits the kubelet checks (withStorage). Call it before Start.
+func (w *PodWatcher) SetEphemeralStorage(on bool) { w.ephemeralStorage.Store(on) }
+
+// podVolumes is what the watcher lists of pod; false when nothing of it is measured.
+func (w *PodWatcher) podVolumes(p *corev1.Pod) (PodVolumes, bool) {
+	pv, ok := podBase(p)
+	if !ok {
+		return PodVolumes{}, false
+	}
+	if w.ephemeralStorage.Load() {
+		pv = withStorage(pv, p)
+	}
+	return pv, len(pv.Volumes) > 0
 }
 
 // NewPodWatcher prepares an informer over the pods of nodeName. Call Start to run it.
@@ -116,7 +136,7 @@ func (w *PodWatcher) List() ([]PodVolumes, error) {
 		if p.Spec.NodeName != w.nodeName || !w.kubeletRuns(p) {
 			continue // see Get
 		}
-		if pv, ok := podVolumes(p); ok {
+		if pv, ok := w.podVolumes(p); ok {
 			out = append(out, pv)
 		}
 	}
@@ -143,7 +163,7 @@ func (w *PodWatcher) Get(namespace, name string) (PodVolumes, bool, error) {
 	if p.Spec.NodeName != w.nodeName || !w.kubeletRuns(p) {
 		return PodVolumes{}, false, nil
 	}
-	pv, ok := podVolumes(p)
+	pv, ok := w.podVolumes(p)
 	return pv, ok, nil
 }
 
@@ -178,8 +198,9 @@ func (w *PodWatcher) kubeletRuns(p *corev1.Pod) bool {
 	return err == nil && len(others) == 0
 }
 
-// trimPod drops what podVolumes never reads. Of the annotations it keeps the mirror pod's
-// config hash: the kubelet keeps a static pod's volumes under it.
+// trimPod drops what podVolumes and withStorage never read. Of the annotations it keeps the
+// mirror pod's config hash: the kubelet keeps a static pod's volumes under it; of the status,
+// the phase and which containers run under which runtime ID.
 func trimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -191,8 +212,25 @@ func trimPod(obj any) (any, error) {
 	} else {
 		p.Annotations = nil
 	}
-	p.Status = corev1.PodStatus{Phase: p.Status.Phase}
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase,
+		InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses)}
 	return p, nil
+}
+
+// trimStatuses keeps of each container status its name, its runtime ID and whether it runs.
+func trimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, cs := range in {
+		out[i] = corev1.ContainerStatus{Name: cs.Name, ContainerID: cs.ContainerID}
+		if cs.State.Running != nil {
+			out[i].State.Running = &corev1.ContainerStateRunning{}
+		}
+	}
+	return out
 }
 
 // SetWatchErrorHandler reports every failed list or watch request of the informer to

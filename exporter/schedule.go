@@ -40,7 +40,9 @@ type dueWalk struct {
 }
 
 // dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
-// first. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
+// first. Here "a volume with a sizeLimit" is any part of a pod that is guarded (Volume.guard):
+// an emptyDir with a sizeLimit, or a part counting toward an ephemeral-storage limit, whose
+// urgency is its usage against that limit. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
 // nearest to its limit (by its last usage) goes first; before all, one never measured. A
 // volume without a sizeLimit only feeds dashboards: it is due once every unlimitedInterval, in
 // the cycle nearest to that (tolerance is half a cycle, so that timer jitter never pushes it
@@ -87,20 +89,21 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			if s.inFlight {
 				continue
 			}
-			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: v.LimitBytes != nil || unlimitedInterval == 0},
+			limit := v.guard()
+			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: limit != nil || unlimitedInterval == 0},
 				started: s.started}
 			switch {
-			case v.LimitBytes == nil && overdue(s):
+			case limit == nil && overdue(s):
 				c.tier = 1
 				limited = append(limited, c)
-			case v.LimitBytes != nil:
+			case limit != nil:
 				switch {
 				case !s.measured:
 					c.tier = 0
 				case unlimitedInterval > 0 && slow(s):
 					c.tier = 1
 				default:
-					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*v.LimitBytes)
+					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*limit)
 				}
 				if costly > 0 && s.cost > costly {
 					if !since(s, time.Duration(float64(s.cost)/share)) {

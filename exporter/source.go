@@ -33,15 +33,18 @@ type Measurement struct {
 	// CutShort says the walk hit its deadline before reading every folder: UsedBytes is
 	// what it counted until then.
 	CutShort bool
-	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota or
-	// MethodKubelet.
+	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota,
+	// MethodStatfs, MethodFiles, MethodKubelet or MethodNone.
 	Method string
+	// Unlocated is set for a writable layer that could not be located, to the reason (one of
+	// layerReasons): UsedBytes is 0, a lower bound.
+	Unlocated string
 }
 
 // LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, folders
-// changed during the walk, or the walk cut short.
+// changed during the walk, the walk cut short, or a writable layer not located.
 func (m Measurement) LowerBound() bool {
-	return m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort
+	return m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort || m.Unlocated != ""
 }
 
 // VolumeResult is the outcome of measuring one volume of one pod.

@@ -14,12 +14,35 @@ const (
 	MediumHugePages = "hugepages"
 )
 
-// Volume is one emptyDir volume of one pod, as its spec declares it.
+// Volume is one thing of one pod the exporter measures: an emptyDir volume, as its spec
+// declares it, or (Kind) another part of the pod's ephemeral storage.
 type Volume struct {
+	// Name is the emptyDir volume's name; for the other kinds a name no volume can have
+	// (partName), unique within the pod.
 	Name   string
 	Medium string
-	// LimitBytes is the sizeLimit; nil when the volume has none.
+	// LimitBytes is the sizeLimit; nil when the volume has none (and for the other kinds).
 	LimitBytes *int64
+	// Kind is what is measured; the zero value is an emptyDir volume.
+	Kind Kind
+	// Container is the container whose writable layer or logs this is.
+	Container string
+	// ContainerID is the runtime's ID of that container (a writable layer only), from the
+	// pod's status: "containerd://<id>".
+	ContainerID string
+	// BudgetBytes is the smallest ephemeral-storage limit (the pod's or its container's) the
+	// part counts toward; nil when none. With LimitBytes it makes the part guarded: walked
+	// every cycle, as what can trigger an eviction.
+	BudgetBytes *int64
+}
+
+// guard is the limit that makes v urgent: its sizeLimit, else the smallest ephemeral-storage
+// limit it counts toward; nil when nothing it holds can trigger an eviction.
+func (v Volume) guard() *int64 {
+	if v.LimitBytes != nil {
+		return v.LimitBytes
+	}
+	return v.BudgetBytes
 }
 
 // PodVolumes is a pod on this node with the emptyDir volumes that are set up for it.
@@ -32,6 +55,9 @@ type PodVolumes struct {
 	// of its manifest, not by the UID of the mirror pod the API server shows.
 	ConfigHash string
 	Volumes    []Volume
+	// Storage is the pod's ephemeral-storage limits and containers; nil when the exporter
+	// measures emptyDir volumes only (the pod has no such limit, or the measurement is off).
+	Storage *PodStorage
 	// UserNamespace is set for a pod with hostUsers: false: its root is no root of the node,
 	// and cannot change the project IDs the kubelet put its volumes under.
 	UserNamespace bool
@@ -57,14 +83,53 @@ func Dir(kubeletRootDir, podUID, volume string) string {
 	return filepath.Join(kubeletRootDir, "pods", podUID, "volumes", "kubernetes.io~empty-dir", volume)
 }
 
-// podVolumes extracts what the exporter needs of a pod. It returns false for pods
-// that have no emptyDir volume in use or whose volumes are being torn down.
+// podVolumes extracts what the exporter needs of a pod's emptyDir volumes. It returns false
+// for pods that have no emptyDir volume in use or whose volumes are being torn down.
 func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
+	pv, ok := podBase(pod)
+	if !ok {
+		return PodVolumes{}, false
+	}
+	return pv, len(pv.Volumes) > 0
+}
+
+// podBase is pod with its emptyDir volumes in use; false when the pod's volumes are gone
+// (it has ended) or it cannot be a pod the kubelet runs.
+func podBase(pod *corev1.Pod) (PodVolumes, bool) {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return PodVolumes{}, false
 	}
-	// The kubelet sets up only volumes that some container mounts; an unmounted
-	// volume has no folder and would read as an error.
+	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID),
+		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
+		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers}
+	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
+		// Anyone who may create pods may set this annotation, and it becomes a folder
+		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
+		// own metadata.uid), never a path.
+		if !isConfigHash(hash) {
+			return PodVolumes{}, false
+		}
+		pv.ConfigHash = hash
+	}
+	mounted := mountedVolumes(pod)
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir == nil || !mounted[v.Name] {
+			continue
+		}
+		vol := Volume{Name: v.Name, Medium: mediumLabel(v.EmptyDir.Medium)}
+		// The kubelet enforces only a positive sizeLimit; zero means none.
+		if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() > 0 {
+			b := l.Value()
+			vol.LimitBytes = &b
+		}
+		pv.Volumes = append(pv.Volumes, vol)
+	}
+	return pv, true
+}
+
+// mountedVolumes names the volumes some container mounts: the kubelet sets up only those,
+// and an unmounted volume has no folder and would read as an error.
+func mountedVolumes(pod *corev1.Pod) map[string]bool {
 	mounted := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
 		for _, m := range c.VolumeMounts {
@@ -81,31 +146,7 @@ func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
 			mounted[m.Name] = true
 		}
 	}
-	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID),
-		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
-		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers}
-	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
-		// Anyone who may create pods may set this annotation, and it becomes a folder
-		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
-		// own metadata.uid), never a path.
-		if !isConfigHash(hash) {
-			return PodVolumes{}, false
-		}
-		pv.ConfigHash = hash
-	}
-	for _, v := range pod.Spec.Volumes {
-		if v.EmptyDir == nil || !mounted[v.Name] {
-			continue
-		}
-		vol := Volume{Name: v.Name, Medium: mediumLabel(v.EmptyDir.Medium)}
-		// The kubelet enforces only a positive sizeLimit; zero means none.
-		if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() > 0 {
-			b := l.Value()
-			vol.LimitBytes = &b
-		}
-		pv.Volumes = append(pv.Volumes, vol)
-	}
-	return pv, len(pv.Volumes) > 0
+	return mounted
 }
 
 // isConfigHash reports whether s can be a static pod's config hash: one safe path element.

@@ -31,7 +31,7 @@ const (
 // unmeasured is the error of a volume none of whose walks has completed yet: one without a
 // sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
 func (w *volumeWalks) unmeasured(v Volume) error {
-	if v.LimitBytes == nil && w.unlimitedInterval > 0 {
+	if v.guard() == nil && w.unlimitedInterval > 0 {
 		return errAwaitingSlowWalk
 	}
 	return errPending

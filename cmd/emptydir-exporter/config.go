@@ -90,6 +90,14 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.AlignToScrapes)).BoolVar(&ec.AlignToScrapes)
 	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
 		Default(fsc.KubeletRootDir).StringVar(&fsc.KubeletRootDir)
+	app.Flag("kubelet.pod-logs-dir", "The kubelet's podLogsDir as mounted into the exporter: the pods' and containers' log files, which count toward their ephemeral-storage limits (source filesystem, --collection.ephemeral-storage).").
+		Default(fsc.PodLogsDir).StringVar(&fsc.PodLogsDir)
+	app.Flag("collection.ephemeral-storage", "Also measure, for every pod with an ephemeral-storage limit, what the kubelet counts toward it beside emptyDir volumes: its running containers' writable layers and logs, its configMap and gitRepo volumes, etc-hosts and its own log files; and publish the pod's and its containers' usage and limits (source filesystem).").
+		Default(def(ec.MeasureEphemeralStorage)).BoolVar(&ec.MeasureEphemeralStorage)
+	app.Flag("containerd.task-dir", "containerd's runtime v2 task folder (its state dir plus io.containerd.runtime.v2.task) as mounted into the exporter, with HostToContainer mount propagation: where it mounts each container's root filesystem, whose overlay upperdir is the container's writable layer (--collection.ephemeral-storage).").
+		Default(fsc.Layers.TaskDir).StringVar(&fsc.Layers.TaskDir)
+	app.Flag("containerd.snapshotter-root", "The root of containerd's overlayfs snapshotter, mounted read-only into the exporter at the same path as on the node: the writable layers are walked there (--collection.ephemeral-storage).").
+		Default(fsc.Layers.SnapshotterRoot).StringVar(&fsc.Layers.SnapshotterRoot)
 	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
 		Default(def(fsc.WalkConcurrency)).IntVar(&fsc.WalkConcurrency)
 	app.Flag("fs.project-quota", "Read a volume's usage from the XFS/ext4 project quota the kubelet put it under (LocalStorageCapacityIsolationFSQuotaMonitoring), in O(1), instead of walking it; needs CAP_SYS_ADMIN, else every volume is walked (source filesystem).").
@@ -188,6 +196,11 @@ func (c *config) checkPaths() error {
 			errs = append(errs, fmt.Errorf("--kubelet.root-dir: %w", err))
 		} else {
 			f.Close()
+		}
+		if c.exporter.MeasureEphemeralStorage {
+			if _, err := os.Stat(c.fs.PodLogsDir); err != nil {
+				errs = append(errs, fmt.Errorf("--kubelet.pod-logs-dir: %w (mount the kubelet's podLogsDir read-only into the exporter, or turn --collection.ephemeral-storage off)", err))
+			}
 		}
 	}
 	if c.source == sourceKubelet && c.kubeletURL != "" {

@@ -79,6 +79,17 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if cfg.source != sourceFilesystem {
+		ec.MeasureEphemeralStorage = false // the Summary API's pod and container figures are not read yet
+	}
+	if ec.MeasureEphemeralStorage {
+		pods.SetEphemeralStorage(true)
+		dedicated, err := exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, cfg.fs.KubeletRootDir)
+		if err != nil {
+			logger.Warn("cannot tell whether the image filesystem is dedicated; taking it for the kubelet's (writable layers count toward their containers' limits)", "err", err)
+		}
+		ec.DedicatedImageFilesystem = dedicated
+	}
 	ec.Source, ec.Pods, ec.Logger = source, pods, logger
 	exp, err := exporter.New(ec)
 	if err != nil {
@@ -119,7 +130,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 
 	server := newServer(mux, defaultServerTimeouts, logger)
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
-		"interval", ec.Interval, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
+		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
 	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
 }
 

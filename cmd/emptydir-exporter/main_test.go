@@ -57,7 +57,7 @@ func TestRunGoodFlagsGetsPastValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code := run([]string{"--node.name=n", "--kubelet.root-dir=" + root, "--web.listen-address=" + freeAddr(t)})
+	code := run([]string{"--node.name=n", "--kubelet.root-dir=" + root, "--kubelet.pod-logs-dir=" + t.TempDir(), "--web.listen-address=" + freeAddr(t)})
 
 	if code != 1 {
 		t.Errorf("run = %d, want 1 (flags accepted, no cluster to talk to)", code)

@@ -28,3 +28,18 @@ func FilesystemSpace(dir string) (Space, error) {
 func ProcessCPU() (time.Duration, error) {
 	return 0, fmt.Errorf("getrusage: %w", errors.ErrUnsupported)
 }
+
+// FilesUsage needs Linux here (fstatat's fields differ from one system to the next).
+func FilesUsage(dir string) (DiskUsage, error) {
+	return DiskUsage{}, fmt.Errorf("files of %s: %w", dir, errors.ErrUnsupported)
+}
+
+// FileUsage needs Linux here.
+func FileUsage(dir, name string) (DiskUsage, error) {
+	return DiskUsage{}, fmt.Errorf("file %s of %s: %w", name, dir, errors.ErrUnsupported)
+}
+
+// OwnTmpfsUsage needs Linux (statfs's f_type).
+func OwnTmpfsUsage(dir string) (DiskUsage, bool, error) {
+	return DiskUsage{}, false, nil
+}

@@ -1,0 +1,97 @@
+package exporter
+
+import (
+	"time"
+)
+
+// StorageUsage is a pod's ephemeral-storage usage as the kubelet's two ephemeral-storage
+// checks see it, added up from the measurements of its parts.
+type StorageUsage struct {
+	// UsedBytes is what podEphemeralStorageLimitEviction compares with LimitBytes: every
+	// running container's writable layer and logs, the disk-medium emptyDir, configMap and
+	// gitRepo volumes, etc-hosts and the pod's own log files (calcEphemeralStorage).
+	UsedBytes  int64
+	LimitBytes *int64
+	// Parts splits UsedBytes by part label (PartEmptyDir, PartWritableLayer, PartLogs,
+	// PartOther); every part is there, 0 when the pod has none of it.
+	Parts map[string]int64
+	// LowerBound says a part's measurement is missing (not measured yet, or failed without an
+	// earlier one) or a lower bound, so UsedBytes is one too.
+	LowerBound bool
+	// MeasuredAt is when the oldest measurement behind UsedBytes started; zero with none.
+	MeasuredAt time.Time
+	Containers []ContainerUsage
+}
+
+// ContainerUsage is what containerEphemeralStorageLimitEviction compares for one container.
+type ContainerUsage struct {
+	Name string
+	// UsedBytes is its logs, plus its writable layer unless the node has a dedicated image
+	// filesystem.
+	UsedBytes  int64
+	LimitBytes *int64
+	// WritableLayerBytes and LogsBytes are the two parts, the first whether it counts or not.
+	WritableLayerBytes, LogsBytes int64
+	// Unlocated is why its writable layer could not be located; "" when it was.
+	Unlocated  string
+	LowerBound bool
+	MeasuredAt time.Time
+}
+
+// storageUsage adds up the measurements of pod p's parts in results (keyed by part name; an
+// absent one is missing) as the kubelet does; dedicatedImageFS leaves writable layers out of
+// the containers' own usage.
+func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageFS bool) StorageUsage {
+	u := StorageUsage{LimitBytes: p.Storage.LimitBytes,
+		Parts: map[string]int64{PartEmptyDir: 0, PartWritableLayer: 0, PartLogs: 0, PartOther: 0}}
+	containers := map[string]*ContainerUsage{}
+	for _, c := range p.Storage.Containers {
+		u.Containers = append(u.Containers, ContainerUsage{Name: c.Name, LimitBytes: c.LimitBytes})
+	}
+	for i := range u.Containers {
+		containers[u.Containers[i].Name] = &u.Containers[i]
+	}
+	older := func(t *time.Time, m time.Time) {
+		if t.IsZero() || m.Before(*t) {
+			*t = m
+		}
+	}
+	for _, v := range p.Volumes {
+		if v.Kind == KindEmptyDir && v.Medium != MediumDisk {
+			continue // memory and hugepages are no local ephemeral storage (IsLocalEphemeralVolume)
+		}
+		r, ok := results[v.Name]
+		c := containers[v.Container]
+		if v.Kind != KindWritableLayer && v.Kind != KindContainerLogs {
+			c = nil
+		}
+		if !ok || r.Err != nil {
+			u.LowerBound = true
+			if c != nil && (v.Kind != KindWritableLayer || !dedicatedImageFS) {
+				c.LowerBound = true
+			}
+			continue
+		}
+		m := r.Measurement
+		u.UsedBytes += m.UsedBytes
+		u.Parts[v.Kind.part()] += m.UsedBytes
+		u.LowerBound = u.LowerBound || m.LowerBound()
+		older(&u.MeasuredAt, m.MeasuredAt)
+		if c == nil {
+			continue
+		}
+		switch v.Kind {
+		case KindWritableLayer:
+			c.WritableLayerBytes, c.Unlocated = m.UsedBytes, m.Unlocated
+			if dedicatedImageFS {
+				continue
+			}
+		case KindContainerLogs:
+			c.LogsBytes = m.UsedBytes
+		}
+		c.UsedBytes += m.UsedBytes
+		c.LowerBound = c.LowerBound || m.LowerBound()
+		older(&c.MeasuredAt, m.MeasuredAt)
+	}
+	return u
+}

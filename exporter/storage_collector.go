@@ -1,0 +1,101 @@
+package exporter
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var (
+	podLabels       = []string{"node", "namespace", "pod", "uid"}
+	containerLabels = []string{"node", "namespace", "pod", "uid", "container"}
+)
+
+var (
+	podUsedDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_used_bytes",
+		"The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs, its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.",
+		podLabels, nil)
+	podLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_limit_bytes",
+		"The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.",
+		podLabels, nil)
+	podPartDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_part_bytes",
+		"What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).",
+		append(podLabels, "part"), nil)
+	podIncompleteDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete",
+		"1 when a part of the pod's ephemeral storage has no measurement yet, or only a lower bound (a writable layer not located among them), so emptydir_pod_ephemeral_storage_used_bytes is a lower bound; else 0.",
+		podLabels, nil)
+	podAgeDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_age_seconds",
+		"Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.",
+		podLabels, nil)
+	containerUsedDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_used_bytes",
+		"The container's ephemeral-storage usage as the kubelet compares it with its limit: its logs, plus its writable layer unless the node has a dedicated image filesystem (emptydir_exporter_image_filesystem_dedicated). For running containers of pods with an ephemeral-storage limit.",
+		containerLabels, nil)
+	containerLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_limit_bytes",
+		"The container's limits.ephemeral-storage, for the containers the kubelet checks (regular and restartable init containers); absent when it has none.",
+		containerLabels, nil)
+	containerPartDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_part_bytes",
+		"The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.",
+		append(containerLabels, "part"), nil)
+	layerUnlocatedDesc = prometheus.NewDesc("emptydir_container_writable_layer_unlocated",
+		"1 when the container's writable layer could not be located, by reason: other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; its usage then counts as 0 and the pod's and container's usage are lower bounds.",
+		append(containerLabels, "reason"), nil)
+	dedicatedImageFSDesc = prometheus.NewDesc("emptydir_exporter_image_filesystem_dedicated",
+		"1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.",
+		[]string{"node"}, nil)
+)
+
+func describeStorage(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{podUsedDesc, podLimitDesc, podPartDesc, podIncompleteDesc, podAgeDesc,
+		containerUsedDesc, containerLimitDesc, containerPartDesc, layerUnlocatedDesc, dedicatedImageFSDesc} {
+		ch <- d
+	}
+}
+
+// collectStorage publishes the ephemeral-storage usage of the pods of snap that have an
+// ephemeral-storage limit, added up from their parts' latest measurements.
+func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, now time.Time) {
+	node := e.cfg.NodeName
+	if e.cfg.MeasureEphemeralStorage {
+		ch <- prometheus.MustNewConstMetric(dedicatedImageFSDesc, prometheus.GaugeValue, boolFloat(e.cfg.DedicatedImageFilesystem), node)
+	}
+	if len(snap.storage) == 0 {
+		return
+	}
+	byPod := map[string]map[string]VolumeResult{}
+	for _, r := range snap.volumes {
+		if byPod[r.UID] == nil {
+			byPod[r.UID] = map[string]VolumeResult{}
+		}
+		byPod[r.UID][r.Volume.Name] = r
+	}
+	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+	}
+	for _, p := range snap.storage {
+		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem)
+		lv := []string{node, p.Namespace, p.Pod, p.UID}
+		gauge(podUsedDesc, float64(u.UsedBytes), lv...)
+		if u.LimitBytes != nil {
+			gauge(podLimitDesc, float64(*u.LimitBytes), lv...)
+		}
+		for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
+			gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
+		}
+		gauge(podIncompleteDesc, boolFloat(u.LowerBound), lv...)
+		if !u.MeasuredAt.IsZero() {
+			gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
+		}
+		for _, c := range u.Containers {
+			clv := append(append([]string(nil), lv...), c.Name)
+			gauge(containerUsedDesc, float64(c.UsedBytes), clv...)
+			if c.LimitBytes != nil {
+				gauge(containerLimitDesc, float64(*c.LimitBytes), clv...)
+			}
+			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, PartWritableLayer)...)
+			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, PartLogs)...)
+			if c.Unlocated != "" {
+				gauge(layerUnlocatedDesc, 1, append(clv, c.Unlocated)...)
+			}
+		}
+	}
+}
