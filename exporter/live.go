@@ -176,7 +176,10 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
 	for _, res := range results {
 		if res.Err != nil {
-			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring volume %q: %v", res.Volume.Name, res.Err)}
+			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Volume.describe(), res.Err)}
+		}
+		if res.Volume.Kind != KindEmptyDir {
+			continue // in EphemeralStorage
 		}
 		m := res.Measurement
 		resp.Volumes = append(resp.Volumes, liveapi.Volume{
@@ -186,7 +189,31 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
+	if volume == "" && pv.Storage != nil {
+		resp.EphemeralStorage = e.liveStorage(pv, results)
+	}
 	return http.StatusOK, resp
+}
+
+// liveStorage adds up the pod's ephemeral storage from the live results of all its parts.
+func (e *Exporter) liveStorage(pv PodVolumes, results []VolumeResult) *liveapi.PodStorage {
+	byName := make(map[string]VolumeResult, len(results))
+	var completed time.Time
+	for _, r := range results {
+		byName[r.Volume.Name] = r
+		if r.Measurement.CompletedAt.After(completed) {
+			completed = r.Measurement.CompletedAt
+		}
+	}
+	u := storageUsage(pv, byName, e.cfg.DedicatedImageFilesystem)
+	out := &liveapi.PodStorage{UsedBytes: u.UsedBytes, LimitBytes: u.LimitBytes, Parts: u.Parts, LowerBound: u.LowerBound,
+		DedicatedImageFilesystem: e.cfg.DedicatedImageFilesystem, MeasuredAt: u.MeasuredAt, CompletedAt: completed,
+		Containers: []liveapi.ContainerStorage{}}
+	for _, c := range u.Containers {
+		out.Containers = append(out.Containers, liveapi.ContainerStorage{Name: c.Name, UsedBytes: c.UsedBytes, LimitBytes: c.LimitBytes,
+			WritableLayerBytes: c.WritableLayerBytes, LogsBytes: c.LogsBytes, WritableLayerUnlocated: c.Unlocated, LowerBound: c.LowerBound})
+	}
+	return out
 }
 
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the

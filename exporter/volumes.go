@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -34,6 +35,20 @@ type Volume struct {
 	// part counts toward; nil when none. With LimitBytes it makes the part guarded: walked
 	// every cycle, as what can trigger an eviction.
 	BudgetBytes *int64
+}
+
+// describe names v in messages.
+func (v Volume) describe() string {
+	switch v.Kind {
+	case KindEmptyDir:
+		return fmt.Sprintf("volume %q", v.Name)
+	case KindWritableLayer:
+		return fmt.Sprintf("the writable layer of container %q", v.Container)
+	case KindContainerLogs:
+		return fmt.Sprintf("the logs of container %q", v.Container)
+	default:
+		return v.Name
+	}
 }
 
 // guard is the limit that makes v urgent: its sizeLimit, else the smallest ephemeral-storage

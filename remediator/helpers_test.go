@@ -119,7 +119,7 @@ type fakeMeasurer struct {
 	calls int
 }
 
-func (f *fakeMeasurer) Measure(_ context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+func (f *fakeMeasurer) Measure(_ context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -134,7 +134,7 @@ func (f *fakeMeasurer) Measure(_ context.Context, pod *corev1.Pod, volume string
 	if at.IsZero() {
 		at = testNow.Add(-time.Second)
 	}
-	return Measurement{Source: "fake", Node: pod.Spec.NodeName, Volume: volume, UsedBytes: used, MeasuredAt: at}, nil
+	return Measurement{Source: "fake", Node: pod.Spec.NodeName, Subject: subject, UsedBytes: used, MeasuredAt: at}, nil
 }
 
 // evictionSimulator makes the fake clientset behave like the Eviction API: it checks the UID

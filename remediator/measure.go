@@ -35,12 +35,32 @@ const (
 // AllMeasureReasons lists every live measurement error reason.
 var AllMeasureReasons = []string{MeasureStale, MeasureNotFound, MeasureUnavailable, MeasureUnreachable, MeasureBadResponse, MeasureNoExporter, MeasureWrongNode, MeasureIncomplete}
 
-// Measurement is a live measurement of one emptyDir volume.
+// Subject is what of a pod a live measurement is about: one emptyDir volume (Volume), the
+// pod's ephemeral storage, or one container's (Container), by Check.
+type Subject struct {
+	Check     string
+	Volume    string
+	Container string
+}
+
+// String names the subject in messages.
+func (s Subject) String() string {
+	switch s.Check {
+	case CheckPod:
+		return "the pod's ephemeral storage"
+	case CheckContainer:
+		return fmt.Sprintf("the ephemeral storage of container %q", s.Container)
+	default:
+		return fmt.Sprintf("emptyDir volume %q", s.Volume)
+	}
+}
+
+// Measurement is a live measurement of one Subject.
 type Measurement struct {
 	Source string
 	// Node is the node the source says it measured on.
 	Node      string
-	Volume    string
+	Subject   Subject
 	UsedBytes int64
 	// UnreadableEntries counts entries the walk could not read: when it is not 0, UsedBytes
 	// is a lower bound.
@@ -49,6 +69,8 @@ type Measurement struct {
 	// CutShort says it hit its deadline (liveapi.Volume): either makes UsedBytes a lower bound.
 	ChangedFolders int64
 	CutShort       bool
+	// Unlocated is why a writable layer counted in UsedBytes could not be located (as 0).
+	Unlocated string
 	// Incomplete says UsedBytes is a lower bound, for any reason (Measurement.LowerBound).
 	Incomplete bool
 	// MeasuredAt is when the measured value was complete: the end of the exporter's walk
@@ -75,18 +97,21 @@ func (m Measurement) incompleteWhy() string {
 	if m.CutShort {
 		why = append(why, "walk cut short by its deadline")
 	}
+	if len(why) == 0 && m.Unlocated != "" {
+		why = append(why, "writable layer not located: "+m.Unlocated)
+	}
 	if len(why) == 0 {
 		why = append(why, "a lower bound, the source says")
 	}
 	return strings.Join(why, ", ")
 }
 
-// LiveMeasurer measures one emptyDir volume of a pod at request time. Implementations must
+// LiveMeasurer measures one subject of a pod at request time. Implementations must
 // check the pod's UID, return a *MeasurementError for anything but a measurement of that
 // pod instance, and say when the value was measured: the caller judges whether it is fresh
 // enough to act on (checkMeasurement), once, for every source.
 type LiveMeasurer interface {
-	Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error)
+	Measure(ctx context.Context, pod *corev1.Pod, subject Subject) (Measurement, error)
 }
 
 // MeasurementError is a failed live measurement. Every failure is worth a retry: the volume

@@ -9,7 +9,7 @@ import (
 // than this within the maximum age simply measures the rest again.
 const maxCachedMeasurements = 4096
 
-// measurementCache keeps the last live measurement per pod UID and volume while it is fresh
+// measurementCache keeps the last live measurement per pod UID and subject while it is fresh
 // enough to act on (the same rule as a new one: checkFresh with the maximum age). A refused
 // eviction (PodDisruptionBudget, throttling) makes Alertmanager retry within seconds; those
 // retries reuse the measurement instead of walking a big volume again each time.
@@ -19,17 +19,20 @@ type measurementCache struct {
 	entries map[measurementKey]Measurement
 }
 
-type measurementKey struct{ uid, volume string }
+type measurementKey struct {
+	uid     string
+	subject Subject
+}
 
 func newMeasurementCache(maxAge time.Duration) *measurementCache {
 	return &measurementCache{maxAge: maxAge, entries: map[measurementKey]Measurement{}}
 }
 
-// get returns the cached measurement of the volume of the pod with uid if it is still fresh.
-func (c *measurementCache) get(uid, volume string, now time.Time) (Measurement, bool) {
+// get returns the cached measurement of the subject of the pod with uid if it is still fresh.
+func (c *measurementCache) get(uid string, subject Subject, now time.Time) (Measurement, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := measurementKey{uid, volume}
+	k := measurementKey{uid, subject}
 	m, ok := c.entries[k]
 	if !ok {
 		return Measurement{}, false
@@ -42,7 +45,7 @@ func (c *measurementCache) get(uid, volume string, now time.Time) (Measurement, 
 }
 
 // put remembers m, first dropping every entry that is no longer fresh.
-func (c *measurementCache) put(uid, volume string, m Measurement, now time.Time) {
+func (c *measurementCache) put(uid string, subject Subject, m Measurement, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, old := range c.entries {
@@ -53,5 +56,5 @@ func (c *measurementCache) put(uid, volume string, m Measurement, now time.Time)
 	if len(c.entries) >= maxCachedMeasurements {
 		return
 	}
-	c.entries[measurementKey{uid, volume}] = m
+	c.entries[measurementKey{uid, subject}] = m
 }

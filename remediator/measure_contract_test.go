@@ -39,12 +39,12 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 	}{
 		{name: "measured: numbers and the end of the walk", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)),
-			want: Measurement{Source: SourceExporter, Node: "node-1", Volume: "empty", UsedBytes: 10 * mib,
+			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				UnreadableEntries: 2, Incomplete: true, MeasuredAt: completed}},
 		{name: "walk cut short after folders changed: a lower bound, and why", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(exporter.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
 				ChangedFolders: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: exporter.MethodWalk}, nil)),
-			want: Measurement{Source: SourceExporter, Node: "node-1", Volume: "empty", UsedBytes: 10 * mib,
+			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				ChangedFolders: 4, CutShort: true, Incomplete: true, MeasuredAt: completed}},
 		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
@@ -72,7 +72,7 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 			ts := httptest.NewServer(mux)
 			defer ts.Close()
 
-			got, err := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL)).Measure(t.Context(), tt.pod.build(), tt.volume)
+			got, err := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL)).Measure(t.Context(), tt.pod.build(), Subject{Check: CheckEmptyDir, Volume: tt.volume})
 
 			if tt.wantReason != "" {
 				assertMeasurement(t, got, err, 0, tt.wantReason)

@@ -103,8 +103,9 @@ func completedAt(lr *liveapi.Response, v liveapi.Volume) time.Time {
 	return time.Time{}
 }
 
-// Measure asks the exporter on the pod's node for a live measurement of volume.
-func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+// Measure asks the exporter on the pod's node for a live measurement of the subject: one
+// volume, or (for the pod's or a container's ephemeral storage) every part of the pod.
+func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
 	if pod.Spec.NodeName == "" {
 		return Measurement{}, measureErr(MeasureNotFound, "pod %s/%s is not scheduled to a node", pod.Namespace, pod.Name)
 	}
@@ -112,7 +113,7 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 	if err != nil {
 		return Measurement{}, err
 	}
-	u, err := liveapi.URL(base, pod.Namespace, pod.Name, string(pod.UID), volume)
+	u, err := liveapi.URL(base, pod.Namespace, pod.Name, string(pod.UID), subject.Volume)
 	if err != nil {
 		return Measurement{}, &MeasurementError{Reason: MeasureUnreachable, Err: err}
 	}
@@ -144,6 +145,10 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		// about this pod's volume.
 		return Measurement{}, measureErr(MeasureWrongNode, "exporter answered from node %q, the pod runs on node %q", lr.Node, pod.Spec.NodeName)
 	}
+	if subject.Check == CheckPod || subject.Check == CheckContainer {
+		return storageMeasurement(&lr, subject)
+	}
+	volume := subject.Volume
 	for _, v := range lr.Volumes {
 		if v.Name != volume {
 			continue
@@ -154,11 +159,41 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume 
 		if v.UnreadableEntries < 0 || v.ChangedFolders < 0 {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d, changedFolders %d", volume, v.UnreadableEntries, v.ChangedFolders)
 		}
-		return Measurement{Source: SourceExporter, Node: lr.Node, Volume: volume, UsedBytes: *v.UsedBytes,
+		return Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: *v.UsedBytes,
 			UnreadableEntries: v.UnreadableEntries, ChangedFolders: v.ChangedFolders, CutShort: v.CutShort,
 			Incomplete: v.LowerBound, MeasuredAt: completedAt(&lr, v)}, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no volume %q", volume)
+}
+
+// storageMeasurement is the pod's or a container's ephemeral storage of an answer.
+func storageMeasurement(lr *liveapi.Response, subject Subject) (Measurement, error) {
+	es := lr.EphemeralStorage
+	if es == nil {
+		return Measurement{}, measureErr(MeasureNotFound, "exporter on node %q measures no ephemeral storage of pod %s/%s: it has no ephemeral-storage limit there, or the exporter runs without --collection.ephemeral-storage", lr.Node, lr.Namespace, lr.Pod)
+	}
+	at := es.CompletedAt
+	if at.IsZero() {
+		at = es.MeasuredAt
+	}
+	if es.UsedBytes < 0 {
+		return Measurement{}, measureErr(MeasureBadResponse, "exporter answer has ephemeral-storage usedBytes %d", es.UsedBytes)
+	}
+	if subject.Check == CheckPod {
+		return Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: es.UsedBytes,
+			Incomplete: es.LowerBound, MeasuredAt: at}, nil
+	}
+	for _, c := range es.Containers {
+		if c.Name != subject.Container {
+			continue
+		}
+		if c.UsedBytes < 0 {
+			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer has usedBytes %d for container %q", c.UsedBytes, c.Name)
+		}
+		return Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: c.UsedBytes,
+			Unlocated: c.WritableLayerUnlocated, Incomplete: c.LowerBound, MeasuredAt: at}, nil
+	}
+	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no running container %q", subject.Container)
 }
 
 // getJSON GETs u through client and returns the status and at most limit bytes of the

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeletsummary"
 )
 
@@ -26,9 +28,12 @@ func NewKubeletMeasurer(client kubernetes.Interface) *KubeletMeasurer {
 	return &KubeletMeasurer{client: client}
 }
 
-// Measure reads the Summary API of the pod's node and returns the volume's usedBytes with
-// the kubelet's stats time.
-func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+// Measure reads the Summary API of the pod's node and returns the subject's usedBytes with
+// the kubelet's stats time: a volume's, the pod's ephemeral storage (what the kubelet's own
+// check compares), or a container's logs plus its writable layer unless the Summary shows
+// the image filesystem apart from the node's.
+func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
+	volume := subject.Volume
 	node := pod.Spec.NodeName
 	if node == "" {
 		return Measurement{}, measureErr(MeasureNotFound, "pod %s/%s is not scheduled to a node", pod.Namespace, pod.Name)
@@ -47,6 +52,16 @@ func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume s
 		if ps.PodRef.UID != string(pod.UID) {
 			return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has pod %s/%s with uid %q, not %q", node, pod.Namespace, pod.Name, ps.PodRef.UID, pod.UID)
 		}
+		switch subject.Check {
+		case CheckPod:
+			es := ps.EphemeralStorage
+			if es == nil || es.UsedBytes == nil {
+				return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no ephemeral-storage usage of pod %s/%s (yet)", node, pod.Namespace, pod.Name)
+			}
+			return Measurement{Source: SourceKubelet, Node: node, Subject: subject, UsedBytes: int64(*es.UsedBytes), MeasuredAt: es.Time.Time}, nil
+		case CheckContainer:
+			return containerSummary(summary, ps, subject)
+		}
 		for _, vs := range ps.VolumeStats {
 			if vs.Name != volume {
 				continue
@@ -54,11 +69,51 @@ func (m *KubeletMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume s
 			if vs.UsedBytes == nil {
 				return Measurement{}, measureErr(MeasureBadResponse, "summary of node %q has no usedBytes for volume %q", node, volume)
 			}
-			return Measurement{Source: SourceKubelet, Node: node, Volume: volume, UsedBytes: int64(*vs.UsedBytes), MeasuredAt: vs.Time.Time}, nil
+			return Measurement{Source: SourceKubelet, Node: node, Subject: subject, UsedBytes: int64(*vs.UsedBytes), MeasuredAt: vs.Time.Time}, nil
 		}
 		return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no stats for volume %q of pod %s/%s (yet)", node, volume, pod.Namespace, pod.Name)
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no pod %s/%s", node, pod.Namespace, pod.Name)
+}
+
+// containerSummary is a container's usage as the kubelet's container check adds it up, from
+// its own Summary: the logs, plus the writable layer unless the node's image filesystem is
+// dedicated. The Summary does not say so; an image filesystem whose capacity, free space and
+// inodes all equal the node filesystem's is taken for the same one, anything else for a
+// dedicated one, which counts less: a missed eviction, never a wrong one.
+func containerSummary(summary *statsapi.Summary, ps statsapi.PodStats, subject Subject) (Measurement, error) {
+	node := summary.Node.NodeName
+	for _, cs := range ps.Containers {
+		if cs.Name != subject.Container {
+			continue
+		}
+		if cs.Logs == nil || cs.Logs.UsedBytes == nil {
+			return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no log usage of container %q (yet)", node, cs.Name)
+		}
+		used, at := int64(*cs.Logs.UsedBytes), cs.Logs.Time.Time
+		if !dedicatedImageFs(summary) {
+			if cs.Rootfs == nil || cs.Rootfs.UsedBytes == nil {
+				return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no writable-layer usage of container %q (yet)", node, cs.Name)
+			}
+			used += int64(*cs.Rootfs.UsedBytes)
+			if cs.Rootfs.Time.Before(&cs.Logs.Time) {
+				at = cs.Rootfs.Time.Time
+			}
+		}
+		return Measurement{Source: SourceKubelet, Node: node, Subject: subject, UsedBytes: used, MeasuredAt: at}, nil
+	}
+	return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no running container %q of pod %s/%s", node, subject.Container, ps.PodRef.Namespace, ps.PodRef.Name)
+}
+
+// dedicatedImageFs judges from a Summary whether the runtime's image filesystem is apart
+// from the node's (see containerSummary).
+func dedicatedImageFs(s *statsapi.Summary) bool {
+	if s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil || s.Node.Fs == nil {
+		return true
+	}
+	a, b := s.Node.Runtime.ImageFs, s.Node.Fs
+	same := func(x, y *uint64) bool { return x != nil && y != nil && *x == *y }
+	return !same(a.CapacityBytes, b.CapacityBytes) || !same(a.AvailableBytes, b.AvailableBytes) || !same(a.Inodes, b.Inodes)
 }
 
 // summaryErrorReason classifies a failed Summary read: the API server's (or kubelet's)

@@ -55,7 +55,7 @@ func encodeJSON(t *testing.T, v any) []byte {
 // measureAndJudge is the remediation step's use of a measurer: measure, then judge the
 // answer (the pod's node, freshness against maxAge) as Server.liveMeasurement does.
 func measureAndJudge(ctx context.Context, m LiveMeasurer, pod *corev1.Pod, volume string, maxAge time.Duration) (Measurement, error) {
-	got, err := m.Measure(ctx, pod, volume)
+	got, err := m.Measure(ctx, pod, Subject{Check: CheckEmptyDir, Volume: volume})
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -121,7 +121,7 @@ func TestExporterMeasurerUnreachable(t *testing.T) {
 	url := ts.URL
 	ts.Close()
 	m := NewExporterMeasurer(ts.Client(), StaticLocator(url))
-	_, err := m.Measure(t.Context(), newPod("default", "p", uid1).build(), "empty")
+	_, err := m.Measure(t.Context(), newPod("default", "p", uid1).build(), Subject{Check: CheckEmptyDir, Volume: "empty"})
 	assertMeasurement(t, Measurement{}, err, 0, MeasureUnreachable)
 }
 

@@ -22,6 +22,22 @@ const (
 	LabelPod       = "pod"
 	LabelUID       = "uid"
 	LabelVolume    = "volume"
+	// LabelCheck says which of the kubelet's local-storage limits the alert is about
+	// (CheckEmptyDir, CheckPod, CheckContainer); an alert without it is about an emptyDir.
+	LabelCheck = "check"
+	// LabelContainer names the container of a CheckContainer alert.
+	LabelContainer = "container"
+)
+
+// The limits an alert can be about, as label check spells them: the kubelet's three
+// local-storage checks (localStorageEviction in pkg/kubelet/eviction/eviction_manager.go).
+const (
+	// CheckEmptyDir: an emptyDir volume over its sizeLimit (label volume).
+	CheckEmptyDir = "emptydir"
+	// CheckPod: the pod's ephemeral storage over the pod's ephemeral-storage limit.
+	CheckPod = "pod"
+	// CheckContainer: a container's ephemeral storage over its own limit (label container).
+	CheckContainer = "container"
 )
 
 // Alert statuses used by Alertmanager.
@@ -55,22 +71,45 @@ type Alert struct {
 	Fingerprint  string            `json:"fingerprint"`
 }
 
-// Target is what a firing alert names: one emptyDir volume of one pod instance.
+// Target is what a firing alert names: one pod instance and what of it is over its limit.
 type Target struct {
 	Namespace string `json:"namespace"`
 	Pod       string `json:"pod"`
 	UID       string `json:"uid"`
-	Volume    string `json:"volume"`
+	// Check is CheckEmptyDir, CheckPod or CheckContainer.
+	Check     string `json:"check"`
+	Volume    string `json:"volume,omitempty"`
+	Container string `json:"container,omitempty"`
 }
 
-// Target returns the pod volume the alert names. Call it on validated alerts only.
+// Target returns the pod and limit the alert names. Call it on validated alerts only.
 func (a Alert) Target() Target {
-	return Target{
+	t := Target{
 		Namespace: a.Labels[LabelNamespace],
 		Pod:       a.Labels[LabelPod],
 		UID:       a.Labels[LabelUID],
-		Volume:    a.Labels[LabelVolume],
+		Check:     checkOf(a.Labels),
 	}
+	switch t.Check {
+	case CheckEmptyDir:
+		t.Volume = a.Labels[LabelVolume]
+	case CheckContainer:
+		t.Container = a.Labels[LabelContainer]
+	}
+	return t
+}
+
+// Subject is what of the pod the alert says is over its limit.
+func (t Target) Subject() Subject {
+	return Subject{Check: t.Check, Volume: t.Volume, Container: t.Container}
+}
+
+// checkOf is the check an alert's labels name: CheckEmptyDir without the check label.
+func checkOf(l map[string]string) string {
+	if c, ok := l[LabelCheck]; ok {
+		return c
+	}
+	return CheckEmptyDir
 }
 
 // PayloadError is a webhook payload that cannot be handled; Code is the HTTP status to answer.
@@ -104,7 +143,8 @@ const maxLabelValueLen = 1024
 
 // DecodePayload reads at most maxBytes from r and decodes a version 4 Alertmanager webhook
 // payload. It validates every alert: status firing or resolved, and firing alerts must carry
-// non-empty namespace, pod, uid and volume labels. Errors are *PayloadError with the HTTP
+// non-empty namespace, pod and uid labels, and the volume label (check emptydir, the
+// default) or the container label (check container). Errors are *PayloadError with the HTTP
 // status to answer: 413 for a body over maxBytes, 400 for unreadable JSON or another
 // version, 422 for malformed alerts.
 func DecodePayload(r io.Reader, maxBytes int64) (*Payload, error) {
@@ -142,6 +182,12 @@ func DecodePayload(r io.Reader, maxBytes int64) (*Payload, error) {
 	return &p, nil
 }
 
+// labelCheck is what validating one label of an alert found wrong.
+type labelCheck struct {
+	label string
+	errs  []string
+}
+
 func validateAlert(a Alert) error {
 	switch a.Status {
 	case StatusResolved:
@@ -150,8 +196,19 @@ func validateAlert(a Alert) error {
 	default:
 		return fmt.Errorf("status %q is neither %q nor %q", a.Status, StatusFiring, StatusResolved)
 	}
+	check := checkOf(a.Labels)
+	required := []string{LabelNamespace, LabelPod, LabelUID}
+	switch check {
+	case CheckEmptyDir:
+		required = append(required, LabelVolume)
+	case CheckContainer:
+		required = append(required, LabelContainer)
+	case CheckPod:
+	default:
+		return fmt.Errorf("label check=%q is none of %q, %q and %q", check, CheckEmptyDir, CheckPod, CheckContainer)
+	}
 	var missing []string
-	for _, l := range []string{LabelNamespace, LabelPod, LabelUID, LabelVolume} {
+	for _, l := range required {
 		v := a.Labels[l]
 		if strings.TrimSpace(v) == "" {
 			missing = append(missing, l)
@@ -164,13 +221,15 @@ func validateAlert(a Alert) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("firing alert lacks label(s) %s", strings.Join(missing, ", "))
 	}
-	checks := []struct {
-		label string
-		errs  []string
-	}{
+	checks := []labelCheck{
 		{LabelNamespace, validation.IsDNS1123Label(a.Labels[LabelNamespace])},
 		{LabelPod, validation.IsDNS1123Subdomain(a.Labels[LabelPod])},
-		{LabelVolume, validation.IsDNS1123Label(a.Labels[LabelVolume])},
+	}
+	switch check {
+	case CheckEmptyDir:
+		checks = append(checks, labelCheck{LabelVolume, validation.IsDNS1123Label(a.Labels[LabelVolume])})
+	case CheckContainer:
+		checks = append(checks, labelCheck{LabelContainer, validation.IsDNS1123Label(a.Labels[LabelContainer])})
 	}
 	for _, c := range checks {
 		if len(c.errs) > 0 {

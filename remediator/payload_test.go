@@ -60,7 +60,7 @@ func TestDecodePayload(t *testing.T) {
 			if len(p.Alerts) != 2 || p.Receiver != "emptydir-remediator" || p.GroupKey == "" || p.ExternalURL == "" {
 				t.Errorf("payload fields: %+v", p)
 			}
-			want := Target{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Volume: "empty"}
+			want := Target{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Check: CheckEmptyDir, Volume: "empty"}
 			if got := p.Alerts[0].Target(); got != want {
 				t.Errorf("target %+v, want %+v", got, want)
 			}

@@ -1,6 +1,7 @@
 package remediator
 
 import (
+	resourcehelper "k8s.io/component-helpers/resource"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,8 +103,28 @@ func overLimit(used, limit int64, ratio float64) bool {
 	return float64(used) > float64(limit)*ratio
 }
 
+// subjectLimit returns the limit the subject is held to in the pod's current spec, in bytes,
+// as the kubelet's checks compute it. ok is false when there is none to enforce.
+func subjectLimit(pod *corev1.Pod, subject Subject) (limit int64, ok bool, why string) {
+	switch subject.Check {
+	case CheckPod:
+		// The kubelet's own helper (podEphemeralStorageLimitEviction).
+		q, found := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})[corev1.ResourceEphemeralStorage]
+		if !found || q.Sign() <= 0 {
+			return 0, false, "no container of the pod has an ephemeral-storage limit"
+		}
+		return q.Value(), true, ""
+	case CheckContainer:
+		return containerLimit(pod, subject.Container)
+	default:
+		return emptyDirLimit(pod, subject.Volume)
+	}
+}
+
 // emptyDirLimit returns the sizeLimit of the pod's emptyDir volume name in bytes. ok is false
-// when the pod has no such emptyDir volume or it has no sizeLimit.
+// when the pod has no such emptyDir volume, it has no sizeLimit, or it is a memory volume: its
+// tmpfs size is the limit, which the kernel enforces, and a resize in place (KEP-6030) leaves
+// the spec's sizeLimit ahead of it until the kubelet applies it.
 func emptyDirLimit(pod *corev1.Pod, name string) (limit int64, ok bool, why string) {
 	for _, v := range pod.Spec.Volumes {
 		if v.Name != name {
@@ -115,9 +136,50 @@ func emptyDirLimit(pod *corev1.Pod, name string) (limit int64, ok bool, why stri
 		if v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero() {
 			return 0, false, fmt.Sprintf("emptyDir %q has no sizeLimit", name)
 		}
+		if v.EmptyDir.Medium == corev1.StorageMediumMemory {
+			return 0, false, fmt.Sprintf("emptyDir %q is medium Memory: the kernel holds it to its tmpfs size, which is the limit in force", name)
+		}
 		return v.EmptyDir.SizeLimit.Value(), true, ""
 	}
 	return 0, false, fmt.Sprintf("pod has no volume %q", name)
+}
+
+// containerLimit returns the limits.ephemeral-storage of the named container, among those the
+// kubelet checks: regular and restartable init containers (containerEphemeralStorageLimitEviction).
+func containerLimit(pod *corev1.Pod, name string) (limit int64, ok bool, why string) {
+	var found *corev1.Container
+	for i, c := range pod.Spec.Containers {
+		if c.Name == name {
+			found = &pod.Spec.Containers[i]
+		}
+	}
+	for i, c := range pod.Spec.InitContainers {
+		if c.Name == name && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			found = &pod.Spec.InitContainers[i]
+		}
+	}
+	if found == nil {
+		return 0, false, fmt.Sprintf("pod has no container %q whose limit the kubelet checks", name)
+	}
+	q := found.Resources.Limits.StorageEphemeral()
+	if q == nil || q.Sign() <= 0 {
+		return 0, false, fmt.Sprintf("container %q has no ephemeral-storage limit", name)
+	}
+	return q.Value(), true, ""
+}
+
+// kubeletMessage is the kubelet's own eviction message for the subject over limit
+// (pkg/kubelet/eviction/helpers.go, v1.37), so that an eviction reads the same whoever made it.
+func kubeletMessage(subject Subject, limit int64) string {
+	q := quantity(limit)
+	switch subject.Check {
+	case CheckPod:
+		return fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s.", q)
+	case CheckContainer:
+		return fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q.", subject.Container, q)
+	default:
+		return fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q.", subject.Volume, q)
+	}
 }
 
 // quantity spells n bytes as the kubelet spells sizes in its eviction messages and as a

@@ -47,7 +47,9 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 		slog.String("namespace", res.Target.Namespace),
 		slog.String("pod", res.Target.Pod),
 		slog.String("uid", res.Target.UID),
+		slog.String("check", res.Target.Check),
 		slog.String("volume", res.Target.Volume),
+		slog.String("container", res.Target.Container),
 		slog.String("node", res.Node),
 		slog.String("fingerprint", a.Fingerprint),
 		slog.Time("starts_at", a.StartsAt),
@@ -115,7 +117,8 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		set(OutcomeGone, "terminating", "pod %s/%s is already terminating", t.Namespace, t.Pod)
 		return nil
 	}
-	limit, ok, why := emptyDirLimit(pod, t.Volume)
+	subject := t.Subject()
+	limit, ok, why := subjectLimit(pod, subject)
 	if !ok {
 		set(OutcomeSkipped, SkipNotOverLimit, "%s in the pod's current spec: nothing to enforce", why)
 		return nil
@@ -135,19 +138,19 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 
 	// 2. A live measurement: never the alert's numbers, never a stale value.
-	m, err := s.liveMeasurement(ctx, pod, t.Volume)
+	m, err := s.liveMeasurement(ctx, pod, subject)
 	if err != nil {
 		reason := measurementReason(err)
 		s.metrics.measureErrors.WithLabelValues(reason).Inc()
-		set(OutcomeError, "measurement_"+reason, "live measurement of volume %q failed (%s); nothing done, retry", t.Volume, reason)
-		return fmt.Errorf("measuring volume %q of pod %s/%s: %w", t.Volume, t.Namespace, t.Pod, err)
+		set(OutcomeError, "measurement_"+reason, "live measurement of %s failed (%s); nothing done, retry", subject, reason)
+		return fmt.Errorf("measuring %s of pod %s/%s: %w", subject, t.Namespace, t.Pod, err)
 	}
 	used := m.UsedBytes
 	res.UsedBytes, res.Source, res.UnreadableEntries, res.LowerBound = &used, m.Source, m.UnreadableEntries, m.LowerBound()
-	usage := fmt.Sprintf("emptyDir volume %q uses %s (measured %s by %s), limit %s", t.Volume, quantity(used),
+	usage := fmt.Sprintf("%s uses %s (measured %s by %s), limit %s", subject, quantity(used),
 		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	if m.LowerBound() {
-		usage = fmt.Sprintf("emptyDir volume %q uses at least %s (%s; measured %s by %s), limit %s", t.Volume,
+		usage = fmt.Sprintf("%s uses at least %s (%s; measured %s by %s), limit %s", subject,
 			quantity(used), m.incompleteWhy(), m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
 	}
 	if s.cfg.ThresholdRatio != 1 {
@@ -160,7 +163,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		if m.LowerBound() {
 			s.metrics.measureErrors.WithLabelValues(MeasureIncomplete).Inc()
 			set(OutcomeError, "measurement_"+MeasureIncomplete, "%s: cannot decide whether it is over the limit; nothing done, retry", usage)
-			return measureErr(MeasureIncomplete, "volume %q measured a lower bound only: %s", t.Volume, m.incompleteWhy())
+			return measureErr(MeasureIncomplete, "%s measured a lower bound only: %s", subject, m.incompleteWhy())
 		}
 		set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
 		return nil
@@ -212,13 +215,15 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		evictCtx, cancel = context.WithDeadline(ctx, leaseEnd)
 		defer cancel()
 	}
-	result, err := s.evict(evictCtx, pod, types.UID(t.UID), usage)
+	// The kubelet's own words first: an eviction reads the same whoever made it.
+	kubeletSays := kubeletMessage(subject, limit)
+	result, err := s.evict(evictCtx, pod, types.UID(t.UID), kubeletSays+" "+usage)
 	s.metrics.evictions.WithLabelValues(result).Inc()
 	switch result {
 	case EvictionEvicted:
 		s.commitSlot(ctx, slot, OutcomeEvicted, now)
 		set(OutcomeEvicted, "", "%s; evicted", usage)
-		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvicted, ActionEvict, "Evicted: %s", usage)
+		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvicted, ActionEvict, "Evicted: %s %s", kubeletSays, usage)
 		return nil
 	case EvictionNotFound:
 		s.releaseSlot(ctx, slot)
@@ -266,16 +271,16 @@ func (s *Server) namespaceLabels(ctx context.Context, pod *corev1.Pod) (labels.S
 	return set, nil
 }
 
-// liveMeasurement returns a fresh measurement of the volume of pod: the last one of the same
-// pod UID and volume while it is still fresh, else a new one from the measurer. Every
+// liveMeasurement returns a fresh measurement of the subject of pod: the last one of the same
+// pod UID and subject while it is still fresh, else a new one from the measurer. Every
 // measurement is checked (the pod's node, freshness) before it is used or kept.
-func (s *Server) liveMeasurement(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
-	if m, ok := s.measurements.get(string(pod.UID), volume, s.now()); ok {
+func (s *Server) liveMeasurement(ctx context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
+	if m, ok := s.measurements.get(string(pod.UID), subject, s.now()); ok {
 		s.metrics.measureReused.Inc()
 		return m, nil
 	}
 	start := time.Now()
-	m, err := s.measurer.Measure(ctx, pod, volume)
+	m, err := s.measurer.Measure(ctx, pod, subject)
 	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
 	if err != nil {
 		return Measurement{}, err
@@ -284,7 +289,7 @@ func (s *Server) liveMeasurement(ctx context.Context, pod *corev1.Pod, volume st
 	if err := checkMeasurement(m, pod, now, s.cfg.MaxMeasurementAge); err != nil {
 		return Measurement{}, err
 	}
-	s.measurements.put(string(pod.UID), volume, m, now)
+	s.measurements.put(string(pod.UID), subject, m, now)
 	return m, nil
 }
 

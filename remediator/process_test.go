@@ -19,11 +19,11 @@ type leaderLosingMeasurer struct {
 	losingOn string
 }
 
-func (m leaderLosingMeasurer) Measure(ctx context.Context, pod *corev1.Pod, volume string) (Measurement, error) {
+func (m leaderLosingMeasurer) Measure(ctx context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
 	if pod.Name == m.losingOn {
 		(*m.e).srv.setLeader(false)
 	}
-	return (*m.e).measurer.Measure(ctx, pod, volume)
+	return (*m.e).measurer.Measure(ctx, pod, subject)
 }
 
 // A replica that loses leadership while working through a payload stops before acting:

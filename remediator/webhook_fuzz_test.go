@@ -71,7 +71,7 @@ func FuzzWebhook(f *testing.F) {
 		}
 		named := false
 		for _, a := range p.Alerts {
-			if a.Status == StatusFiring && a.Target() == (Target{Namespace: "default", Pod: "victim", UID: victimUID, Volume: "empty"}) {
+			if a.Status == StatusFiring && a.Target() == (Target{Namespace: "default", Pod: "victim", UID: victimUID, Check: CheckEmptyDir, Volume: "empty"}) {
 				named = true
 			}
 		}

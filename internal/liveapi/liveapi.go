@@ -23,7 +23,8 @@ const (
 	PathPod       = "pod"
 	// QueryUID names the exact pod instance (metadata.uid); required.
 	QueryUID = "uid"
-	// QueryVolume restricts the answer to one emptyDir volume; optional.
+	// QueryVolume restricts the answer to one emptyDir volume; optional. Without it the
+	// answer also has the pod's EphemeralStorage, when the exporter measures it.
 	QueryVolume = "volume"
 )
 
@@ -54,6 +55,41 @@ type Response struct {
 	// MeasuredAt is when the request's measurement started.
 	MeasuredAt time.Time `json:"measuredAt"`
 	Volumes    []Volume  `json:"volumes"`
+	// EphemeralStorage is the pod's ephemeral-storage usage as the kubelet's pod and
+	// container checks see it: set when no volume was asked for and the pod has an
+	// ephemeral-storage limit the exporter measures (--collection.ephemeral-storage).
+	EphemeralStorage *PodStorage `json:"ephemeralStorage,omitempty"`
+}
+
+// PodStorage is a pod's ephemeral-storage usage, every part measured for the request.
+type PodStorage struct {
+	// UsedBytes is what the kubelet compares with the pod's limit (calcEphemeralStorage).
+	UsedBytes  int64  `json:"usedBytes"`
+	LimitBytes *int64 `json:"limitBytes,omitempty"`
+	// Parts splits UsedBytes: emptydir, writable_layer, logs, other.
+	Parts map[string]int64 `json:"parts"`
+	// LowerBound says some part is a lower bound (a writable layer not located among them).
+	LowerBound bool `json:"lowerBound"`
+	// DedicatedImageFilesystem says writable layers do not count toward their containers.
+	DedicatedImageFilesystem bool `json:"dedicatedImageFilesystem"`
+	// MeasuredAt is when the first part's measurement started, CompletedAt when the last ended.
+	MeasuredAt  time.Time          `json:"measuredAt"`
+	CompletedAt time.Time          `json:"completedAt"`
+	Containers  []ContainerStorage `json:"containers"`
+}
+
+// ContainerStorage is one running container's ephemeral-storage usage.
+type ContainerStorage struct {
+	Name string `json:"name"`
+	// UsedBytes is what the kubelet compares with the container's limit: its logs, plus its
+	// writable layer unless the image filesystem is dedicated.
+	UsedBytes          int64  `json:"usedBytes"`
+	LimitBytes         *int64 `json:"limitBytes,omitempty"`
+	WritableLayerBytes int64  `json:"writableLayerBytes"`
+	LogsBytes          int64  `json:"logsBytes"`
+	// WritableLayerUnlocated is why the writable layer could not be located, if it could not.
+	WritableLayerUnlocated string `json:"writableLayerUnlocated,omitempty"`
+	LowerBound             bool   `json:"lowerBound"`
 }
 
 // Volume is one volume of a Response.
