@@ -1,8 +1,8 @@
 package remediator
 
 import (
-	resourcehelper "k8s.io/component-helpers/resource"
 	"fmt"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"slices"
 	"strings"
 	"time"
