@@ -1,0 +1,137 @@
+package exporter_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+)
+
+// storageFixture is a pod with a container limit whose parts the table has measured: 3 MiB in
+// a disk emptyDir without a sizeLimit, 11 MiB in the main container's writable layer, 1 MiB of
+// its logs, a sidecar whose layer could not be located.
+func storageFixture(dedicated bool) *exporter.Exporter {
+	const uid = "uid-job"
+	mib := int64(1 << 20)
+	pods := exportertest.NewPods(exporter.PodVolumes{Namespace: "batch", Pod: "job-1", UID: uid,
+		Volumes: []exporter.Volume{
+			{Name: "scratch", Medium: exporter.MediumDisk, BudgetBytes: limit(20 << 20)},
+			{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", BudgetBytes: limit(10 << 20)},
+			{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main", BudgetBytes: limit(10 << 20)},
+			{Name: "container/side/writable-layer", Kind: exporter.KindWritableLayer, Container: "side", BudgetBytes: limit(20 << 20)},
+			{Name: "container/side/logs", Kind: exporter.KindContainerLogs, Container: "side", BudgetBytes: limit(20 << 20)},
+			{Name: "pod/files", Kind: exporter.KindPodFiles, BudgetBytes: limit(20 << 20)},
+		},
+		Storage: &exporter.PodStorage{LimitBytes: limit(20 << 20), Containers: []exporter.Container{
+			{Name: "main", ID: "containerd://a", LimitBytes: limit(10 << 20)}, {Name: "side", ID: "containerd://b"}}},
+	})
+	at := t0.Add(-2 * time.Second)
+	table := exportertest.NewTable()
+	set := func(name string, used int64, method string) {
+		table.Set(uid, name, exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at, Method: method})
+	}
+	set("scratch", 3*mib, exporter.MethodWalk)
+	set("container/main/writable-layer", 11*mib, exporter.MethodWalk)
+	set("container/main/logs", mib, exporter.MethodFiles)
+	table.Set(uid, "container/side/writable-layer", exporter.Measurement{Unlocated: exporter.LayerNoRootfsMount, Method: exporter.MethodNone, MeasuredAt: t0, CompletedAt: t0})
+	set("container/side/logs", 8192, exporter.MethodFiles)
+	set("pod/files", 4096, exporter.MethodFiles)
+	now := t0
+	src := exportertest.NewSource(table.Measure).VolumeSource()
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return now },
+		MeasureEphemeralStorage: true, DedicatedImageFilesystem: dedicated}))
+	if err != nil {
+		panic(err)
+	}
+	e.Refresh(context.Background())
+	return e
+}
+
+func TestCollectEphemeralStorage(t *testing.T) {
+	e := storageFixture(false)
+	want := `
+# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs, its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
+# TYPE emptydir_pod_ephemeral_storage_used_bytes gauge
+emptydir_pod_ephemeral_storage_used_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.5740928e+07
+# HELP emptydir_pod_ephemeral_storage_limit_bytes The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.
+# TYPE emptydir_pod_ephemeral_storage_limit_bytes gauge
+emptydir_pod_ephemeral_storage_limit_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 2.097152e+07
+# HELP emptydir_pod_ephemeral_storage_part_bytes What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).
+# TYPE emptydir_pod_ephemeral_storage_part_bytes gauge
+emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="emptydir",pod="job-1",uid="uid-job"} 3.145728e+06
+emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 1.056768e+06
+emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="other",pod="job-1",uid="uid-job"} 4096
+emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 1.1534336e+07
+# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 when a part of the pod's ephemeral storage has no measurement yet, or only a lower bound (a writable layer not located among them), so emptydir_pod_ephemeral_storage_used_bytes is a lower bound; else 0.
+# TYPE emptydir_pod_ephemeral_storage_measurement_incomplete gauge
+emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1
+# HELP emptydir_pod_ephemeral_storage_measurement_age_seconds Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.
+# TYPE emptydir_pod_ephemeral_storage_measurement_age_seconds gauge
+emptydir_pod_ephemeral_storage_measurement_age_seconds{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 2
+# HELP emptydir_container_ephemeral_storage_used_bytes The container's ephemeral-storage usage as the kubelet compares it with its limit: its logs, plus its writable layer unless the node has a dedicated image filesystem (emptydir_exporter_image_filesystem_dedicated). For running containers of pods with an ephemeral-storage limit.
+# TYPE emptydir_container_ephemeral_storage_used_bytes gauge
+emptydir_container_ephemeral_storage_used_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.2582912e+07
+emptydir_container_ephemeral_storage_used_bytes{container="side",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 8192
+# HELP emptydir_container_ephemeral_storage_limit_bytes The container's limits.ephemeral-storage, for the containers the kubelet checks (regular and restartable init containers); absent when it has none.
+# TYPE emptydir_container_ephemeral_storage_limit_bytes gauge
+emptydir_container_ephemeral_storage_limit_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.048576e+07
+# HELP emptydir_container_ephemeral_storage_part_bytes The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.
+# TYPE emptydir_container_ephemeral_storage_part_bytes gauge
+emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 1.048576e+06
+emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 1.1534336e+07
+emptydir_container_ephemeral_storage_part_bytes{container="side",namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 8192
+emptydir_container_ephemeral_storage_part_bytes{container="side",namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 0
+# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason: other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; its usage then counts as 0 and the pod's and container's usage are lower bounds.
+# TYPE emptydir_container_writable_layer_unlocated gauge
+emptydir_container_writable_layer_unlocated{container="side",namespace="batch",node="node-1",pod="job-1",reason="no_rootfs_mount",uid="uid-job"} 1
+# HELP emptydir_exporter_image_filesystem_dedicated 1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.
+# TYPE emptydir_exporter_image_filesystem_dedicated gauge
+emptydir_exporter_image_filesystem_dedicated{node="node-1"} 0
+# HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
+# TYPE emptydir_used_bytes gauge
+emptydir_used_bytes{medium="disk",namespace="batch",node="node-1",pod="job-1",uid="uid-job",volume="scratch"} 3.145728e+06
+# HELP emptydir_exporter_volumes emptyDir volumes in use on the node.
+# TYPE emptydir_exporter_volumes gauge
+emptydir_exporter_volumes{node="node-1"} 1
+`
+	names := []string{"emptydir_pod_ephemeral_storage_used_bytes", "emptydir_pod_ephemeral_storage_limit_bytes",
+		"emptydir_pod_ephemeral_storage_part_bytes", "emptydir_pod_ephemeral_storage_measurement_incomplete",
+		"emptydir_pod_ephemeral_storage_measurement_age_seconds", "emptydir_container_ephemeral_storage_used_bytes",
+		"emptydir_container_ephemeral_storage_limit_bytes", "emptydir_container_ephemeral_storage_part_bytes",
+		"emptydir_container_writable_layer_unlocated", "emptydir_exporter_image_filesystem_dedicated",
+		// The parts are no emptyDir volumes: only the emptyDir has series of its own.
+		"emptydir_used_bytes", "emptydir_exporter_volumes"}
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	problems, err := testutil.CollectAndLint(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// On a node whose image filesystem is dedicated, a container's writable layer counts toward
+// its pod's limit only.
+func TestCollectEphemeralStorageDedicatedImageFilesystem(t *testing.T) {
+	e := storageFixture(true)
+	want := `
+# HELP emptydir_container_ephemeral_storage_used_bytes The container's ephemeral-storage usage as the kubelet compares it with its limit: its logs, plus its writable layer unless the node has a dedicated image filesystem (emptydir_exporter_image_filesystem_dedicated). For running containers of pods with an ephemeral-storage limit.
+# TYPE emptydir_container_ephemeral_storage_used_bytes gauge
+emptydir_container_ephemeral_storage_used_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.048576e+06
+emptydir_container_ephemeral_storage_used_bytes{container="side",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 8192
+# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs, its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
+# TYPE emptydir_pod_ephemeral_storage_used_bytes gauge
+emptydir_pod_ephemeral_storage_used_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.5740928e+07
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(want), "emptydir_container_ephemeral_storage_used_bytes", "emptydir_pod_ephemeral_storage_used_bytes"); err != nil {
+		t.Error(err)
+	}
+}
