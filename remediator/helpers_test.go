@@ -117,12 +117,15 @@ type fakeMeasurer struct {
 	err   error
 	at    time.Time
 	calls int
+	// asked is the subject of every call, in order.
+	asked []Subject
 }
 
 func (f *fakeMeasurer) Measure(_ context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	f.asked = append(f.asked, subject)
 	if f.err != nil {
 		return Measurement{}, f.err
 	}
