@@ -197,11 +197,6 @@ func (c *config) checkPaths() error {
 		} else {
 			f.Close()
 		}
-		if c.exporter.MeasureEphemeralStorage {
-			if _, err := os.Stat(c.fs.PodLogsDir); err != nil {
-				errs = append(errs, fmt.Errorf("--kubelet.pod-logs-dir: %w (mount the kubelet's podLogsDir read-only into the exporter, or turn --collection.ephemeral-storage off)", err))
-			}
-		}
 	}
 	if c.source == sourceKubelet && c.kubeletURL != "" {
 		for flag, path := range map[string]string{"--kubelet.ca-file": c.kubeletCAFile, "--kubelet.token-file": c.kubeletTokenFile} {

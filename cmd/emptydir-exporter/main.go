@@ -83,6 +83,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		ec.MeasureEphemeralStorage = false // the Summary API's pod and container figures are not read yet
 	}
 	if ec.MeasureEphemeralStorage {
+		warnMissingPaths(cfg, logger)
 		pods.SetEphemeralStorage(true)
 		dedicated, err := exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, cfg.fs.KubeletRootDir)
 		if err != nil {
@@ -132,6 +133,19 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
 		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
 	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
+}
+
+// warnMissingPaths says which folder the ephemeral-storage measurement needs is not there. No
+// reason to refuse to start: emptyDir volumes are measured all the same, and a pod whose logs
+// cannot be read counts a not_found error, which fails the collection and its alert.
+func warnMissingPaths(cfg *config, logger *slog.Logger) {
+	for flag, dir := range map[string]string{"--kubelet.pod-logs-dir": cfg.fs.PodLogsDir,
+		"--containerd.task-dir": cfg.fs.Layers.TaskDir, "--containerd.snapshotter-root": cfg.fs.Layers.SnapshotterRoot} {
+		if _, err := os.Stat(dir); err != nil {
+			logger.Warn("a folder the pods' ephemeral-storage measurement reads is missing: mount it read-only into the exporter, or turn --collection.ephemeral-storage off",
+				"flag", flag, "err", err)
+		}
+	}
 }
 
 // runUntilDone serves HTTP (serve), runs the pod informer and the collection until ctx ends or
