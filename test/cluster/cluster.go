@@ -291,6 +291,27 @@ func (c *Cluster) KubeletURL() string {
 	return fmt.Sprintf("https://%s", net.JoinHostPort(c.nodeIP.String(), fmt.Sprint(kubeletPort)))
 }
 
+// PodLogsDir is the kubelet's podLogsDir.
+func (c *Cluster) PodLogsDir() string { return filepath.Join(c.workDir, "pod-logs") }
+
+// ContainerdTaskDir is where containerd mounts each container's root filesystem:
+// <state>/io.containerd.runtime.v2.task.
+func (c *Cluster) ContainerdTaskDir() string {
+	return filepath.Join(c.workDir, "containerd", "state", "io.containerd.runtime.v2.task")
+}
+
+// SnapshotterRoot is the root of containerd's overlayfs snapshotter.
+func (c *Cluster) SnapshotterRoot() string {
+	return filepath.Join(c.workDir, "containerd", "root", "io.containerd.snapshotter.v1.overlayfs")
+}
+
+// ExporterPathArgs are the exporter's flags naming this node's folders, for an exporter that
+// runs on the node itself (in the cluster's network namespace, the host's mount namespace).
+func (c *Cluster) ExporterPathArgs() []string {
+	return []string{"--kubelet.root-dir=" + c.kubeletRoot, "--kubelet.pod-logs-dir=" + c.PodLogsDir(),
+		"--containerd.task-dir=" + c.ContainerdTaskDir(), "--containerd.snapshotter-root=" + c.SnapshotterRoot()}
+}
+
 // NetnsPath is the bind-mounted network namespace, for nsenter --net=.
 func (c *Cluster) NetnsPath() string { return c.netnsPath }
 
@@ -479,7 +500,7 @@ func (c *Cluster) startKubelet() error {
 		"imageGCLowThresholdPercent":  99,
 		"failSwapOn":                  false,
 		"resolvConf":                  resolv,
-		"podLogsDir":                  filepath.Join(c.workDir, "pod-logs"),
+		"podLogsDir":                  c.PodLogsDir(),
 		"serializeImagePulls":         false,
 		"nodeStatusUpdateFrequency":   "5s",
 		"syncFrequency":               "10s",

@@ -73,10 +73,9 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	if err := os.WriteFile(s.TokenFile, []byte(s.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	StartInNetns(t, c, s.ExporterLog, exporterBin,
+	StartInNetns(t, c, s.ExporterLog, exporterBin, append(c.ExporterPathArgs(),
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
-		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval="+ExporterInterval.String(),
-		"--web.listen-address="+StackExporterAddr)
+		"--collection.interval="+ExporterInterval.String(), "--web.listen-address="+StackExporterAddr)...)
 	exporterTargets := []string{StackExporterAddr}
 	if o.BrokenKubeletExporter {
 		StartInNetns(t, c, "scn-exporter-kubelet", exporterBin,

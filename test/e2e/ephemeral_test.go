@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/remediator"
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
+)
+
+// The kubelet's eviction messages (pkg/kubelet/eviction/helpers.go, v1.37) for this test's
+// 10Mi limits and its volume "data".
+const (
+	lsciLimit          = "10Mi"
+	lsciEmptyDirMsg    = `Usage of EmptyDir volume "data" exceeds the limit "10Mi".`
+	lsciPodMsg         = `Pod ephemeral local storage usage exceeds the total limit of containers 10Mi.`
+	lsciOverMiB        = 11
+	lsciUnderMiB       = 9
+	lsciSettle         = 30 * time.Second
+	lsciEvictDeadline  = 3 * time.Minute
+	lsciMeasureTimeout = 2 * time.Minute
+)
+
+// lsciPod is one pod of the kubelet's LocalStorageCapacityIsolationEviction node-e2e test
+// (test/e2e_node/eviction_test.go, v1.37), its sizes scaled from 100Mi to 10Mi.
+type lsciPod struct {
+	name string
+	// volume is the pod's volume "data", mounted at /data, written when set; nil: the
+	// container writes its writable layer (/fill).
+	volume *corev1.VolumeSource
+	// limit is the writing container's limits.ephemeral-storage; "" none.
+	limit string
+	// sidecar: the writing container is a restartable init container beside a plain one.
+	sidecar bool
+	mib     int
+	// want is the kubelet's message for the eviction expected; "" when the pod must stay.
+	want string
+}
+
+func lsciPods() []lsciPod {
+	limit := resource.MustParse(lsciLimit)
+	return []lsciPod{
+		{name: "emptydir-disk-sizelimit", volume: &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}, mib: lsciOverMiB, want: lsciEmptyDirMsg},
+		// The pod's limit is its one container's: the kubelet's pod check holds first, and
+		// its message is the pod's.
+		{name: "container-disk-limit", limit: lsciLimit, mib: lsciOverMiB, want: lsciPodMsg},
+		{name: "container-emptydir-disk-limit", volume: &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, limit: lsciLimit, mib: lsciOverMiB, want: lsciPodMsg},
+		// The tmpfs is 10Mi: the write fails at it, and the volume is never over.
+		{name: "emptydir-memory-sizelimit", volume: &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &limit}}, mib: lsciOverMiB},
+		{name: "emptydir-disk-below-sizelimit", volume: &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}, mib: lsciUnderMiB},
+		{name: "container-disk-below-sizelimit", limit: lsciLimit, mib: lsciUnderMiB},
+		{name: "sidecar-container-disk-limit", limit: lsciLimit, sidecar: true, mib: lsciOverMiB, want: lsciPodMsg},
+		{name: "sidecar-container-disk-below-sizelimit", limit: lsciLimit, sidecar: true, mib: lsciUnderMiB},
+	}
+}
+
+// build is the pod on c's node: busybox sleeping, the writing container named "writer".
+func (p lsciPod) build(c *cluster.Cluster, ns string) *corev1.Pod {
+	writer := corev1.Container{Name: "writer", Image: cluster.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+		Command: []string{"sh", "-c", "echo started && exec sleep 2147483647"}}
+	if p.limit != "" {
+		writer.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(p.limit)}
+		// A kubelet with localStorageCapacityIsolation: false reports no ephemeral-storage
+		// capacity and refuses a pod that requests any (OutOfephemeral-storage); the request
+		// defaults to the limit, so it is set to 0: the limit alone is what is enforced.
+		writer.Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("0")}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: ns, Labels: map[string]string{"app": p.name}},
+		Spec: corev1.PodSpec{NodeName: c.NodeName(), TerminationGracePeriodSeconds: ptr.To(int64(0))}}
+	if p.volume != nil {
+		writer.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+		pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: *p.volume}}
+	}
+	if p.sidecar {
+		writer.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+		pod.Spec.InitContainers = []corev1.Container{writer}
+		pod.Spec.Containers = []corev1.Container{{Name: "app", Image: cluster.BusyboxImage, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"sh", "-c", "exec sleep 2147483647"}}}
+	} else {
+		pod.Spec.Containers = []corev1.Container{writer}
+	}
+	return pod
+}
+
+// write fills the pod's volume or writable layer with p.mib MiB, synced, and returns when
+// the write ended. A memory volume's write fails at its tmpfs size, as meant.
+func (p lsciPod) write(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod) (time.Time, error) {
+	file := "/fill"
+	if p.volume != nil {
+		file = "/data/fill"
+	}
+	_, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "writer", "dd", "if=/dev/zero", "of="+file, "bs=1M", fmt.Sprint("count=", p.mib), "conv=fsync")
+	end := time.Now()
+	if err != nil && p.volume != nil && p.volume.EmptyDir.Medium == corev1.StorageMediumMemory && strings.Contains(stderr, "No space left") {
+		return end, nil
+	}
+	if err != nil {
+		return end, fmt.Errorf("dd in %s: %w (%s)", pod.Name, err, stderr)
+	}
+	return end, nil
+}
+
+// TestLocalStorageCapacityIsolationEviction is the kubelet's own test of its three
+// local-storage checks (LocalStorageCapacityIsolationEviction in test/e2e_node/eviction_test.go,
+// v1.37, its sizes scaled down) on a kubelet with localStorageCapacityIsolation: false, which
+// enforces none of them: emptyDir guard alone must evict exactly the pods the kubelet would,
+// through the Eviction API, each with the kubelet's own message, and nothing else.
+func TestLocalStorageCapacityIsolationEviction(t *testing.T) {
+	requireCluster(t)
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(rootCtx, 10*time.Minute)
+	defer cancel()
+	ns := framework.Namespace(ctx, t, c, "lsci")
+	s := framework.StartStack(ctx, t, c, framework.StackOptions{})
+
+	specs := lsciPods()
+	pods := make([]*corev1.Pod, len(specs))
+	trackers := make([]*framework.PodTracker, len(specs))
+	for i, p := range specs {
+		pods[i] = framework.RunPod(ctx, t, c, p.build(c, ns))
+		trackers[i] = framework.TrackPod(ctx, c, pods[i])
+		defer trackers[i].Stop()
+	}
+	ended := make([]time.Time, len(specs))
+	for i, p := range specs {
+		var err error
+		if ended[i], err = p.write(ctx, c, pods[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The pods the kubelet would evict are evicted, by the Eviction API (terminating or, with
+	// no grace period, gone at once; never Failed, the mark of the kubelet's own kill, which
+	// this kubelet never does), with the kubelet's words in the Event.
+	var rows []string
+	for i, p := range specs {
+		if p.want == "" {
+			continue
+		}
+		framework.Eventually(t, lsciEvictDeadline, 250*time.Millisecond, p.name+" evicted", func() (bool, string) {
+			return !trackers[i].Evicted().IsZero(), "still running"
+		})
+		if _, failed, _, reason, msg := trackers[i].Snapshot(); !failed.IsZero() {
+			t.Errorf("%s: Failed (%s: %s): the kubelet killed it, want an eviction through the API", p.name, reason, msg)
+		}
+		requireEventSays(ctx, t, c, pods[i], remediator.EventEvicted, p.want)
+		rows = append(rows, fmt.Sprintf("%-40s %6.1f s", p.name, trackers[i].Evicted().Sub(ended[i]).Seconds()))
+	}
+	t.Logf("write end → eviction (emptyDir guard, kubelet isolation off):\n%s", strings.Join(rows, "\n"))
+
+	// The others were measured at what they hold, and stay: the chain had every chance.
+	for _, p := range specs {
+		if p.want != "" {
+			continue
+		}
+		expr := fmt.Sprintf(`max(emptydir_pod_ephemeral_storage_used_bytes{namespace=%q,pod=%q}) or max(emptydir_used_bytes{namespace=%q,pod=%q})`, ns, p.name, ns, p.name)
+		framework.Eventually(t, lsciMeasureTimeout, time.Second, p.name+" measured with what it wrote", func() (bool, string) {
+			res, err := s.Mon.Query(ctx, expr)
+			if err != nil || len(res) == 0 {
+				return false, fmt.Sprint(len(res), " series ", err)
+			}
+			return res[0].Value >= float64((p.mib-1)<<20), fmt.Sprintf("%.0f bytes", res[0].Value)
+		})
+	}
+	time.Sleep(lsciSettle)
+	for i, p := range specs {
+		if p.want == "" {
+			requireNotEvicted(ctx, t, c, pods[i], trackers[i])
+		}
+	}
+	fams, err := framework.Scrape(ctx, c, "http://"+framework.StackRemediatorAddr+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, p := range specs {
+		if p.want != "" {
+			want++
+		}
+	}
+	if n, _ := framework.Sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"}); int(n) != want {
+		t.Errorf("evictions_total{result=evicted} = %v, want %d: one per pod over a limit, no other", n, want)
+	}
+}
+
+// requireEventSays waits for an Event of reason on p whose message holds want.
+func requireEventSays(ctx context.Context, t *testing.T, c *cluster.Cluster, p *corev1.Pod, reason, want string) {
+	t.Helper()
+	framework.Eventually(t, time.Minute, time.Second, fmt.Sprintf("%s Event on %s saying %q", reason, p.Name, want), func() (bool, string) {
+		var msgs []string
+		for _, e := range framework.PodEvents(ctx, t, c, p, reason) {
+			if strings.Contains(e.Message, want) {
+				return true, ""
+			}
+			msgs = append(msgs, e.Message)
+		}
+		sort.Strings(msgs)
+		return false, fmt.Sprintf("events %q", msgs)
+	})
+}
