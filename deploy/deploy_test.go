@@ -520,6 +520,52 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 	if !found {
 		t.Errorf("nothing is mounted at --kubelet.root-dir=%s (or its pods folder)", root)
 	}
+
+	// --collection.ephemeral-storage (on by default, so on in the base): each folder its flags
+	// name is a read-only hostPath of the node's same path (the mount table's upperdirs are
+	// the node's paths), DirectoryOrCreate so that a node without containerd still runs the
+	// exporter; the task folder with HostToContainer, for the root filesystems containerd
+	// mounts after the exporter started.
+	if len(deploytest.ArgValues(exp.Args, "no-collection.ephemeral-storage")) != 0 || len(deploytest.ArgValues(exp.Args, "collection.ephemeral-storage")) != 1 {
+		t.Errorf("the base's exporter does not pass --collection.ephemeral-storage: %v", exp.Args)
+	}
+	for _, tc := range []struct {
+		flag        string
+		propagation corev1.MountPropagationMode
+	}{
+		{"kubelet.pod-logs-dir", corev1.MountPropagationNone},
+		{"containerd.task-dir", corev1.MountPropagationHostToContainer},
+		{"containerd.snapshotter-root", corev1.MountPropagationNone},
+	} {
+		dir, ok := deploytest.ArgValue(exp.Args, tc.flag)
+		if !ok {
+			t.Errorf("the base's exporter does not pass --%s", tc.flag)
+			continue
+		}
+		var vm *corev1.VolumeMount
+		for i := range exp.VolumeMounts {
+			if exp.VolumeMounts[i].MountPath == dir {
+				vm = &exp.VolumeMounts[i]
+			}
+		}
+		if vm == nil {
+			t.Errorf("nothing is mounted at --%s=%s", tc.flag, dir)
+			continue
+		}
+		v := volume(ds.Spec.Template.Spec, vm.Name)
+		if v == nil || v.HostPath == nil || v.HostPath.Path != dir {
+			t.Errorf("--%s=%s: volume %+v, want a hostPath of the node's %s", tc.flag, dir, v, dir)
+		} else if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
+			t.Errorf("--%s=%s: hostPath type %v, want DirectoryOrCreate", tc.flag, dir, v.HostPath.Type)
+		}
+		prop := corev1.MountPropagationNone
+		if vm.MountPropagation != nil {
+			prop = *vm.MountPropagation
+		}
+		if !vm.ReadOnly || prop != tc.propagation || vm.SubPath != "" || vm.SubPathExpr != "" {
+			t.Errorf("mount %s: readOnly %v propagation %v, want read-only %v", dir, vm.ReadOnly, prop, tc.propagation)
+		}
+	}
 }
 
 func volume(spec corev1.PodSpec, name string) *corev1.Volume {
@@ -626,10 +672,23 @@ func TestSecurityPosture(t *testing.T) {
 	if ds.Spec.Template.Spec.Tolerations == nil || ds.Spec.Template.Spec.Tolerations[0].Operator != corev1.TolerationOpExists {
 		t.Errorf("the exporter must tolerate every taint, to run on every node")
 	}
+	// The kubelet's pods folder (not its whole root: pki, plugins), and for the ephemeral
+	// storage its pod logs folder and containerd's task folder and overlayfs snapshotter root
+	// (not containerd's whole root: content store, metadata), each exactly once.
+	allowed := deploytest.DefaultExporterHostPaths("/var/lib/kubelet").List()
+	var got []string
 	for _, v := range ds.Spec.Template.Spec.Volumes {
-		if v.HostPath != nil && !strings.HasSuffix(v.HostPath.Path, "/pods") {
-			t.Errorf("hostPath %s: mount only the kubelet's pods folder, not its whole root (pki, plugins)", v.HostPath.Path)
+		if v.HostPath == nil {
+			continue
 		}
+		got = append(got, v.HostPath.Path)
+		if !slices.Contains(allowed, v.HostPath.Path) {
+			t.Errorf("hostPath %s: mount only %v", v.HostPath.Path, allowed)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, slices.Sorted(slices.Values(allowed))) {
+		t.Errorf("hostPaths %v, want each of %v once", got, allowed)
 	}
 }
 

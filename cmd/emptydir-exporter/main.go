@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"syscall"
 	"time"
@@ -85,7 +86,8 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if ec.MeasureEphemeralStorage {
 		warnMissingPaths(cfg, logger)
 		pods.SetEphemeralStorage(true)
-		dedicated, err := exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, cfg.fs.KubeletRootDir)
+		// The pods folder, not the root dir: a DaemonSet mounts only that one from the node.
+		dedicated, err := exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, filepath.Join(cfg.fs.KubeletRootDir, "pods"))
 		if err != nil {
 			logger.Warn("cannot tell whether the image filesystem is dedicated; taking it for the kubelet's (writable layers count toward their containers' limits)", "err", err)
 		}

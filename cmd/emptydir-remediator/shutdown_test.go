@@ -57,10 +57,10 @@ type gateMeasurer struct {
 	once    sync.Once
 }
 
-func (m *gateMeasurer) Measure(_ context.Context, pod *corev1.Pod, volume string) (remediator.Measurement, error) {
+func (m *gateMeasurer) Measure(_ context.Context, pod *corev1.Pod, subject remediator.Subject) (remediator.Measurement, error) {
 	m.once.Do(func() { close(m.entered) })
 	<-m.release
-	return remediator.Measurement{Source: "fake", Node: pod.Spec.NodeName, Volume: volume, UsedBytes: 10 << 20, MeasuredAt: time.Now()}, nil
+	return remediator.Measurement{Source: "fake", Node: pod.Spec.NodeName, Subject: subject, UsedBytes: 10 << 20, MeasuredAt: time.Now()}, nil
 }
 
 // On SIGTERM a leader first finishes the webhook it is handling (the eviction happens as

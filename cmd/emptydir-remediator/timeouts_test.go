@@ -35,7 +35,7 @@ import (
 // hangingMeasurer never answers: each alert runs out its --web.alert-timeout.
 type hangingMeasurer struct{}
 
-func (hangingMeasurer) Measure(ctx context.Context, _ *corev1.Pod, _ string) (remediator.Measurement, error) {
+func (hangingMeasurer) Measure(ctx context.Context, _ *corev1.Pod, _ remediator.Subject) (remediator.Measurement, error) {
 	<-ctx.Done()
 	return remediator.Measurement{}, ctx.Err()
 }

@@ -21,7 +21,7 @@ import (
 
 type noMeasurer struct{ t *testing.T }
 
-func (m noMeasurer) Measure(_ context.Context, _ *corev1.Pod, _ string) (remediator.Measurement, error) {
+func (m noMeasurer) Measure(_ context.Context, _ *corev1.Pod, _ remediator.Subject) (remediator.Measurement, error) {
 	m.t.Error("unauthenticated request reached the measurer")
 	return remediator.Measurement{}, nil
 }

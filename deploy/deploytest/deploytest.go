@@ -118,14 +118,52 @@ type ExporterPrivileges struct {
 	Rights       []string            // "verb group/resource" of every rule bound to its ServiceAccount, sorted
 }
 
+// ExporterHostPaths are the node's folders the filesystem source mounts, each read-only: the
+// kubelet's pods folder and, with --collection.ephemeral-storage, the kubelet's pod logs
+// folder and containerd's runtime v2 task folder and overlayfs snapshotter root. An empty
+// field is a folder that must not be mounted.
+type ExporterHostPaths struct {
+	Pods                string // <kubelet-root>/pods
+	PodLogs             string // the kubelet's podLogsDir; "" without --collection.ephemeral-storage
+	ContainerdTasks     string // <containerd state>/io.containerd.runtime.v2.task; "" without containerd
+	ContainerdSnapshots string // <containerd root>/io.containerd.snapshotter.v1.overlayfs; "" without containerd
+}
+
+// DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
+// mount, with the kubelet pods folder <kubeletRoot>/pods.
+func DefaultExporterHostPaths(kubeletRoot string) ExporterHostPaths {
+	return ExporterHostPaths{
+		Pods:                strings.TrimSuffix(kubeletRoot, "/") + "/pods",
+		PodLogs:             "/var/log/pods",
+		ContainerdTasks:     "/run/containerd/io.containerd.runtime.v2.task",
+		ContainerdSnapshots: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+	}
+}
+
+// List is the non-empty paths, in the order the chart mounts them.
+func (h ExporterHostPaths) List() []string {
+	var out []string
+	for _, p := range []string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots} {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // WantExporterPrivileges are exactly the privileges each --collection.source needs: the
-// filesystem source walks <kubelet-root>/pods read-only as root with DAC_READ_SEARCH; the
-// kubelet source reads the Summary API (get nodes/stats, or nodes/proxy through the API
-// server) and nothing of the node. Both list and watch their node's pods.
-func WantExporterPrivileges(source string, viaAPIServer bool, podsPath string) ExporterPrivileges {
+// filesystem source walks <kubelet-root>/pods, and reads the pod logs and containerd folders
+// of paths, all read-only, as root with DAC_READ_SEARCH; the kubelet source reads the Summary
+// API (get nodes/stats, or nodes/proxy through the API server) and nothing of the node. Both
+// list and watch their node's pods.
+func WantExporterPrivileges(source string, viaAPIServer bool, paths ExporterHostPaths) ExporterPrivileges {
 	rights := []string{"list /pods", "watch /pods"}
 	if source == "filesystem" {
-		return ExporterPrivileges{HostPaths: []string{podsPath + ":ro"}, Capabilities: []corev1.Capability{"DAC_READ_SEARCH"}, Root: true, Rights: rights}
+		var hostPaths []string
+		for _, p := range paths.List() {
+			hostPaths = append(hostPaths, p+":ro")
+		}
+		return ExporterPrivileges{HostPaths: hostPaths, Capabilities: []corev1.Capability{"DAC_READ_SEARCH"}, Root: true, Rights: rights}
 	}
 	if viaAPIServer {
 		rights = append(rights, "get /nodes/proxy")
@@ -225,8 +263,9 @@ func ExporterPrivilegesOf(t testing.TB, objs []runtime.Object, ds *appsv1.Daemon
 }
 
 // CheckExporterPrivileges fails t unless DaemonSet name among objs has exactly the privileges
-// its --collection.source (read from its arguments) needs, the hostPath being podsPath.
-func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, name, podsPath string) {
+// its --collection.source (read from its arguments) needs, the hostPaths being paths (for the
+// filesystem source).
+func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, name string, paths ExporterHostPaths) {
 	t.Helper()
 	ds := MustFind[*appsv1.DaemonSet](t, objs, name)
 	source, viaAPIServer := "filesystem", false
@@ -236,7 +275,7 @@ func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, n
 		}
 		viaAPIServer = viaAPIServer || a == "--kubelet.via-apiserver"
 	}
-	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, podsPath)
+	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, paths)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s: the exporter (source %s) has\n  %+v\nwant exactly\n  %+v", what, source, got, want)
 	}

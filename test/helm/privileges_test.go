@@ -90,29 +90,43 @@ func componentSubsets(t *testing.T) [][]string {
 }
 
 // TestExporterPrivileges: every way to install the exporter — the kustomize base with every
-// combination of its components, the chart with each source — gives it exactly what its
-// source needs (deploytest.WantExporterPrivileges): hostPath, capability, uid 0 and RBAC for
-// the filesystem walk only, get nodes/stats (or nodes/proxy) for the kubelet source only.
+// combination of its components, the chart with each source and each ephemeral-storage
+// setting — gives it exactly what its source needs (deploytest.WantExporterPrivileges):
+// read-only hostPaths (the kubelet's pods folder; the pod logs and containerd folders only
+// with ephemeral storage on), capability, uid 0 and RBAC for the filesystem walk only, get
+// nodes/stats (or nodes/proxy) for the kubelet source only.
 func TestExporterPrivileges(t *testing.T) {
+	defaults := deploytest.DefaultExporterHostPaths("/var/lib/kubelet")
 	for _, comps := range componentSubsets(t) {
 		what := "kustomize base + [" + strings.Join(comps, ", ") + "]"
 		t.Run(what, func(t *testing.T) {
 			objs := kustomizeBuild(t, comps...)
-			deploytest.CheckExporterPrivileges(t, what, objs, "emptydir-exporter", "/var/lib/kubelet/pods")
+			deploytest.CheckExporterPrivileges(t, what, objs, "emptydir-exporter", defaults)
 		})
 	}
-	for _, tc := range []struct{ values, podsPath string }{
-		{"{}", "/var/lib/kubelet/pods"},
-		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet/}", "/var/lib/k0s/kubelet/pods"},
-		{"exporter: {source: kubelet}", ""},
-		{"exporter: {source: kubelet, kubelet: {viaAPIServer: true}}", ""},
+	k0s := deploytest.ExporterHostPaths{Pods: "/var/lib/k0s/kubelet/pods", PodLogs: "/var/log/pods",
+		ContainerdTasks:     "/run/k0s/containerd/io.containerd.runtime.v2.task",
+		ContainerdSnapshots: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs"}
+	for _, tc := range []struct {
+		values string
+		paths  deploytest.ExporterHostPaths
+	}{
+		{"{}", defaults},
+		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet/}", deploytest.DefaultExporterHostPaths("/var/lib/k0s/kubelet")},
+		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet, ephemeralStorage: {containerd: {stateDir: /run/k0s/containerd/, root: /var/lib/k0s/containerd}}}", k0s},
+		{"exporter: {ephemeralStorage: {podLogsDir: /srv/pod-logs/}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: "/srv/pod-logs",
+			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots}},
+		{"exporter: {ephemeralStorage: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods}},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs}},
+		{"exporter: {source: kubelet}", deploytest.ExporterHostPaths{}},
+		{"exporter: {source: kubelet, kubelet: {viaAPIServer: true}}", deploytest.ExporterHostPaths{}},
 	} {
 		t.Run("chart "+tc.values, func(t *testing.T) {
 			r := release("guard")
 			if err := yaml.Unmarshal([]byte(tc.values), &r.Values); err != nil {
 				t.Fatal(err)
 			}
-			deploytest.CheckExporterPrivileges(t, "chart "+tc.values, render(t, r).objs, "guard-emptydir-exporter", tc.podsPath)
+			deploytest.CheckExporterPrivileges(t, "chart "+tc.values, render(t, r).objs, "guard-emptydir-exporter", tc.paths)
 		})
 	}
 }

@@ -176,9 +176,12 @@ func TestRender(t *testing.T) {
 				t.Errorf("objects\n got %v\nwant %v", got, want)
 			}
 			ds := deploytest.ExporterDaemonSet(t, r.objs, "emptydir-exporter")
-			if got := hostPaths(ds.Spec.Template.Spec); !slices.Equal(got, []string{"/var/lib/kubelet/pods"}) {
-				t.Errorf("hostPaths %v", got)
+			if got, want := hostPaths(ds.Spec.Template.Spec), deploytest.DefaultExporterHostPaths("/var/lib/kubelet").List(); !slices.Equal(got, want) {
+				t.Errorf("hostPaths %v, want %v", got, want)
 			}
+			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--collection.ephemeral-storage",
+				"--kubelet.pod-logs-dir=/var/log/pods", "--containerd.task-dir=/run/containerd/io.containerd.runtime.v2.task",
+				"--containerd.snapshotter-root=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs")
 			if tol := ds.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Operator != corev1.TolerationOpExists || tol[0].Key != "" {
 				t.Errorf("exporter tolerations %v, want every taint", tol)
 			}
@@ -270,6 +273,12 @@ func TestRender(t *testing.T) {
 			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 0 {
 				t.Errorf("kubelet source: hostPaths %v, mounts %v", hp, c.VolumeMounts)
 			}
+			// Ephemeral storage is the filesystem source's: no flag of it either.
+			for _, f := range []string{"collection.ephemeral-storage", "no-collection.ephemeral-storage", "kubelet.pod-logs-dir", "containerd.task-dir", "containerd.snapshotter-root"} {
+				if v := deploytest.ArgValues(c.Args, f); len(v) != 0 {
+					t.Errorf("kubelet source: --%s %v", f, v)
+				}
+			}
 			if !r.allowed("guard-emptydir-exporter", deploytest.Perm("", "", "nodes/stats", "get")) || r.allowedAnywhere("guard-emptydir-exporter", deploytest.Perm("", "", "nodes/proxy", "get")) {
 				t.Error("kubelet source: want get nodes/stats and not nodes/proxy")
 			}
@@ -311,8 +320,9 @@ func TestRender(t *testing.T) {
 				}
 			}
 			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
-			if got := hostPaths(ds.Spec.Template.Spec); !slices.Equal(got, []string{"/var/lib/k0s/kubelet/pods"}) {
-				t.Errorf("hostPaths %v", got)
+			if got, want := hostPaths(ds.Spec.Template.Spec), []string{"/var/lib/k0s/kubelet/pods", "/var/log/pods",
+				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs"}; !slices.Equal(got, want) {
+				t.Errorf("hostPaths %v, want %v", got, want)
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
 			d := deploytest.RemediatorDeployment(t, r.objs, "guard-emptydir-remediator")
@@ -394,6 +404,137 @@ func TestToggles(t *testing.T) {
 	}
 }
 
+// mountAt is the exporter container's mount at path and the volume it mounts; nils when
+// nothing is mounted there.
+func mountAt(spec corev1.PodSpec, path string) (*corev1.VolumeMount, *corev1.Volume) {
+	for _, m := range spec.Containers[0].VolumeMounts {
+		if m.MountPath != path {
+			continue
+		}
+		for i := range spec.Volumes {
+			if spec.Volumes[i].Name == m.Name {
+				return &m, &spec.Volumes[i]
+			}
+		}
+		return &m, nil
+	}
+	return nil, nil
+}
+
+// TestEphemeralStorage: exporter.ephemeralStorage renders --collection.ephemeral-storage and
+// exactly the read-only hostPaths it reads, each mounted where its flag says and at the node's
+// own path (the mount table's upperdirs are the node's paths); off, the negated flag and none
+// of them; without containerd, no containerd folder. The kubelet source gets none of it.
+func TestEphemeralStorage(t *testing.T) {
+	const (
+		pods  = "/var/lib/kubelet/pods"
+		tasks = "/run/containerd/io.containerd.runtime.v2.task"
+		snaps = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
+	)
+	for _, tc := range []struct {
+		values     string
+		on         bool   // --collection.ephemeral-storage
+		logs       string // --kubelet.pod-logs-dir, mounted
+		tasks      string // --containerd.task-dir
+		snaps      string // --containerd.snapshotter-root
+		containerd bool   // the containerd folders are mounted
+	}{
+		{"{}", true, "/var/log/pods", tasks, snaps, true},
+		{"exporter: {ephemeralStorage: {enabled: false}}", false, "", "", "", false},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", true, "/var/log/pods", tasks, snaps, false},
+		{"exporter: {ephemeralStorage: {podLogsDir: /srv/logs/pods/, containerd: {stateDir: /run/k3s/containerd/, root: /var/lib/rancher/k3s/agent/containerd}}}",
+			true, "/srv/logs/pods", "/run/k3s/containerd/io.containerd.runtime.v2.task", "/var/lib/rancher/k3s/agent/containerd/io.containerd.snapshotter.v1.overlayfs", true},
+		{"exporter: {ephemeralStorage: {enabled: false, podLogsDir: /srv/logs/pods, containerd: {stateDir: /run/k3s/containerd}}}", false, "", "", "", false},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(tc.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			spec := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec
+			args := spec.Containers[0].Args
+			on, off := deploytest.ArgValues(args, "collection.ephemeral-storage"), deploytest.ArgValues(args, "no-collection.ephemeral-storage")
+			if tc.on && (len(on) != 1 || len(off) != 0) || !tc.on && (len(on) != 0 || len(off) != 1) {
+				t.Errorf("--collection.ephemeral-storage %v, --no-collection.ephemeral-storage %v; want it on: %v", on, off, tc.on)
+			}
+			for flag, want := range map[string]string{"kubelet.pod-logs-dir": tc.logs, "containerd.task-dir": tc.tasks, "containerd.snapshotter-root": tc.snaps} {
+				got := deploytest.ArgValues(args, flag)
+				if want == "" && len(got) != 0 || want != "" && !slices.Equal(got, []string{want}) {
+					t.Errorf("--%s %v, want %q", flag, got, want)
+				}
+			}
+			// Exactly these hostPaths, in this order.
+			want := []string{pods}
+			if tc.logs != "" {
+				want = append(want, tc.logs)
+			}
+			if tc.containerd {
+				want = append(want, tc.tasks, tc.snaps)
+			}
+			if got := hostPaths(spec); !slices.Equal(got, want) {
+				t.Errorf("hostPaths %v, want %v", got, want)
+			}
+			if got := len(spec.Containers[0].VolumeMounts); got != len(want) {
+				t.Errorf("%d mounts, want %d: %+v", got, len(want), spec.Containers[0].VolumeMounts)
+			}
+			type wantMount struct {
+				path        string
+				propagation corev1.MountPropagationMode // "": none
+			}
+			var mounts []wantMount
+			if tc.logs != "" {
+				mounts = append(mounts, wantMount{tc.logs, ""})
+			}
+			if tc.containerd {
+				// New root filesystems must appear in the mount table: HostToContainer.
+				mounts = append(mounts, wantMount{tc.tasks, corev1.MountPropagationHostToContainer}, wantMount{tc.snaps, ""})
+			} else if tc.tasks != "" {
+				// The flags point at folders that are not there: no layer is located.
+				for _, p := range []string{tc.tasks, tc.snaps} {
+					if m, _ := mountAt(spec, p); m != nil {
+						t.Errorf("containerd off, yet %s is mounted", p)
+					}
+				}
+			}
+			for _, w := range mounts {
+				m, v := mountAt(spec, w.path)
+				if m == nil || v == nil || v.HostPath == nil {
+					t.Errorf("%s: mount %+v of volume %+v, want a hostPath", w.path, m, v)
+					continue
+				}
+				if v.HostPath.Path != w.path {
+					t.Errorf("%s: mounts the node's %s, want the same path", w.path, v.HostPath.Path)
+				}
+				// A node without the folder (no containerd: CRI-O) must still run the exporter.
+				if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
+					t.Errorf("%s: hostPath type %v, want DirectoryOrCreate", w.path, v.HostPath.Type)
+				}
+				var prop corev1.MountPropagationMode
+				if m.MountPropagation != nil {
+					prop = *m.MountPropagation
+				}
+				if !m.ReadOnly || prop != w.propagation || m.SubPath != "" || m.SubPathExpr != "" {
+					t.Errorf("%s: readOnly %v, propagation %q, subPath %q%q; want read-only, propagation %q", w.path, m.ReadOnly, prop, m.SubPath, m.SubPathExpr, w.propagation)
+				}
+			}
+		})
+	}
+	// The kubelet source reads no file: none of this, whatever the values say.
+	r := release("guard")
+	if err := yaml.Unmarshal([]byte("exporter: {source: kubelet, ephemeralStorage: {enabled: true}}"), &r.Values); err != nil {
+		t.Fatal(err)
+	}
+	spec := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec
+	if hp := hostPaths(spec); len(hp) != 0 {
+		t.Errorf("kubelet source: hostPaths %v", hp)
+	}
+	for _, a := range spec.Containers[0].Args {
+		if strings.Contains(a, "ephemeral-storage") || strings.Contains(a, "containerd.") || strings.Contains(a, "pod-logs-dir") {
+			t.Errorf("kubelet source: %s", a)
+		}
+	}
+}
+
 // ---- the rendered arguments parse in the real commands ----
 
 var (
@@ -467,7 +608,12 @@ remediator:
 `), &renamed.Values); err != nil {
 		t.Fatal(err)
 	}
-	releases := map[string]helmchart.Release{"every flag": all, "deprecated flag keys": renamed, "base": helmchart.BaseRelease(root, nil)}
+	// The negated boolean and the flags without their folders parse too.
+	noEphemeral, noContainerd := release("guard"), release("guard")
+	noEphemeral.Values = map[string]any{"exporter": map[string]any{"ephemeralStorage": map[string]any{"enabled": false}}}
+	noContainerd.Values = map[string]any{"exporter": map[string]any{"ephemeralStorage": map[string]any{"containerd": map[string]any{"enabled": false}}}}
+	releases := map[string]helmchart.Release{"every flag": all, "deprecated flag keys": renamed, "base": helmchart.BaseRelease(root, nil),
+		"ephemeral storage off": noEphemeral, "containerd off": noContainerd}
 	files, _ := filepath.Glob(valuesFile("*-values.yaml"))
 	for _, f := range files {
 		releases[filepath.Base(f)] = release("guard", filepath.Base(f))
