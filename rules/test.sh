@@ -57,5 +57,11 @@ route_test() { # expected-receivers labels...
 }
 route_test emptydir-remediator,human alertname=EmptyDirOverLimit remediation=evict severity=critical \
   namespace=default pod=empty-test1 uid=5cf142d1 volume=empty node=node-1
+route_test emptydir-remediator,human alertname=PodEphemeralStorageOverLimit remediation=evict severity=critical \
+  check=pod namespace=default pod=p uid=u node=node-1
+route_test emptydir-remediator,human alertname=ContainerEphemeralStorageOverLimit remediation=evict severity=critical \
+  check=container namespace=default pod=p uid=u container=c node=node-1
 route_test human alertname=EmptyDirNearLimit severity=warning namespace=default pod=p uid=u volume=v
+route_test human alertname=PodEphemeralStorageNearLimit severity=warning namespace=default pod=p uid=u
+route_test human alertname=ContainerEphemeralStorageFillingUp severity=warning horizon=1h namespace=default pod=p uid=u container=c
 route_test human alertname=EmptyDirExporterDown severity=warning

@@ -107,6 +107,9 @@ func (p published) has(name string) bool {
 	return false
 }
 
+// alertName is an alert's name in the alerts section of docs/metrics.md.
+var alertName = regexp.MustCompile("`((?:EmptyDir|PodEphemeralStorage|ContainerEphemeralStorage)[A-Za-z]+)`")
+
 var tableRow = regexp.MustCompile("^\\|\\s*`([a-zA-Z_:][a-zA-Z0-9_:]*)`\\s*\\|\\s*([a-z]+)\\s*\\|")
 
 func readMetricsDoc(t *testing.T) (metrics map[string]string, alerts []string) {
@@ -125,7 +128,7 @@ func readMetricsDoc(t *testing.T) (metrics map[string]string, alerts []string) {
 			metrics[m[1]] = m[2]
 		}
 		if strings.HasPrefix(section, "## Alerts") {
-			for _, a := range regexp.MustCompile("`(EmptyDir[A-Za-z]+)`").FindAllStringSubmatch(line, -1) {
+			for _, a := range alertName.FindAllStringSubmatch(line, -1) {
 				alerts = append(alerts, a[1])
 			}
 		}
@@ -281,6 +284,7 @@ func TestRuleExpressionsParseAndUsePublishedMetrics(t *testing.T) {
 	}
 	recordName := regexp.MustCompile(`^[a-z_]+:[a-z_]+:[a-z0-9_]+$`)
 	alerts := map[string]bool{}
+	triggers := map[string]bool{}
 	n := 0
 	for _, rf := range readRules(t) {
 		for _, g := range rf.file.Groups {
@@ -320,29 +324,16 @@ func TestRuleExpressionsParseAndUsePublishedMetrics(t *testing.T) {
 				if !bytes.Contains(runbook, []byte("\n## "+r.Alert+"\n")) {
 					t.Errorf("%s: docs/runbook.md has no section \"## %s\" (anchor %s)", where, r.Alert, anchor)
 				}
-				if r.Alert == "EmptyDirOverLimit" {
-					if r.Labels["severity"] != "critical" || r.Labels["remediation"] != "evict" {
-						t.Errorf("%s: labels %v, want severity=critical remediation=evict", where, r.Labels)
-					}
-					agg, ok := parsed.(*parser.BinaryExpr)
-					if !ok {
-						t.Errorf("%s: want a comparison of used and limit", where)
-						continue
-					}
-					for _, side := range []parser.Expr{agg.LHS, agg.RHS} {
-						a, ok := side.(*parser.AggregateExpr)
-						if !ok {
-							t.Errorf("%s: want max by (...) on both sides", where)
-							continue
-						}
-						got := append([]string(nil), a.Grouping...)
-						sort.Strings(got)
-						if strings.Join(got, ",") != "namespace,node,pod,uid,volume" {
-							t.Errorf("%s: grouped by %v, want exactly node, namespace, pod, uid, volume", where, a.Grouping)
-						}
-					}
+				if r.Labels["remediation"] == "evict" {
+					triggers[r.Alert] = true
+					checkRemediationTrigger(t, where, g.Name, r, parsed)
 				}
 			}
+		}
+	}
+	for a := range remediationTriggers {
+		if !triggers[a] {
+			t.Errorf("no rule defines remediation trigger %s with remediation=evict", a)
 		}
 	}
 	for _, a := range docAlerts {
@@ -356,6 +347,60 @@ func TestRuleExpressionsParseAndUsePublishedMetrics(t *testing.T) {
 		}
 	}
 	t.Logf("%d rules, %d alert names", n, len(alerts))
+}
+
+// remediationTriggers are the alerts the remediator acts on (remediation="evict"), one per
+// local-storage limit the kubelet enforces: the label check the remediator reads and the
+// labels its comparison of used and limit keeps, no more (`max by`, so that scrape and target
+// labels neither split nor name the alert).
+var remediationTriggers = map[string]struct {
+	check string
+	by    string
+}{
+	"EmptyDirOverLimit":                  {"", "namespace,node,pod,uid,volume"},
+	"PodEphemeralStorageOverLimit":       {"pod", "namespace,node,pod,uid"},
+	"ContainerEphemeralStorageOverLimit": {"container", "container,namespace,node,pod,uid"},
+}
+
+// checkRemediationTrigger checks an alert with remediation="evict": a known trigger, critical,
+// without `for`, in the fast remediation group, and a comparison of two `max by` the labels
+// above (for the pod and container triggers followed by `unless` the triggers before them).
+func checkRemediationTrigger(t *testing.T, where, group string, r promrule.Rule, parsed parser.Expr) {
+	t.Helper()
+	want, ok := remediationTriggers[r.Alert]
+	if !ok {
+		t.Errorf("%s: remediation=evict, but it is no remediation trigger the remediator knows", where)
+		return
+	}
+	if r.Labels["severity"] != "critical" || r.Labels["check"] != want.check {
+		t.Errorf("%s: labels %v, want severity=critical and check=%q", where, r.Labels, want.check)
+	}
+	if r.For != "" || group != "emptydir-guard.remediation" {
+		t.Errorf("%s: for %q in group %s, want no for in group emptydir-guard.remediation", where, r.For, group)
+	}
+	cmp, ok := parsed.(*parser.BinaryExpr)
+	if ok && cmp.Op == parser.LUNLESS {
+		if want.check == "" {
+			t.Errorf("%s: EmptyDirOverLimit comes first in the kubelet's order: nothing to hold it back", where)
+		}
+		cmp, ok = cmp.LHS.(*parser.BinaryExpr)
+	}
+	if !ok || cmp.Op != parser.GTR {
+		t.Errorf("%s: want a comparison used > limit", where)
+		return
+	}
+	for _, side := range []parser.Expr{cmp.LHS, cmp.RHS} {
+		a, ok := side.(*parser.AggregateExpr)
+		if !ok || a.Op != parser.MAX || a.Without {
+			t.Errorf("%s: want max by (...) on both sides", where)
+			continue
+		}
+		got := append([]string(nil), a.Grouping...)
+		sort.Strings(got)
+		if strings.Join(got, ",") != want.by {
+			t.Errorf("%s: grouped by %v, want exactly %s", where, a.Grouping, want.by)
+		}
+	}
 }
 
 // TestDashboardConventions: fixed uids, the datasource variable on every query, units,

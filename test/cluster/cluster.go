@@ -294,15 +294,19 @@ func (c *Cluster) KubeletURL() string {
 // PodLogsDir is the kubelet's podLogsDir.
 func (c *Cluster) PodLogsDir() string { return filepath.Join(c.workDir, "pod-logs") }
 
+// ContainerdStateDir and ContainerdRoot are containerd's state and root dirs.
+func (c *Cluster) ContainerdStateDir() string { return filepath.Join(c.workDir, "containerd", "state") }
+func (c *Cluster) ContainerdRoot() string     { return filepath.Join(c.workDir, "containerd", "root") }
+
 // ContainerdTaskDir is where containerd mounts each container's root filesystem:
 // <state>/io.containerd.runtime.v2.task.
 func (c *Cluster) ContainerdTaskDir() string {
-	return filepath.Join(c.workDir, "containerd", "state", "io.containerd.runtime.v2.task")
+	return filepath.Join(c.ContainerdStateDir(), "io.containerd.runtime.v2.task")
 }
 
 // SnapshotterRoot is the root of containerd's overlayfs snapshotter.
 func (c *Cluster) SnapshotterRoot() string {
-	return filepath.Join(c.workDir, "containerd", "root", "io.containerd.snapshotter.v1.overlayfs")
+	return filepath.Join(c.ContainerdRoot(), "io.containerd.snapshotter.v1.overlayfs")
 }
 
 // ExporterPathArgs are the exporter's flags naming this node's folders, for an exporter that

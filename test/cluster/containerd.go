@@ -121,7 +121,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = %q
     conf_dir = %q
     max_conf_num = 1
-`, filepath.Join(base, "root"), filepath.Join(base, "state"), c.containerdSock, c.containerdSock+".ttrpc",
+`, c.ContainerdRoot(), c.ContainerdStateDir(), c.containerdSock, c.containerdSock+".ttrpc",
 		filepath.Join(base, "opt"), SandboxImage, wrapper, c.runcRoot, cniBinDir, cniConf)
 	cfgPath := filepath.Join(base, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
@@ -52,13 +53,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 				spec.Containers[i].Image = deployImage
 				spec.Containers[i].ImagePullPolicy = corev1.PullNever
 			}
-			for i := range spec.Volumes {
-				if hp := spec.Volumes[i].HostPath; hp != nil {
-					if rest, ok := strings.CutPrefix(hp.Path, "/var/lib/kubelet"); ok {
-						hp.Path = c.KubeletRootDir() + rest
-					}
-				}
-			}
+			localizeNodePaths(c, spec)
 		})
 	ns := in.ns
 	seed := in.startSeed(ctx, t, "dep")
@@ -155,5 +150,37 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	}
 	if code, body := kubeletGet("/pods"); code != http.StatusForbidden {
 		t.Errorf("exporter token: kubelet /pods %d %s, want 403 (no nodes/proxy)", code, body)
+	}
+}
+
+// localizeNodePaths points the hostPath volumes of the shipped manifests at this cluster's
+// folders: the kubelet's root and pod logs (mounted where the manifests say), and containerd's
+// task folder and snapshotter root. The snapshotter root is mounted at the node's path (the
+// mount table names the node's paths), so its mount and flag move with it.
+func localizeNodePaths(c *cluster.Cluster, spec *corev1.PodSpec) {
+	const snapshotter = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
+	for i := range spec.Volumes {
+		hp := spec.Volumes[i].HostPath
+		if hp == nil {
+			continue
+		}
+		for from, to := range map[string]string{"/var/lib/kubelet": c.KubeletRootDir(), "/var/log/pods": c.PodLogsDir(),
+			"/run/containerd/io.containerd.runtime.v2.task": c.ContainerdTaskDir(), snapshotter: c.SnapshotterRoot()} {
+			if rest, ok := strings.CutPrefix(hp.Path, from); ok {
+				hp.Path = to + rest
+				break
+			}
+		}
+	}
+	for i := range spec.Containers {
+		ct := &spec.Containers[i]
+		for j := range ct.VolumeMounts {
+			if ct.VolumeMounts[j].MountPath == snapshotter {
+				ct.VolumeMounts[j].MountPath = c.SnapshotterRoot()
+			}
+		}
+		for j, a := range ct.Args {
+			ct.Args[j] = strings.Replace(a, "--containerd.snapshotter-root="+snapshotter, "--containerd.snapshotter-root="+c.SnapshotterRoot(), 1)
+		}
 	}
 }

@@ -70,8 +70,8 @@ func TestHelmChartOnRealCluster(t *testing.T) {
 	installed.evictSeed(ctx, t, rems, seed)
 }
 
-// chartInstall renders the chart for release in ns with this cluster's image, kubelet root and
-// two remediator replicas, plus extraValues (YAML appended to those), and reads the webhook
+// chartInstall renders the chart for release in ns with this cluster's image, kubelet root,
+// pod logs and containerd folders, and two remediator replicas, plus extraValues (YAML appended to those), and reads the webhook
 // token the chart generated.
 func chartInstall(t *testing.T, c *cluster.Cluster, release, ns, extraValues string) (install, []runtime.Object) {
 	t.Helper()
@@ -82,6 +82,11 @@ image:
   pullPolicy: Never
 exporter:
   kubeletRootDir: `+c.KubeletRootDir()+`
+  ephemeralStorage:
+    podLogsDir: `+c.PodLogsDir()+`
+    containerd:
+      stateDir: `+c.ContainerdStateDir()+`
+      root: `+c.ContainerdRoot()+`
 remediator:
   replicas: 2
 `+extraValues)

@@ -88,7 +88,7 @@ func AlertmanagerConfig(bin, base, webhookURL, tokenFile string, groupWait, grou
 				"routes": []any{map[string]any{
 					"receiver": remediatorReceiver,
 					"matchers": []any{`remediation="evict"`},
-					"group_by": []any{"namespace", "pod", "uid", "volume"},
+					"group_by": []any{"namespace", "pod", "uid", "check", "volume", "container"},
 					"continue": true,
 				}, map[string]any{"receiver": "human"}},
 			},

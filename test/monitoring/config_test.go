@@ -58,7 +58,7 @@ func TestAlertmanagerConfigFromProjectExample(t *testing.T) {
 		}
 		r := cfg.Route.Routes[0]
 		if r.Receiver != "emptydir-remediator" || r.GroupWait != "1s" || r.GroupInterval != "5s" || r.RepeatInterval != "10s" ||
-			strings.Join(r.GroupBy, ",") != "namespace,pod,uid,volume" || strings.Join(r.Matchers, ",") != `remediation="evict"` {
+			strings.Join(r.GroupBy, ",") != "namespace,pod,uid,check,volume,container" || strings.Join(r.Matchers, ",") != `remediation="evict"` {
 			t.Errorf("base %q: remediator route %+v", base, r)
 		}
 		var hooks int
