@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -76,10 +77,19 @@ alertmanagerConfig:
 	suffix := framework.RandSuffix()
 	near := c.SeedPod(metav1.NamespaceSystem, "near-"+suffix)
 	near.Spec.Containers[0].Command = []string{"sh", "-c", "dd if=/dev/zero of=/test/near bs=1k count=950 && exec sleep 2147483647"}
+	// Its container has an ephemeral-storage limit too, far from reached, so that the pod and
+	// container panels have a pod to show (request 0: this kubelet has isolation off).
+	withStorageLimit(near, "10Mi")
 	over := c.SeedPod(metav1.NamespaceSystem, "over-"+suffix)
 	over.Spec.Containers[0].Command = []string{"sh", "-c", "dd if=/dev/zero of=/test/over bs=1k count=2048 && exec sleep 2147483647"}
 	stay := framework.RunPod(ctx, t, c, near)
 	kept := framework.RunPod(ctx, t, c, over)
+	// A pod whose container outgrows its ephemeral-storage limit through its writable layer: the
+	// DaemonSet must find the layer through its containerd mounts, and the chart's rules and
+	// route carry the pod check to the remediator.
+	layer := c.SeedPod(seed.labels["namespace"], "layer")
+	withStorageLimit(layer, "10Mi")
+	layer = framework.RunPod(ctx, t, c, layer)
 	exp, rems := installed.createPods(ctx, t)
 	installed.checkExporter(ctx, t, exp, seed)
 	for i := range rems {
@@ -123,6 +133,20 @@ alertmanagerConfig:
 		return p.UID != s.UID || p.DeletionTimestamp != nil, "still running; alertmanager log:\n" + c.LogTail("alertmanager", 1500)
 	})
 	requireEvent(ctx, t, c, s, remediator.EventEvicted)
+
+	// The writable layer, now that the chain is up: 11 MiB past a 10Mi limit.
+	if _, stderr, err := c.ExecInPod(ctx, layer.Namespace, layer.Name, "test2", "dd", "if=/dev/zero", "of=/fill", "bs=1M", "count=11", "conv=fsync"); err != nil {
+		t.Fatalf("writing the layer pod's writable layer: %v (%s)", err, stderr)
+	}
+	framework.Eventually(t, 2*time.Minute, time.Second, "the layer pod is evicted for its pod's ephemeral-storage limit", func() (bool, string) {
+		p, err := c.Client().CoreV1().Pods(layer.Namespace).Get(ctx, layer.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && (p.UID != layer.UID || p.DeletionTimestamp != nil)) {
+			return true, ""
+		}
+		res, _ := mon.Query(ctx, fmt.Sprintf(`emptydir_pod_ephemeral_storage_used_bytes{uid=%q}`, layer.UID))
+		return false, fmt.Sprintf("still running; its series in the operator's Prometheus: %v", res)
+	})
+	requireEventSays(ctx, t, c, layer, remediator.EventEvicted, lsciPodMsg)
 
 	// Every emptydir_* series carries the measured pod's labels: none renamed to exported_*.
 	checkOperatorSeries(ctx, t, mon, seed, stay, in.ns)
@@ -366,4 +390,12 @@ func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack,
 		}
 		return len(bad) == 0 && len(missing) == 0, fmt.Sprintf("%d rules; unhealthy %v; recording rules without namespace %s: %v", n, bad, ns, missing)
 	})
+}
+
+// withStorageLimit gives the pod's first container an ephemeral-storage limit, with a request
+// of 0: the shared cluster's kubelet (isolation off) refuses any request of it.
+func withStorageLimit(p *corev1.Pod, limit string) {
+	c := &p.Spec.Containers[0]
+	c.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(limit)}
+	c.Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("0")}
 }
