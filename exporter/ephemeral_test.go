@@ -178,7 +178,7 @@ func TestStorageUsage(t *testing.T) {
 		"container/side/logs":           ok(4096),
 		"pod/files":                     ok(4096),
 	}
-	u := storageUsage(pv, results, false)
+	u := storageUsage(pv, results, false, false)
 	wantParts := map[string]int64{PartEmptyDir: 3 * mib, PartWritableLayer: 11 * mib, PartLogs: mib + 4096, PartOther: 8192 + 4096}
 	if !reflect.DeepEqual(u.Parts, wantParts) {
 		t.Errorf("parts = %v, want %v", u.Parts, wantParts)
@@ -198,7 +198,7 @@ func TestStorageUsage(t *testing.T) {
 	}
 
 	// A dedicated image filesystem: layers count toward the pod only.
-	u = storageUsage(pv, results, true)
+	u = storageUsage(pv, results, true, false)
 	if main := u.Containers[0]; main.UsedBytes != mib || main.WritableLayerBytes != 11*mib {
 		t.Errorf("dedicated image fs: main = %+v, want logs only (1Mi) and the layer still shown", main)
 	}
@@ -209,9 +209,20 @@ func TestStorageUsage(t *testing.T) {
 		t.Errorf("dedicated image fs: pod used = %d, want the layers still counted", u.UsedBytes)
 	}
 
+	// A layer's figure from the kubelet's Summary counts on the dashboards, never in a live
+	// answer, which decides evictions: there it is 0 and the usage a lower bound.
+	results["container/side/writable-layer"] = VolumeResult{Measurement: Measurement{UsedBytes: 5 * mib, Unlocated: LayerOtherRuntime, Method: MethodKubelet}}
+	if u := storageUsage(pv, results, false, false); u.UsedBytes != 20*mib+4*4096 || !u.LowerBound {
+		t.Errorf("published: used %d, lower bound %v; want the kubelet's 5Mi counted, still a lower bound", u.UsedBytes, u.LowerBound)
+	}
+	if u := storageUsage(pv, results, false, true); u.UsedBytes != 15*mib+4*4096 || !u.LowerBound || u.Containers[1].UsedBytes != 4096 {
+		t.Errorf("live: used %d, side %d, lower bound %v; want the kubelet's figure left out", u.UsedBytes, u.Containers[1].UsedBytes, u.LowerBound)
+	}
+	results["container/side/writable-layer"] = VolumeResult{Measurement: Measurement{Unlocated: LayerNotOverlay}}
+
 	// A part not measured yet makes the pod a lower bound, not an undercount taken for exact.
 	delete(results, "pod/files")
-	if u := storageUsage(pv, results, false); !u.LowerBound || u.Parts[PartOther] != 8192 {
+	if u := storageUsage(pv, results, false, false); !u.LowerBound || u.Parts[PartOther] != 8192 {
 		t.Errorf("missing part: lower bound %v, other %d; want a lower bound without it", u.LowerBound, u.Parts[PartOther])
 	}
 }

@@ -51,6 +51,10 @@ type FilesystemSource struct {
 	// Layers locates containers' writable layers; nil: they are not measured (a pod's
 	// writable layers then read as unlocated).
 	Layers *LayerLocator
+	// LayerFallback, when set, gives the usage of a writable layer that cannot be located: the
+	// kubelet's Summary API figure (--kubelet.url or --kubelet.via-apiserver with this source),
+	// as old as the kubelet's stats (Measurement.Method MethodKubelet, Unlocated still set).
+	LayerFallback *KubeletSource
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// readQuota is fswalk.ReadProjectQuota; tests replace it.
@@ -154,12 +158,12 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 	switch {
 	case v.Kind == KindWritableLayer:
 		if s.Layers == nil {
-			return Measurement{Unlocated: LayerNoRootfsMount, Method: MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+			return s.unlocatedLayer(ctx, p, v, LayerNoRootfsMount, started, now)
 		}
 		upper, lerr := s.Layers.UpperDir(v.ContainerID)
 		var le *LayerError
 		if errors.As(lerr, &le) {
-			return Measurement{Unlocated: le.Reason, Method: MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+			return s.unlocatedLayer(ctx, p, v, le.Reason, started, now)
 		}
 		if lerr != nil {
 			return Measurement{}, fsError(lerr)
@@ -205,6 +209,22 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil
+}
+
+// unlocatedLayer is the measurement of a writable layer that could not be located, for reason:
+// the kubelet's figure, with its time, where LayerFallback is set and has one; else 0. Either
+// way a lower bound for the pod's and the container's usage.
+func (s *FilesystemSource) unlocatedLayer(ctx context.Context, p PodVolumes, v Volume, reason string, started time.Time, now func() time.Time) (Measurement, error) {
+	if s.LayerFallback != nil {
+		used, at, ok, err := s.LayerFallback.ContainerRootfs(ctx, p.KubeletUID(), v.Container)
+		if err != nil {
+			return Measurement{}, err
+		}
+		if ok {
+			return Measurement{UsedBytes: used, Unlocated: reason, Method: MethodKubelet, MeasuredAt: at, CompletedAt: at}, nil
+		}
+	}
+	return Measurement{Unlocated: reason, Method: MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
 }
 
 // podFilesUsage is the pod's etc-hosts file and the files directly in its log folder, each

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +25,41 @@ import (
 // the time the kubelet stamped, so consumers can see how old the numbers are.
 type KubeletSource struct {
 	fetch func(ctx context.Context) (*statsapi.Summary, error)
+
+	// The last Summary, for ContainerRootfs: one request serves a cycle's layers.
+	mu      sync.Mutex
+	last    *statsapi.Summary
+	fetched time.Time
+}
+
+// summaryReuse is how long ContainerRootfs reuses a Summary: the kubelet's container stats are
+// refreshed every 10 s (containerd), so a newer request would mostly read the same numbers.
+const summaryReuse = 5 * time.Second
+
+// ContainerRootfs is the writable-layer usage the kubelet's Summary API gives for container
+// of the pod with (kubelet) UID podUID, with the time the kubelet stamped on it; ok is false
+// when the Summary has no such figure.
+func (s *KubeletSource) ContainerRootfs(ctx context.Context, podUID, container string) (used int64, at time.Time, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil || time.Since(s.fetched) > summaryReuse {
+		sum, err := s.fetch(ctx)
+		if err != nil {
+			return 0, time.Time{}, false, err
+		}
+		s.last, s.fetched = sum, time.Now()
+	}
+	for _, p := range s.last.Pods {
+		if p.PodRef.UID != podUID {
+			continue
+		}
+		for _, c := range p.Containers {
+			if c.Name == container && c.Rootfs != nil && c.Rootfs.UsedBytes != nil {
+				return int64(*c.Rootfs.UsedBytes), c.Rootfs.Time.Time, true, nil
+			}
+		}
+	}
+	return 0, time.Time{}, false, nil
 }
 
 // NewKubeletDirectSource reads /stats/summary from the kubelet at baseURL (for

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -197,4 +200,38 @@ func writeFile(t *testing.T, path string, size int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// A layer the walk cannot locate takes the kubelet's Summary figure, with the kubelet's time,
+// where the exporter may ask it; it stays unlocated, so its pod's usage a lower bound.
+func TestUnlocatedLayerFromTheKubeletSummary(t *testing.T) {
+	stamped := time.Date(2026, 12, 4, 3, 0, 0, 0, time.UTC)
+	summary := fmt.Sprintf(`{"node": {"nodeName": "node-1"}, "pods": [{"podRef": {"name": "p", "namespace": "a", "uid": "u"},
+		"containers": [{"name": "main", "rootfs": {"time": %q, "usedBytes": 11534336}}]}]}`, stamped.Format(time.RFC3339))
+	requests := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests++
+		_, _ = w.Write([]byte(summary))
+	}))
+	defer ts.Close()
+	n := newLayerNode(t)
+	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator,
+		LayerFallback: exporter.NewKubeletDirectSource(ts.URL, ts.Client())}
+	pod := exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
+	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
+	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.UsedBytes != 11534336 || m.Method != exporter.MethodKubelet || !m.MeasuredAt.Equal(stamped) || m.Unlocated != exporter.LayerOtherRuntime || !m.LowerBound() {
+		t.Errorf("got %+v; want the kubelet's 11534336 bytes stamped %s, method kubelet, still unlocated (other_runtime)", m, stamped)
+	}
+	// A container the Summary does not know yet: 0, as without the kubelet.
+	v.Container = "sidecar"
+	if m, err := src.MeasureVolume(context.Background(), pod, v, nil); err != nil || m.UsedBytes != 0 || m.Method != exporter.MethodNone {
+		t.Errorf("a container the kubelet has no figure for: %+v, %v; want 0, method none", m, err)
+	}
+	if requests != 1 {
+		t.Errorf("%d Summary requests for two layers within moments, want 1", requests)
+	}
 }

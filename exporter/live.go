@@ -205,7 +205,7 @@ func (e *Exporter) liveStorage(pv PodVolumes, results []VolumeResult) *liveapi.P
 			completed = r.Measurement.CompletedAt
 		}
 	}
-	u := storageUsage(pv, byName, e.cfg.DedicatedImageFilesystem)
+	u := storageUsage(pv, byName, e.cfg.DedicatedImageFilesystem, true)
 	out := &liveapi.PodStorage{UsedBytes: u.UsedBytes, LimitBytes: u.LimitBytes, Parts: u.Parts, LowerBound: u.LowerBound,
 		DedicatedImageFilesystem: e.cfg.DedicatedImageFilesystem, MeasuredAt: u.MeasuredAt, CompletedAt: completed,
 		Containers: []liveapi.ContainerStorage{}}

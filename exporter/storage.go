@@ -40,8 +40,10 @@ type ContainerUsage struct {
 
 // storageUsage adds up the measurements of pod p's parts in results (keyed by part name; an
 // absent one is missing) as the kubelet does; dedicatedImageFS leaves writable layers out of
-// the containers' own usage.
-func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageFS bool) StorageUsage {
+// the containers' own usage. With ownOnly, a part the exporter did not measure itself (a
+// writable layer's figure from the kubelet's Summary API) counts as 0: what a live answer,
+// which decides evictions, must hold to.
+func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageFS, ownOnly bool) StorageUsage {
 	u := StorageUsage{LimitBytes: p.Storage.LimitBytes,
 		Parts: map[string]int64{PartEmptyDir: 0, PartWritableLayer: 0, PartLogs: 0, PartOther: 0}}
 	containers := map[string]*ContainerUsage{}
@@ -73,6 +75,9 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 			continue
 		}
 		m := r.Measurement
+		if ownOnly && m.Method == MethodKubelet {
+			m.UsedBytes = 0
+		}
 		u.UsedBytes += m.UsedBytes
 		u.Parts[v.Kind.part()] += m.UsedBytes
 		u.LowerBound = u.LowerBound || m.LowerBound()

@@ -72,7 +72,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
 	for _, p := range snap.storage {
-		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem)
+		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem, false)
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
 		gauge(podUsedDesc, float64(u.UsedBytes), lv...)
 		if u.LimitBytes != nil {

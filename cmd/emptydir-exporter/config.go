@@ -110,9 +110,9 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.UnlimitedInterval)).DurationVar(&ec.UnlimitedInterval)
 	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
 		Default(def(ec.CPUBudget)).Float64Var(&ec.CPUBudget)
-	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
+	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver; source filesystem: optional, the Summary API's figure for a writable layer it cannot locate); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
 		StringVar(&cfg.kubeletURL)
-	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get).").
+	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get); with source filesystem, for the writable layers it cannot locate.").
 		Default(def(cfg.kubeletViaAPIServer)).BoolVar(&cfg.kubeletViaAPIServer)
 	app.Flag("kubelet.ca-file", "CA bundle that signed the kubelet's serving certificate; system roots when empty.").
 		StringVar(&cfg.kubeletCAFile)
@@ -152,35 +152,48 @@ func (c *config) validate() error {
 	}
 	switch c.source {
 	case sourceFilesystem: // checked above, by exporter.FilesystemSource.Validate
+		// The kubelet, if named, gives the writable layers that cannot be located.
+		if c.kubeletURL != "" || c.kubeletViaAPIServer {
+			errs = append(errs, c.validateKubelet()...)
+		}
 	case sourceKubelet:
-		if c.kubeletTimeout <= 0 {
-			errs = append(errs, fmt.Errorf("--kubelet.timeout=%s must be positive", c.kubeletTimeout))
-		}
-		switch {
-		case c.kubeletViaAPIServer && c.kubeletURL != "":
-			errs = append(errs, errors.New("--kubelet.url and --kubelet.via-apiserver exclude each other"))
-		case !c.kubeletViaAPIServer && c.kubeletURL == "":
+		if !c.kubeletViaAPIServer && c.kubeletURL == "" {
 			errs = append(errs, errors.New("--collection.source=kubelet needs --kubelet.url or --kubelet.via-apiserver"))
-		case c.kubeletURL != "":
-			u, err := url.Parse(c.kubeletURL)
-			switch {
-			case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
-				errs = append(errs, fmt.Errorf("--kubelet.url=%q is not an http(s) URL with a host", c.kubeletURL))
-			case u.Scheme == "http" && c.kubeletTokenFile != "":
-				// The token is a service account credential: over plain HTTP anyone on the
-				// path reads it. Only a kubelet port without authentication may be plain.
-				errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http but --kubelet.token-file is set: the bearer token would travel in clear text; use https:// or, for a kubelet port that needs no token, --kubelet.token-file=\"\"", c.kubeletURL))
-			case u.Scheme == "http" && (c.kubeletInsecure || c.kubeletCAFile != ""):
-				errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http: --kubelet.ca-file and --kubelet.insecure-skip-tls-verify apply only to https", c.kubeletURL))
-			}
-			if c.kubeletInsecure && c.kubeletCAFile != "" {
-				errs = append(errs, errors.New("--kubelet.ca-file and --kubelet.insecure-skip-tls-verify exclude each other"))
-			}
 		}
+		errs = append(errs, c.validateKubelet()...)
 	default:
 		errs = append(errs, fmt.Errorf("--collection.source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
 	}
 	return errors.Join(errs...)
+}
+
+// validateKubelet checks the flags of the kubelet's Summary API: the source kubelet's, or the
+// filesystem source's fallback for writable layers it cannot locate.
+func (c *config) validateKubelet() []error {
+	var errs []error
+	if c.kubeletTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--kubelet.timeout=%s must be positive", c.kubeletTimeout))
+	}
+	switch {
+	case c.kubeletViaAPIServer && c.kubeletURL != "":
+		errs = append(errs, errors.New("--kubelet.url and --kubelet.via-apiserver exclude each other"))
+	case c.kubeletURL != "":
+		u, err := url.Parse(c.kubeletURL)
+		switch {
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			errs = append(errs, fmt.Errorf("--kubelet.url=%q is not an http(s) URL with a host", c.kubeletURL))
+		case u.Scheme == "http" && c.kubeletTokenFile != "":
+			// The token is a service account credential: over plain HTTP anyone on the
+			// path reads it. Only a kubelet port without authentication may be plain.
+			errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http but --kubelet.token-file is set: the bearer token would travel in clear text; use https:// or, for a kubelet port that needs no token, --kubelet.token-file=\"\"", c.kubeletURL))
+		case u.Scheme == "http" && (c.kubeletInsecure || c.kubeletCAFile != ""):
+			errs = append(errs, fmt.Errorf("--kubelet.url=%q is plain http: --kubelet.ca-file and --kubelet.insecure-skip-tls-verify apply only to https", c.kubeletURL))
+		}
+		if c.kubeletInsecure && c.kubeletCAFile != "" {
+			errs = append(errs, errors.New("--kubelet.ca-file and --kubelet.insecure-skip-tls-verify exclude each other"))
+		}
+	}
+	return errs
 }
 
 // checkPaths checks the files the flags name, once validate has passed.
@@ -198,7 +211,7 @@ func (c *config) checkPaths() error {
 			f.Close()
 		}
 	}
-	if c.source == sourceKubelet && c.kubeletURL != "" {
+	if c.kubeletURL != "" {
 		for flag, path := range map[string]string{"--kubelet.ca-file": c.kubeletCAFile, "--kubelet.token-file": c.kubeletTokenFile} {
 			if path == "" {
 				continue

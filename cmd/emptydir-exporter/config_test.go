@@ -108,6 +108,10 @@ func TestValidate(t *testing.T) {
 		{"good kubelet config via API server", append(kubelet, "--kubelet.via-apiserver"), nil},
 		{"relative root dir ignored for source kubelet", append(kubelet, "--kubelet.via-apiserver",
 			"--kubelet.root-dir=relative"), nil},
+		{"source filesystem with the kubelet for unlocated layers", []string{"--node.name=n", "--kubelet.url=https://10.0.0.5:10250"}, nil},
+		{"source filesystem: the kubelet's flags checked when it is named", []string{"--node.name=n", "--kubelet.url=ftp://x",
+			"--kubelet.timeout=0s"}, []string{"--kubelet.url", "--kubelet.timeout"}},
+		{"source filesystem: the kubelet's flags unchecked when it is not", []string{"--node.name=n", "--kubelet.timeout=0s"}, nil},
 
 		{"missing node name", []string{}, []string{"--node.name"}},
 		{"unknown source", []string{"--node.name=n", "--collection.source=cadvisor"}, []string{"--collection.source", "cadvisor"}},

@@ -188,16 +188,28 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 }
 
 func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {
-	switch {
-	case cfg.source == sourceFilesystem:
-		return &cfg.fs, nil
-	case cfg.kubeletViaAPIServer:
-		return exporter.NewKubeletProxySource(client, cfg.exporter.NodeName), nil
-	default:
-		hc, err := exporter.NewKubeletHTTPClient(cfg.kubeletCAFile, cfg.kubeletTokenFile, cfg.kubeletInsecure, cfg.kubeletTimeout)
-		if err != nil {
-			return nil, err
+	if cfg.source == sourceFilesystem {
+		// The kubelet, when named, gives the writable layers the walk cannot locate.
+		if cfg.kubeletURL != "" || cfg.kubeletViaAPIServer {
+			fallback, err := newKubeletSource(cfg, client)
+			if err != nil {
+				return nil, err
+			}
+			cfg.fs.LayerFallback = fallback
 		}
-		return exporter.NewKubeletDirectSource(cfg.kubeletURL, hc), nil
+		return &cfg.fs, nil
 	}
+	return newKubeletSource(cfg, client)
+}
+
+// newKubeletSource reads the kubelet's Summary API as the --kubelet.* flags say.
+func newKubeletSource(cfg *config, client kubernetes.Interface) (*exporter.KubeletSource, error) {
+	if cfg.kubeletViaAPIServer {
+		return exporter.NewKubeletProxySource(client, cfg.exporter.NodeName), nil
+	}
+	hc, err := exporter.NewKubeletHTTPClient(cfg.kubeletCAFile, cfg.kubeletTokenFile, cfg.kubeletInsecure, cfg.kubeletTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return exporter.NewKubeletDirectSource(cfg.kubeletURL, hc), nil
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // runcWrapper exists because this sandbox lacks CAP_SYS_RESOURCE: runc fails with
@@ -40,10 +42,13 @@ exec %s "$@"
 func (c *Cluster) startContainerd() error {
 	base := filepath.Join(c.workDir, "containerd")
 	cniConf := filepath.Join(c.workDir, "cni", "net.d")
-	for _, d := range []string{base, cniConf, c.runcRoot} {
+	for _, d := range []string{base, cniConf, c.runcRoot, c.ContainerdStateDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := makeSharedMount(c.ContainerdStateDir()); err != nil {
+		return err
 	}
 	runc, err := exec.LookPath("runc")
 	if err != nil {
@@ -132,6 +137,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	c.containerd = p
 	c.mu.Unlock()
 	return err
+}
+
+// makeSharedMount bind-mounts dir onto itself as a shared mount: a pod may then mount it with
+// HostToContainer propagation (the exporter's mount of containerd's task folder), which
+// containerd refuses on a folder of a private mount ("is not a shared or slave mount"). On a
+// node /run is shared already (systemd makes every mount shared); a test's work dir under /tmp
+// may not be. Stop unmounts it with everything else under the work dir.
+func makeSharedMount(dir string) error {
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind-mounting %s onto itself: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("making %s a shared mount: %w", dir, err)
+	}
+	return nil
 }
 
 func (c *Cluster) ctr(ctx context.Context, args ...string) ([]byte, error) {
