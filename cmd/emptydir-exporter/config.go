@@ -38,6 +38,8 @@ type config struct {
 	log           promslog.Config
 	renamed       cliflag.Renamed
 	telemetryPath string
+	// denyWrites takes every filesystem write from the process at start (--fs.deny-writes).
+	denyWrites bool
 
 	kube     kubeclient.Config
 	source   string
@@ -57,6 +59,7 @@ type config struct {
 func defaultConfig() config {
 	return config{ //nolint:gosec // G101: kubeletTokenFile is a path to a token, not a credential
 		telemetryPath:    "/metrics",
+		denyWrites:       true,
 		kube:             kubeclient.Config{QPS: rest.DefaultQPS, Burst: rest.DefaultBurst},
 		source:           sourceFilesystem,
 		exporter:         exporter.DefaultConfig(),
@@ -98,6 +101,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(fsc.Layers.TaskDir).StringVar(&fsc.Layers.TaskDir)
 	app.Flag("containerd.snapshotter-root", "The root of containerd's overlayfs snapshotter, mounted read-only into the exporter at the same path as on the node: the writable layers are walked there (--collection.ephemeral-storage).").
 		Default(fsc.Layers.SnapshotterRoot).StringVar(&fsc.Layers.SnapshotterRoot)
+	app.Flag("fs.deny-writes", "At start, take from the process every right to write to the filesystem, with Landlock (Linux 5.13+): a read-only mount is read-only on its top only, and mounts made later below one with HostToContainer propagation (other containers' root filesystems, tmpfs volumes) would be writable. Without Landlock the exporter warns and runs on.").
+		Default(def(cfg.denyWrites)).BoolVar(&cfg.denyWrites)
 	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
 		Default(def(fsc.WalkConcurrency)).IntVar(&fsc.WalkConcurrency)
 	app.Flag("fs.project-quota", "Read a volume's usage from the XFS/ext4 project quota the kubelet put it under (LocalStorageCapacityIsolationFSQuotaMonitoring), in O(1), instead of walking it; needs CAP_SYS_ADMIN, else every volume is walked (source filesystem).").

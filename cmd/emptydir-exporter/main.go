@@ -27,6 +27,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
+	"github.com/emptydir-guard/emptydir-guard/internal/denywrites"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -50,6 +51,14 @@ func run(args []string) int {
 	if err := cfg.checkPaths(); err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
+	}
+	if cfg.denyWrites {
+		// The exporter writes no file: what it reads through its mounts it must never change.
+		if err := denywrites.Apply(); err != nil {
+			logger.Warn("could not take the right to write files from the process; the exporter's mounts are as writable as the kernel makes them (docs/security.md)", "err", err)
+		} else {
+			logger.Info("filesystem writes denied to the process (Landlock)")
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -57,7 +57,9 @@ func TestRunGoodFlagsGetsPastValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code := run([]string{"--node.name=n", "--kubelet.root-dir=" + root, "--kubelet.pod-logs-dir=" + t.TempDir(), "--web.listen-address=" + freeAddr(t)})
+	// --no-fs.deny-writes: run is in-process here, and Landlock would bind the test binary
+	// (denywrites' own test checks the restriction, in a child process).
+	code := run([]string{"--node.name=n", "--kubelet.root-dir=" + root, "--kubelet.pod-logs-dir=" + t.TempDir(), "--no-fs.deny-writes", "--web.listen-address=" + freeAddr(t)})
 
 	if code != 1 {
 		t.Errorf("run = %d, want 1 (flags accepted, no cluster to talk to)", code)

@@ -82,8 +82,14 @@ alertmanagerConfig:
 	withStorageLimit(near, "10Mi")
 	over := c.SeedPod(metav1.NamespaceSystem, "over-"+suffix)
 	over.Spec.Containers[0].Command = []string{"sh", "-c", "dd if=/dev/zero of=/test/over bs=1k count=2048 && exec sleep 2147483647"}
+	// One near its ephemeral-storage limit through its writable layer (9500 KiB of 10 MiB), for
+	// the per-namespace rules counting pods and containers near their limits.
+	full := c.SeedPod(metav1.NamespaceSystem, "full-"+suffix)
+	full.Spec.Containers[0].Command = []string{"sh", "-c", "dd if=/dev/zero of=/fill bs=1k count=9500 && exec sleep 2147483647"}
+	withStorageLimit(full, "10Mi")
 	stay := framework.RunPod(ctx, t, c, near)
 	kept := framework.RunPod(ctx, t, c, over)
+	framework.RunPod(ctx, t, c, full)
 	// A pod whose container outgrows its ephemeral-storage limit through its writable layer: the
 	// DaemonSet must find the layer through its containerd mounts, and the chart's rules and
 	// route carry the pod check to the remediator.
