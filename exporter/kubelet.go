@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,34 +144,24 @@ func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, tim
 // Name implements Source.
 func (s *KubeletSource) Name() string { return "kubelet" }
 
-// Measure implements Source with one Summary request for all pods.
+// Measure implements Source with one Summary request for all pods: each emptyDir from its
+// volume stats and, for pods whose ephemeral storage is measured, each part from the figure
+// the kubelet adds up itself (kubeletPart).
 func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
 	stats, fetchErr := s.summary(ctx)
 	var out []VolumeResult
 	for _, p := range pods {
-		byName := stats[p.KubeletUID()]
+		ps, found := stats[p.KubeletUID()]
 		for _, v := range p.Volumes {
 			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
-			vs, found := byName[v.Name]
 			switch {
 			case fetchErr != nil:
 				r.Err = fetchErr
 			case !found:
 				r.Err = &MeasureError{Reason: ReasonNotFound,
-					Err: fmt.Errorf("kubelet summary has no stats for volume %q of pod %s/%s yet", v.Name, p.Namespace, p.Pod)}
-			case vs.UsedBytes == nil:
-				r.Err = &MeasureError{Reason: ReasonKubeletError,
-					Err: fmt.Errorf("kubelet summary gives no usedBytes for volume %q of pod %s/%s", v.Name, p.Namespace, p.Pod)}
+					Err: fmt.Errorf("kubelet summary has no stats for pod %s/%s yet", p.Namespace, p.Pod)}
 			default:
-				r.Measurement = Measurement{
-					UsedBytes:      int64(*vs.UsedBytes),
-					CapacityBytes:  int64(deref(vs.CapacityBytes)),
-					AvailableBytes: int64(deref(vs.AvailableBytes)),
-					InodesUsed:     int64(deref(vs.InodesUsed)),
-					MeasuredAt:     vs.Time.Time,
-					CompletedAt:    vs.Time.Time,
-					Method:         MethodKubelet,
-				}
+				r.Measurement, r.Err = kubeletPart(ps, p, v)
 			}
 			out = append(out, r)
 		}
@@ -178,21 +169,106 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 	return out
 }
 
-// summary fetches and indexes the Summary by pod UID and volume name.
-func (s *KubeletSource) summary(ctx context.Context) (map[string]map[string]statsapi.VolumeStats, error) {
+// kubeletPart is what the Summary says of v, a part of pod p: a volume's stats (emptyDir,
+// configMap, gitRepo), a container's rootfs or logs, and for the pod's own files what its
+// ephemeral-storage total holds beyond everything else it adds up (calcEphemeralStorage:
+// etc-hosts and the pod's log files).
+func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, error) {
+	fromFs := func(what string, fs *statsapi.FsStats) (Measurement, error) {
+		if fs == nil {
+			return Measurement{}, &MeasureError{Reason: ReasonNotFound,
+				Err: fmt.Errorf("kubelet summary has no stats for %s of pod %s/%s yet", what, p.Namespace, p.Pod)}
+		}
+		if fs.UsedBytes == nil { // never to be read as 0 bytes
+			return Measurement{}, &MeasureError{Reason: ReasonKubeletError,
+				Err: fmt.Errorf("kubelet summary gives no usedBytes for %s of pod %s/%s", what, p.Namespace, p.Pod)}
+		}
+		return Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
+			AvailableBytes: int64(deref(fs.AvailableBytes)), InodesUsed: int64(deref(fs.InodesUsed)),
+			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: MethodKubelet}, nil
+	}
+	volume := func(name string) *statsapi.FsStats {
+		for _, vs := range ps.VolumeStats {
+			if vs.Name == name {
+				return &vs.FsStats
+			}
+		}
+		return nil
+	}
+	container := func(name string) *statsapi.ContainerStats {
+		for i := range ps.Containers {
+			if ps.Containers[i].Name == name {
+				return &ps.Containers[i]
+			}
+		}
+		return nil
+	}
+	_, name, _ := strings.Cut(v.Name, "/")
+	switch v.Kind {
+	case KindEmptyDir:
+		return fromFs(fmt.Sprintf("volume %q", v.Name), volume(v.Name))
+	case KindConfigMap, KindGitRepo:
+		return fromFs(fmt.Sprintf("volume %q", name), volume(name))
+	case KindWritableLayer, KindContainerLogs:
+		c := container(v.Container)
+		if c == nil {
+			return Measurement{}, &MeasureError{Reason: ReasonNotFound,
+				Err: fmt.Errorf("kubelet summary has no container %q of pod %s/%s (yet)", v.Container, p.Namespace, p.Pod)}
+		}
+		if v.Kind == KindWritableLayer {
+			return fromFs(v.describe(), c.Rootfs)
+		}
+		return fromFs(v.describe(), c.Logs)
+	default: // KindPodFiles
+		m, err := fromFs("the ephemeral storage", ps.EphemeralStorage)
+		if err != nil {
+			return m, err
+		}
+		rest := m.UsedBytes
+		for _, c := range ps.Containers {
+			if c.Rootfs != nil {
+				rest -= int64(deref(c.Rootfs.UsedBytes))
+				if c.Logs != nil {
+					rest -= int64(deref(c.Logs.UsedBytes))
+				}
+			}
+		}
+		for _, pv := range p.Volumes {
+			counted := pv.Kind == KindConfigMap || pv.Kind == KindGitRepo || (pv.Kind == KindEmptyDir && pv.Medium == MediumDisk)
+			_, vname, _ := strings.Cut(pv.Name, "/")
+			if pv.Kind == KindEmptyDir {
+				vname = pv.Name
+			}
+			if fs := volume(vname); counted && fs != nil {
+				rest -= int64(deref(fs.UsedBytes))
+			}
+		}
+		m.UsedBytes, m.InodesUsed = max(rest, 0), 0
+		return m, nil
+	}
+}
+
+// summary fetches and indexes the Summary by pod UID.
+func (s *KubeletSource) summary(ctx context.Context) (map[string]statsapi.PodStats, error) {
 	sum, err := s.fetch(ctx)
 	if err != nil {
 		return nil, err
 	}
-	idx := make(map[string]map[string]statsapi.VolumeStats, len(sum.Pods))
+	idx := make(map[string]statsapi.PodStats, len(sum.Pods))
 	for _, p := range sum.Pods {
-		vols := make(map[string]statsapi.VolumeStats, len(p.VolumeStats))
-		for _, v := range p.VolumeStats {
-			vols[v.Name] = v
-		}
-		idx[p.PodRef.UID] = vols
+		idx[p.PodRef.UID] = p
 	}
 	return idx, nil
+}
+
+// DedicatedImageFilesystem judges from one Summary whether the node's image filesystem is
+// dedicated (kubeletsummary.DedicatedImageFs), for an exporter with no hostPath to compare.
+func (s *KubeletSource) DedicatedImageFilesystem(ctx context.Context) (bool, error) {
+	sum, err := s.fetch(ctx)
+	if err != nil {
+		return false, err
+	}
+	return kubeletsummary.DedicatedImageFs(sum), nil
 }
 
 func deref(p *uint64) uint64 {

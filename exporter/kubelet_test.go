@@ -486,3 +486,45 @@ func TestKubeletSourceStaticPod(t *testing.T) {
 		t.Errorf("result UID %q, want the API UID %q (the uid label)", got[0].UID, static.UID)
 	}
 }
+
+// With source kubelet, every part of a pod's ephemeral storage comes from the Summary: its
+// containers' rootfs and logs, its volumes, and for its own files what the kubelet's total
+// holds beyond them; added up, they are the kubelet's own total.
+func TestKubeletSourceEphemeralStorageParts(t *testing.T) {
+	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
+	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	limit := int64(10 << 20)
+	pod := exporter.PodVolumes{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Volumes: []exporter.Volume{
+		{Name: "empty", Medium: exporter.MediumDisk, BudgetBytes: &limit},
+		{Name: "container/writer/writable-layer", Kind: exporter.KindWritableLayer, Container: "writer", BudgetBytes: &limit},
+		{Name: "container/writer/logs", Kind: exporter.KindContainerLogs, Container: "writer", BudgetBytes: &limit},
+		{Name: "container/gone/logs", Kind: exporter.KindContainerLogs, Container: "gone", BudgetBytes: &limit},
+		{Name: "pod/files", Kind: exporter.KindPodFiles, BudgetBytes: &limit},
+	}}
+	got := src.Measure(context.Background(), []exporter.PodVolumes{pod})
+	stamped := time.Date(2026, 12, 2, 16, 59, 44, 0, time.UTC)
+	want := map[string]int64{"empty": 4096, "container/writer/writable-layer": 24576, "container/writer/logs": 12288, "pod/files": 0}
+	var sum int64
+	for _, r := range got {
+		w, ok := want[r.Volume.Name]
+		switch {
+		case !ok:
+			var me *exporter.MeasureError
+			if !errors.As(r.Err, &me) || me.Reason != exporter.ReasonNotFound {
+				t.Errorf("%s: %v, want not_found (the Summary has no such container)", r.Volume.Name, r.Err)
+			}
+		case r.Err != nil:
+			t.Errorf("%s: %v", r.Volume.Name, r.Err)
+		case r.Measurement.UsedBytes != w || r.Measurement.Method != exporter.MethodKubelet:
+			t.Errorf("%s: %d bytes (%s), want %d from the kubelet", r.Volume.Name, r.Measurement.UsedBytes, r.Measurement.Method, w)
+		default:
+			sum += r.Measurement.UsedBytes
+		}
+		if r.Volume.Kind == exporter.KindWritableLayer && !r.Measurement.MeasuredAt.Equal(stamped) {
+			t.Errorf("writable layer stamped %s, want the kubelet's %s", r.Measurement.MeasuredAt, stamped)
+		}
+	}
+	if sum != 40960 {
+		t.Errorf("parts add up to %d, want the kubelet's ephemeral-storage total 40960", sum)
+	}
+}

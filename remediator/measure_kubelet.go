@@ -91,7 +91,7 @@ func containerSummary(summary *statsapi.Summary, ps statsapi.PodStats, subject S
 			return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no log usage of container %q (yet)", node, cs.Name)
 		}
 		used, at := int64(*cs.Logs.UsedBytes), cs.Logs.Time.Time
-		if !dedicatedImageFs(summary) {
+		if !kubeletsummary.DedicatedImageFs(summary) {
 			if cs.Rootfs == nil || cs.Rootfs.UsedBytes == nil {
 				return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no writable-layer usage of container %q (yet)", node, cs.Name)
 			}
@@ -103,17 +103,6 @@ func containerSummary(summary *statsapi.Summary, ps statsapi.PodStats, subject S
 		return Measurement{Source: SourceKubelet, Node: node, Subject: subject, UsedBytes: used, MeasuredAt: at}, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "summary of node %q has no running container %q of pod %s/%s", node, subject.Container, ps.PodRef.Namespace, ps.PodRef.Name)
-}
-
-// dedicatedImageFs judges from a Summary whether the runtime's image filesystem is apart
-// from the node's (see containerSummary).
-func dedicatedImageFs(s *statsapi.Summary) bool {
-	if s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil || s.Node.Fs == nil {
-		return true
-	}
-	a, b := s.Node.Runtime.ImageFs, s.Node.Fs
-	same := func(x, y *uint64) bool { return x != nil && y != nil && *x == *y }
-	return !same(a.CapacityBytes, b.CapacityBytes) || !same(a.AvailableBytes, b.AvailableBytes) || !same(a.Inodes, b.Inodes)
 }
 
 // summaryErrorReason classifies a failed Summary read: the API server's (or kubelet's)

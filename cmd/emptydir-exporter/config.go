@@ -95,7 +95,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(fsc.KubeletRootDir).StringVar(&fsc.KubeletRootDir)
 	app.Flag("kubelet.pod-logs-dir", "The kubelet's podLogsDir as mounted into the exporter: the pods' and containers' log files, which count toward their ephemeral-storage limits (source filesystem, --collection.ephemeral-storage).").
 		Default(fsc.PodLogsDir).StringVar(&fsc.PodLogsDir)
-	app.Flag("collection.ephemeral-storage", "Also measure, for every pod with an ephemeral-storage limit, what the kubelet counts toward it beside emptyDir volumes: its running containers' writable layers and logs, its configMap and gitRepo volumes, etc-hosts and its own log files; and publish the pod's and its containers' usage and limits (source filesystem).").
+	app.Flag("collection.ephemeral-storage", "Also measure, for every pod with an ephemeral-storage limit, what the kubelet counts toward it beside emptyDir volumes: its running containers' writable layers and logs, its configMap and gitRepo volumes, etc-hosts and its own log files; and publish the pod's and its containers' usage and limits (source kubelet: every part from the Summary API, as old as its stats).").
 		Default(def(ec.MeasureEphemeralStorage)).BoolVar(&ec.MeasureEphemeralStorage)
 	app.Flag("containerd.task-dir", "containerd's runtime v2 task folder (its state dir plus io.containerd.runtime.v2.task) as mounted into the exporter, with HostToContainer mount propagation: where it mounts each container's root filesystem, whose overlay upperdir is the container's writable layer (--collection.ephemeral-storage).").
 		Default(fsc.Layers.TaskDir).StringVar(&fsc.Layers.TaskDir)

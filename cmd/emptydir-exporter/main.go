@@ -89,18 +89,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if cfg.source != sourceFilesystem {
-		ec.MeasureEphemeralStorage = false // the Summary API's pod and container figures are not read yet
-	}
 	if ec.MeasureEphemeralStorage {
-		warnMissingPaths(cfg, logger)
 		pods.SetEphemeralStorage(true)
-		// The pods folder, not the root dir: a DaemonSet mounts only that one from the node.
-		dedicated, err := exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, filepath.Join(cfg.fs.KubeletRootDir, "pods"))
-		if err != nil {
-			logger.Warn("cannot tell whether the image filesystem is dedicated; taking it for the kubelet's (writable layers count toward their containers' limits)", "err", err)
-		}
-		ec.DedicatedImageFilesystem = dedicated
+		ec.DedicatedImageFilesystem = dedicatedImageFilesystem(ctx, cfg, source, logger)
 	}
 	ec.Source, ec.Pods, ec.Logger = source, pods, logger
 	exp, err := exporter.New(ec)
@@ -144,6 +135,29 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
 		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
 	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
+}
+
+// dedicatedImageFilesystem judges whether the node's writable layers are on a filesystem of
+// their own: from the devices of the folders the filesystem source reads, from one Summary for
+// the kubelet source. When it cannot tell, it says so and takes them for the kubelet's (they
+// count toward their containers' limits, as on most nodes).
+func dedicatedImageFilesystem(ctx context.Context, cfg *config, source exporter.Source, logger *slog.Logger) bool {
+	var dedicated bool
+	var err error
+	if ks, ok := source.(*exporter.KubeletSource); ok {
+		ctx, cancel := context.WithTimeout(ctx, cfg.kubeletTimeout)
+		defer cancel()
+		dedicated, err = ks.DedicatedImageFilesystem(ctx)
+	} else {
+		warnMissingPaths(cfg, logger)
+		// The pods folder, not the root dir: a DaemonSet mounts only that one from the node.
+		dedicated, err = exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, filepath.Join(cfg.fs.KubeletRootDir, "pods"))
+	}
+	if err != nil {
+		logger.Warn("cannot tell whether the image filesystem is dedicated; taking it for the kubelet's (writable layers count toward their containers' limits)", "err", err)
+		return false
+	}
+	return dedicated
 }
 
 // warnMissingPaths says which folder the ephemeral-storage measurement needs is not there. No

@@ -56,3 +56,18 @@ func ThroughProxy(ctx context.Context, client rest.Interface, node string) (*sta
 	}
 	return sum, nil
 }
+
+// DedicatedImageFs judges from a Summary whether the runtime's image filesystem (where writable
+// layers live) is apart from the node's, which the Summary does not say: an image filesystem
+// whose capacity, free space and inodes all equal the node filesystem's is taken for the same
+// one, anything else (or a Summary without both) for a dedicated one. A dedicated one leaves
+// writable layers out of their containers' usage: counting less, a missed eviction, never a
+// wrong one.
+func DedicatedImageFs(s *statsapi.Summary) bool {
+	if s.Node.Runtime == nil || s.Node.Runtime.ImageFs == nil || s.Node.Fs == nil {
+		return true
+	}
+	a, b := s.Node.Runtime.ImageFs, s.Node.Fs
+	same := func(x, y *uint64) bool { return x != nil && y != nil && *x == *y }
+	return !same(a.CapacityBytes, b.CapacityBytes) || !same(a.AvailableBytes, b.AvailableBytes) || !same(a.Inodes, b.Inodes)
+}
