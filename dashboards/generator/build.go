@@ -174,46 +174,112 @@ func ratioThresholds() cog.Builder[dashboard.ThresholdsConfig] {
 		Steps(steps("green", 0.9, "orange", 1.0, "red"))
 }
 
-// volumeTable is an instant table of pod volumes: used, limit and used/limit merged per
-// volume, each row linking to the pod drill-down.
-func volumeTable(title, description string, w, h uint32, used, limit, ratio string) *table.PanelBuilder {
-	return table.NewPanelBuilder().
+// column is one value column of a limitTable: an instant query, its column name and unit.
+type column struct {
+	name, unit, expr string
+}
+
+// limitTable is an instant table of things with a limit (pod volumes, pods, containers): one
+// instant query per value column, merged into one row per series of the label columns lead
+// (first, in that order), the value columns next, then the label columns tail; sorted by the
+// first value column, descending. A column named "used / limit" is coloured by ratioThresholds.
+// Each row links to the pod drill-down.
+func limitTable(title, description string, w, h uint32, lead []string, cols []column, tail []string) *table.PanelBuilder {
+	index := map[string]any{}
+	rename := map[string]any{}
+	for _, l := range lead {
+		index[l] = len(index)
+	}
+	p := table.NewPanelBuilder().
 		Title(title).
 		Description(description).
 		Datasource(datasource()).
-		Span(w).Height(h).
-		WithTarget(instantTable(ratio, "A")).
-		WithTarget(instantTable(used, "B")).
-		WithTarget(instantTable(limit, "C")).
-		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		Span(w).Height(h)
+	for i, c := range cols {
+		ref := refID(i)
+		p = p.WithTarget(instantTable(c.expr, ref))
+		index["Value #"+ref] = len(index)
+		rename["Value #"+ref] = c.name
+	}
+	for _, l := range tail {
+		index[l] = len(index)
+	}
+	p = p.WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
 			"excludeByName": map[string]any{"Time": true},
-			"indexByName": map[string]any{
-				"namespace": 0, "pod": 1, "volume": 2, "Value #A": 3, "Value #B": 4, "Value #C": 5,
-				"medium": 6, "node": 7, "uid": 8,
-			},
-			"renameByName": map[string]any{
-				"Value #A": "used / limit", "Value #B": "used", "Value #C": "limit",
-			},
+			"indexByName":   index,
+			"renameByName":  rename,
 		}}).
 		SortBy([]cog.Builder[common.TableSortByFieldState]{
-			common.NewTableSortByFieldStateBuilder().DisplayName("used / limit").Desc(true),
+			common.NewTableSortByFieldStateBuilder().DisplayName(cols[0].name).Desc(true),
 		}).
 		Filterable(true).
-		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"})).
-		OverrideByName("used / limit", []dashboard.DynamicConfigValue{
-			{Id: "unit", Value: units.PercentUnit},
-			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
-			{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []any{
-				map[string]any{"color": "green", "value": nil},
-				map[string]any{"color": "orange", "value": 0.9},
-				map[string]any{"color": "red", "value": 1},
-			}}},
-		}).
-		OverrideByName("used", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.BytesIEC}}).
-		OverrideByName("limit", []dashboard.DynamicConfigValue{{Id: "unit", Value: units.BytesIEC}}).
-		DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("${__data.fields.namespace}", "${__data.fields.pod}")})
+		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}))
+	for _, c := range cols {
+		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+		if c.name == ratioColumn {
+			props = append(props,
+				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+				dashboard.DynamicConfigValue{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []any{
+					map[string]any{"color": "green", "value": nil},
+					map[string]any{"color": "orange", "value": 0.9},
+					map[string]any{"color": "red", "value": 1},
+				}}})
+		}
+		p = p.OverrideByName(c.name, props)
+	}
+	return p.DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("${__data.fields.namespace}", "${__data.fields.pod}")})
 }
+
+const ratioColumn = "used / limit"
+
+// usageColumns are the three columns of a limitTable: used / limit, used and limit.
+func usageColumns(used, limit, ratio string) []column {
+	return []column{
+		{ratioColumn, units.PercentUnit, ratio},
+		{"used", units.BytesIEC, used},
+		{"limit", units.BytesIEC, limit},
+	}
+}
+
+// volumeTable is an instant table of pod volumes: used, limit and used/limit merged per
+// volume, each row linking to the pod drill-down.
+func volumeTable(title, description string, w, h uint32, used, limit, ratio string) *table.PanelBuilder {
+	return limitTable(title, description, w, h, []string{"namespace", "pod", "volume"},
+		usageColumns(used, limit, ratio), []string{"medium", "node", "uid"})
+}
+
+// mapping shows the values of a 0/1 series as words and colours.
+func mapping(zero, zeroColor, one, oneColor string) []dashboard.ValueMapping {
+	return []dashboard.ValueMapping{{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"0": {Text: ptr(zero), Color: ptr(zeroColor), Index: ptr[int32](0)},
+			"1": {Text: ptr(one), Color: ptr(oneColor), Index: ptr[int32](1)},
+		},
+	}}}
+}
+
+// stackedNormal stacks a time series panel's series; seriesNotStacked takes one out again.
+func stackedNormal() cog.Builder[common.StackingConfig] {
+	return common.NewStackingConfigBuilder().Mode(common.StackingModeNormal).Group("A")
+}
+
+var seriesNotStacked = dashboard.DynamicConfigValue{Id: "custom.stacking", Value: map[string]any{"mode": "none", "group": "A"}}
+
+// limitLine draws a limit as a red dashed line without fill; dottedLine a prediction or a
+// part dotted.
+var (
+	limitLine = []dashboard.DynamicConfigValue{
+		{Id: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []any{10, 10}}},
+		{Id: "custom.fillOpacity", Value: 0},
+		{Id: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}},
+	}
+	dottedLine = []dashboard.DynamicConfigValue{
+		{Id: "custom.lineStyle", Value: map[string]any{"fill": "dot"}},
+		{Id: "custom.fillOpacity", Value: 0},
+	}
+)
 
 // podLink opens the pod drill-down for the given (templated) namespace and pod.
 func podLink(namespace, pod string) *dashboard.DashboardLinkBuilder {

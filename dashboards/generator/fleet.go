@@ -6,9 +6,18 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 )
 
+// Counts of pods and containers over and near their ephemeral-storage limits (near: above 90%,
+// as the recording rules and PodEphemeralStorageNearLimit/ContainerEphemeralStorageNearLimit).
+const (
+	podsOverLimit       = `count(namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio > 1) or vector(0)`
+	podsNearLimit       = `sum(namespace:emptydir_pods_ephemeral_storage_near_limit:count) or vector(0)`
+	containersOverLimit = `count(namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio > 1) or vector(0)`
+	containersNearLimit = `sum(namespace:emptydir_containers_ephemeral_storage_near_limit:count) or vector(0)`
+)
+
 func fleet() *dashboard.DashboardBuilder {
 	return newDashboard(uidFleet, "emptyDir guard / Fleet",
-		"emptyDir usage against sizeLimit across the cluster, and the health of the exporters.").
+		"emptyDir usage against sizeLimit and pods' and containers' ephemeral storage against their limits across the cluster, and the health of the exporters.").
 		WithRow(row("Overview")).
 		WithPanel(statPanel("Volumes over limit", "Pod volumes using more than their sizeLimit now (EmptyDirOverLimit).", units.Short, 4, 4,
 			steps("green", 1.0, "red"), `sum(namespace:emptydir_volumes_over_limit:count) or vector(0)`)).
@@ -38,6 +47,42 @@ func fleet() *dashboard.DashboardBuilder {
 			query(`node:emptydir_used_bytes:sum`, "{{node}}"))).
 		WithPanel(timeseriesPanel("Usage by node and medium", "disk, memory (tmpfs, counted as container memory) and hugepages.", units.BytesIEC, 12, 8,
 			query(`node_medium:emptydir_used_bytes:sum`, "{{node}} {{medium}}"))).
+		WithRow(row("Ephemeral storage (pod and container limits)")).
+		WithPanel(statPanel("Pods over limit", "Pods whose ephemeral storage is over their ephemeral-storage limit now (PodEphemeralStorageOverLimit, unless an emptyDir of the pod is over its sizeLimit: the kubelet evicts for that first).", units.Short, 4, 4,
+			steps("green", 1.0, "red"), podsOverLimit)).
+		WithPanel(statPanel("Pods near limit", "Pods above 90% of their ephemeral-storage limit, not over it.", units.Short, 4, 4,
+			steps("green", 1.0, "orange"), podsNearLimit)).
+		WithPanel(statPanel("Containers over limit", "Containers over their limits.ephemeral-storage now (ContainerEphemeralStorageOverLimit, unless their pod is over its own limit or an emptyDir's).", units.Short, 4, 4,
+			steps("green", 1.0, "red"), containersOverLimit)).
+		WithPanel(statPanel("Containers near limit", "Containers above 90% of their limits.ephemeral-storage, not over it.", units.Short, 4, 4,
+			steps("green", 1.0, "orange"), containersNearLimit)).
+		WithPanel(statPanel("Pods with a limit", "Pods with an ephemeral-storage limit (at least one container with limits.ephemeral-storage): the pods the exporter measures every part of.", units.Short, 4, 4,
+			steps("blue"), `count(namespace_pod:emptydir_pod_ephemeral_storage_limit_bytes:max) or vector(0)`)).
+		WithPanel(statPanel("Lower-bound usages", "Pods whose ephemeral-storage usage is only a lower bound now: a part not measured yet or only in part, or a writable layer not located (see \"Writable layers not located\").", units.Short, 4, 4,
+			steps("green", 1.0, "orange"), `count(max by (uid) (emptydir_pod_ephemeral_storage_measurement_incomplete) == 1) or vector(0)`)).
+		WithPanel(limitTable("Top pods by ephemeral storage usage / limit",
+			"The 20 pods closest to (or over) their ephemeral-storage limit: everything that counts toward it (disk emptyDirs, writable layers, logs, other) against their containers' limits added up. Click a row for the pod drill-down.", 24, 8,
+			[]string{"namespace", "pod"},
+			usageColumns(
+				`namespace_pod:emptydir_pod_ephemeral_storage_used_bytes:max and on (node, namespace, pod, uid) topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`,
+				`namespace_pod:emptydir_pod_ephemeral_storage_limit_bytes:max and on (node, namespace, pod, uid) topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`,
+				`topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`),
+			[]string{"node", "uid"})).
+		WithPanel(limitTable("Top containers by ephemeral storage usage / limit",
+			"The 20 containers closest to (or over) their limits.ephemeral-storage: their logs, plus their writable layer unless the node's image filesystem is dedicated. Click a row for the pod drill-down.", 24, 8,
+			[]string{"namespace", "pod", "container"},
+			usageColumns(
+				`namespace_pod_container:emptydir_container_ephemeral_storage_used_bytes:max and on (node, namespace, pod, uid, container) topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`,
+				`namespace_pod_container:emptydir_container_ephemeral_storage_limit_bytes:max and on (node, namespace, pod, uid, container) topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`,
+				`topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`),
+			[]string{"node", "uid"})).
+		WithPanel(timeseriesPanel("Pods and containers over and near limit", "Counts of pods and containers over and above 90% of their ephemeral-storage limits.", units.Short, 12, 8,
+			query(podsOverLimit, "pods over limit"),
+			query(podsNearLimit, "pods near limit (>90%)"),
+			query(containersOverLimit, "containers over limit"),
+			query(containersNearLimit, "containers near limit (>90%)"))).
+		WithPanel(timeseriesPanel("Writable layers not located", "Running containers of pods with a limit whose writable layer the exporter could not locate, by node and reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter): each counts as the kubelet's own figure (its Summary API, where the exporter may ask the kubelet) or else as 0, and its pod's and container's usage is a lower bound. 0: every layer on the node located.", units.Short, 12, 8,
+			query(`sum by (node, reason) (emptydir_container_writable_layer_unlocated) or on (node) (max by (node) (emptydir_exporter_image_filesystem_dedicated) * 0)`, "{{node}} {{reason}}"))).
 		WithRow(row("Exporter health")).
 		WithPanel(timeseriesPanel("Exporter up", "1 when Prometheus scraped the exporter; see EmptyDirExporterDown.", units.Short, 8, 7,
 			query(`up{`+exporterJob+`}`, "{{instance}}")).Min(0).Max(1)).

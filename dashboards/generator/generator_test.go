@@ -187,7 +187,12 @@ func publishedMetrics(t *testing.T) published {
 	return p
 }
 
-// metricNames returns the metric names an expression selects.
+// nameAlternation is a __name__ regular expression that lists metric names, a|b|c: each is
+// checked. Any other regular expression on __name__ selects no name the tests can check.
+var nameAlternation = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*(\|[a-zA-Z_:][a-zA-Z0-9_:]*)*$`)
+
+// metricNames returns the metric names an expression selects ("" for a selector whose names
+// cannot be told).
 func metricNames(expr parser.Expr) []string {
 	var names []string
 	parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
@@ -195,16 +200,42 @@ func metricNames(expr parser.Expr) []string {
 		if !ok {
 			return nil
 		}
-		name := vs.Name
+		selected := []string{vs.Name}
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
-				name = m.Value
+			if m.Name != labels.MetricName {
+				continue
+			}
+			switch {
+			case m.Type == labels.MatchEqual:
+				selected = []string{m.Value}
+			case m.Type == labels.MatchRegexp && nameAlternation.MatchString(m.Value):
+				selected = strings.Split(m.Value, "|")
+			default:
+				selected = []string{""}
 			}
 		}
-		names = append(names, name)
+		names = append(names, selected...)
 		return nil
 	})
 	return names
+}
+
+func TestMetricNames(t *testing.T) {
+	for in, want := range map[string]string{
+		`sum(rate(a_total[5m])) / b`:       "a_total b",
+		`{__name__="a", x="y"}`:            "a",
+		`{__name__=~"a:b:max|c_bytes"}`:    "a:b:max c_bytes",
+		`{__name__=~"a.*"}`:                "",
+		`{__name__=~"a|b", __name__!="b"}`: "",
+	} {
+		parsed, err := promql.ParseExpr(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(metricNames(parsed), " "); got != want {
+			t.Errorf("metricNames(%s) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 // The dashboards' own variables are replaced by a value that keeps the expression valid PromQL.
@@ -456,4 +487,92 @@ func TestSubstitute(t *testing.T) {
 			t.Errorf("substitute(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestEphemeralStorageOnDashboards: every pod and container ephemeral-storage series of
+// docs/metrics.md ("Pod and container ephemeral storage") is shown by some dashboard, and
+// every query of the pod drill-down is about the selected pod.
+func TestEphemeralStorageOnDashboards(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs/metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, line := range strings.Split(string(doc), "\n") {
+		if m := tableRow.FindStringSubmatch(line); m != nil && (strings.HasPrefix(m[1], "emptydir_pod_ephemeral_storage_") ||
+			strings.HasPrefix(m[1], "emptydir_container_") || m[1] == "emptydir_exporter_image_filesystem_dedicated") {
+			want = append(want, m[1])
+		}
+	}
+	t.Logf("%d ephemeral-storage metrics in docs/metrics.md", len(want))
+	if len(want) < 10 {
+		t.Fatalf("docs/metrics.md: found only %v in section \"Pod and container ephemeral storage\"", want)
+	}
+	used := map[string]bool{}
+	for _, q := range dashboardQueries(t) {
+		expr := q.Expr
+		if m := labelValues.FindStringSubmatch(expr); q.Variable && m != nil {
+			expr = m[1]
+		}
+		parsed, err := promql.ParseExpr(substitute(expr))
+		if err != nil {
+			continue // reported by TestDashboardQueriesParseAndUsePublishedMetrics
+		}
+		for _, n := range metricNames(parsed) {
+			used[n] = true
+		}
+		if q.Dashboard == uidPod+".json" && !q.Variable &&
+			(!strings.Contains(q.Expr, `namespace="$namespace"`) || !strings.Contains(q.Expr, `pod="$pod"`)) {
+			t.Errorf("%s / %s: %q does not select the pod of the variables namespace and pod", q.Dashboard, q.Panel, q.Expr)
+		}
+	}
+	expand := recordedFrom(t)
+	for n := range used {
+		for _, m := range expand[n] {
+			used[m] = true
+		}
+	}
+	for _, m := range want {
+		if !used[m] {
+			t.Errorf("%s (docs/metrics.md) is on no dashboard, neither itself nor through a recording rule", m)
+		}
+	}
+}
+
+// recordedFrom maps each recording rule to the metrics it reads, recording rules followed.
+func recordedFrom(t *testing.T) map[string][]string {
+	t.Helper()
+	direct := map[string][]string{}
+	for _, rf := range readRules(t) {
+		for _, g := range rf.file.Groups {
+			for _, r := range g.Rules {
+				if r.Record == "" {
+					continue
+				}
+				parsed, err := promql.ParseExpr(r.Expr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				direct[r.Record] = append(direct[r.Record], metricNames(parsed)...)
+			}
+		}
+	}
+	out := map[string][]string{}
+	var walk func(string, map[string]bool)
+	walk = func(n string, seen map[string]bool) {
+		for _, m := range direct[n] {
+			if !seen[m] {
+				seen[m] = true
+				walk(m, seen)
+			}
+		}
+	}
+	for n := range direct {
+		seen := map[string]bool{}
+		walk(n, seen)
+		for m := range seen {
+			out[n] = append(out[n], m)
+		}
+	}
+	return out
 }

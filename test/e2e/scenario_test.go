@@ -77,7 +77,11 @@ func scenarioOnlyWeEnforce(t *testing.T) []timing {
 	if _, err := c.Client().PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	guarded := framework.RunPod(ctx, t, c, c.SeedPod(ns, "pdb-guarded"))
+	// Its container has an ephemeral-storage limit too, far from reached (10 MB of 100Mi), so
+	// that the dashboards' pod and container panels have the pod they are checked on.
+	guardedPod := c.SeedPod(ns, "pdb-guarded")
+	withStorageLimit(guardedPod, "100Mi")
+	guarded := framework.RunPod(ctx, t, c, guardedPod)
 	dryPod := c.SeedPod(ns, "dry-run-only")
 	dryPod.Labels[framework.DryRunOnlyLabel] = "true"
 	dry := framework.RunPod(ctx, t, c, dryPod)
