@@ -138,7 +138,7 @@ func withStorage(pv PodVolumes, pod *corev1.Pod) PodVolumes {
 		case !mounted[v.Name]:
 		case v.ConfigMap != nil:
 			pv.Volumes = append(pv.Volumes, Volume{Name: partName(KindConfigMap, v.Name), Medium: MediumDisk, Kind: KindConfigMap, Container: v.Name, BudgetBytes: st.LimitBytes})
-		case v.GitRepo != nil: //nolint:staticcheck // deprecated, but the kubelet still counts it
+		case v.GitRepo != nil: // deprecated, but the kubelet still counts it
 			pv.Volumes = append(pv.Volumes, Volume{Name: partName(KindGitRepo, v.Name), Medium: MediumDisk, Kind: KindGitRepo, Container: v.Name, BudgetBytes: st.LimitBytes})
 		}
 	}

@@ -118,7 +118,7 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 	}
 	sparse.Close()
 	// An overlay whiteout (a deleted lower file) is a 0/0 character device; only root makes one.
-	if err := unix.Mknod(filepath.Join(upper, "deleted"), unix.S_IFCHR|0o000, 0); err != nil && !errors.Is(err, unix.EPERM) {
+	if err := unix.Mknod(filepath.Join(upper, "deleted"), unix.S_IFCHR, 0); err != nil && !errors.Is(err, unix.EPERM) {
 		t.Fatal(err)
 	}
 	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator}

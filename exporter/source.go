@@ -36,8 +36,8 @@ type Measurement struct {
 	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota,
 	// MethodStatfs, MethodFiles, MethodKubelet or MethodNone.
 	Method string
-	// Unlocated is set for a writable layer that could not be located, to the reason (one of
-	// layerReasons): UsedBytes is 0, a lower bound.
+	// Unlocated is set for a writable layer that could not be located, to the reason (a
+	// LayerError's): UsedBytes is 0 or the kubelet's figure (Method MethodKubelet), a lower bound.
 	Unlocated string
 }
 

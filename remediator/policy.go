@@ -2,7 +2,6 @@ package remediator
 
 import (
 	"fmt"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Policy decisions. Each is a pure function of its inputs; podPolicyDecline (before the live

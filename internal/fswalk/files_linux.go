@@ -32,7 +32,7 @@ func FilesUsage(dir string) (DiskUsage, error) {
 			case err != nil:
 				du.Unreadable++
 			case one.Mode&unix.S_IFMT != unix.S_IFDIR:
-				du.UsedBytes += int64(one.Blocks) * 512
+				du.UsedBytes += one.Blocks * 512
 				du.Inodes++
 			}
 		}
@@ -56,7 +56,7 @@ func FileUsage(dir, name string) (DiskUsage, error) {
 	if err != nil {
 		return DiskUsage{}, err
 	}
-	return DiskUsage{UsedBytes: int64(st.Blocks) * 512, Inodes: 1}, nil
+	return DiskUsage{UsedBytes: st.Blocks * 512, Inodes: 1}, nil
 }
 
 func statAt(dirfd int, dir, name string) (unix.Stat_t, error) {
