@@ -29,7 +29,7 @@ var (
 		"1 when the last measurement missed part of the volume (unreadable entries, folders changed while it walked, or a walk cut short), so emptydir_used_bytes is a lower bound; else 0.",
 		volumeLabels, nil)
 	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
-		"How the volume's values were measured, in label method: walk, project_quota or kubelet. Always 1.",
+		"How the volume's values were measured, in label method: walk, project_quota, statfs (a memory volume on a tmpfs of its own) or kubelet. Always 1.",
 		append(volumeLabels, "method"), nil)
 	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
 		"Seconds between the measurement behind this volume's values and this scrape.",
