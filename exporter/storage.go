@@ -40,9 +40,10 @@ type ContainerUsage struct {
 
 // storageUsage adds up the measurements of pod p's parts in results (keyed by part name; an
 // absent one is missing) as the kubelet does; dedicatedImageFS leaves writable layers out of
-// the containers' own usage. With ownOnly, a part the exporter did not measure itself (a
-// writable layer's figure from the kubelet's Summary API) counts as 0: what a live answer,
-// which decides evictions, must hold to.
+// the containers' own usage. With ownOnly, the kubelet's figure standing in for a writable layer
+// the walk could not locate counts as 0: a live answer, which decides evictions, holds to what
+// the source measured itself (source kubelet measures everything from the Summary: its answers
+// are as old as the kubelet's stats, which the remediator judges).
 func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageFS, ownOnly bool) StorageUsage {
 	u := StorageUsage{LimitBytes: p.Storage.LimitBytes,
 		Parts: map[string]int64{PartEmptyDir: 0, PartWritableLayer: 0, PartLogs: 0, PartOther: 0}}
@@ -75,8 +76,8 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 			continue
 		}
 		m := r.Measurement
-		if ownOnly && m.Method == MethodKubelet {
-			m.UsedBytes = 0
+		if ownOnly && m.Unlocated != "" && m.Method == MethodKubelet {
+			m.UsedBytes = 0 // the kubelet's figure for a layer the walk could not locate
 		}
 		u.UsedBytes += m.UsedBytes
 		u.Parts[v.Kind.part()] += m.UsedBytes
