@@ -58,6 +58,12 @@ type dueWalk struct {
 // however the walks of volumes near their limit drain it. A volume whose walk is still in
 // flight is not due.
 //
+// Under a budget (costly > 0), a part guarded only by a pod or container limit (no sizeLimit
+// of its own) whose pod stood below farShare of that limit at its last walks is due every cycle
+// as an unlimited volume at its cadence is: in the background, on credit that covers its last
+// walk, overdue after 2×unlimitedInterval. A budget too small for every walk then defers these
+// first, not the volumes with a sizeLimit nor the pods near their limits.
+//
 // A volume with a sizeLimit is walked at least every unlimitedInterval whatever the budget
 // holds (floor), unless its own walks are costly (its last cost more than costly, what the
 // budget saves up: a tenant's millions of empty files): such a volume walks only on a bucket
@@ -83,6 +89,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 	}
 	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
 	for _, p := range pods {
+		podUsed := storageUsedBefore(p, state)
 		for _, v := range p.Volumes {
 			k := volumeKey{p.UID, v.Name}
 			s := state(k)
@@ -90,6 +97,14 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 				continue
 			}
 			limit := v.guard()
+			// A part guarded only by a pod or container limit that its pod is far from (by the
+			// last walks) goes behind the rest, walked every cycle on credit that covers it (and
+			// at least every 2×unlimitedInterval, as overdue): under a budget too small for every
+			// walk, the volumes with a sizeLimit and the pods near their limits keep their cadence.
+			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.measured && float64(podUsed) < farShare*float64(*limit)
+			if far {
+				limit = nil
+			}
 			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: limit != nil || unlimitedInterval == 0},
 				started: s.started}
 			switch {
@@ -114,7 +129,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 					c.floor = costly > 0 && c.tier == 1
 				}
 				limited = append(limited, c)
-			case slow(s):
+			case far || slow(s):
 				c.cost, c.background = s.cost, unlimitedInterval > 0
 				unlimited = append(unlimited, c)
 			}
@@ -132,4 +147,27 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 		out = append(out, c.dueWalk)
 	}
 	return out
+}
+
+// farShare is the share of its ephemeral-storage limit under which a pod's parts without a
+// sizeLimit of their own walk behind the rest when the CPU budget is short (dueWalks).
+const farShare = 0.5
+
+// storageUsedBefore adds up what the last walks of pod p's parts found, the parts its
+// ephemeral-storage usage counts (memory and huge-page volumes left out): an upper estimate of
+// a container's usage too, since it holds the pod's.
+func storageUsedBefore(p PodVolumes, state func(volumeKey) volumeState) int64 {
+	if p.Storage == nil {
+		return 0
+	}
+	var used int64
+	for _, v := range p.Volumes {
+		if v.Kind == KindEmptyDir && v.Medium != MediumDisk {
+			continue
+		}
+		if s := state(volumeKey{p.UID, v.Name}); s.measured {
+			used += s.usedBytes
+		}
+	}
+	return used
 }

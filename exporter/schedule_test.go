@@ -137,3 +137,62 @@ func TestDueWalks(t *testing.T) {
 		})
 	}
 }
+
+// Under a CPU budget, the parts of a pod far from its ephemeral-storage limit (below half of
+// it, by their last walks) go behind the volumes with a sizeLimit and the pods near their
+// limits, each walked every cycle on credit that covers it; near half, or without a budget,
+// they are guarded as a sizeLimit is.
+func TestDueWalksPodFarFromItsLimit(t *testing.T) {
+	now := t0
+	pod := func(uid string, used int64) (PodVolumes, map[volumeKey]volumeState) {
+		l := limit(100)
+		p := PodVolumes{Namespace: "ns", Pod: uid, UID: uid, Storage: &PodStorage{LimitBytes: l}, Volumes: []Volume{
+			{Name: "data", Medium: MediumDisk, BudgetBytes: l},
+			{Name: "shm", Medium: MediumMemory}, // no ephemeral storage: not counted
+			{Name: "container/app/writable-layer", Kind: KindWritableLayer, Container: "app", BudgetBytes: l},
+		}}
+		st := map[volumeKey]volumeState{
+			{uid, "data"}:                         {measured: true, usedBytes: used, started: now.Add(-10 * time.Second), cost: 3 * time.Millisecond},
+			{uid, "shm"}:                          {measured: true, usedBytes: 1000, started: now.Add(-10 * time.Second)},
+			{uid, "container/app/writable-layer"}: {measured: true, usedBytes: 1, started: now.Add(-10 * time.Second), cost: time.Millisecond},
+		}
+		return p, st
+	}
+	far, farState := pod("far", 40)
+	near, nearState := pod("near", 60)
+	sized := volumes(map[string]int64{"sized": 100}, "sized")[0]
+	state := func(k volumeKey) volumeState {
+		if s, ok := farState[k]; ok {
+			return s
+		}
+		if s, ok := nearState[k]; ok {
+			return s
+		}
+		return volumeState{measured: true, usedBytes: 10, started: now.Add(-10 * time.Second)}
+	}
+	pods := []PodVolumes{far, near, sized}
+
+	due := dueWalks(pods, state, now, time.Minute, 0, time.Second, 0.05)
+	var order []string
+	for _, d := range due {
+		order = append(order, d.pod.UID+"/"+d.vol.Name)
+		isFar := d.pod.UID == "far"
+		if d.background != isFar || d.wait == isFar {
+			t.Errorf("%s/%s: background %v, waited for %v; want a far pod's part in the background, the others waited for", d.pod.UID, d.vol.Name, d.background, d.wait)
+		}
+		if isFar && d.cost != state(d.key).cost {
+			t.Errorf("%s: cost %v, want its last walk's %v (walked on credit that covers it)", d.vol.Name, d.cost, state(d.key).cost)
+		}
+	}
+	want := []string{"near/data", "uid-sized/sized", "near/container/app/writable-layer", "far/data", "far/container/app/writable-layer"}
+	if !slices.Equal(order, want) {
+		t.Errorf("due %v, want %v", order, want)
+	}
+
+	// Without a budget nothing is short: the far pod's parts are guarded as the others.
+	for _, d := range dueWalks(pods, state, now, time.Minute, 0, 0, 0) {
+		if d.background || !d.wait {
+			t.Errorf("no budget: %s/%s in the background", d.pod.UID, d.vol.Name)
+		}
+	}
+}
