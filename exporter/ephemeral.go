@@ -39,6 +39,10 @@ const (
 	PartOther = "other"
 )
 
+// cheap reports whether measuring k takes a few stats of files the kubelet or the runtime
+// writes (logs, etc-hosts), not a walk of a tenant's tree: the CPU budget never holds it back.
+func (k Kind) cheap() bool { return k == KindContainerLogs || k == KindPodFiles }
+
 // part is the part label of what k measures.
 func (k Kind) part() string {
 	switch k {

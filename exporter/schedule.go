@@ -101,7 +101,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			// last walks) goes behind the rest, walked every cycle on credit that covers it (and
 			// at least every 2×unlimitedInterval, as overdue): under a budget too small for every
 			// walk, the volumes with a sizeLimit and the pods near their limits keep their cadence.
-			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.measured && float64(podUsed) < farShare*float64(*limit)
+			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.measured && float64(podUsed) < farShare*float64(*limit) && !v.Kind.cheap()
 			if far {
 				limit = nil
 			}
@@ -119,6 +119,11 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 					c.tier = 1
 				default:
 					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*limit)
+				}
+				if v.Kind.cheap() {
+					c.floor = costly > 0 // a few stats, no walk: never held for credit
+					limited = append(limited, c)
+					continue
 				}
 				if costly > 0 && s.cost > costly {
 					if !since(s, time.Duration(float64(s.cost)/share)) {

@@ -150,11 +150,13 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 			{Name: "data", Medium: MediumDisk, BudgetBytes: l},
 			{Name: "shm", Medium: MediumMemory}, // no ephemeral storage: not counted
 			{Name: "container/app/writable-layer", Kind: KindWritableLayer, Container: "app", BudgetBytes: l},
+			{Name: "container/app/logs", Kind: KindContainerLogs, Container: "app", BudgetBytes: l},
 		}}
 		st := map[volumeKey]volumeState{
 			{uid, "data"}:                         {measured: true, usedBytes: used, started: now.Add(-10 * time.Second), cost: 3 * time.Millisecond},
 			{uid, "shm"}:                          {measured: true, usedBytes: 1000, started: now.Add(-10 * time.Second)},
 			{uid, "container/app/writable-layer"}: {measured: true, usedBytes: 1, started: now.Add(-10 * time.Second), cost: time.Millisecond},
+			{uid, "container/app/logs"}:           {measured: true, usedBytes: 1, started: now.Add(-10 * time.Second)},
 		}
 		return p, st
 	}
@@ -176,7 +178,11 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	var order []string
 	for _, d := range due {
 		order = append(order, d.pod.UID+"/"+d.vol.Name)
-		isFar := d.pod.UID == "far"
+		logs := d.vol.Kind == KindContainerLogs
+		if logs != d.floor {
+			t.Errorf("%s/%s: floor %v; want the logs, a few stats, never held for credit", d.pod.UID, d.vol.Name, d.floor)
+		}
+		isFar := d.pod.UID == "far" && !logs
 		if d.background != isFar || d.wait == isFar {
 			t.Errorf("%s/%s: background %v, waited for %v; want a far pod's part in the background, the others waited for", d.pod.UID, d.vol.Name, d.background, d.wait)
 		}
@@ -184,7 +190,8 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 			t.Errorf("%s: cost %v, want its last walk's %v (walked on credit that covers it)", d.vol.Name, d.cost, state(d.key).cost)
 		}
 	}
-	want := []string{"near/data", "uid-sized/sized", "near/container/app/writable-layer", "far/data", "far/container/app/writable-layer"}
+	want := []string{"near/data", "uid-sized/sized", "far/container/app/logs", "near/container/app/writable-layer",
+		"near/container/app/logs", "far/data", "far/container/app/writable-layer"}
 	if !slices.Equal(order, want) {
 		t.Errorf("due %v, want %v", order, want)
 	}

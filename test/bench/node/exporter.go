@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,20 +32,60 @@ func (p fixedPods) volumes() int {
 	return n
 }
 
-// countingSource is the filesystem source, counting the walks of volumes with and without a
-// sizeLimit.
+// countingSource is the filesystem source, counting the walks of each class of part (layout.go),
+// the CPU their threads were charged, and when each part's latest measurement was made.
 type countingSource struct {
 	exporter.FilesystemSource
-	limited, unlimited atomic.Int64
+	walks [numClasses]atomic.Int64
+	cpu   [numClasses]atomic.Int64 // nanoseconds, as the budget charged them
+
+	mu sync.Mutex
+	// measured is when the latest completed measurement of each part ("uid/volume") started,
+	// what emptydir_measurement_age_seconds counts from.
+	measured map[string]time.Time
 }
 
 func (s *countingSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
-	if v.LimitBytes != nil {
-		s.limited.Add(1)
-	} else {
-		s.unlimited.Add(1)
+	c := classOf(v)
+	s.walks[c].Add(1)
+	m, err := s.FilesystemSource.MeasureVolume(ctx, p, v, meter)
+	if meter != nil {
+		s.cpu[c].Add(int64(meter.Spent()))
 	}
-	return s.FilesystemSource.MeasureVolume(ctx, p, v, meter)
+	if err == nil && m.Unlocated == "" && !m.CutShort {
+		s.mu.Lock()
+		if s.measured == nil {
+			s.measured = map[string]time.Time{}
+		}
+		s.measured[p.UID+"/"+v.Name] = m.MeasuredAt
+		s.mu.Unlock()
+	}
+	return m, err
+}
+
+// counts is what the source has counted so far, by class.
+func (s *countingSource) counts() (walks [numClasses]int64, cpu [numClasses]time.Duration) {
+	for c := range numClasses {
+		walks[c], cpu[c] = s.walks[c].Load(), time.Duration(s.cpu[c].Load())
+	}
+	return walks, cpu
+}
+
+// ages appends, by class, the age at now of every part of pods: since its latest
+// measurement started, or since never (since is when the exporter started) when it has none.
+func (s *countingSource) ages(pods fixedPods, now, since time.Time, out *[numClasses][]float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			at, ok := s.measured[p.UID+"/"+v.Name]
+			if !ok {
+				at = since
+			}
+			c := classOf(v)
+			out[c] = append(out[c], now.Sub(at).Seconds())
+		}
+	}
 }
 
 // node is one exporter over the generated node, served as the command serves it.
@@ -53,8 +94,10 @@ type node struct {
 	source  *countingSource
 	reg     *prometheus.Registry
 	metrics http.Handler
-	// usedDesc is emptydir_used_bytes' Desc, found once by usedBytes.
-	usedDesc *prometheus.Desc
+	// started is when the exporter was built: the age of a part never measured counts from it.
+	started time.Time
+	// descs are the exporter's Descs by metric name, found once by desc.
+	descs map[string]*prometheus.Desc
 }
 
 // schedule is how an exporter under test walks: the defaults, or the old behaviour.
@@ -64,32 +107,33 @@ type schedule struct {
 	cpuBudget         float64
 }
 
-// The command's defaults (cmd/emptydir-exporter), and what the exporter did before the
-// budget: every volume every interval.
+// shipped is the exporter's defaults (exporter.DefaultConfig, which the command's flags
+// show): the runs differ from them in the slow cadence and the budget only.
+var shipped = exporter.DefaultConfig()
+
+// The shipped defaults, a lower budget, and what the exporter did before the budget: every
+// volume every interval.
 var (
-	defaults       = schedule{name: "ours at the defaults (others every 1m, budget 5 %)", unlimitedInterval: time.Minute, cpuBudget: 0.05}
-	lowerBudget    = schedule{name: "ours, budget 4 %", unlimitedInterval: time.Minute, cpuBudget: 0.04}
-	everyInterval  = schedule{name: "before: every volume every interval, no budget"}
-	defaultCycle   = 10 * time.Second
-	defaultScrape  = 5 * time.Second // the shipped PodMonitor's and ServiceMonitor's exporterInterval
-	walkConc       = 4
-	volumeConc     = 2
-	defaultTimeout = time.Minute
+	defaults      = schedule{name: "ours at the defaults (others every 1m, budget 5 %)", unlimitedInterval: shipped.UnlimitedInterval, cpuBudget: shipped.CPUBudget}
+	lowerBudget   = schedule{name: "ours, budget 4 %", unlimitedInterval: shipped.UnlimitedInterval, cpuBudget: 0.04}
+	everyInterval = schedule{name: "before: every volume every interval, no budget"}
+	defaultCycle  = shipped.Interval
+	defaultScrape = 5 * time.Second // the shipped PodMonitor's and ServiceMonitor's exporterInterval
 )
 
-func newNode(kubeletRoot string, pods fixedPods, s schedule) (*node, error) {
-	src := &countingSource{FilesystemSource: exporter.FilesystemSource{KubeletRootDir: kubeletRoot, WalkConcurrency: walkConc}}
+func newNode(t tree, pods fixedPods, s schedule) (*node, error) {
+	src := &countingSource{FilesystemSource: t.source()}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, exportertest.NewPods(pods...)
-	cfg.Interval, cfg.VolumeConcurrency, cfg.VolumeTimeout = defaultCycle, volumeConc, defaultTimeout
-	cfg.UnlimitedInterval, cfg.CPUBudget, cfg.AlignToScrapes = s.unlimitedInterval, s.cpuBudget, true
+	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget
 	exp, err := exporter.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("exporter: %w", err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(exp, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &node{exp: exp, source: src, reg: reg, metrics: exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))}, nil
+	return &node{exp: exp, source: src, reg: reg, metrics: exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
+		started: time.Now()}, nil
 }
 
 // scrape renders /metrics as Prometheus gets it (gzip-compressed, from one scraper) and
@@ -105,8 +149,8 @@ func (n *node) scrape() (int, error) {
 	return rec.Body.Len(), nil
 }
 
-// volumeValues gathers one per-volume metric by volume, keyed "pod/volume".
-func (n *node) volumeValues(name string) (map[string]float64, error) {
+// values gathers one gauge's series, keyed by the values of the labels keys joined with "/".
+func (n *node) values(name string, keys ...string) (map[string]float64, error) {
 	mfs, err := n.reg.Gather()
 	if err != nil {
 		return nil, fmt.Errorf("gathering: %w", err)
@@ -117,47 +161,83 @@ func (n *node) volumeValues(name string) (map[string]float64, error) {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			out[label(m, "pod")+"/"+label(m, "volume")] = m.GetGauge().GetValue()
+			var k []string
+			for _, l := range keys {
+				k = append(k, label(m, l))
+			}
+			out[strings.Join(k, "/")] = m.GetGauge().GetValue()
 		}
 	}
 	return out, nil
 }
 
-// usedBytes is one volume's emptydir_used_bytes ("pod/volume") straight from the exporter's
-// Collect on the calling goroutine, and the CPU that took on its thread (locked by the
-// caller): the benchmark's own polls, which the exporter's share leaves out.
-func (n *node) usedBytes(key string, series int) (float64, time.Duration, error) {
-	start := threadCPU()
-	if n.usedDesc == nil {
-		descs := make(chan *prometheus.Desc, series)
-		n.exp.Describe(descs)
-		close(descs)
+// volumeValues gathers one per-volume metric by volume, keyed "pod/volume".
+func (n *node) volumeValues(name string) (map[string]float64, error) {
+	return n.values(name, "pod", "volume")
+}
+
+// desc is the exporter's Desc of the metric name.
+func (n *node) desc(name string) *prometheus.Desc {
+	if n.descs == nil {
+		n.descs = map[string]*prometheus.Desc{}
+		descs := make(chan *prometheus.Desc, 256)
+		go func() { n.exp.Describe(descs); close(descs) }()
 		for d := range descs {
-			if strings.Contains(d.String(), `"emptydir_used_bytes"`) {
-				n.usedDesc = d
+			// fqName: "name", the only quoted string before the help.
+			if _, rest, ok := strings.Cut(d.String(), `fqName: "`); ok {
+				if name, _, ok := strings.Cut(rest, `"`); ok {
+					n.descs[name] = d
+				}
 			}
 		}
 	}
+	return n.descs[name]
+}
+
+// collect runs the exporter's Collect on the calling goroutine (series is a bound on the
+// metrics it emits) and gives the series of the metric name, written out: what the
+// benchmark's own polls and samples read, without the registry (and its Go and process
+// collectors) a scrape goes through.
+func (n *node) collect(name string, series int) ([]*dto.Metric, error) {
+	want := n.desc(name)
+	if want == nil {
+		return nil, fmt.Errorf("the exporter describes no %s", name)
+	}
+	// On this goroutine, so that its thread counts the CPU: series must hold every metric.
 	ch := make(chan prometheus.Metric, series)
 	n.exp.Collect(ch)
 	close(ch)
-	used := -1.0
+	var out []*dto.Metric
+	var err error
 	for m := range ch {
-		if m.Desc() != n.usedDesc {
+		if m.Desc() != want || err != nil {
 			continue
 		}
 		var d dto.Metric
-		if err := m.Write(&d); err != nil {
-			return 0, 0, fmt.Errorf("emptydir_used_bytes: %w", err)
-		}
-		if label(&d, "pod")+"/"+label(&d, "volume") == key {
-			used = d.GetGauge().GetValue()
+		if err = m.Write(&d); err == nil {
+			out = append(out, &d)
 		}
 	}
-	if used < 0 {
-		return 0, 0, fmt.Errorf("no emptydir_used_bytes for %s", key)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return used, threadCPU() - start, nil
+	return out, nil
+}
+
+// usedBytes is one volume's emptydir_used_bytes ("pod/volume") straight from the exporter's
+// Collect on the calling goroutine: the benchmark's own polls, whose CPU the caller counts on
+// its thread.
+func (n *node) usedBytes(key string, series int) (float64, error) {
+	ms, err := n.collect("emptydir_used_bytes", series)
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range ms {
+		if label(d, "pod")+"/"+label(d, "volume") == key {
+			return d.GetGauge().GetValue(), nil
+		}
+	}
+	return 0, fmt.Errorf("no emptydir_used_bytes for %s", key)
 }
 
 // gauge gathers the value of a gauge without labels but node; 0 when absent.

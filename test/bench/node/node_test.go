@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,43 +10,70 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
-	"github.com/emptydir-guard/emptydir-guard/test/bench/peers"
 )
 
-// Environment knobs of BenchmarkNode.
+// Environment knobs of BenchmarkNode (the package comment says what each does).
 const (
-	dirEnv     = "EMPTYDIR_GUARD_BENCH_DIR"        // where the node's tree is kept (default /var/tmp/emptydir-guard-bench)
-	steadyEnv  = "EMPTYDIR_GUARD_BENCH_STEADY"     // how long each exporter runs at its intervals (default 2m)
-	profileEnv = "EMPTYDIR_GUARD_BENCH_CPUPROFILE" // a file for the CPU profile of the defaults' measured window
+	dirEnv     = "EMPTYDIR_GUARD_BENCH_DIR"
+	steadyEnv  = "EMPTYDIR_GUARD_BENCH_STEADY"
+	profileEnv = "EMPTYDIR_GUARD_BENCH_CPUPROFILE"
+	smallEnv   = "EMPTYDIR_GUARD_BENCH_SMALL"
 )
 
-// minSteady is the shortest measured run: the over-limit write comes writeAt into it, and is
-// published within publishBound.
-var minSteady = writeAt + publishBound + defaultCycle
+// params are a benchmark run's settings: the node's and the small check's.
+type params struct {
+	// scale divides every file count and size of the layout (nodeLayout).
+	scale int
+	// warmUp is how long each running exporter settles before it is measured: its first
+	// cycles measure every part once, which a node pays when the exporter starts, not every
+	// minute, and the CPU budget's bucket, full at the start, drains to what the walks leave
+	// of it (the credit still held is reported and taken out of the walks' net share).
+	warmUp time.Duration
+	// writeAt is when, into a measured run, the over-limit write comes.
+	writeAt time.Duration
+	// steady is how long each running exporter is measured; minSteady the least it may be.
+	steady, minSteady time.Duration
+	// writeDoc: the report goes into docs/performance.md (the node's figures only).
+	writeDoc bool
+}
 
-// writeAt is when, into a measured run, the over-limit write comes.
-const writeAt = 20 * time.Second
+// publishBound is how long the benchmark waits for an over-limit write to be published: by
+// the next cycle if the budget covers every guarded part, else once the volume has been
+// deferred for the slow interval (dueWalks' floor), plus the cycles that walk and publish it,
+// and one for a busy machine. A write not published by then is reported as such.
+var publishBound = defaults.unlimitedInterval + 3*defaultCycle
 
-// publishBound is the longest an over-limit write may take to be published: by the next
-// cycle if the budget covers every limited volume, else once the volume has been deferred for
-// the slow interval (dueWalks), plus the cycle that walks it.
-var publishBound = defaults.unlimitedInterval + 2*defaultCycle
+func nodeParams() params {
+	full := params{scale: 1, warmUp: 80 * time.Second, writeAt: 20 * time.Second, writeDoc: true}
+	full.minSteady = full.writeAt + publishBound + defaultCycle
+	if os.Getenv(smallEnv) == "" {
+		return full
+	}
+	// A small node is walked within a cycle: the write is published by the next one.
+	small := params{scale: 100, warmUp: 15 * time.Second, writeAt: 10 * time.Second}
+	small.minSteady = small.writeAt + 3*defaultCycle
+	return small
+}
 
-// warmUp is how long each running exporter settles before it is measured: its first cycles
-// measure every volume once, which a node pays when the exporter starts, not every minute,
-// and the CPU budget's bucket, full at the start, drains to what the walks leave of it
-// (the credit still held is reported and taken out of the walks' net share).
-const warmUp = 80 * time.Second
+// Kubernetes' own cadences, for the peers' share of a core.
+const (
+	// kubeletPeriod is the kubelet's --volume-stats-agg-period: it walks every emptyDir once
+	// per period (fs.DiskUsage, cached for the eviction manager and the Summary API).
+	kubeletPeriod = time.Minute
+	// containerdPeriod is containerd's CRI stats_collect_period: its snapshots syncer asks the
+	// overlayfs snapshotter for the usage of every snapshot, which walks every active one's
+	// upper directory (every running container's writable layer, limit or not).
+	containerdPeriod = 10 * time.Second
+)
 
-// overLimit is the volume the benchmark writes past its sizeLimit while ours runs: a
-// scratch volume far from its limit until then, so that nearest-to-limit first walks it last.
+// overLimitPod is the pod whose scratch volume the benchmark writes past its sizeLimit while
+// ours runs: far from its limit until then, so that nearest-to-limit first walks it late.
 const overLimitPod = "app-077"
 
 // BenchmarkNode measures the exporter on one generated busy node (layout.go) against its
@@ -53,27 +81,32 @@ const overLimitPod = "app-077"
 //
 //	cd test/bench && go test -run '^$' -bench '^BenchmarkNode$' -benchtime=1x -timeout 30m ./node/
 func BenchmarkNode(b *testing.B) {
+	pr := nodeParams()
 	dir := os.Getenv(dirEnv)
 	if dir == "" {
 		dir = "/var/tmp/emptydir-guard-bench"
 	}
-	steady := minSteady
+	pr.steady = pr.minSteady
 	if s := os.Getenv(steadyEnv); s != "" {
 		d, err := time.ParseDuration(s)
-		if err != nil || d < minSteady {
-			b.Fatalf("%s=%q: want a duration of at least %v", steadyEnv, s, minSteady)
+		if err != nil || d < pr.minSteady {
+			b.Fatalf("%s=%q: want a duration of at least %v", steadyEnv, s, pr.minSteady)
 		}
-		steady = d
+		pr.steady = d
 	}
-	layout := nodeLayout()
-	kubeletRoot, err := ensureTree(dir, layout, b.Logf)
+	layout := nodeLayout(pr.scale)
+	version := layoutVersion
+	if pr.scale != 1 {
+		version += fmt.Sprintf("-scale%d", pr.scale)
+	}
+	t, err := ensureTree(filepath.Join(dir, version), layout, b.Logf)
 	if err != nil {
 		b.Fatal(err)
 	}
 	pods := fixedPods(podVolumes(layout))
 	// A run killed during its over-limit write leaves the file behind: the tree must be as
 	// generated, or the write would be seen before it is made.
-	_, leftover, err := overLimitTarget(kubeletRoot, pods)
+	_, leftover, err := overLimitTarget(t, pods)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,28 +115,30 @@ func BenchmarkNode(b *testing.B) {
 	}
 
 	for b.Loop() {
-		pass, err := onePass(kubeletRoot, pods)
+		pass, err := onePass(t, layout, pods)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var runs []runResult
 		for _, s := range []schedule{defaults, lowerBudget, everyInterval} {
-			r, err := run(b, kubeletRoot, pods, s, steady, s != everyInterval)
+			r, err := run(b, t, pods, s, pr, s != everyInterval)
 			if err != nil {
 				b.Fatal(err)
 			}
 			runs = append(runs, r)
 		}
 		ours, old := runs[0], runs[2]
-		kubeletShare := pass.kubelet.cpu.Seconds() / time.Minute.Seconds()
+		peerShare := pass.peerShare()
 		b.ReportMetric(ours.share*100, "ours-%core")
 		b.ReportMetric(runs[1].share*100, "ours-4%budget-%core")
 		b.ReportMetric(ours.share/old.share, "ours/old-cpu")
-		b.ReportMetric(ours.share/kubeletShare, "ours/kubelet-cpu")
+		b.ReportMetric(ours.share/peerShare, "ours/kubelet+containerd-cpu")
 		b.ReportMetric(ours.published.Seconds(), "over-limit-published-s")
-		body := report(pass, runs, kubeletShare, steady)
+		b.ReportMetric(percentile(ours.ages[classLayer], 0.9), "layer-age-p90-s")
+		b.ReportMetric(percentile(ours.podAges, 0.9), "pod-total-age-p90-s")
+		body := report(statsOf(layout), pass, runs, pr)
 		b.Log("\n" + body)
-		if !b.Failed() {
+		if !b.Failed() && pr.writeDoc {
 			if err := docsection.Replace(filepath.Join("..", "..", "..", "docs", "performance.md"), "node", "make bench-node", body); err != nil {
 				b.Error(err)
 			}
@@ -111,23 +146,46 @@ func BenchmarkNode(b *testing.B) {
 	}
 }
 
-// passResult is one full pass over every volume by ours and by the kubelet's walk.
+// passResult is one full pass over every part by ours and by the peers.
 type passResult struct {
-	ours, kubelet usage
-	render        time.Duration
-	renderBytes   int
-	series        int
+	ours usage
+	// oursCPU is what ours' walks' threads counted in that pass, by class.
+	oursCPU [numClasses]time.Duration
+	// kubelet is the kubelet's fs.DiskUsage over every emptyDir; layers the same walk over
+	// the writable layers ours measures (pods with a limit), otherLayers over the others',
+	// which containerd walks too.
+	kubelet, layers, otherLayers usage
+	render                       time.Duration
+	renderBytes                  int
+	series                       int
 }
 
-// onePass walks every volume once with ours (one collection cycle with nothing deferred) and
-// with the kubelet's fs.DiskUsage, three times alternating on a warm cache, and keeps the
-// median CPU of each; the two must agree on bytes and inodes. Then it renders /metrics.
-func onePass(kubeletRoot string, pods fixedPods) (passResult, error) {
+// peer is the peers' pass over what ours walks: every emptyDir, the limited pods' layers.
+func (p passResult) peer() usage { return p.kubelet.plus(p.layers) }
+
+// kubeletShare and containerdShare are the peers' CPU at their cadences, of one core:
+// the kubelet's walk of every emptyDir each minute, containerd's of every layer each 10 s.
+func (p passResult) kubeletShare() float64 { return p.kubelet.cpu.Seconds() / kubeletPeriod.Seconds() }
+func (p passResult) containerdShare() float64 {
+	return (p.layers.cpu + p.otherLayers.cpu).Seconds() / containerdPeriod.Seconds()
+}
+func (p passResult) peerShare() float64 { return p.kubeletShare() + p.containerdShare() }
+
+// onePass measures every part once with ours (one collection cycle with nothing deferred)
+// and walks the same folders with the kubelet's fs.DiskUsage, then every other writable layer,
+// four rounds alternating (the first warms the page cache) on a warm cache, and keeps the
+// median CPU of each; ours and the peers must agree (verifyPass). Then it renders /metrics.
+func onePass(t tree, layout []podSpec, pods fixedPods) (passResult, error) {
 	var res passResult
-	var ours, kubelet []usage
+	type oursRound struct {
+		u   usage
+		cpu [numClasses]time.Duration
+	}
+	var ours []oursRound
+	var kubelet, layers, otherLayers []usage
 	var last *node
 	for round := range 4 {
-		n, err := newNode(kubeletRoot, pods, everyInterval)
+		n, err := newNode(t, pods, everyInterval)
 		if err != nil {
 			return res, err
 		}
@@ -139,39 +197,39 @@ func onePass(kubeletRoot string, pods fixedPods) (passResult, error) {
 			return res, err
 		}
 		u.walkCPU = time.Duration(walks * float64(time.Second))
-		if round > 0 { // round 0 warms the page cache
-			ours = append(ours, u)
-		}
+		_, cpu := n.source.counts()
 		last = n
 
-		var kb, ki int64
+		var want peerTotals
 		p = startProbe()
-		for _, pv := range pods {
-			for _, v := range pv.Volumes {
-				ku, err := peers.Kubelet(exporter.Dir(kubeletRoot, pv.UID, v.Name))
-				if err != nil {
-					return res, err
-				}
-				kb, ki = kb+ku.Bytes, ki+ku.Inodes
-			}
-		}
-		u = p.stop()
-		if round > 0 {
-			kubelet = append(kubelet, u)
-		}
-		used, err := n.volumeValues("emptydir_used_bytes")
-		if err != nil {
+		if want.emptyDirBytes, want.emptyDirInodes, err = kubeletEmptyDirs(t, pods); err != nil {
 			return res, err
 		}
-		inodes, err := n.volumeValues("emptydir_inodes_used")
-		if err != nil {
+		ku := p.stop()
+		p = startProbe()
+		if want.layerBytes, err = peerLayers(t, layout, true); err != nil {
 			return res, err
 		}
-		if ob, oi := sum(used), sum(inodes); int64(ob) != kb || int64(oi) != ki || len(used) != pods.volumes() {
-			return res, fmt.Errorf("ours %d volumes, %.0f bytes, %.0f inodes; kubelet %d bytes, %d inodes", len(used), ob, oi, kb, ki)
+		lu := p.stop()
+		p = startProbe()
+		if _, err = peerLayers(t, layout, false); err != nil {
+			return res, err
+		}
+		ou := p.stop()
+		if round > 0 { // round 0 warms the page cache
+			ours = append(ours, oursRound{u, cpu})
+			kubelet, layers, otherLayers = append(kubelet, ku), append(layers, lu), append(otherLayers, ou)
+		}
+		if want.logBytes, want.podFileBytes, err = fileTotals(t, layout); err != nil {
+			return res, err
+		}
+		if err := verifyPass(n, layout, want); err != nil {
+			return res, err
 		}
 	}
-	res.ours, res.kubelet = median(ours), median(kubelet)
+	o := medianBy(ours, func(r oursRound) time.Duration { return r.u.cpu })
+	res.ours, res.oursCPU = o.u, o.cpu
+	res.kubelet, res.layers, res.otherLayers = median(kubelet), median(layers), median(otherLayers)
 
 	var renders []time.Duration
 	for range 20 {
@@ -193,30 +251,43 @@ func onePass(kubeletRoot string, pods fixedPods) (passResult, error) {
 // runResult is an exporter running at its intervals for a while.
 type runResult struct {
 	usage
-	share                        float64 // of one core
-	cycles                       float64
-	walksLimited, walksUnlimited int64
-	deferred                     float64
-	maxAgeLimited, maxAgeOther   float64
-	published                    time.Duration // write over the limit → in the snapshot
-	schedule                     schedule
+	share     float64 // of one core
+	cycles    float64
+	published time.Duration // write over the limit → in the snapshot; -1: not within publishBound
+	schedule  schedule
+	// walks and walkCPU are the walks started in the window and the CPU charged to those
+	// that ended in it, by class.
+	walks   [numClasses]int64
+	walkCPU [numClasses]time.Duration
+	// deferredBudget and deferredSlot are the due walks deferred in the window, by reason.
+	deferredBudget, deferredSlot float64
+	// ages are the ages of every part at each sample, by class (countingSource.ages);
+	// podAges the published emptydir_pod_ephemeral_storage_measurement_age_seconds of every
+	// pod with a limit at each sample.
+	ages    [numClasses][]float64
+	podAges []float64
+	samples int
 	// creditStart, creditEnd: the CPU budget's credit at the start and end of the window,
 	// which explain a share above the budget (credit saved before the window).
 	creditStart, creditEnd float64
 	// walkShare is the walks' CPU as their threads counted it (what the budget charges), of one core;
 	// walkNetShare the same less the credit the window drew from before it (creditStart-creditEnd).
 	walkShare, walkNetShare float64
-	// pollCPU is the benchmark's own over-limit write and polls for it, left out of share.
-	pollCPU time.Duration
+	// ownCPU and ownAllocs are the benchmark's own over-limit write, polls for it and
+	// freshness samples, left out of share and of the allocations per cycle.
+	ownCPU    time.Duration
+	ownAllocs uint64
+	// cyclesRun is the collection cycles that ran in the window.
+	cyclesRun float64
 }
 
 // run runs an exporter with schedule s as the command does (Run every interval, a scrape every
-// 30s) for warmUp and then steady, measured. With overLimit, a write past a limited volume's
-// sizeLimit, a third into the measured time and half a cycle after a cycle began (neither
-// its best nor its worst moment), is timed until the exporter publishes it.
-func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady time.Duration, overLimit bool) (runResult, error) {
+// 5s) for pr.warmUp and then pr.steady, measured, sampling the age of every part at each
+// scrape. With overLimit, a write past a limited volume's sizeLimit, pr.writeAt into the
+// measured time, is timed until the exporter publishes it.
+func run(b *testing.B, t tree, pods fixedPods, s schedule, pr params, overLimit bool) (runResult, error) {
 	res := runResult{schedule: s}
-	n, err := newNode(kubeletRoot, pods, s)
+	n, err := newNode(t, pods, s)
 	if err != nil {
 		return res, err
 	}
@@ -227,14 +298,14 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 	defer func() { cancel(); <-done }()
 	scrapeErr := make(chan error, 1)
 	go func() {
-		t := time.NewTicker(defaultScrape)
-		defer t.Stop()
+		tick := time.NewTicker(defaultScrape)
+		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				scrapeErr <- nil
 				return
-			case <-t.C:
+			case <-tick.C:
 				if _, err := n.scrape(); err != nil {
 					scrapeErr <- err
 					return
@@ -243,14 +314,18 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 		}
 	}()
 
-	b.Logf("%s: warming up %v, then measuring %v", s.name, warmUp, steady)
-	time.Sleep(warmUp)
-	deferred0, err := n.counter("emptydir_exporter_walks_deferred_total", "reason", exporter.DeferredCPUBudget)
+	b.Logf("%s: warming up %v, then measuring %v", s.name, pr.warmUp, pr.steady)
+	time.Sleep(pr.warmUp)
+	budget0, err := n.counter("emptydir_exporter_walks_deferred_total", "reason", exporter.DeferredCPUBudget)
 	if err != nil {
 		return res, err
 	}
-	lim0, unl0 := n.source.limited.Load(), n.source.unlimited.Load()
-	walks0, err := n.counter("emptydir_exporter_walk_cpu_seconds_total", "", "")
+	slot0, err := n.counter("emptydir_exporter_walks_deferred_total", "reason", exporter.DeferredNoSlot)
+	if err != nil {
+		return res, err
+	}
+	walks0, cpu0 := n.source.counts()
+	charged0, err := n.counter("emptydir_exporter_walk_cpu_seconds_total", "", "")
 	if err != nil {
 		return res, err
 	}
@@ -264,49 +339,64 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 		}
 		defer stop()
 	}
+	cycles0, err := n.cyclesRun()
+	if err != nil {
+		return res, err
+	}
 	p := startProbe()
+	stopSampling := make(chan struct{})
+	sampled := make(chan ageSamples, 1)
+	go func() { sampled <- sample(n, pods, stopSampling) }()
 	if overLimit {
-		time.Sleep(writeAt)
-		if res.published, res.pollCPU, err = writeOverLimit(kubeletRoot, pods, n); err != nil {
+		time.Sleep(pr.writeAt)
+		var polls ownWork
+		if res.published, polls, err = writeOverLimit(t, pods, n); err != nil {
+			close(stopSampling)
+			<-sampled
 			return res, err
 		}
-		time.Sleep(time.Until(p.wall.Add(steady)))
+		res.ownCPU, res.ownAllocs = res.ownCPU+polls.cpu, res.ownAllocs+polls.allocs
+		time.Sleep(time.Until(p.wall.Add(pr.steady)))
 	} else {
-		time.Sleep(steady)
+		time.Sleep(pr.steady)
 	}
+	close(stopSampling)
+	as := <-sampled
+	if as.err != nil {
+		return res, as.err
+	}
+	res.ages, res.podAges, res.samples = as.ages, as.podAges, as.n
+	res.ownCPU, res.ownAllocs = res.ownCPU+as.own.cpu, res.ownAllocs+as.own.allocs
 	res.usage = p.stop()
 	if res.creditEnd, err = n.gauge("emptydir_exporter_cpu_budget_remaining_seconds"); err != nil {
 		return res, err
 	}
-	res.share = (res.cpu - res.pollCPU).Seconds() / res.wall.Seconds()
-	walks, err := n.counter("emptydir_exporter_walk_cpu_seconds_total", "", "")
+	res.share = (res.cpu - res.ownCPU).Seconds() / res.wall.Seconds()
+	charged, err := n.counter("emptydir_exporter_walk_cpu_seconds_total", "", "")
 	if err != nil {
 		return res, err
 	}
-	res.walkShare = (walks - walks0) / res.wall.Seconds()
-	res.walkNetShare = (walks - walks0 - max(0, res.creditStart-res.creditEnd)) / res.wall.Seconds()
+	res.walkShare = (charged - charged0) / res.wall.Seconds()
+	res.walkNetShare = (charged - charged0 - max(0, res.creditStart-res.creditEnd)) / res.wall.Seconds()
 	res.cycles = res.wall.Seconds() / defaultCycle.Seconds()
-	res.walksLimited, res.walksUnlimited = n.source.limited.Load()-lim0, n.source.unlimited.Load()-unl0
-	deferred, err := n.counter("emptydir_exporter_walks_deferred_total", "reason", exporter.DeferredCPUBudget)
+	cycles, err := n.cyclesRun()
 	if err != nil {
 		return res, err
 	}
-	res.deferred = deferred - deferred0
-	ages, err := n.volumeValues("emptydir_measurement_age_seconds")
+	res.cyclesRun = cycles - cycles0
+	walks, cpu := n.source.counts()
+	for c := range numClasses {
+		res.walks[c], res.walkCPU[c] = walks[c]-walks0[c], cpu[c]-cpu0[c]
+	}
+	budget, err := n.counter("emptydir_exporter_walks_deferred_total", "reason", exporter.DeferredCPUBudget)
 	if err != nil {
 		return res, err
 	}
-	limits, err := n.volumeValues("emptydir_limit_bytes")
+	slot, err := n.counter("emptydir_exporter_walks_deferred_total", "reason", exporter.DeferredNoSlot)
 	if err != nil {
 		return res, err
 	}
-	for k, age := range ages {
-		if _, limited := limits[k]; limited {
-			res.maxAgeLimited = max(res.maxAgeLimited, age)
-		} else {
-			res.maxAgeOther = max(res.maxAgeOther, age)
-		}
-	}
+	res.deferredBudget, res.deferredSlot = budget-budget0, slot-slot0
 	cancel()
 	if err := <-scrapeErr; err != nil {
 		return res, err
@@ -314,168 +404,166 @@ func run(b *testing.B, kubeletRoot string, pods fixedPods, s schedule, steady ti
 	return res, nil
 }
 
+// ageSamples are the ages sample took (runResult.ages, podAges), how many times, and what
+// that took.
+type ageSamples struct {
+	ages    [numClasses][]float64
+	podAges []float64
+	n       int
+	own     ownWork
+	err     error
+}
+
+// ownWork is what the benchmark's own work took: the CPU on its (locked) thread, and the
+// heap allocations the process made meanwhile, the exporter's few in that time included.
+type ownWork struct {
+	cpu    time.Duration
+	allocs uint64
+}
+
+// measureOwn adds what f takes to o; the caller's goroutine is locked to its thread.
+func (o *ownWork) measureOwn(f func() error) error {
+	cpu, allocs := threadCPU(), heapAllocs()
+	err := f()
+	o.cpu += threadCPU() - cpu
+	o.allocs += heapAllocs() - allocs
+	return err
+}
+
+// sample records, every defaultScrape until stop is closed, the age of every part of pods
+// (by the source's record of its latest measurement) and the published age of every pod's
+// total.
+func sample(n *node, pods fixedPods, stop <-chan struct{}) ageSamples {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tick := time.NewTicker(defaultScrape)
+	defer tick.Stop()
+	var s ageSamples
+	for {
+		select {
+		case <-stop:
+			return s
+		case <-tick.C:
+		}
+		s.err = s.own.measureOwn(func() error {
+			n.source.ages(pods, time.Now(), n.started, &s.ages)
+			ms, err := n.collect("emptydir_pod_ephemeral_storage_measurement_age_seconds", n.seriesBound(pods))
+			for _, m := range ms {
+				s.podAges = append(s.podAges, m.GetGauge().GetValue())
+			}
+			return err
+		})
+		if s.err != nil {
+			return s
+		}
+		s.n++
+	}
+}
+
+// cyclesRun is the collection cycles the exporter has run so far.
+func (n *node) cyclesRun() (float64, error) {
+	ok, err := n.counter("emptydir_exporter_collections_total", "result", "success")
+	if err != nil {
+		return 0, err
+	}
+	failed, err := n.counter("emptydir_exporter_collections_total", "result", "error")
+	return ok + failed, err
+}
+
+// seriesBound bounds the metrics one Collect of the exporter emits for pods.
+func (n *node) seriesBound(pods fixedPods) int { return 16*pods.volumes() + 256 }
+
 // overLimitTarget is the volume writeOverLimit fills and the file it writes there.
-func overLimitTarget(kubeletRoot string, pods fixedPods) (exporter.Volume, string, error) {
-	pv, ok, _ := exportertest.NewPods(pods...).Get("bench", overLimitPod)
+func overLimitTarget(t tree, pods fixedPods) (exporter.Volume, string, error) {
+	pv, ok, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
 	if !ok {
 		return exporter.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
 	}
 	for _, v := range pv.Volumes {
 		if v.Name == limitedVolume {
-			return v, filepath.Join(exporter.Dir(kubeletRoot, pv.UID, v.Name), "over-limit"), nil
+			return v, filepath.Join(exporter.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit"), nil
 		}
 	}
 	return exporter.Volume{}, "", fmt.Errorf("pod %s has no volume %s", overLimitPod, limitedVolume)
 }
 
 // writeOverLimit writes 8 MiB more than its sizeLimit into the scratch volume of overLimitPod
-// and returns how long the exporter takes to publish usage above the limit, and the CPU the
-// write and the polls took. The file is removed afterwards, keeping the cached tree as generated.
-func writeOverLimit(kubeletRoot string, pods fixedPods, n *node) (time.Duration, time.Duration, error) {
-	vol, path, err := overLimitTarget(kubeletRoot, pods)
+// and returns how long the exporter takes to publish usage above the limit (-1: not within
+// publishBound), and what the write and the polls took. The file is removed afterwards,
+// keeping the cached tree as generated.
+func writeOverLimit(t tree, pods fixedPods, n *node) (time.Duration, ownWork, error) {
+	var own ownWork
+	vol, path, err := overLimitTarget(t, pods)
 	if err != nil {
-		return 0, 0, err
+		return 0, own, err
 	}
 	defer os.Remove(path)
 	// The write's and the polls' CPU is the benchmark's, counted on this goroutine's thread.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	own := threadCPU()
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("over-limit write: %w", err)
-	}
-	chunk := make([]byte, 1<<20)
-	for i := range chunk {
-		chunk[i] = byte(i) // not sparse, not compressible
-	}
-	for range *vol.LimitBytes>>20 + 8 {
-		if _, err := f.Write(chunk); err != nil {
-			f.Close()
-			return 0, 0, fmt.Errorf("over-limit write: %w", err)
+	err = own.measureOwn(func() error {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("over-limit write: %w", err)
 		}
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return 0, 0, fmt.Errorf("over-limit write: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return 0, 0, fmt.Errorf("over-limit write: %w", err)
+		chunk := make([]byte, 1<<20)
+		for i := range chunk {
+			chunk[i] = byte(i) // not sparse, not compressible
+		}
+		for range *vol.LimitBytes>>20 + 8 {
+			if _, err := f.Write(chunk); err != nil {
+				f.Close()
+				return fmt.Errorf("over-limit write: %w", err)
+			}
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return fmt.Errorf("over-limit write: %w", err)
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("over-limit write: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, own, err
 	}
 	written := time.Now()
 	key := overLimitPod + "/" + vol.Name
-	polls := threadCPU() - own
 	for time.Since(written) < publishBound {
-		used, cpu, err := n.usedBytes(key, 16*pods.volumes())
-		if err != nil {
-			return 0, 0, err
+		var used float64
+		if err := own.measureOwn(func() (err error) {
+			used, err = n.usedBytes(key, n.seriesBound(pods))
+			return err
+		}); err != nil {
+			return 0, own, err
 		}
-		polls += cpu
 		if used > float64(*vol.LimitBytes) {
-			return time.Since(written), polls, nil
+			return time.Since(written), own, nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	return 0, 0, fmt.Errorf("the write past %s's limit was not published within %v", key, publishBound)
-}
-
-func report(pass passResult, runs []runResult, kubeletShare float64, steady time.Duration) string {
-	var w strings.Builder
-	fmt.Fprintf(&w, "110 pods × 3 emptyDirs, 1,000,100 files, 121 volumes with a sizeLimit (149,600 files); warm page cache; %d cores, load average %s at the end; Go %s.\n\n",
-		numCPU(), loadAverage(), goVersion())
-	fmt.Fprintf(&w, "One pass over every volume (median of 3):\n\n")
-	fmt.Fprintf(&w, "| per pass | ours (one collection cycle) | kubelet `fs.DiskUsage` | ours/kubelet |\n| --- | --- | --- | --- |\n")
-	row := func(name string, o, k float64, unit func(float64) string) {
-		fmt.Fprintf(&w, "| %s | %s | %s | %.2f |\n", name, unit(o), unit(k), o/k)
-	}
-	row("wall", pass.ours.wall.Seconds(), pass.kubelet.wall.Seconds(), seconds)
-	row("CPU", pass.ours.cpu.Seconds(), pass.kubelet.cpu.Seconds(), seconds)
-	row("allocations", float64(pass.ours.mallocs), float64(pass.kubelet.mallocs), count)
-	row("allocated bytes", float64(pass.ours.allocBytes), float64(pass.kubelet.allocBytes), mib)
-	row("peak RSS of the process", float64(pass.ours.peakRSSByte), float64(pass.kubelet.peakRSSByte), mib)
-	fmt.Fprintf(&w, "\nOf ours' CPU per pass, the walks' threads counted %s (%.0f %%: what the CPU budget charges); the rest is the runtime (garbage collection on other threads), the cycle's bookkeeping and the probe's own `runtime.GC`.\n",
-		seconds(pass.ours.walkCPU.Seconds()), 100*pass.ours.walkCPU.Seconds()/pass.ours.cpu.Seconds())
-	fmt.Fprintf(&w, "\n`/metrics` after the pass (%d volumes, with the Go and process collectors): rendered in %s (median of 20), %s.\n\n",
-		pass.series, seconds(pass.render.Seconds()), kib(float64(pass.renderBytes)))
-
-	ours, old := runs[0], runs[len(runs)-1]
-	fmt.Fprintf(&w, "Each exporter running for %s after %s of warm-up, interval %s aligned to a gzip-compressed scrape every %s (the shipped monitors'); the process's CPU leaves out the benchmark's own over-limit write and its polls for it (%s in the defaults' window, counted on their thread). The kubelet's share is its CPU per pass (above) once per its 1m `--volume-stats-agg-period`. Ratios: ours at the defaults against each peer.\n\n",
-		steady, warmUp, defaultCycle, defaultScrape, seconds(ours.pollCPU.Seconds()))
-	fmt.Fprintf(&w, "| running |")
-	for _, r := range runs {
-		fmt.Fprintf(&w, " %s |", r.schedule.name)
-	}
-	fmt.Fprintf(&w, " kubelet | ours/before | ours/kubelet |\n|%s\n", strings.Repeat(" --- |", len(runs)+4))
-	line := func(name string, cell func(runResult) string, kubelet, vsOld, vsKubelet string) {
-		fmt.Fprintf(&w, "| %s |", name)
-		for _, r := range runs {
-			fmt.Fprintf(&w, " %s |", cell(r))
-		}
-		fmt.Fprintf(&w, " %s | %s | %s |\n", kubelet, vsOld, vsKubelet)
-	}
-	ratio := func(a, b float64) string { return fmt.Sprintf("%.2f", a/b) }
-	perCycle := func(v float64, r runResult) float64 { return v / r.cycles }
-	line("CPU of the process, share of one core (target ≤ 5 %)", func(r runResult) string { return fmt.Sprintf("%.1f %%", r.share*100) },
-		fmt.Sprintf("%.1f %%", kubeletShare*100), ratio(ours.share, old.share), ratio(ours.share, kubeletShare))
-	line("of which the walks, as the budget charges them", func(r runResult) string { return fmt.Sprintf("%.1f %%", r.walkShare*100) },
-		"", ratio(ours.walkShare, old.walkShare), "")
-	line("the walks less the credit drawn from before the window", func(r runResult) string { return fmt.Sprintf("%.1f %%", r.walkNetShare*100) },
-		"", "", "")
-	line("the process less that credit (steady state)", func(r runResult) string {
-		return fmt.Sprintf("%.1f %%", (r.share-(r.walkShare-r.walkNetShare))*100)
-	}, "", "", "")
-	line(fmt.Sprintf("CPU per %s cycle", defaultCycle), func(r runResult) string { return seconds(perCycle(r.cpu.Seconds(), r)) },
-		"", ratio(perCycle(ours.cpu.Seconds(), ours), perCycle(old.cpu.Seconds(), old)), "")
-	line("allocations per cycle", func(r runResult) string { return count(perCycle(float64(r.mallocs), r)) },
-		"", ratio(perCycle(float64(ours.mallocs), ours), perCycle(float64(old.mallocs), old)), "")
-	line("peak RSS of the process", func(r runResult) string { return mib(float64(r.peakRSSByte)) },
-		"", ratio(float64(ours.peakRSSByte), float64(old.peakRSSByte)), "")
-	line("walks per minute, limited / others", func(r runResult) string {
-		return fmt.Sprintf("%.0f / %.0f", float64(r.walksLimited)/r.wall.Minutes(), float64(r.walksUnlimited)/r.wall.Minutes())
-	}, "121 / 209", "", "")
-	line("budget credit at the start → end of the window", func(r runResult) string {
-		if r.schedule.cpuBudget == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%.2f s → %.2f s", r.creditStart, r.creditEnd)
-	}, "", "", "")
-	line("walks deferred by the budget, per minute", func(r runResult) string {
-		if r.schedule.cpuBudget == 0 {
-			return "—"
-		}
-		return fmt.Sprintf("%.0f", r.deferred/r.wall.Minutes())
-	}, "", "", "")
-	line("oldest measurement at the end, limited / others", func(r runResult) string {
-		return fmt.Sprintf("%.0f s / %.0f s", r.maxAgeLimited, r.maxAgeOther)
-	}, "up to 60 s", "", "")
-	line(fmt.Sprintf("write past a sizeLimit → published (target ≤ one %s interval)", defaultCycle), func(r runResult) string {
-		if r.published == 0 {
-			return "—"
-		}
-		return "**" + seconds(r.published.Seconds()) + "**"
-	}, "", "", "")
-	return w.String()
-}
-
-func sum(m map[string]float64) float64 {
-	var s float64
-	for _, v := range m {
-		s += v
-	}
-	return s
+	return -1, own, nil // not published within publishBound
 }
 
 func median(us []usage) usage {
-	slices.SortFunc(us, func(a, b usage) int { return int(a.cpu - b.cpu) })
-	return us[len(us)/2]
+	return medianBy(us, func(u usage) time.Duration { return u.cpu })
 }
 
-func seconds(s float64) string {
-	if s < 1 {
-		return fmt.Sprintf("%.1f ms", s*1000)
-	}
-	return fmt.Sprintf("%.2f s", s)
+// medianBy is the element of xs with the median key.
+func medianBy[T any](xs []T, key func(T) time.Duration) T {
+	xs = slices.Clone(xs)
+	slices.SortFunc(xs, func(a, b T) int { return cmp.Compare(key(a), key(b)) })
+	return xs[len(xs)/2]
 }
-func count(n float64) string { return fmt.Sprintf("%.0f", n) }
-func mib(n float64) string   { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }
-func kib(n float64) string   { return fmt.Sprintf("%.0f KiB", n/(1<<10)) }
+
+// percentile is the q-quantile of xs (nearest rank); 0 for none.
+func percentile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

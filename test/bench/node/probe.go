@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -21,6 +22,12 @@ type usage struct {
 	peakRSSByte int64
 	// walkCPU is the CPU the exporter's walks charged (emptydir_exporter_walk_cpu_seconds_total), where read.
 	walkCPU time.Duration
+}
+
+// plus is u and v one after the other: their peak RSS the higher.
+func (u usage) plus(v usage) usage {
+	return usage{wall: u.wall + v.wall, cpu: u.cpu + v.cpu, mallocs: u.mallocs + v.mallocs, allocBytes: u.allocBytes + v.allocBytes,
+		peakRSSByte: max(u.peakRSSByte, v.peakRSSByte), walkCPU: u.walkCPU + v.walkCPU}
 }
 
 // probe marks the start of a measured phase: it resets the process's peak RSS (where the
@@ -46,6 +53,20 @@ func (p probe) stop() usage {
 	runtime.ReadMemStats(&ms)
 	return usage{wall: time.Since(p.wall), cpu: processCPU() - p.cpu,
 		mallocs: ms.Mallocs - p.mallocs, allocBytes: ms.TotalAlloc - p.alloc, peakRSSByte: peakRSS()}
+}
+
+// heapAllocs is the heap objects the process has allocated so far, tiny ones included (as
+// runtime.MemStats.Mallocs counts them), read without stopping the world.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/tiny/allocs:objects"}}
+	metrics.Read(s)
+	var n uint64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindUint64 {
+			n += x.Value.Uint64()
+		}
+	}
+	return n
 }
 
 // processCPU is the user and system CPU time of the process.
