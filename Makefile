@@ -139,8 +139,9 @@ bench-detect: deps k8s-binaries build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 30m -v -run '^$$' -bench '^BenchmarkDetectEvict$$' -benchtime=1x ./test/e2e/
 
-# One busy node (110 pods × 3 emptyDirs, 1M files, cached under /var/tmp/emptydir-guard-bench):
-# ours at the defaults against the exporter's old every-volume cycle and the kubelet's walk;
+# One busy node (110 pods × 3 emptyDirs, a container's writable layer, logs and etc-hosts each;
+# 1M files, cached under /var/tmp/emptydir-guard-bench): ours at the defaults against the
+# exporter's every-part-every-cycle schedule and the kubelet's and containerd's walks;
 # writes docs/performance.md, section node. About 11 minutes (the first run also generates the tree).
 .PHONY: bench-node
 bench: bench-node
