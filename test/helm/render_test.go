@@ -535,6 +535,47 @@ func TestEphemeralStorage(t *testing.T) {
 	}
 }
 
+// exporter.ephemeralStorage.kubeletFallback passes the kubelet's settings to the filesystem
+// source, for the writable layers it cannot locate, with the right to read its stats; off (the
+// default) neither, so the filesystem source never holds nodes/stats it does not use.
+func TestEphemeralStorageKubeletFallback(t *testing.T) {
+	for _, tc := range []struct {
+		values string
+		want   []string // the kubelet's flags
+		right  string   // the kubelet right the exporter holds; "" none
+	}{
+		{"{}", nil, ""},
+		{"exporter: {ephemeralStorage: {kubeletFallback: true}}",
+			[]string{"--kubelet.url=https://$(NODE_IP):10250", "--kubelet.ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "--kubelet.token-file=/var/run/secrets/kubernetes.io/serviceaccount/token"}, "nodes/stats"},
+		{"exporter: {ephemeralStorage: {kubeletFallback: true}, kubelet: {viaAPIServer: true}}",
+			[]string{"--kubelet.via-apiserver", "--kubelet.ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "--kubelet.token-file=/var/run/secrets/kubernetes.io/serviceaccount/token"}, "nodes/proxy"},
+		{"exporter: {ephemeralStorage: {enabled: false, kubeletFallback: true}}", nil, ""},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			rel := release("guard")
+			if err := yaml.Unmarshal([]byte(tc.values), &rel.Values); err != nil {
+				t.Fatal(err)
+			}
+			r := render(t, rel)
+			args := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args
+			var got []string
+			for _, a := range args {
+				if strings.HasPrefix(a, "--kubelet.") && !strings.HasPrefix(a, "--kubelet.root-dir") && !strings.HasPrefix(a, "--kubelet.pod-logs-dir") {
+					got = append(got, a)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("kubelet flags %v, want %v", got, tc.want)
+			}
+			for _, res := range []string{"nodes/stats", "nodes/proxy"} {
+				if held := r.allowedAnywhere("guard-emptydir-exporter", deploytest.Perm("", "", res, "get")); held != (res == tc.right) {
+					t.Errorf("get %s held: %v, want %v", res, held, res == tc.right)
+				}
+			}
+		})
+	}
+}
+
 // ---- the rendered arguments parse in the real commands ----
 
 var (
