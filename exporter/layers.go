@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // Reasons a running container's writable layer could not be located, as the reason label of
@@ -208,22 +208,13 @@ func isOctal(s string) bool {
 // judges it: then a container's writable layer does not count toward its own
 // ephemeral-storage limit, only toward its pod's (containerEphemeralStorageLimitEviction).
 func DedicatedImageFilesystem(snapshotterRoot, kubeletRootDir string) (bool, error) {
-	a, err := deviceOf(snapshotterRoot)
+	a, err := fswalk.Device(snapshotterRoot)
 	if err != nil {
 		return false, err
 	}
-	b, err := deviceOf(kubeletRootDir)
+	b, err := fswalk.Device(kubeletRootDir)
 	if err != nil {
 		return false, err
 	}
 	return a != b, nil
-}
-
-// deviceOf is the device number of the filesystem path is on.
-func deviceOf(path string) (uint64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	return st.Dev, nil
 }

@@ -43,3 +43,8 @@ func FileUsage(dir, name string) (DiskUsage, error) {
 func OwnTmpfsUsage(dir string) (DiskUsage, bool, error) {
 	return DiskUsage{}, false, nil
 }
+
+// Device needs Linux here (stat's st_dev differs in type from one system to the next).
+func Device(path string) (uint64, error) {
+	return 0, fmt.Errorf("device of %s: %w", path, errors.ErrUnsupported)
+}
