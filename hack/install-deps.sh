@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs, on a fresh Debian machine, every outside part that the tests and the demo
-# run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox.
+# run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox, and
+# QEMU with the tools that build the kernel lane's initramfs (test/kernellane).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
-      prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs)
+      prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs e2fsprogs
+      qemu-system-x86 cpio kmod xz-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -41,9 +41,10 @@ var (
 // errMountRefused says that the kernel refused to mount the filesystem with these options.
 var errMountRefused = errors.New("the kernel refused the mount")
 
-// mount makes a 512 MiB sparse image (mkfs.xfs wants at least 300 MB), a loop device and a mount of it, all removed when the test
-// ends, also when it fails. Not root, or no mkfs for the type: the test is skipped.
-func (l loopFS) mount(t testing.TB) (string, error) {
+// mount makes a sparse image of size bytes (mkfs.xfs wants at least 300 MB, and an XFS of
+// 512 MiB gives 64 MiB to its log), a loop device and a mount of it, all removed when the
+// test ends, also when it fails. Not root, or no mkfs for the type: the test is skipped.
+func (l loopFS) mount(t testing.TB, size int64) (string, error) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: loop devices and mounts")
@@ -58,7 +59,7 @@ func (l loopFS) mount(t testing.TB) (string, error) {
 	}
 	f, err := os.Create(img)
 	if err == nil {
-		err = errors.Join(f.Truncate(512<<20), f.Close())
+		err = errors.Join(f.Truncate(size), f.Close())
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +175,7 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 	}
 	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
 		t.Run(fsys.fstype, func(t *testing.T) {
-			mnt, err := fsys.mount(t)
+			mnt, err := fsys.mount(t, 512<<20)
 			if errors.Is(err, errMountRefused) {
 				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
 			}
@@ -208,7 +209,7 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
 	for _, fsys := range []loopFS{xfsNoQuota} {
 		t.Run(fsys.fstype, func(t *testing.T) {
-			mnt, err := fsys.mount(t)
+			mnt, err := fsys.mount(t, 512<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +228,7 @@ func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
 // walk, on a real XFS with project quota accounting, and reports the ratio quota/walk.
 // Skipped where the kernel cannot mount with prjquota.
 func BenchmarkProjectQuotaVsWalk(b *testing.B) {
-	mnt, err := xfsPrjQuota.mount(b)
+	mnt, err := xfsPrjQuota.mount(b, 1<<30) // 100k files do not fit in 512 MiB
 	if errors.Is(err, errMountRefused) {
 		b.Skipf("this kernel has no xfs project quotas: %v", err)
 	}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Runs Go test binaries inside a VM that boots a pinned stock Debian kernel under QEMU
+# (software emulation, no KVM), for tests that need kernel features the host may lack
+# (XFS and ext4 project quotas: CONFIG_XFS_QUOTA, CONFIG_QFMT_V2). See docs/kernel-lane.md.
+#
+#   test/kernellane/lane.sh <package> [go test flags...]
+#
+# The kernel is fetched by package name and version, unpacked (never installed as the
+# host's kernel) and cached. The test binary is built static on the host and runs as the
+# VM's only job; its output comes back on the serial console. The lane fails when the
+# binary fails, when any test skips or none runs, or when the end marker never arrives (a
+# panic, a hang).
+set -euo pipefail
+
+KERNEL_ABI=6.1.0-50-amd64
+KERNEL_VERSION=6.1.176-1
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard/kernel-$KERNEL_ABI"
+GO="${GO:-go}"
+pkg="${1:?usage: lane.sh <package> [go test flags]}"; shift
+
+need=()
+for p in qemu-system-x86:qemu-system-x86_64 busybox-static:/bin/busybox cpio:cpio kmod:depmod \
+         xfsprogs:mkfs.xfs e2fsprogs:mkfs.ext4 util-linux:losetup; do
+  command -v "${p#*:}" >/dev/null || [ -x "${p#*:}" ] || need+=("${p%%:*}")
+done
+if ((${#need[@]})); then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# The kernel, its modules with a modules.dep, and its uncompressed vmlinux: booted through
+# its PVH entry, it skips the bzImage's XZ decompression (seconds under emulation).
+if [ ! -f "$CACHE/vmlinux" ]; then
+  rm -rf "$CACHE" && mkdir -p "$CACHE/dl"
+  (cd "$CACHE/dl" && apt-get download "linux-image-$KERNEL_ABI=$KERNEL_VERSION" >/dev/null 2>&1) || {
+    echo "lane.sh: cannot download linux-image-$KERNEL_ABI=$KERNEL_VERSION from the Debian archive" >&2; exit 1; }
+  dpkg-deb -x "$CACHE"/dl/*.deb "$CACHE/root"
+  depmod -b "$CACHE/root" "$KERNEL_ABI"
+  img="$CACHE/root/boot/vmlinuz-$KERNEL_ABI"
+  off=$(LC_ALL=C grep -obUaP '\xfd\x37\x7a\x58\x5a\x00' "$img" | head -1 | cut -d: -f1)
+  tail -c +$((off + 1)) "$img" | xz -dc 2>/dev/null > "$CACHE/vmlinux.tmp" || true
+  [ -s "$CACHE/vmlinux.tmp" ] || { echo "lane.sh: no XZ payload in $img" >&2; exit 1; }
+  mv "$CACHE/vmlinux.tmp" "$CACHE/vmlinux"
+  rm -rf "$CACHE/dl"
+fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+initrd="$work/initrd"
+mkdir -p "$initrd"/{bin,sbin,dev,proc,sys,tmp,lib/modules}
+cp /bin/busybox "$initrd/bin/busybox"
+for applet in sh mount umount mkdir cat echo grep sync poweroff; do ln -s busybox "$initrd/bin/$applet"; done
+cp -a "$CACHE/root/lib/modules/$KERNEL_ABI" "$initrd/lib/modules/"
+
+# Host programs the tests call, with their shared libraries, at their own paths (busybox
+# runs its applets before PATH: the tests call these by name, and busybox has none of them).
+copy_with_libs() {
+  local f
+  for f in "$@"; do
+    f=$(readlink -f "$(command -v "$f")")
+    mkdir -p "$initrd$(dirname "$f")" && cp -n "$f" "$initrd$f"
+    ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+      mkdir -p "$initrd$(dirname "$lib")" && cp -nL "$lib" "$initrd$lib"
+    done
+  done
+}
+copy_with_libs mkfs.xfs mke2fs losetup du kmod xfs_quota
+ln -s "$(readlink -f "$(command -v mke2fs)")" "$initrd/sbin/mkfs.ext4"
+ln -s "$(readlink -f "$(command -v mkfs.xfs)")" "$initrd/sbin/mkfs.xfs.real" 2>/dev/null || true
+ln -sf "$(readlink -f "$(command -v kmod)")" "$initrd/sbin/modprobe"
+[ -e /lib64 ] && [ ! -e "$initrd/lib64" ] && ln -s usr/lib64 "$initrd/lib64" 2>/dev/null || true
+
+CGO_ENABLED=0 "$GO" test -c -o "$initrd/test.bin" "$pkg"
+
+args=""
+for a in "$@"; do args+=" '${a//\'/}'"; done
+cat > "$initrd/init" <<INIT
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
+# crc32c is only a soft dependency of the filesystems, and the kernel has no modprobe to call.
+for m in crc32c_generic loop xfs ext4 quota_v2; do modprobe \$m || echo "modprobe \$m failed"; done
+cd /tmp && TMPDIR=/tmp EMPTYDIR_GUARD_KERNEL_LANE=1 /test.bin -test.v$args
+echo "KERNEL-LANE-EXIT \$?"
+sync; poweroff -f
+INIT
+chmod +x "$initrd/init"
+(cd "$initrd" && find . | cpio -o -H newc --quiet) > "$work/initrd.cpio"
+
+log="$work/console.log"
+timeout 900 qemu-system-x86_64 -nographic -no-reboot -M q35 -cpu max -accel tcg -smp 1 -m 3G \
+  -kernel "$CACHE/vmlinux" -initrd "$work/initrd.cpio" \
+  -append 'console=ttyS0 quiet panic=-1' </dev/null | tr -d '\r' | tee "$log" || true
+
+code=$(grep -ao 'KERNEL-LANE-EXIT [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+if [ -z "$code" ]; then echo "lane.sh: the VM never reported an exit code (panic, hang or timeout)" >&2; exit 1; fi
+if grep -aq -- '--- SKIP' "$log"; then echo "lane.sh: a test skipped inside the kernel lane; skips are failures here:" >&2; grep -a -- '--- SKIP' -A2 "$log" >&2; exit 1; fi
+if grep -aq 'no tests to run' "$log"; then echo "lane.sh: the pattern matched no test inside the kernel lane" >&2; exit 1; fi
+exit "$code"
