@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -265,4 +266,168 @@ func BenchmarkProjectQuotaVsWalk(b *testing.B) {
 	b.ReportMetric(float64(walk.Nanoseconds())/float64(b.N), "ns/walk")
 	b.ReportMetric(float64(quota.Nanoseconds())/float64(b.N), "ns/quota")
 	b.ReportMetric(quota.Seconds()/walk.Seconds(), "quota/walk")
+}
+
+// TestProjectQuotaHoldsAgainstTenantMoves: the moves a tenant could try to make a volume's
+// project quota disagree with its walk are refused by the kernel, on a real XFS and ext4 with
+// project quotas, so the quota keeps answering what the walk (and GNU du) would:
+//   - a file renamed or hard-linked into the volume from another project (another volume) or
+//     from a folder of no project: EXDEV, so mv copies it and the copy is the volume's;
+//   - a file renamed out of the volume to another folder of the same filesystem, through the
+//     bind mounts the container sees: EXDEV across mounts, so it cannot leave the quota's
+//     count while staying on the disk;
+//   - the project ID changed or the inherit flag cleared from a user namespace (the kubelet
+//     quotas only pods with hostUsers: false): EINVAL.
+func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
+	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
+		t.Run(fsys.fstype, func(t *testing.T) {
+			mnt, err := fsys.mount(t, 512<<20)
+			if errors.Is(err, errMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
+			}
+			dir := quotaVolume(t, filepath.Join(mnt, "kubelet"), 0, kubeletFirstProjectID)
+			other := quotaVolume(t, filepath.Join(mnt, "kubelet-other"), 0, kubeletFirstProjectID+1)
+			plain := filepath.Join(mnt, "plain")
+			if err := os.Mkdir(plain, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(plain, "f"), bytes.Repeat([]byte{'y'}, 200<<10), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, src := range []string{filepath.Join(other, "a"), filepath.Join(plain, "f")} {
+				if err := os.Rename(src, filepath.Join(dir, "moved-in")); !errors.Is(err, unix.EXDEV) {
+					t.Errorf("rename %s into the volume: %v, want EXDEV", src, err)
+				}
+				if err := os.Link(src, filepath.Join(dir, "linked-in")); !errors.Is(err, unix.EXDEV) {
+					t.Errorf("link %s into the volume: %v, want EXDEV", src, err)
+				}
+			}
+			// What mv does after EXDEV: a copy, created in the volume, counted in its project.
+			data, err := os.ReadFile(filepath.Join(plain, "f"))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, "copied-in"), data, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			// The container sees the volume and any other folder through bind mounts.
+			volView, plainView := filepath.Join(t.TempDir(), "vol"), filepath.Join(t.TempDir(), "plain")
+			for view, src := range map[string]string{volView: dir, plainView: plain} {
+				if err := os.Mkdir(view, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Mount(src, view, "", unix.MS_BIND, ""); err != nil {
+					t.Fatalf("bind mount %s: %v", src, err)
+				}
+				t.Cleanup(func() {
+					if err := unix.Unmount(view, 0); err != nil {
+						t.Errorf("umount %s: %v", view, err)
+					}
+				})
+			}
+			if err := os.Rename(filepath.Join(volView, "sub", "b"), filepath.Join(plainView, "moved-out")); !errors.Is(err, unix.EXDEV) {
+				t.Errorf("rename out of the volume across mounts: %v, want EXDEV", err)
+			}
+
+			out, err := runInUserNamespace(t, dir)
+			if err != nil {
+				t.Fatalf("the user namespace helper: %v: %s", err, out)
+			}
+			if want := "projid EINVAL\ninherit EINVAL\n"; string(out) != want {
+				t.Errorf("project ID changes from a user namespace:\n%s\nwant:\n%s", out, want)
+			}
+
+			syncFS(t, dir)
+			walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			quota, err := ReadProjectQuota(dir)
+			if err != nil {
+				t.Fatalf("ReadProjectQuota after the moves: %v", err)
+			}
+			if quota.UsedBytes != walked.UsedBytes || quota.Inodes != walked.Inodes {
+				t.Errorf("after the moves the quota says %d bytes, %d inodes; the walk says %d bytes, %d inodes",
+					quota.UsedBytes, quota.Inodes, walked.UsedBytes, walked.Inodes)
+			}
+			if du := gnuDu(t, dir); du != walked.UsedBytes {
+				t.Errorf("GNU du -s -B1 -x says %d bytes, the walk and the quota %d", du, walked.UsedBytes)
+			}
+		})
+	}
+}
+
+// userNamespaceHelperEnv names the folder whose project ID the helper process tries to change.
+const userNamespaceHelperEnv = "FSWALK_TEST_USERNS_PROJECT_DIR"
+
+// runInUserNamespace runs TestUserNamespaceHelperProcess in a new user namespace whose root
+// is the host's root: the most a tenant of a hostUsers: false pod could be.
+func runInUserNamespace(t *testing.T, dir string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUserNamespaceHelperProcess$")
+	cmd.Env = append(os.Environ(), userNamespaceHelperEnv+"="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+	}
+	out, err := cmd.Output()
+	return out, err
+}
+
+// TestUserNamespaceHelperProcess is not a test: runInUserNamespace runs it, inside a user
+// namespace, to try the two changes of a folder's project state and print what the kernel said.
+func TestUserNamespaceHelperProcess(t *testing.T) {
+	dir := os.Getenv(userNamespaceHelperEnv)
+	if dir == "" {
+		t.Skip("run by runInUserNamespace only")
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		fmt.Println("open", err)
+		os.Exit(1)
+	}
+	try := func(name string, change func(*fsxattr)) {
+		x, err := projectOf(fd)
+		if err != nil {
+			fmt.Println("FS_IOC_FSGETXATTR", err)
+			os.Exit(1)
+		}
+		change(&x)
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsSetXattr, uintptr(unsafe.Pointer(&x)))
+		fmt.Println(name, unix.ErrnoName(errno))
+	}
+	try("projid", func(x *fsxattr) { x.Projid++ })
+	try("inherit", func(x *fsxattr) { x.Xflags &^= fsXflagProjInherit })
+	os.Exit(0)
+}
+
+// syncFS flushes dir's filesystem, so that delayed allocation is settled before the quota,
+// the walk and du are compared.
+func syncFS(t *testing.T, dir string) {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gnuDu is what GNU du -s -B1 -x says of dir, in bytes. In the kernel lane busybox runs its
+// own du before PATH, so GNU du is called by its path.
+func gnuDu(t *testing.T, dir string) int64 {
+	t.Helper()
+	out, err := exec.Command("/usr/bin/du", "-s", "-B1", "-x", dir).Output()
+	if err != nil {
+		t.Fatalf("du: %v", err)
+	}
+	var n int64
+	if _, err := fmt.Sscan(string(out), &n); err != nil {
+		t.Fatalf("du output %q: %v", out, err)
+	}
+	return n
 }
