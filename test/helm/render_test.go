@@ -681,3 +681,47 @@ remediator:
 		}
 	}
 }
+
+// TestProjectQuota: exporter.projectQuota.enabled turns on --fs.project-quota and adds
+// CAP_SYS_ADMIN, which reading another project's quota needs, beside DAC_READ_SEARCH; off (the
+// default) renders --no-fs.project-quota and no SYS_ADMIN; the kubelet source gets neither.
+func TestProjectQuota(t *testing.T) {
+	for _, tc := range []struct {
+		values  string
+		flag    string // the rendered flag, "" for none
+		wantCap []corev1.Capability
+	}{
+		{"{}", "no-fs.project-quota", []corev1.Capability{"DAC_READ_SEARCH"}},
+		{"exporter: {projectQuota: {enabled: false}}", "no-fs.project-quota", []corev1.Capability{"DAC_READ_SEARCH"}},
+		{"exporter: {projectQuota: {enabled: true}}", "fs.project-quota", []corev1.Capability{"DAC_READ_SEARCH", "SYS_ADMIN"}},
+		{"exporter: {projectQuota: {enabled: true}, securityContext: {capabilities: {drop: [ALL], add: [SYS_ADMIN]}}}", "fs.project-quota", []corev1.Capability{"SYS_ADMIN"}},
+		{"exporter: {source: kubelet, projectQuota: {enabled: true}}", "", nil},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(tc.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			c := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0]
+			for _, flag := range []string{"fs.project-quota", "no-fs.project-quota"} {
+				if got, want := len(deploytest.ArgValues(c.Args, flag)), btoi(flag == tc.flag); got != want {
+					t.Errorf("--%s rendered %d times, want %d (args %v)", flag, got, want, c.Args)
+				}
+			}
+			var caps []corev1.Capability
+			if sc := c.SecurityContext; sc != nil && sc.Capabilities != nil {
+				caps = sc.Capabilities.Add
+			}
+			if !slices.Equal(caps, tc.wantCap) {
+				t.Errorf("capabilities added %v, want %v", caps, tc.wantCap)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
