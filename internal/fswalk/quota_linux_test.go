@@ -125,6 +125,14 @@ func quotaVolume(t testing.TB, root string, parentID, volID uint32) (dir string)
 	if volID != 0 {
 		setProject(t, dir, volID)
 	}
+	fillVolume(t, dir)
+	return dir
+}
+
+// fillVolume writes plain files, a folder, a hard link, a sparse file and a symbolic link
+// into dir, and syncs its filesystem.
+func fillVolume(t testing.TB, dir string) {
+	t.Helper()
 	files := map[string]int{"a": 1 << 20, "sub/b": 300 << 10, "sub/deeper/c": 5000, "empty": 0}
 	for name, size := range files {
 		p := filepath.Join(dir, name)
@@ -154,7 +162,6 @@ func quotaVolume(t testing.TB, root string, parentID, volID uint32) (dir string)
 	if err := sparse.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 // TestProjectQuotaMeasuresLikeTheWalk: on a real XFS and ext4 with project quota accounting,
@@ -430,4 +437,87 @@ func gnuDu(t *testing.T, dir string) int64 {
 		t.Fatalf("du output %q: %v", out, err)
 	}
 	return n
+}
+
+// TestProjectQuotaSetByTheKubeletsCommands: a volume folder put under a project quota with the
+// very commands the kubelet runs (pkg/volume/util/fsquota/common: xfs_quota -t <its mount's
+// line> -P/dev/null -D/dev/null -x -f <mount> -c 'limit -p bhard=… bsoft=… <id>', then
+// 'project -s -p <dir> <id>'), on XFS and ext4, before the pod writes: read from the quota with
+// the walk's and GNU du's bytes and the walk's inodes. The kubelet gives every disk emptyDir of
+// a hostUsers: false pod a quota: without a sizeLimit (or pod limit) its byte limit is 0 (none),
+// with one the filesystem's maximum (monitoring only, never enforcing).
+func TestProjectQuotaSetByTheKubeletsCommands(t *testing.T) {
+	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
+		t.Run(fsys.fstype, func(t *testing.T) {
+			mnt, err := fsys.mount(t, 512<<20)
+			if errors.Is(err, errMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
+			}
+			xfsQuota, err := exec.LookPath("xfs_quota")
+			if err != nil {
+				t.Fatalf("xfs_quota (xfsprogs), which the kubelet runs: %v", err)
+			}
+			for i, tc := range []struct {
+				name  string
+				bytes int64
+			}{
+				{"no sizeLimit", 0},
+				{"sizeLimit", 1<<58 - 1}, // the kubelet's maxQuota for ext4, below XFS's
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					id := kubeletFirstProjectID + uint32(i)
+					dir := filepath.Join(mnt, fmt.Sprint("kubelet-", i), "pods", "uid", "volumes", "kubernetes.io~empty-dir", "vol")
+					if err := os.MkdirAll(dir, 0o750); err != nil {
+						t.Fatal(err)
+					}
+					runKubeletXFSQuota(t, xfsQuota, mnt, fmt.Sprintf("limit -p bhard=%d bsoft=%d %d", tc.bytes, tc.bytes, id))
+					runKubeletXFSQuota(t, xfsQuota, mnt, fmt.Sprintf("project -s -p %s %d", dir, id))
+					fillVolume(t, dir)
+
+					walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2})
+					if err != nil {
+						t.Fatal(err)
+					}
+					quota, err := ReadProjectQuota(dir)
+					if err != nil {
+						t.Fatalf("ReadProjectQuota of a folder the kubelet's commands put under project %d: %v", id, err)
+					}
+					if quota.UsedBytes != walked.UsedBytes || quota.Inodes != walked.Inodes {
+						t.Errorf("the quota says %d bytes, %d inodes; the walk says %d bytes, %d inodes",
+							quota.UsedBytes, quota.Inodes, walked.UsedBytes, walked.Inodes)
+					}
+					if du := gnuDu(t, dir); du != walked.UsedBytes {
+						t.Errorf("GNU du -s -B1 -x says %d bytes, the walk and the quota %d", du, walked.UsedBytes)
+					}
+				})
+			}
+		})
+	}
+}
+
+// runKubeletXFSQuota runs an xfs_quota command on mnt as the kubelet does: with a mounts file
+// holding only that mount's line, numeric project IDs and no /etc/projects.
+func runKubeletXFSQuota(t *testing.T, xfsQuota, mnt, command string) {
+	t.Helper()
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(string(mounts)) {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == mnt {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("%s is not in /proc/self/mounts", mnt)
+	}
+	mountsFile := filepath.Join(t.TempDir(), "mounts")
+	if err := os.WriteFile(mountsFile, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(xfsQuota, "-t", mountsFile, "-P/dev/null", "-D/dev/null", "-x", "-f", mnt, "-c", command).CombinedOutput()
+	if err != nil {
+		t.Fatalf("xfs_quota -c %q: %v: %s", command, err, out)
+	}
 }
