@@ -521,3 +521,78 @@ func runKubeletXFSQuota(t *testing.T, xfsQuota, mnt, command string) {
 		t.Fatalf("xfs_quota -c %q: %v: %s", command, err, out)
 	}
 }
+
+// BenchmarkNodeQuotaVsWalk measures one collection cycle of a node whose disk emptyDirs are all
+// quota-backed — 110 pods × 3 volumes, each a project of its own as the kubelet assigns them,
+// NODE_QUOTA_FILES files in all (default 100,000) — once reading every volume's quota and once
+// walking every volume, and reports the CPU time (user + system, this process) of each and
+// their ratio. Run it in the kernel lane (docs/kernel-lane.md): emulated times mean nothing,
+// the ratio does. Skipped where the kernel cannot mount with prjquota.
+func BenchmarkNodeQuotaVsWalk(b *testing.B) {
+	const pods, volumesPerPod = 110, 3
+	files := 100_000
+	if s := os.Getenv("NODE_QUOTA_FILES"); s != "" {
+		if _, err := fmt.Sscan(s, &files); err != nil {
+			b.Fatalf("NODE_QUOTA_FILES=%q: %v", s, err)
+		}
+	}
+	mnt, err := xfsPrjQuota.mount(b, 4<<30)
+	if errors.Is(err, errMountRefused) {
+		b.Skipf("this kernel has no xfs project quotas: %v", err)
+	}
+	var dirs []string
+	perVolume := files / (pods * volumesPerPod)
+	for p := range pods {
+		for v := range volumesPerPod {
+			dir := filepath.Join(mnt, "pods", fmt.Sprint("uid-", p), "volumes", "kubernetes.io~empty-dir", fmt.Sprint("v", v))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			setProject(b, dir, kubeletFirstProjectID+uint32(len(dirs)))
+			for f := range perVolume {
+				sub := filepath.Join(dir, fmt.Sprint(f/100))
+				if f%100 == 0 {
+					if err := os.Mkdir(sub, 0o755); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(sub, fmt.Sprint(f)), []byte("x"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			dirs = append(dirs, dir)
+		}
+	}
+	cpu := func() time.Duration {
+		var ru unix.Rusage
+		if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	cycle := func(quota bool) time.Duration {
+		start := cpu()
+		for _, dir := range dirs {
+			var err error
+			if quota {
+				_, err = ReadProjectQuota(dir)
+			} else {
+				_, err = MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 4})
+			}
+			if err != nil {
+				b.Fatalf("quota %v, %s: %v", quota, dir, err)
+			}
+		}
+		return cpu() - start
+	}
+	var walk, quota time.Duration
+	for b.Loop() {
+		walk += cycle(false)
+		quota += cycle(true)
+	}
+	b.ReportMetric(float64(len(dirs)), "volumes")
+	b.ReportMetric(float64(perVolume*len(dirs)), "files")
+	b.ReportMetric(float64(walk.Nanoseconds())/float64(b.N), "cpu-ns/walk-cycle")
+	b.ReportMetric(float64(quota.Nanoseconds())/float64(b.N), "cpu-ns/quota-cycle")
+	b.ReportMetric(quota.Seconds()/walk.Seconds(), "quota/walk")
+}
