@@ -346,21 +346,7 @@ func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
 			}
 
 			syncFS(t, dir)
-			walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			quota, err := ReadProjectQuota(dir)
-			if err != nil {
-				t.Fatalf("ReadProjectQuota after the moves: %v", err)
-			}
-			if quota.UsedBytes != walked.UsedBytes || quota.Inodes != walked.Inodes {
-				t.Errorf("after the moves the quota says %d bytes, %d inodes; the walk says %d bytes, %d inodes",
-					quota.UsedBytes, quota.Inodes, walked.UsedBytes, walked.Inodes)
-			}
-			if du := gnuDu(t, dir); du != walked.UsedBytes {
-				t.Errorf("GNU du -s -B1 -x says %d bytes, the walk and the quota %d", du, walked.UsedBytes)
-			}
+			quotaMatchesWalkAndDu(t, dir)
 		})
 	}
 }
@@ -424,6 +410,27 @@ func syncFS(t *testing.T, dir string) {
 	}
 }
 
+// quotaMatchesWalkAndDu fails t unless dir is read from a project quota of its own with the
+// walk's bytes and inodes, and GNU du agrees on the bytes.
+func quotaMatchesWalkAndDu(t *testing.T, dir string) {
+	t.Helper()
+	walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quota, err := ReadProjectQuota(dir)
+	if err != nil {
+		t.Fatalf("ReadProjectQuota %s: %v", dir, err)
+	}
+	if quota.UsedBytes != walked.UsedBytes || quota.Inodes != walked.Inodes {
+		t.Errorf("the quota says %d bytes, %d inodes; the walk says %d bytes, %d inodes",
+			quota.UsedBytes, quota.Inodes, walked.UsedBytes, walked.Inodes)
+	}
+	if du := gnuDu(t, dir); du != walked.UsedBytes {
+		t.Errorf("GNU du -s -B1 -x says %d bytes, the walk and the quota %d", du, walked.UsedBytes)
+	}
+}
+
 // gnuDu is what GNU du -s -B1 -x says of dir, in bytes. In the kernel lane busybox runs its
 // own du before PATH, so GNU du is called by its path.
 func gnuDu(t *testing.T, dir string) int64 {
@@ -473,22 +480,7 @@ func TestProjectQuotaSetByTheKubeletsCommands(t *testing.T) {
 					runKubeletXFSQuota(t, xfsQuota, mnt, fmt.Sprintf("limit -p bhard=%d bsoft=%d %d", tc.bytes, tc.bytes, id))
 					runKubeletXFSQuota(t, xfsQuota, mnt, fmt.Sprintf("project -s -p %s %d", dir, id))
 					fillVolume(t, dir)
-
-					walked, err := MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2})
-					if err != nil {
-						t.Fatal(err)
-					}
-					quota, err := ReadProjectQuota(dir)
-					if err != nil {
-						t.Fatalf("ReadProjectQuota of a folder the kubelet's commands put under project %d: %v", id, err)
-					}
-					if quota.UsedBytes != walked.UsedBytes || quota.Inodes != walked.Inodes {
-						t.Errorf("the quota says %d bytes, %d inodes; the walk says %d bytes, %d inodes",
-							quota.UsedBytes, quota.Inodes, walked.UsedBytes, walked.Inodes)
-					}
-					if du := gnuDu(t, dir); du != walked.UsedBytes {
-						t.Errorf("GNU du -s -B1 -x says %d bytes, the walk and the quota %d", du, walked.UsedBytes)
-					}
+					quotaMatchesWalkAndDu(t, dir)
 				})
 			}
 		})
