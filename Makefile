@@ -93,6 +93,7 @@ KERNEL_LANE_TESTS ?= ProjectQuota
 .PHONY: test-kernel-lane
 test-kernel-lane: deps
 	GO=$(GO) ./test/kernellane/lane.sh ./internal/fswalk -test.run '$(KERNEL_LANE_TESTS)'
+	GO=$(GO) ./test/kernellane/lane.sh ./exporter -test.run '$(KERNEL_LANE_TESTS)'
 
 test-rules:
 	./rules/test.sh
@@ -155,6 +156,15 @@ bench-detect: deps k8s-binaries build
 bench: bench-node
 bench-node:
 	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 30m -v ./node/
+
+# BenchmarkNode's node with every emptyDir under a project quota (pods with hostUsers: false),
+# its cycles measured in the kernel lane against the same node walked, and natively walked
+# here: writes docs/performance.md, section node-quota. Root; about 30 minutes (the first run
+# also generates the 16 GiB sparse XFS image, kept under /var/tmp/emptydir-guard-bench).
+.PHONY: bench-node-quota
+bench: bench-node-quota
+bench-node-quota: deps
+	cd test/bench && GO=$(GO) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNodeQuota$$' -benchtime=1x -timeout 150m -v ./node/
 
 # The chart beside the real Prometheus Operator alone (TestOperatorInstallEvicts, docs/e2e.md;
 # make test-cluster runs it with the others).

@@ -12,103 +12,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 )
-
-const (
-	fsIocFsSetXattr = 0x401c5820 // _IOW('X', 32, struct fsxattr)
-	// kubeletFirstProjectID is the first project ID the kubelet hands out (fsquota.FirstQuota).
-	kubeletFirstProjectID = 1048577
-)
-
-// loopFS is a filesystem of its own on a loop device, mounted for one test.
-type loopFS struct {
-	fstype string
-	mkfs   []string // mkfs command and its arguments; the image path is appended
-	opts   string   // mount options
-}
-
-var (
-	// XFS keeps project IDs without quota accounting; ext4's project feature needs the
-	// kernel's quota support even to mount.
-	xfsNoQuota  = loopFS{"xfs", []string{"mkfs.xfs", "-q", "-f"}, ""}
-	xfsPrjQuota = loopFS{"xfs", []string{"mkfs.xfs", "-q", "-f"}, "prjquota"}
-	// ext4 keeps project quota accounting in the filesystem (feature quota, type prjquota).
-	ext4PrjQuota = loopFS{"ext4", []string{"mkfs.ext4", "-q", "-F", "-O", "quota,project", "-E", "quotatype=prjquota"}, "prjquota"}
-)
-
-// errMountRefused says that the kernel refused to mount the filesystem with these options.
-var errMountRefused = errors.New("the kernel refused the mount")
-
-// mount makes a sparse image of size bytes (mkfs.xfs wants at least 300 MB, and an XFS of
-// 512 MiB gives 64 MiB to its log), a loop device and a mount of it, all removed when the
-// test ends, also when it fails. Not root, or no mkfs for the type: the test is skipped.
-func (l loopFS) mount(t testing.TB, size int64) (string, error) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: loop devices and mounts")
-	}
-	if _, err := exec.LookPath(l.mkfs[0]); err != nil {
-		t.Skipf("%s not installed (make deps installs it): %v", l.mkfs[0], err)
-	}
-	dir := t.TempDir()
-	img, mnt := filepath.Join(dir, "fs.img"), filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(img)
-	if err == nil {
-		err = errors.Join(f.Truncate(size), f.Close())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(name string, args ...string) string {
-		t.Helper()
-		out, err := exec.Command(name, args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	run(l.mkfs[0], append(l.mkfs[1:], img)...)
-	dev := run("losetup", "--find", "--show", img)
-	t.Cleanup(func() {
-		if out, err := exec.Command("losetup", "--detach", dev).CombinedOutput(); err != nil {
-			t.Errorf("losetup --detach %s: %v: %s", dev, err, out)
-		}
-	})
-	if err := unix.Mount(dev, mnt, l.fstype, 0, l.opts); err != nil {
-		return "", fmt.Errorf("%w: mount -t %s -o %q %s: %w", errMountRefused, l.fstype, l.opts, dev, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(mnt, 0); err != nil {
-			t.Errorf("umount %s: %v", mnt, err)
-		}
-	})
-	return mnt, nil
-}
-
-// setProject sets the project ID of a folder and the flag that makes what is created in it
-// inherit the ID, as the kubelet does (xfs_quota project -s).
-func setProject(t testing.TB, dir string, id uint32) {
-	t.Helper()
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	x, err := projectOf(fd)
-	if err != nil {
-		t.Fatalf("FS_IOC_FSGETXATTR %s: %v", dir, err)
-	}
-	x.Projid, x.Xflags = id, x.Xflags|fsXflagProjInherit
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsSetXattr, uintptr(unsafe.Pointer(&x))); errno != 0 {
-		t.Fatalf("FS_IOC_FSSETXATTR %s project %d: %v", dir, id, errno)
-	}
-}
 
 // quotaVolume is a volume folder, below root as the kubelet lays them out, whose project
 // ID is volID (0: none) under a parent folder with project ID parentID, filled with plain
@@ -120,10 +28,10 @@ func quotaVolume(t testing.TB, root string, parentID, volID uint32) (dir string)
 		t.Fatal(err)
 	}
 	if parentID != 0 {
-		setProject(t, filepath.Dir(dir), parentID)
+		fswalktest.AssignProject(t, filepath.Dir(dir), parentID)
 	}
 	if volID != 0 {
-		setProject(t, dir, volID)
+		fswalktest.AssignProject(t, dir, volID)
 	}
 	fillVolume(t, dir)
 	return dir
@@ -177,15 +85,15 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 		wantQuota         bool
 		wantNoOwnProjectQ bool
 	}{
-		{"own project", 0, kubeletFirstProjectID, true, false},
+		{"own project", 0, fswalktest.KubeletFirstProjectID, true, false},
 		{"no project ID", 0, 0, false, true},
-		{"project shared with the parent folder", kubeletFirstProjectID + 1, kubeletFirstProjectID + 1, false, true},
+		{"project shared with the parent folder", fswalktest.KubeletFirstProjectID + 1, fswalktest.KubeletFirstProjectID + 1, false, true},
 	}
-	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
-		t.Run(fsys.fstype, func(t *testing.T) {
-			mnt, err := fsys.mount(t, 512<<20)
-			if errors.Is(err, errMountRefused) {
-				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
+	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
+		t.Run(fsys.Type, func(t *testing.T) {
+			mnt, err := fsys.Mount(t, 512<<20)
+			if errors.Is(err, fswalktest.ErrMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.Type, err)
 			}
 			for i, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
@@ -215,13 +123,13 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 // without quota support), a volume with a project ID of its own cannot be read from the
 // quota, with an error that is not ErrNoOwnProjectQuota, and is still walked.
 func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
-	for _, fsys := range []loopFS{xfsNoQuota} {
-		t.Run(fsys.fstype, func(t *testing.T) {
-			mnt, err := fsys.mount(t, 512<<20)
+	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSNoQuota} {
+		t.Run(fsys.Type, func(t *testing.T) {
+			mnt, err := fsys.Mount(t, 512<<20)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := quotaVolume(t, filepath.Join(mnt, "kubelet"), 0, kubeletFirstProjectID)
+			dir := quotaVolume(t, filepath.Join(mnt, "kubelet"), 0, fswalktest.KubeletFirstProjectID)
 			if _, err := ReadProjectQuota(dir); err == nil || errors.Is(err, ErrNoOwnProjectQuota) {
 				t.Errorf("ReadProjectQuota without quota accounting: %v, want the quotactl error", err)
 			}
@@ -236,11 +144,11 @@ func TestProjectQuotaFallsBackToTheWalk(t *testing.T) {
 // walk, on a real XFS with project quota accounting, and reports the ratio quota/walk.
 // Skipped where the kernel cannot mount with prjquota.
 func BenchmarkProjectQuotaVsWalk(b *testing.B) {
-	mnt, err := xfsPrjQuota.mount(b, 1<<30) // 100k files do not fit in 512 MiB
-	if errors.Is(err, errMountRefused) {
+	mnt, err := fswalktest.XFSPrjQuota.Mount(b, 1<<30) // 100k files do not fit in 512 MiB
+	if errors.Is(err, fswalktest.ErrMountRefused) {
 		b.Skipf("this kernel has no xfs project quotas: %v", err)
 	}
-	dir := quotaVolume(b, filepath.Join(mnt, "kubelet"), 0, kubeletFirstProjectID)
+	dir := quotaVolume(b, filepath.Join(mnt, "kubelet"), 0, fswalktest.KubeletFirstProjectID)
 	for i := range 100 {
 		sub := filepath.Join(dir, "many", fmt.Sprint(i))
 		if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -286,14 +194,14 @@ func BenchmarkProjectQuotaVsWalk(b *testing.B) {
 //   - the project ID changed or the inherit flag cleared from a user namespace (the kubelet
 //     quotas only pods with hostUsers: false): EINVAL.
 func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
-	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
-		t.Run(fsys.fstype, func(t *testing.T) {
-			mnt, err := fsys.mount(t, 512<<20)
-			if errors.Is(err, errMountRefused) {
-				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
+	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
+		t.Run(fsys.Type, func(t *testing.T) {
+			mnt, err := fsys.Mount(t, 512<<20)
+			if errors.Is(err, fswalktest.ErrMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.Type, err)
 			}
-			dir := quotaVolume(t, filepath.Join(mnt, "kubelet"), 0, kubeletFirstProjectID)
-			other := quotaVolume(t, filepath.Join(mnt, "kubelet-other"), 0, kubeletFirstProjectID+1)
+			dir := quotaVolume(t, filepath.Join(mnt, "kubelet"), 0, fswalktest.KubeletFirstProjectID)
+			other := quotaVolume(t, filepath.Join(mnt, "kubelet-other"), 0, fswalktest.KubeletFirstProjectID+1)
 			plain := filepath.Join(mnt, "plain")
 			if err := os.Mkdir(plain, 0o755); err != nil {
 				t.Fatal(err)
@@ -345,7 +253,7 @@ func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
 				t.Errorf("project ID changes from a user namespace:\n%s\nwant:\n%s", out, want)
 			}
 
-			syncFS(t, dir)
+			fswalktest.SyncFS(t, dir)
 			quotaMatchesWalkAndDu(t, dir)
 		})
 	}
@@ -376,38 +284,23 @@ func TestUserNamespaceHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by runInUserNamespace only")
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		fmt.Println("open", err)
-		os.Exit(1)
-	}
-	try := func(name string, change func(*fsxattr)) {
-		x, err := projectOf(fd)
+	try := func(name string, change func(id uint32, inherit bool) (uint32, bool)) {
+		id, inherit, err := fswalktest.Project(dir)
 		if err != nil {
-			fmt.Println("FS_IOC_FSGETXATTR", err)
+			fmt.Println(err)
 			os.Exit(1)
 		}
-		change(&x)
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), fsIocFsSetXattr, uintptr(unsafe.Pointer(&x)))
+		var errno unix.Errno
+		id, inherit = change(id, inherit)
+		if err := fswalktest.SetProject(dir, id, inherit); err != nil && !errors.As(err, &errno) {
+			fmt.Println(err)
+			os.Exit(1)
+		}
 		fmt.Println(name, unix.ErrnoName(errno))
 	}
-	try("projid", func(x *fsxattr) { x.Projid++ })
-	try("inherit", func(x *fsxattr) { x.Xflags &^= fsXflagProjInherit })
+	try("projid", func(id uint32, inherit bool) (uint32, bool) { return id + 1, inherit })
+	try("inherit", func(id uint32, _ bool) (uint32, bool) { return id, false })
 	os.Exit(0)
-}
-
-// syncFS flushes dir's filesystem, so that delayed allocation is settled before the quota,
-// the walk and du are compared.
-func syncFS(t *testing.T, dir string) {
-	t.Helper()
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // quotaMatchesWalkAndDu fails t unless dir is read from a project quota of its own with the
@@ -454,11 +347,11 @@ func gnuDu(t *testing.T, dir string) int64 {
 // a hostUsers: false pod a quota: without a sizeLimit (or pod limit) its byte limit is 0 (none),
 // with one the filesystem's maximum (monitoring only, never enforcing).
 func TestProjectQuotaSetByTheKubeletsCommands(t *testing.T) {
-	for _, fsys := range []loopFS{xfsPrjQuota, ext4PrjQuota} {
-		t.Run(fsys.fstype, func(t *testing.T) {
-			mnt, err := fsys.mount(t, 512<<20)
-			if errors.Is(err, errMountRefused) {
-				t.Skipf("this kernel has no %s project quotas: %v", fsys.fstype, err)
+	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
+		t.Run(fsys.Type, func(t *testing.T) {
+			mnt, err := fsys.Mount(t, 512<<20)
+			if errors.Is(err, fswalktest.ErrMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.Type, err)
 			}
 			xfsQuota, err := exec.LookPath("xfs_quota")
 			if err != nil {
@@ -472,7 +365,7 @@ func TestProjectQuotaSetByTheKubeletsCommands(t *testing.T) {
 				{"sizeLimit", 1<<58 - 1}, // the kubelet's maxQuota for ext4, below XFS's
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					id := kubeletFirstProjectID + uint32(i)
+					id := fswalktest.KubeletFirstProjectID + uint32(i)
 					dir := filepath.Join(mnt, fmt.Sprint("kubelet-", i), "pods", "uid", "volumes", "kubernetes.io~empty-dir", "vol")
 					if err := os.MkdirAll(dir, 0o750); err != nil {
 						t.Fatal(err)
@@ -528,8 +421,8 @@ func BenchmarkNodeQuotaVsWalk(b *testing.B) {
 			b.Fatalf("NODE_QUOTA_FILES=%q: %v", s, err)
 		}
 	}
-	mnt, err := xfsPrjQuota.mount(b, 4<<30)
-	if errors.Is(err, errMountRefused) {
+	mnt, err := fswalktest.XFSPrjQuota.Mount(b, 4<<30)
+	if errors.Is(err, fswalktest.ErrMountRefused) {
 		b.Skipf("this kernel has no xfs project quotas: %v", err)
 	}
 	var dirs []string
@@ -540,7 +433,7 @@ func BenchmarkNodeQuotaVsWalk(b *testing.B) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				b.Fatal(err)
 			}
-			setProject(b, dir, kubeletFirstProjectID+uint32(len(dirs)))
+			fswalktest.AssignProject(b, dir, fswalktest.KubeletFirstProjectID+uint32(len(dirs)))
 			for f := range perVolume {
 				sub := filepath.Join(dir, fmt.Sprint(f/100))
 				if f%100 == 0 {

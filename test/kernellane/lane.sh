@@ -5,6 +5,14 @@
 #
 #   test/kernellane/lane.sh <package> [go test flags...]
 #
+# Optional environment:
+#   KERNEL_LANE_MODULE   the Go module the package is in, as a folder (default: the current one)
+#   KERNEL_LANE_DISK     a raw disk image, attached as a virtio drive and mounted at /disk
+#                        before the test runs, unmounted cleanly after it
+#   KERNEL_LANE_DISK_MOUNT  its mount arguments (default "-t xfs -o prjquota")
+#   KERNEL_LANE_ENV      VAR=value words exported to the test binary
+#   KERNEL_LANE_MEMORY   the VM's memory (default 3G); KERNEL_LANE_TIMEOUT its seconds (default 900)
+#
 # The kernel is fetched by package name and version, unpacked (never installed as the
 # host's kernel) and cached. The test binary is built static on the host and runs as the
 # VM's only job; its output comes back on the serial console. The lane fails when the
@@ -17,6 +25,13 @@ KERNEL_VERSION=6.1.176-1
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard/kernel-$KERNEL_ABI"
 GO="${GO:-go}"
 pkg="${1:?usage: lane.sh <package> [go test flags]}"; shift
+module="${KERNEL_LANE_MODULE:-.}"
+disk="${KERNEL_LANE_DISK:-}"
+disk_mount="${KERNEL_LANE_DISK_MOUNT:--t xfs -o prjquota}"
+if [ -n "$disk" ] && [ ! -f "$disk" ]; then echo "lane.sh: KERNEL_LANE_DISK=$disk is not a file" >&2; exit 1; fi
+for kv in ${KERNEL_LANE_ENV:-}; do
+  [[ "$kv" =~ ^[A-Za-z_][A-Za-z0-9_]*=[^\'\"]*$ ]] || { echo "lane.sh: KERNEL_LANE_ENV: $kv is not VAR=value" >&2; exit 1; }
+done
 
 # hack/install-deps.sh (make deps) installs what the lane runs.
 missing=()
@@ -48,7 +63,7 @@ trap 'rm -rf "$work"' EXIT
 initrd="$work/initrd"
 mkdir -p "$initrd"/{bin,sbin,dev,proc,sys,tmp,lib/modules}
 cp /bin/busybox "$initrd/bin/busybox"
-for applet in sh mount umount mkdir cat echo grep sync poweroff; do ln -s busybox "$initrd/bin/$applet"; done
+for applet in sh mount umount mkdir cat echo grep sync poweroff sleep; do ln -s busybox "$initrd/bin/$applet"; done
 cp -a "$CACHE/root/lib/modules/$KERNEL_ABI" "$initrd/lib/modules/"
 
 # Host programs the tests call, with their shared libraries, at their own paths (busybox
@@ -68,26 +83,41 @@ ln -s "$(readlink -f "$(command -v mke2fs)")" "$initrd/sbin/mkfs.ext4"
 ln -sf "$(readlink -f "$(command -v kmod)")" "$initrd/sbin/modprobe"
 [ -e /lib64 ] && [ ! -e "$initrd/lib64" ] && ln -s usr/lib64 "$initrd/lib64" 2>/dev/null || true
 
-CGO_ENABLED=0 "$GO" test -c -o "$initrd/test.bin" "$pkg"
+CGO_ENABLED=0 "$GO" test -C "$module" -c -o "$initrd/test.bin" "$pkg"
 
 args=""
 for a in "$@"; do args+=" '${a//\'/}'"; done
+modules="crc32c_generic loop xfs ext4 quota_v2"
+mount_disk="" umount_disk="" exports=""
+if [ -n "$disk" ]; then
+  modules+=" virtio_pci virtio_blk"
+  mount_disk="for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 1; done
+mkdir -p /disk && mount $disk_mount /dev/vda /disk || { echo 'lane: mount $disk_mount /dev/vda /disk failed'; echo KERNEL-LANE-EXIT 97; poweroff -f; }"
+  umount_disk="umount /disk || { echo 'lane: umount /disk failed'; code=98; }"
+fi
+for kv in ${KERNEL_LANE_ENV:-}; do exports+="export '$kv'"$'\n'; done
 cat > "$initrd/init" <<INIT
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 # crc32c is only a soft dependency of the filesystems, and the kernel has no modprobe to call.
-for m in crc32c_generic loop xfs ext4 quota_v2; do modprobe \$m || echo "modprobe \$m failed"; done
+for m in $modules; do modprobe \$m || echo "modprobe \$m failed"; done
+$mount_disk
+$exports
 cd /tmp && TMPDIR=/tmp /test.bin -test.v$args
-echo "KERNEL-LANE-EXIT \$?"
+code=\$?
+$umount_disk
+echo "KERNEL-LANE-EXIT \$code"
 sync; poweroff -f
 INIT
 chmod +x "$initrd/init"
 (cd "$initrd" && find . | cpio -o -H newc --quiet) > "$work/initrd.cpio"
 
 log="$work/console.log"
-timeout 900 qemu-system-x86_64 -nographic -no-reboot -M q35 -cpu max -accel tcg -smp 1 -m 3G \
-  -kernel "$CACHE/vmlinux" -initrd "$work/initrd.cpio" \
+drive=()
+[ -n "$disk" ] && drive=(-drive "file=$disk,if=virtio,format=raw,cache=unsafe")
+timeout "${KERNEL_LANE_TIMEOUT:-900}" qemu-system-x86_64 -nographic -no-reboot -M q35 -cpu max -accel tcg -smp 1 \
+  -m "${KERNEL_LANE_MEMORY:-3G}" "${drive[@]}" -kernel "$CACHE/vmlinux" -initrd "$work/initrd.cpio" \
   -append 'console=ttyS0 quiet panic=-1' </dev/null | tr -d '\r' | tee "$log" || true
 
 code=$(grep -ao 'KERNEL-LANE-EXIT [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
