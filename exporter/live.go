@@ -103,7 +103,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		return http.StatusServiceUnavailable, liveapi.Error{Error: err.Error()}
 	}
 	if !ok {
-		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s is not on node %s, or has no emptyDir volume in use there: ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
+		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s is not on node %s, has no emptyDir volume in use there, or is in a namespace this exporter leaves out (--namespaces, --namespaces-denylist); for another node ask the exporter of the pod's node", ns, name, e.cfg.NodeName)}
 	}
 	if pv.UID != uid {
 		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -43,6 +44,32 @@ type PodWatcher struct {
 	// ephemeralStorage adds the other parts of the pod's ephemeral storage to pods with an
 	// ephemeral-storage limit (SetEphemeralStorage).
 	ephemeralStorage atomic.Bool
+	// allowNamespaces (all when empty) less denyNamespaces are the namespaces whose pods are
+	// measured (SetNamespaces).
+	allowNamespaces, denyNamespaces sets.Set[string]
+}
+
+// SetNamespaces limits the watcher to the pods of the namespaces in allow (every namespace
+// when empty) that are not in deny, as kube-state-metrics' --namespaces and
+// --namespaces-denylist do: the others' volumes are neither measured, published nor answered
+// live. The API server already leaves the denied namespaces' pods out of the watch. Call it
+// before Start.
+func (w *PodWatcher) SetNamespaces(allow, deny []string) {
+	w.allowNamespaces, w.denyNamespaces = sets.New(allow...), sets.New(deny...)
+}
+
+// measures reports whether the watcher measures the pods of namespace.
+func (w *PodWatcher) measures(namespace string) bool {
+	return (w.allowNamespaces.Len() == 0 || w.allowNamespaces.Has(namespace)) && !w.denyNamespaces.Has(namespace)
+}
+
+// fieldSelector asks the API server for the pods of this node outside the denied namespaces.
+func (w *PodWatcher) fieldSelector() string {
+	terms := []fields.Selector{fields.OneTermEqualSelector("spec.nodeName", w.nodeName)}
+	for _, ns := range sets.List(w.denyNamespaces) {
+		terms = append(terms, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+	}
+	return fields.AndSelectors(terms...).String()
 }
 
 // SetEphemeralStorage has the watcher list, beside emptyDir volumes, the writable layers,
@@ -65,7 +92,6 @@ func (w *PodWatcher) podVolumes(p *corev1.Pod) (PodVolumes, bool) {
 // NewPodWatcher prepares an informer over the pods of nodeName. Call Start to run it.
 func NewPodWatcher(client kubernetes.Interface, nodeName string, resync time.Duration) (*PodWatcher, error) {
 	w := &PodWatcher{nodeName: nodeName, factory: informers.NewSharedInformerFactory(client, resync)}
-	selector := fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
 	pods := client.CoreV1().Pods(metav1.NamespaceAll)
 	// The requests are made here, rather than by the generated pod informer, so that each
 	// failure is seen: client-go's reflector retries a watch the API server refuses (it is
@@ -73,13 +99,13 @@ func NewPodWatcher(client kubernetes.Interface, nodeName string, resync time.Dur
 	// would go unnoticed.
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
+			o.FieldSelector = w.fieldSelector()
 			list, err := pods.List(ctx, o)
 			w.requestFailed(ctx, err)
 			return list, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
+			o.FieldSelector = w.fieldSelector()
 			wi, err := pods.Watch(ctx, o)
 			w.requestFailed(ctx, err)
 			return wi, err
@@ -133,7 +159,7 @@ func (w *PodWatcher) List() ([]PodVolumes, error) {
 	}
 	out := make([]PodVolumes, 0, len(pods))
 	for _, p := range pods {
-		if p.Spec.NodeName != w.nodeName || !w.kubeletRuns(p) {
+		if p.Spec.NodeName != w.nodeName || !w.measures(p.Namespace) || !w.kubeletRuns(p) {
 			continue // see Get
 		}
 		if pv, ok := w.podVolumes(p); ok {
@@ -160,7 +186,7 @@ func (w *PodWatcher) Get(namespace, name string) (PodVolumes, bool, error) {
 	}
 	// The field selector already keeps other nodes' pods out; checking again costs
 	// nothing and keeps this node's exporter from ever walking for a pod it does not host.
-	if p.Spec.NodeName != w.nodeName || !w.kubeletRuns(p) {
+	if p.Spec.NodeName != w.nodeName || !w.measures(p.Namespace) || !w.kubeletRuns(p) {
 		return PodVolumes{}, false, nil
 	}
 	pv, ok := w.podVolumes(p)

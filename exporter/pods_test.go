@@ -203,6 +203,25 @@ func startPodWatcher(t *testing.T, client *fake.Clientset) (*PodWatcher, context
 	return w, ctx
 }
 
+// listSelectors records the field selector of every pod list client serves, for the test to
+// read: the fake tracker ignores field selectors, and what the informer asks for is what a
+// real API server filters on.
+func listSelectors(client *fake.Clientset) func() []string {
+	var mu sync.Mutex
+	var selectors []string
+	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
+		return false, nil, nil
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(selectors)
+	}
+}
+
 func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	client := fake.NewClientset(
 		newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod,
@@ -213,26 +232,15 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 		// The fake tracker ignores the field selector; the watcher must not trust it either.
 		newPod("web", "elsewhere", "uid-elsewhere").node("node-2").emptyDir("tmp", "", "").mount("tmp").pod,
 	)
-	// The fake tracker ignores field selectors; record what the informer asks for,
-	// which is what a real API server filters on.
-	var mu sync.Mutex
-	var selectors []string
-	client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		selectors = append(selectors, a.(k8stesting.ListAction).GetListRestrictions().Fields.String())
-		return false, nil, nil
-	})
+	selectors := listSelectors(client)
 
 	w, ctx := startPodWatcher(t, client)
 	if !w.HasSynced() {
 		t.Fatal("not synced after Start")
 	}
-	mu.Lock()
-	if len(selectors) == 0 || selectors[0] != "spec.nodeName=node-1" {
-		t.Errorf("list field selectors %q, want spec.nodeName=node-1", selectors)
+	if got := selectors(); len(got) == 0 || got[0] != "spec.nodeName=node-1" {
+		t.Errorf("list field selectors %q, want spec.nodeName=node-1", got)
 	}
-	mu.Unlock()
 
 	got, err := w.List()
 	if err != nil {
@@ -415,6 +423,66 @@ func TestPodVolumesSettling(t *testing.T) {
 			got, ok := podVolumes(tc.pod)
 			if !ok || got.Settling != tc.want {
 				t.Errorf("Settling = %v (ok=%v), want %v", got.Settling, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestPodWatcherNamespaces: with SetNamespaces, the pods of namespaces outside the allowlist or
+// in the denylist are neither listed nor got (so neither measured, published nor answered
+// live), and the API server is asked to leave the denied ones out of the watch.
+func TestPodWatcherNamespaces(t *testing.T) {
+	pods := func() []runtime.Object {
+		return []runtime.Object{
+			newPod("shop", "cart-0", "uid-cart").emptyDir("cache", "", "1Mi").mount("cache").pod,
+			newPod("web", "front", "uid-front").emptyDir("tmp", "", "").mount("tmp").pod,
+			newPod("batch", "job-1", "uid-job").emptyDir("scratch", "", "").mount("scratch").pod,
+		}
+	}
+	for _, tc := range []struct {
+		name         string
+		allow, deny  []string
+		wantSelector string
+		want         []string
+	}{
+		{"all", nil, nil, "spec.nodeName=node-1", []string{"batch/job-1", "shop/cart-0", "web/front"}},
+		{"allowlist", []string{"shop", "web"}, nil, "spec.nodeName=node-1", []string{"shop/cart-0", "web/front"}},
+		{"denylist", nil, []string{"web", "batch"}, "metadata.namespace!=batch,metadata.namespace!=web,spec.nodeName=node-1", []string{"shop/cart-0"}},
+		{"both", []string{"shop", "web"}, []string{"web"}, "metadata.namespace!=web,spec.nodeName=node-1", []string{"shop/cart-0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(pods()...)
+			selectors := listSelectors(client)
+			w, err := NewPodWatcher(client, "node-1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.SetNamespaces(tc.allow, tc.deny)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			t.Cleanup(func() { cancel(); w.Shutdown() })
+			if err := w.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := selectors(); len(got) == 0 || got[0] != tc.wantSelector {
+				t.Errorf("list field selectors %q, want %q", got, tc.wantSelector)
+			}
+			// The fake API server ignores field selectors: what the watcher keeps is its own filter.
+			got, err := w.List()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, p := range got {
+				names = append(names, p.Namespace+"/"+p.Pod)
+			}
+			if !reflect.DeepEqual(names, tc.want) {
+				t.Errorf("List = %v, want %v", names, tc.want)
+			}
+			for _, p := range []struct{ ns, name string }{{"shop", "cart-0"}, {"web", "front"}, {"batch", "job-1"}} {
+				_, ok, err := w.Get(p.ns, p.name)
+				if want := slices.Contains(tc.want, p.ns+"/"+p.name); ok != want || err != nil {
+					t.Errorf("Get(%s/%s): ok=%v err=%v, want %v", p.ns, p.name, ok, err, want)
+				}
 			}
 		})
 	}

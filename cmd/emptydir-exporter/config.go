@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
@@ -22,6 +24,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
 )
 
 const (
@@ -38,6 +41,12 @@ type config struct {
 	log           promslog.Config
 	renamed       cliflag.Renamed
 	telemetryPath string
+	// metricAllowlist and metricDenylist are comma-separated metric family names and regular
+	// expressions (--metric-allowlist, --metric-denylist), as kube-state-metrics takes them.
+	metricAllowlist, metricDenylist string
+	// namespaces and namespacesDenylist are comma-separated namespaces whose pods are measured,
+	// or not (--namespaces, --namespaces-denylist), as kube-state-metrics takes them.
+	namespaces, namespacesDenylist string
 	// denyWrites takes every filesystem write from the process at start (--fs.deny-writes).
 	denyWrites bool
 
@@ -53,6 +62,14 @@ type config struct {
 	kubeletTokenFile    string
 	kubeletInsecure     bool
 	kubeletTimeout      time.Duration
+}
+
+// triggerFamilies are the families the shipped over-limit alerts (rules/) are computed from:
+// hidden by --metric-allowlist or --metric-denylist, they leave the remediator without alerts.
+var triggerFamilies = []string{
+	"emptydir_used_bytes", "emptydir_limit_bytes",
+	"emptydir_pod_ephemeral_storage_used_bytes", "emptydir_pod_ephemeral_storage_limit_bytes",
+	"emptydir_container_ephemeral_storage_used_bytes", "emptydir_container_ephemeral_storage_limit_bytes",
 }
 
 // defaultConfig is the one place of the command's defaults: the flags show and apply them.
@@ -82,6 +99,14 @@ func newApp(cfg *config) *kingpin.Application {
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)
+	app.Flag("metric-allowlist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) to expose on the telemetry path, none else; excludes --metric-denylist. The shipped alerts need emptydir_used_bytes, emptydir_limit_bytes and the pod and container ephemeral-storage used and limit bytes.").
+		StringVar(&cfg.metricAllowlist)
+	app.Flag("metric-denylist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) not to expose on the telemetry path; excludes --metric-allowlist.").
+		StringVar(&cfg.metricDenylist)
+	app.Flag("namespaces", "Comma-separated namespaces whose pods' volumes are measured, published and answered live; empty: every namespace. An unmeasured pod is never evicted: its alerts never fire and the live check finds no pod.").
+		StringVar(&cfg.namespaces)
+	app.Flag("namespaces-denylist", "Comma-separated namespaces whose pods are not measured (the API server leaves them out of the exporter's watch); applied after --namespaces.").
+		StringVar(&cfg.namespacesDenylist)
 	app.Flag("node.name", "Node whose pods to measure (required; set it from the downward API's spec.nodeName).").
 		Envar("NODE_NAME").StringVar(&ec.NodeName)
 	cfg.kube.AddFlags(app)
@@ -152,6 +177,16 @@ func (c *config) validate() error {
 	if err := ec.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := c.metricFilter(); err != nil {
+		errs = append(errs, err)
+	}
+	for flag, list := range map[string]string{"--namespaces": c.namespaces, "--namespaces-denylist": c.namespacesDenylist} {
+		for _, ns := range splitList(list) {
+			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s: %q is not a namespace name: %s", flag, ns, strings.Join(msgs, "; ")))
+			}
+		}
+	}
 	if len(c.telemetryPath) == 0 || c.telemetryPath[0] != '/' {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path=%q must start with /", c.telemetryPath))
 	}
@@ -170,6 +205,23 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--collection.source=%q is neither %s nor %s", c.source, sourceFilesystem, sourceKubelet))
 	}
 	return errors.Join(errs...)
+}
+
+// metricFilter is the filter of --metric-allowlist and --metric-denylist.
+func (c *config) metricFilter() (*metricfilter.Filter, error) {
+	f, err := metricfilter.New(splitList(c.metricAllowlist), splitList(c.metricDenylist))
+	if err != nil {
+		return nil, fmt.Errorf("--metric-allowlist/--metric-denylist: %w", err)
+	}
+	return f, nil
+}
+
+// splitList splits a comma-separated flag value; nil for an empty one.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // validateKubelet checks the flags of the kubelet's Summary API: the source kubelet's, or the

@@ -3,11 +3,16 @@ package main
 import (
 	"bytes"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // clearEnv keeps the environment of the test run out of the flags.
@@ -112,6 +117,14 @@ func TestValidate(t *testing.T) {
 		{"source filesystem: the kubelet's flags checked when it is named", []string{"--node.name=n", "--kubelet.url=ftp://x",
 			"--kubelet.timeout=0s"}, []string{"--kubelet.url", "--kubelet.timeout"}},
 		{"source filesystem: the kubelet's flags unchecked when it is not", []string{"--node.name=n", "--kubelet.timeout=0s"}, nil},
+		{"namespaces", []string{"--node.name=n", "--namespaces=shop,web", "--namespaces-denylist=kube-system"}, nil},
+		{"bad namespace", []string{"--node.name=n", "--namespaces=shop,Web_1"}, []string{"--namespaces", "Web_1"}},
+		{"bad denied namespace", []string{"--node.name=n", "--namespaces-denylist=a,,b"}, []string{"--namespaces-denylist", `""`}},
+		{"metric allowlist", []string{"--node.name=n", "--metric-allowlist=emptydir_used_bytes,emptydir_.*_limit_bytes"}, nil},
+		{"metric denylist", []string{"--node.name=n", "--metric-denylist=go_.*,process_.*"}, nil},
+		{"metric allowlist and denylist", []string{"--node.name=n", "--metric-allowlist=a", "--metric-denylist=b"},
+			[]string{"--metric-allowlist", "mutually exclusive"}},
+		{"metric denylist with a bad expression", []string{"--node.name=n", "--metric-denylist=go_(.*"}, []string{"--metric-denylist", "go_(.*"}},
 
 		{"missing node name", []string{}, []string{"--node.name"}},
 		{"unknown source", []string{"--node.name=n", "--collection.source=cadvisor"}, []string{"--collection.source", "cadvisor"}},
@@ -247,5 +260,39 @@ func TestRenamedFlagsStillWork(t *testing.T) {
 		if strings.Count(log.String(), want) != 1 {
 			t.Errorf("want one warning with %q:\n%s", want, log.String())
 		}
+	}
+}
+
+// TestTriggerFamiliesAreTheAlerts: the families the exporter warns about hiding are exactly
+// those the shipped over-limit alerts are computed from.
+func TestTriggerFamiliesAreTheAlerts(t *testing.T) {
+	var file struct {
+		Groups []struct {
+			Rules []struct{ Alert, Expr string }
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "rules", "emptydir-guard.rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	alerts := 0
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			if strings.HasSuffix(r.Alert, "OverLimit") {
+				alerts++
+				for _, name := range regexp.MustCompile(`emptydir_[a-z_]+`).FindAllString(r.Expr, -1) {
+					used[name] = true
+				}
+			}
+		}
+	}
+	got := slices.Sorted(maps.Keys(used))
+	want := slices.Sorted(slices.Values(triggerFamilies))
+	if alerts != 3 || !slices.Equal(got, want) {
+		t.Errorf("%d over-limit alerts computed from %q; triggerFamilies %q", alerts, got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -89,6 +90,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	pods.SetNamespaces(splitList(cfg.namespaces), splitList(cfg.namespacesDenylist))
 	if ec.MeasureEphemeralStorage {
 		pods.SetEphemeralStorage(true)
 		ec.DedicatedImageFilesystem = dedicatedImageFilesystem(ctx, cfg, source, logger)
@@ -106,8 +108,15 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	filter, err := cfg.metricFilter()
+	if err != nil {
+		return err
+	}
+	if hidden := slices.DeleteFunc(slices.Clone(triggerFamilies), filter.Exposes); len(hidden) > 0 {
+		logger.Warn("the metric allowlist or denylist hides families the shipped over-limit alerts need: no alert, so no remediation, fires on them", "families", hidden)
+	}
 	mux := http.NewServeMux()
-	mux.Handle(cfg.telemetryPath, exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+	mux.Handle(cfg.telemetryPath, exp.ScrapeHandler(promhttp.HandlerFor(filter.Gatherer(reg), promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
 	})))
 	mux.Handle(liveapi.Pattern, exp.LiveHandler())

@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
 // helmTemplate renders the chart (deploy/helm/emptydir-guard) with `helm template`, Helm
@@ -57,23 +61,61 @@ func helmTemplate(t *testing.T, release, ns, values string) []runtime.Object {
 //
 // Through values, not patches: the image, its pull policy and the kubelet root. Patched,
 // because this cluster has no kube-proxy: the API server address (deployAPIEnv).
+//
+// With two exporter options off by default (TestOperatorInstallEvicts keeps the defaults):
+// exporter.projectQuota.enabled, so the exporter runs with SYS_ADMIN and --fs.project-quota
+// under the real kubelet and containerd; this node has no project quotas (its kernel lacks
+// them, and the seed pod shares the host's users), so the volume is walked, at du's bytes, and
+// says so (the kernel lane proves the quota reads themselves, docs/kernel-lane.md). And
+// exporter.metricDenylist, whose families /metrics then leaves out.
 func TestHelmChartOnRealCluster(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
 	defer cancel()
 
-	in, objs := chartInstall(t, c, "guard", "helm-guard", "")
+	in, objs := chartInstall(t, c, "guard", "helm-guard", `
+  projectQuota: {enabled: true}
+  metricDenylist: ['go_.*', 'process_.*']`, "")
 	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
 	seed := installed.startSeed(ctx, t, "helm")
 	exp, rems := installed.createPods(ctx, t)
-	installed.checkExporter(ctx, t, exp, seed)
+	exp = installed.checkExporter(ctx, t, exp, seed)
+	checkChartOptions(ctx, t, c, exp, seed)
 	installed.evictSeed(ctx, t, rems, seed)
 }
 
+// checkChartOptions checks that the exporter pod runs the quota path's settings and, on a node
+// without project quotas, publishes the seed volume as walked; and that no denied family is
+// exposed.
+func checkChartOptions(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod, seed seedPod) {
+	t.Helper()
+	ctr := pod.Spec.Containers[0]
+	if !slices.Contains(ctr.Args, "--fs.project-quota") || ctr.SecurityContext == nil || ctr.SecurityContext.Capabilities == nil ||
+		!slices.Contains(ctr.SecurityContext.Capabilities.Add, "SYS_ADMIN") {
+		t.Fatalf("exporter.projectQuota.enabled: the exporter runs with args %q and security context %+v, want --fs.project-quota and SYS_ADMIN",
+			ctr.Args, ctr.SecurityContext)
+	}
+	fams, err := framework.Scrape(ctx, c, deployExporterURL(pod)+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	walked := maps.Clone(seed.labels)
+	walked["method"] = "walk"
+	if v, ok := framework.Sample(fams, "emptydir_measurement_info", walked); !ok || v != 1 {
+		t.Errorf("the seed volume on a node without project quotas: emptydir_measurement_info{method=\"walk\"} %v (found %v), want 1", v, ok)
+	}
+	for name := range fams {
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			t.Errorf("exporter.metricDenylist [go_.*, process_.*]: /metrics exposes %s", name)
+		}
+	}
+}
+
 // chartInstall renders the chart for release in ns with this cluster's image, kubelet root,
-// pod logs and containerd folders, and two remediator replicas, plus extraValues (YAML appended to those), and reads the webhook
+// pod logs and containerd folders, and two remediator replicas, plus exporterValues (YAML
+// lines indented under exporter:) and extraValues (YAML appended to those), and reads the webhook
 // token the chart generated.
-func chartInstall(t *testing.T, c *cluster.Cluster, release, ns, extraValues string) (install, []runtime.Object) {
+func chartInstall(t *testing.T, c *cluster.Cluster, release, ns, exporterValues, extraValues string) (install, []runtime.Object) {
 	t.Helper()
 	objs := helmTemplate(t, release, ns, `
 image:
@@ -86,7 +128,7 @@ exporter:
     podLogsDir: `+c.PodLogsDir()+`
     containerd:
       stateDir: `+c.ContainerdStateDir()+`
-      root: `+c.ContainerdRoot()+`
+      root: `+c.ContainerdRoot()+exporterValues+`
 remediator:
   replicas: 2
 `+extraValues)

@@ -54,10 +54,11 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	}
 
 	// The guard, as a chart user beside kube-prometheus-stack installs it.
-	in, objs := chartInstall(t, c, "edg", "operator-guard", `
+	in, objs := chartInstall(t, c, "edg", "operator-guard", "", `
 podMonitor:
   enabled: true
   labels: {release: kps}
+  exporterSampleLimit: 5000
 prometheusRule:
   enabled: true
   labels: {release: kps}
@@ -104,6 +105,16 @@ alertmanagerConfig:
 
 	// The monitoring side, as kube-prometheus-stack sets it up.
 	mon := startOperatorMonitoring(ctx, t, c, dir, rems[0])
+
+	// The exporter's PodMonitor sampleLimit reaches the scrape configuration the operator
+	// generates, and (the eviction below shows it) the node's scrape stays within it.
+	framework.Eventually(t, time.Minute, time.Second, "the exporter's sampleLimit in the operator's Prometheus configuration", func() (bool, string) {
+		cfg, err := mon.Config(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(cfg, "sample_limit: 5000"), "no sample_limit: 5000 in the loaded configuration"
+	})
 
 	// The alert the operator's Prometheus fires names the measured pod, not the exporter's.
 	framework.Eventually(t, 2*time.Minute, time.Second, "EmptyDirOverLimit firing for the seed pod in the operator's Prometheus", func() (bool, string) {

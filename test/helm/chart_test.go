@@ -189,6 +189,9 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{"wrong type", "remediator: {replicas: two}", "replicas"},
 		{"bad duration", "remediator: {flags: {cooldown: 10 minutes}}", "cooldown"},
 		{"extraArgs not a flag", "exporter: {extraArgs: [collection.interval=1s]}", "extraArgs"},
+		{"metric list entry with a comma", "exporter: {metricDenylist: ['go_.*,process_.*']}", "metricDenylist"},
+		{"metric allowlist and denylist", "exporter: {metricAllowlist: [a], metricDenylist: [b]}", "mutually exclusive"},
+		{"namespace not a name", "exporter: {namespaces: [Shop]}", "namespaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v map[string]any

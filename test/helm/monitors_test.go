@@ -1,8 +1,10 @@
 package helmchart_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	monv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
@@ -267,4 +272,62 @@ func exampleRemediatorRoute(t *testing.T) exampleRoute {
 	}
 	t.Fatal("no route to emptydir-remediator in deploy/alertmanager/alertmanager.yml")
 	return exampleRoute{}
+}
+
+// TestMonitorsDecodeAsTheOperatorsTypes: every Prometheus Operator object the chart renders,
+// with every monitor value set, decodes strictly into the operator's own Go types (v0.85, the
+// version the real-cluster tests run): a misspelt or misplaced field, which the operator's
+// CRD would prune or refuse, fails here. And the sample limits land on the monitors they name.
+func TestMonitorsDecodeAsTheOperatorsTypes(t *testing.T) {
+	for _, monitor := range []string{"podMonitor", "serviceMonitor"} {
+		t.Run(monitor, func(t *testing.T) {
+			r := release("guard")
+			values := monitor + `: {enabled: true, exporterInterval: 10s, interval: 1m, scrapeTimeout: 4s, exporterSampleLimit: 5000, sampleLimit: 800, labels: {release: kps}}
+prometheusRule: {enabled: true}
+alertmanagerConfig: {enabled: true}`
+			if err := yaml.Unmarshal([]byte(values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			limits := map[string]uint64{}
+			decoded := 0
+			for _, o := range render(t, r).objs {
+				u, ok := o.(*unstructured.Unstructured)
+				if !ok || u.GroupVersionKind().Group != "monitoring.coreos.com" {
+					continue
+				}
+				var into any
+				switch u.GetKind() {
+				case "PodMonitor":
+					into = &monv1.PodMonitor{}
+				case "ServiceMonitor":
+					into = &monv1.ServiceMonitor{}
+				case "PrometheusRule":
+					into = &monv1.PrometheusRule{}
+				case "AlertmanagerConfig":
+					into = &monv1alpha1.AlertmanagerConfig{}
+				default:
+					t.Fatalf("%s %s: a kind this test does not know", u.GetKind(), u.GetName())
+				}
+				raw, err := json.Marshal(u.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dec := json.NewDecoder(bytes.NewReader(raw))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(into); err != nil {
+					t.Errorf("%s %s does not decode as the operator's type: %v", u.GetKind(), u.GetName(), err)
+				}
+				decoded++
+				switch m := into.(type) {
+				case *monv1.PodMonitor:
+					limits[m.Name] = ptr.Deref(m.Spec.SampleLimit, 0)
+				case *monv1.ServiceMonitor:
+					limits[m.Name] = ptr.Deref(m.Spec.SampleLimit, 0)
+				}
+			}
+			if want := map[string]uint64{"guard-emptydir-exporter": 5000, "guard-emptydir-remediator": 800}; decoded != 4 || !maps.Equal(limits, want) {
+				t.Errorf("decoded %d operator objects (want 4), sample limits %v, want %v", decoded, limits, want)
+			}
+		})
+	}
 }

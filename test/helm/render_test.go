@@ -626,6 +626,9 @@ func TestRenderedArgsParse(t *testing.T) {
 	all := release("guard")
 	if err := yaml.Unmarshal([]byte(`
 exporter:
+  metricDenylist: [go_.*, 'process_(cpu|open)_.*']
+  namespaces: [shop, web]
+  namespacesDenylist: [kube-system]
   flags: {collection.concurrency: 2, collection.volume-timeout: 2m, collection.unlimited-interval: 2m, collection.cpu-budget: 0.1, live.max-wait: 5s, fs.walk-concurrency: 4, live.concurrency: 2, kubelet.timeout: 10s, log.level: debug, log.format: json}
 remediator:
   dryRun: true
@@ -714,6 +717,41 @@ func TestProjectQuota(t *testing.T) {
 			}
 			if !slices.Equal(caps, tc.wantCap) {
 				t.Errorf("capabilities added %v, want %v", caps, tc.wantCap)
+			}
+		})
+	}
+}
+
+// TestListValues: exporter.metricAllowlist, metricDenylist, namespaces and namespacesDenylist
+// render one flag each, the entries joined by commas as the command splits them; none when
+// empty (the default).
+func TestListValues(t *testing.T) {
+	for _, tc := range []struct {
+		values                  string
+		allow, deny, ns, denyNS []string
+	}{
+		{"{}", nil, nil, nil, nil},
+		{"exporter: {metricAllowlist: [emptydir_used_bytes, 'emptydir_.*_limit_bytes']}", []string{"emptydir_used_bytes,emptydir_.*_limit_bytes"}, nil, nil, nil},
+		{"exporter: {metricDenylist: ['go_.*', 'emptydir_inodes_used']}", nil, []string{"go_.*,emptydir_inodes_used"}, nil, nil},
+		{"exporter: {namespaces: [shop, web], namespacesDenylist: [kube-system]}", nil, nil, []string{"shop,web"}, []string{"kube-system"}},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(tc.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			c := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0]
+			if got := deploytest.ArgValues(c.Args, "metric-allowlist"); !slices.Equal(got, tc.allow) {
+				t.Errorf("--metric-allowlist %q, want %q", got, tc.allow)
+			}
+			if got := deploytest.ArgValues(c.Args, "metric-denylist"); !slices.Equal(got, tc.deny) {
+				t.Errorf("--metric-denylist %q, want %q", got, tc.deny)
+			}
+			if got := deploytest.ArgValues(c.Args, "namespaces"); !slices.Equal(got, tc.ns) {
+				t.Errorf("--namespaces %q, want %q", got, tc.ns)
+			}
+			if got := deploytest.ArgValues(c.Args, "namespaces-denylist"); !slices.Equal(got, tc.denyNS) {
+				t.Errorf("--namespaces-denylist %q, want %q", got, tc.denyNS)
 			}
 		})
 	}

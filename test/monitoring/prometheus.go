@@ -98,3 +98,12 @@ func labels(m model.Metric) map[string]string {
 	}
 	return out
 }
+
+// Config returns the configuration Prometheus has loaded, as YAML.
+func (m *Stack) Config(ctx context.Context) (string, error) {
+	res, err := m.prometheus.Config(ctx)
+	if err != nil {
+		return "", fmt.Errorf("prometheus config: %w", err)
+	}
+	return res.YAML, nil
+}
