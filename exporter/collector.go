@@ -34,6 +34,12 @@ var (
 	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
 		"Seconds between the measurement behind this volume's values and this scrape.",
 		volumeLabels, nil)
+	filesystemCapacityDesc = prometheus.NewDesc("emptydir_filesystem_capacity_bytes",
+		"Size of the filesystem holding the node's disk-medium emptyDir volumes (the kubelet's root dir): emptydir_capacity_bytes once per node instead of once per volume.",
+		[]string{"node"}, nil)
+	filesystemAvailableDesc = prometheus.NewDesc("emptydir_filesystem_available_bytes",
+		"Bytes available to unprivileged users on the filesystem holding the node's disk-medium emptyDir volumes: emptydir_available_bytes once per node instead of once per volume.",
+		[]string{"node"}, nil)
 
 	durationDesc = prometheus.NewDesc("emptydir_exporter_collection_duration_seconds",
 		"Wall time of the last collection cycle.", []string{"node", "source"}, nil)
@@ -58,7 +64,8 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc, durationDesc, successDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc,
+		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, walkCPUDesc} {
 		ch <- d
 	}
@@ -74,7 +81,10 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector from the latest snapshot; it never
 // measures, so a scrape is cheap whatever the volumes hold.
-func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) { e.collect(ch, selectAll) }
+
+// collect sends the series of the collectors in sel (collectors.go).
+func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	e.mu.RLock()
 	snap := e.snap
 	e.mu.RUnlock()
@@ -85,29 +95,47 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
-	for _, r := range snap.volumes {
-		if r.Volume.Kind != KindEmptyDir {
-			continue // published added up, per pod and container (collectStorage)
+	if sel&(selectTrigger|selectVolumes) != 0 {
+		for _, r := range snap.volumes {
+			if r.Volume.Kind != KindEmptyDir {
+				continue // published added up, per pod and container (collectStorage)
+			}
+			lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
+			m := r.Measurement
+			// A volume's usage and limit are what EmptyDirOverLimit compares: trigger
+			// series when it has a limit, like the limit itself.
+			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
+				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
+				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
+			} else if !limited && sel&selectVolumes != 0 {
+				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
+			}
+			if sel&selectVolumes == 0 {
+				continue
+			}
+			gauge(capacityBytesDesc, float64(m.CapacityBytes), lv...)
+			gauge(availableBytesDesc, float64(m.AvailableBytes), lv...)
+			gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
+			gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
+			gauge(incompleteDesc, boolFloat(m.LowerBound()), lv...)
+			if m.Method != "" {
+				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
+			}
+			gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 		}
-		lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
-		m := r.Measurement
-		gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
-		if r.Volume.LimitBytes != nil {
-			gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
+	}
+	if sel&selectVolumes != 0 {
+		if fs, ok := snap.diskFilesystem(); ok {
+			gauge(filesystemCapacityDesc, float64(fs.CapacityBytes), node)
+			gauge(filesystemAvailableDesc, float64(fs.AvailableBytes), node)
 		}
-		gauge(capacityBytesDesc, float64(m.CapacityBytes), lv...)
-		gauge(availableBytesDesc, float64(m.AvailableBytes), lv...)
-		gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
-		gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
-		gauge(incompleteDesc, boolFloat(m.LowerBound()), lv...)
-		if m.Method != "" {
-			gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
-		}
-		gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 	}
 
-	e.collectStorage(ch, snap, now)
+	e.collectStorage(ch, snap, now, sel)
 
+	if sel&selectExporter == 0 {
+		return
+	}
 	if snap.cycles > 0 {
 		gauge(durationDesc, snap.duration.Seconds(), node, source)
 		gauge(successDesc, boolFloat(snap.success), node, source)

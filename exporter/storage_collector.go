@@ -53,12 +53,13 @@ func describeStorage(ch chan<- *prometheus.Desc) {
 
 // collectStorage publishes the ephemeral-storage usage of the pods of snap that have an
 // ephemeral-storage limit, added up from their parts' latest measurements.
-func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, now time.Time) {
+func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, now time.Time, sel selection) {
 	node := e.cfg.NodeName
-	if e.cfg.MeasureEphemeralStorage {
+	storage := sel&selectEphemeralStorage != 0
+	if storage && e.cfg.MeasureEphemeralStorage {
 		ch <- prometheus.MustNewConstMetric(dedicatedImageFSDesc, prometheus.GaugeValue, boolFloat(e.cfg.DedicatedImageFilesystem), node)
 	}
-	if len(snap.storage) == 0 {
+	if len(snap.storage) == 0 || sel&(selectTrigger|selectEphemeralStorage) == 0 {
 		return
 	}
 	byPod := map[string]map[string]VolumeResult{}
@@ -71,25 +72,34 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
+	// A usage and its limit are what the over-limit alerts compare: trigger series where
+	// there is a limit (a pod without one is not measured), the rest ephemeral_storage.
+	usage := func(usedDesc, limitDesc *prometheus.Desc, used int64, limit *int64, lv []string) {
+		if limit != nil && sel&selectTrigger != 0 {
+			gauge(usedDesc, float64(used), lv...)
+			gauge(limitDesc, float64(*limit), lv...)
+		} else if limit == nil && storage {
+			gauge(usedDesc, float64(used), lv...)
+		}
+	}
 	for _, p := range snap.storage {
 		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem, false)
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
-		gauge(podUsedDesc, float64(u.UsedBytes), lv...)
-		if u.LimitBytes != nil {
-			gauge(podLimitDesc, float64(*u.LimitBytes), lv...)
-		}
-		for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
-			gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
-		}
-		gauge(podIncompleteDesc, boolFloat(u.LowerBound), lv...)
-		if !u.MeasuredAt.IsZero() {
-			gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
+		usage(podUsedDesc, podLimitDesc, u.UsedBytes, u.LimitBytes, lv)
+		if storage {
+			for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
+				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
+			}
+			gauge(podIncompleteDesc, boolFloat(u.LowerBound), lv...)
+			if !u.MeasuredAt.IsZero() {
+				gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
+			}
 		}
 		for _, c := range u.Containers {
 			clv := append(append([]string(nil), lv...), c.Name)
-			gauge(containerUsedDesc, float64(c.UsedBytes), clv...)
-			if c.LimitBytes != nil {
-				gauge(containerLimitDesc, float64(*c.LimitBytes), clv...)
+			usage(containerUsedDesc, containerLimitDesc, c.UsedBytes, c.LimitBytes, clv)
+			if !storage {
+				continue
 			}
 			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, PartWritableLayer)...)
 			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, PartLogs)...)

@@ -102,12 +102,6 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}
 	pods.SetWatchErrorHandler(exp.WatchErrorHandler)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(exp,
-		versioncollector.NewCollector("emptydir_exporter"),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
 	filter, err := cfg.metricFilter()
 	if err != nil {
 		return err
@@ -115,10 +109,22 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if hidden := slices.DeleteFunc(slices.Clone(triggerFamilies), filter.Exposes); len(hidden) > 0 {
 		logger.Warn("the metric allowlist or denylist hides families the shipped over-limit alerts need: no alert, so no remediation, fires on them", "families", hidden)
 	}
+	metrics, err := exp.MetricsHandler(exporter.MetricsHandlerOpts{
+		Others: map[string][]prometheus.Collector{
+			exporter.CollectorExporter: {versioncollector.NewCollector("emptydir_exporter")},
+			"go":                       {collectors.NewGoCollector()},
+			"process":                  {collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
+		},
+		Filter: filter.Gatherer,
+		Handler: promhttp.HandlerOpts{
+			ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
+		},
+	})
+	if err != nil {
+		return err
+	}
 	mux := http.NewServeMux()
-	mux.Handle(cfg.telemetryPath, exp.ScrapeHandler(promhttp.HandlerFor(filter.Gatherer(reg), promhttp.HandlerOpts{
-		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError), ErrorHandling: promhttp.ContinueOnError,
-	})))
+	mux.Handle(cfg.telemetryPath, metrics)
 	mux.Handle(liveapi.Pattern, exp.LiveHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

@@ -255,8 +255,8 @@ func TestKubeletSourceComponentMatchesTheChart(t *testing.T) {
 		t.Fatalf("no PodMonitor emptydir-exporter in %v", deploytest.KindNames(r.objs))
 	}
 	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
-	if len(eps) != 1 {
-		t.Fatalf("PodMonitor emptydir-exporter: %d endpoints, want 1", len(eps))
+	if len(eps) != 2 {
+		t.Fatalf("PodMonitor emptydir-exporter: %d endpoints, want 2 (the trigger series, the rest)", len(eps))
 	}
 	if want := eps[0].(map[string]any)["interval"]; patchedInterval != want {
 		t.Errorf("components/kubelet-source patches the exporter's scrape interval to %q, the chart renders %v for source kubelet", patchedInterval, want)

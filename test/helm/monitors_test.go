@@ -82,23 +82,47 @@ func TestMonitorIntervals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			interval := func(name string) time.Duration {
+			endpoints := func(name string) []any {
 				t.Helper()
 				u := find[*unstructured.Unstructured](rendered, name)
 				if u == nil || u.GetKind() != monitor.kind {
 					t.Fatalf("no %s %s in %v", monitor.kind, name, deploytest.KindNames(rendered.objs))
 				}
 				eps, _, _ := unstructured.NestedSlice(u.Object, "spec", monitor.endpoints)
-				if len(eps) != 1 {
-					t.Fatalf("%s %s: %d endpoints, want 1", monitor.kind, name, len(eps))
-				}
-				d, err := time.ParseDuration(eps[0].(map[string]any)["interval"].(string))
+				return eps
+			}
+			interval := func(ep any) time.Duration {
+				t.Helper()
+				d, err := time.ParseDuration(ep.(map[string]any)["interval"].(string))
 				if err != nil {
-					t.Fatalf("%s %s: %v", monitor.kind, name, err)
+					t.Fatal(err)
 				}
 				return d
 			}
-			exp, rem := interval("guard-emptydir-exporter"), interval("guard-emptydir-remediator")
+			// The exporter's series the over-limit alerts compare at the fast interval,
+			// the rest at the slow one, under a job of its own.
+			eps := endpoints("guard-emptydir-exporter")
+			if len(eps) != 2 {
+				t.Fatalf("%s guard-emptydir-exporter: %d endpoints, want 2 (the trigger series, the rest)", monitor.kind, len(eps))
+			}
+			if p, _, _ := unstructured.NestedStringSlice(eps[0].(map[string]any), "params", "collect[]"); !slices.Equal(p, []string{"trigger"}) {
+				t.Errorf("the exporter's first endpoint selects collect[]=%v, want [trigger]", p)
+			}
+			if p, _, _ := unstructured.NestedStringSlice(eps[1].(map[string]any), "params", "exclude[]"); !slices.Equal(p, []string{"trigger"}) {
+				t.Errorf("the exporter's second endpoint selects exclude[]=%v, want [trigger]", p)
+			}
+			if slow := interval(eps[1]); slow != 30*time.Second {
+				t.Errorf("the exporter's other series scraped every %v, want 30s", slow)
+			}
+			relabels, _, _ := unstructured.NestedSlice(eps[1].(map[string]any), "relabelings")
+			if last := relabels[len(relabels)-1].(map[string]any); last["targetLabel"] != "job" || !strings.HasSuffix(last["replacement"].(string), "emptydir-exporter-slow") {
+				t.Errorf("the slow endpoint's last relabeling is %v, want the job <...>emptydir-exporter-slow", last)
+			}
+			rems := endpoints("guard-emptydir-remediator")
+			if len(rems) != 1 {
+				t.Fatalf("%s guard-emptydir-remediator: %d endpoints, want 1", monitor.kind, len(rems))
+			}
+			exp, rem := interval(eps[0]), interval(rems[0])
 			if exp%collection != 0 || exp > max(5*time.Second, collection) {
 				t.Errorf("exporter scraped every %v: want a multiple of its --collection.interval=%v, at most 5s or that interval", exp, collection)
 			}
@@ -327,6 +351,34 @@ alertmanagerConfig: {enabled: true}`
 			}
 			if want := map[string]uint64{"guard-emptydir-exporter": 5000, "guard-emptydir-remediator": 800}; decoded != 4 || !maps.Equal(limits, want) {
 				t.Errorf("decoded %d operator objects (want 4), sample limits %v, want %v", decoded, limits, want)
+			}
+		})
+	}
+}
+
+// TestExporterScrapedOnceWithoutSlowInterval: exporterSlowInterval "" scrapes every series of
+// the exporter in one endpoint at exporterInterval, without a collector selection.
+func TestExporterScrapedOnceWithoutSlowInterval(t *testing.T) {
+	for _, monitor := range []struct{ values, kind, endpoints string }{
+		{`podMonitor: {enabled: true, exporterSlowInterval: ""}`, "PodMonitor", "podMetricsEndpoints"},
+		{`serviceMonitor: {enabled: true, exporterSlowInterval: ""}`, "ServiceMonitor", "endpoints"},
+	} {
+		t.Run(monitor.kind, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(monitor.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			u := find[*unstructured.Unstructured](render(t, r), "guard-emptydir-exporter")
+			if u == nil || u.GetKind() != monitor.kind {
+				t.Fatalf("no %s guard-emptydir-exporter", monitor.kind)
+			}
+			eps, _, _ := unstructured.NestedSlice(u.Object, "spec", monitor.endpoints)
+			if len(eps) != 1 {
+				t.Fatalf("%d endpoints, want 1", len(eps))
+			}
+			ep := eps[0].(map[string]any)
+			if ep["params"] != nil || ep["interval"] != "5s" {
+				t.Errorf("the endpoint has params %v and interval %v, want none and 5s", ep["params"], ep["interval"])
 			}
 		})
 	}

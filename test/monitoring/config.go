@@ -28,20 +28,26 @@ func defaultRouteTimings(groupWait, groupInterval, repeatInterval *time.Duration
 }
 
 // PrometheusConfig generates the scrape and alerting configuration: scrape and evaluation
-// interval, jobs emptydir-exporter and emptydir-remediator with static targets, the rule
-// files, and the Alertmanager.
+// interval, the jobs of docs/deploy.md's plain Prometheus with static targets (the exporters'
+// trigger series in emptydir-exporter, their others in emptydir-exporter-slow, here at the
+// same interval so that no test waits longer for them; emptydir-remediator), the rule files,
+// and the Alertmanager.
 func PrometheusConfig(interval time.Duration, ruleFiles []string, alertmanagerAddr string, exporters, remediators []string) ([]byte, error) {
 	iv := promDuration(interval)
-	job := func(name string, targets []string) map[string]any {
+	job := func(name string, targets []string, params map[string][]string) map[string]any {
 		if targets == nil {
 			targets = []string{}
 		}
-		return map[string]any{
+		j := map[string]any{
 			"job_name":        name,
 			"scrape_interval": iv,
 			"scrape_timeout":  promDuration(interval * 4 / 5),
 			"static_configs":  []any{map[string]any{"targets": targets}},
 		}
+		if params != nil {
+			j["params"] = params
+		}
+		return j
 	}
 	cfg := map[string]any{
 		"global": map[string]any{
@@ -55,7 +61,11 @@ func PrometheusConfig(interval time.Duration, ruleFiles []string, alertmanagerAd
 				"static_configs": []any{map[string]any{"targets": []string{alertmanagerAddr}}},
 			}},
 		},
-		"scrape_configs": []any{job("emptydir-exporter", exporters), job("emptydir-remediator", remediators)},
+		"scrape_configs": []any{
+			job("emptydir-exporter", exporters, map[string][]string{"collect[]": {"trigger"}}),
+			job("emptydir-exporter-slow", exporters, map[string][]string{"exclude[]": {"trigger"}}),
+			job("emptydir-remediator", remediators, nil),
+		},
 	}
 	return yaml.Marshal(cfg)
 }

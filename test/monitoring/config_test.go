@@ -106,6 +106,7 @@ func TestPrometheusConfig(t *testing.T) {
 	}
 	js, _ := json.Marshal(cfg)
 	for _, want := range []string{`"evaluation_interval":"5s"`, `"scrape_interval":"5s"`, `"job_name":"emptydir-exporter"`,
+		`"params":{"collect[]":["trigger"]}`, `"job_name":"emptydir-exporter-slow"`, `"params":{"exclude[]":["trigger"]}`,
 		`"job_name":"emptydir-remediator"`, `"targets":["127.0.0.1:19802","127.0.0.1:19803"]`, `"targets":["127.0.0.1:19093"]`} {
 		if !strings.Contains(string(js), want) {
 			t.Errorf("config lacks %s:\n%s", want, b)

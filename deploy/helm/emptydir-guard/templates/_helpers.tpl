@@ -125,3 +125,50 @@ The optional tuning flags: --flag=value lines, only for the values that are set.
 {{- end -}}
 {{- join "\n" $lines -}}
 {{- end -}}
+
+{{/*
+The exporter's scrape endpoints of a PodMonitor or ServiceMonitor (dict: root, m the monitor's
+values, job the operator's job label of the monitor). With exporterSlowInterval set, two
+endpoints: the series the over-limit alerts compare (collect[]=trigger) at exporterInterval,
+the pace of remediation, and the rest (exclude[]=trigger) at exporterSlowInterval under the job
+"<job>-slow" (the two scrapes' up and scrape_* series would collide under one job). Empty:
+one endpoint with every series at exporterInterval.
+*/}}
+{{- define "emptydir-guard.exporter.scrapeEndpoints" -}}
+{{- $root := .root }}
+{{- $m := .m }}
+{{- $fast := $m.exporterInterval | default (ternary "5s" "30s" (eq $root.Values.exporter.source "filesystem")) }}
+{{- $scrapes := list (dict "interval" $fast) }}
+{{- if $m.exporterSlowInterval }}
+{{- $scrapes = list (dict "interval" $fast "params" (dict "collect[]" (list "trigger"))) (dict "interval" $m.exporterSlowInterval "params" (dict "exclude[]" (list "trigger")) "job" (printf "%s-slow" .job)) }}
+{{- end }}
+{{- range $scrapes }}
+- port: metrics
+  path: /metrics
+  {{- with .params }}
+  params:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  interval: {{ .interval }}
+  {{- with $m.scrapeTimeout }}
+  scrapeTimeout: {{ . }}
+  {{- end }}
+  {{- if $root.Values.exporter.webConfig.tls_server_config }}
+  scheme: https
+  {{- end }}
+  # The volume series carry the measured pod's own namespace and pod labels: without
+  # honorLabels the operator's target labels (the exporter pod's) would win and rename
+  # them exported_namespace/exported_pod, and every alert would name the exporter pod.
+  # The exporter's self-metrics have neither label and keep the target's.
+  honorLabels: true
+  # The rules and dashboards use the exporter's own `node` label; keep the target's
+  # instance as it is and drop nothing.
+  relabelings:
+    - sourceLabels: [__meta_kubernetes_pod_node_name]
+      targetLabel: kubernetes_node
+    {{- with .job }}
+    - targetLabel: job
+      replacement: {{ . }}
+    {{- end }}
+{{- end }}
+{{- end }}
