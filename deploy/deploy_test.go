@@ -964,14 +964,18 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 }
 
-// exporterScrapeInterval is the interval of the exporter's PodMonitor endpoint.
+// exporterScrapeInterval is the interval of the exporter's PodMonitor endpoint of the trigger
+// series, the first of its two.
 func exporterScrapeInterval(t *testing.T, objs []runtime.Object) string {
 	t.Helper()
 	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "PodMonitor" && u.GetName() == "emptydir-exporter" {
 			eps, _, _ := unstructured.NestedSlice(u.Object, "spec", "podMetricsEndpoints")
-			if len(eps) != 1 {
-				t.Fatalf("PodMonitor emptydir-exporter: %d endpoints, want 1", len(eps))
+			if len(eps) != 2 {
+				t.Fatalf("PodMonitor emptydir-exporter: %d endpoints, want 2 (the trigger series, the rest)", len(eps))
+			}
+			if p, _, _ := unstructured.NestedStringSlice(eps[0].(map[string]any), "params", "collect[]"); !slices.Equal(p, []string{"trigger"}) {
+				t.Fatalf("PodMonitor emptydir-exporter: the first endpoint selects collect[]=%v, want [trigger]", p)
 			}
 			interval, _ := eps[0].(map[string]any)["interval"].(string)
 			return interval

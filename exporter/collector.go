@@ -57,6 +57,8 @@ var (
 		"The CPU budget of the collection, as a share of one core (--collection.cpu-budget); absent when there is none.", []string{"node"}, nil)
 	budgetRemainingDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_remaining_seconds",
 		"CPU seconds the collection may still spend on walks now; at or below 0, due walks are deferred until the budget refills.", []string{"node"}, nil)
+	oldestTriggerAgeDesc = prometheus.NewDesc("emptydir_exporter_oldest_trigger_measurement_age_seconds",
+		"Seconds between this scrape and the start of the oldest measurement behind a trigger series (an emptyDir with a sizeLimit, a part of a pod with an ephemeral-storage limit); absent with none.", []string{"node"}, nil)
 	walkCPUDesc = prometheus.NewDesc("emptydir_exporter_walk_cpu_seconds_total",
 		"CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.", []string{"node"}, nil)
 )
@@ -66,7 +68,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc,
 		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
-		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, walkCPUDesc} {
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc} {
 		ch <- d
 	}
 	describeAlignment(ch)
@@ -146,6 +148,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	gauge(podsDesc, float64(snap.pods), node)
 	gauge(volumesDesc, float64(snap.volumeCount), node)
 	gauge(syncedDesc, boolFloat(e.cfg.Pods.HasSynced()), node)
+	if oldest, ok := snap.oldestTriggerMeasurement(); ok {
+		gauge(oldestTriggerAgeDesc, max(0, now.Sub(oldest).Seconds()), node)
+	}
 	if e.walks != nil {
 		ch <- prometheus.MustNewConstMetric(walkCPUDesc, prometheus.CounterValue, e.walks.cpuSpent().Seconds(), node)
 	}

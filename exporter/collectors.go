@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +31,27 @@ const (
 	// CollectorExporter: the exporter's own series.
 	CollectorExporter = "exporter"
 )
+
+// TriggerFamilies are the families of CollectorTrigger's series, what the shipped
+// over-limit alerts (rules/) compare: hidden, they leave the remediator without alerts.
+var TriggerFamilies = []string{
+	"emptydir_used_bytes", "emptydir_limit_bytes",
+	"emptydir_pod_ephemeral_storage_used_bytes", "emptydir_pod_ephemeral_storage_limit_bytes",
+	"emptydir_container_ephemeral_storage_used_bytes", "emptydir_container_ephemeral_storage_limit_bytes",
+}
+
+// OptInFamilies are published only when --metric-opt-in-list names them, as
+// kube-state-metrics' opt-in metrics: one series or more per volume, pod or container each,
+// they were most of a node's series and no shipped alert needs them. The filesystem's
+// capacity and available bytes are published once per node instead
+// (emptydir_filesystem_*), the age of the oldest measurement behind a trigger series once
+// per node (emptydir_exporter_oldest_trigger_measurement_age_seconds).
+var OptInFamilies = []string{
+	"emptydir_capacity_bytes", "emptydir_available_bytes", "emptydir_inodes_used",
+	"emptydir_measurement_incomplete", "emptydir_measurement_info", "emptydir_measurement_age_seconds",
+	"emptydir_pod_ephemeral_storage_part_bytes", "emptydir_pod_ephemeral_storage_measurement_incomplete",
+	"emptydir_pod_ephemeral_storage_measurement_age_seconds", "emptydir_container_ephemeral_storage_part_bytes",
+}
 
 // selection is a set of the exporter's collectors.
 type selection uint8
@@ -82,6 +104,25 @@ func (s snapshot) diskFilesystem() (Measurement, bool) {
 		}
 	}
 	return newest, found
+}
+
+// oldestTriggerMeasurement returns when the oldest measurement behind a trigger series
+// started: of an emptyDir with a sizeLimit, or of a part of a pod with an ephemeral-storage
+// limit.
+func (s snapshot) oldestTriggerMeasurement() (time.Time, bool) {
+	measuredPods := map[string]bool{}
+	for _, p := range s.storage {
+		measuredPods[p.UID] = true
+	}
+	var oldest time.Time
+	for _, r := range s.volumes {
+		at := r.Measurement.MeasuredAt
+		trigger := measuredPods[r.UID] || (r.Volume.Kind == KindEmptyDir && r.Volume.LimitBytes != nil)
+		if trigger && !at.IsZero() && (oldest.IsZero() || at.Before(oldest)) {
+			oldest = at
+		}
+	}
+	return oldest, !oldest.IsZero()
 }
 
 // MetricsHandlerOpts configures MetricsHandler.

@@ -44,6 +44,9 @@ type config struct {
 	// metricAllowlist and metricDenylist are comma-separated metric family names and regular
 	// expressions (--metric-allowlist, --metric-denylist), as kube-state-metrics takes them.
 	metricAllowlist, metricDenylist string
+	// metricOptInList names the opt-in families to publish (--metric-opt-in-list), as
+	// kube-state-metrics takes it.
+	metricOptInList string
 	// namespaces and namespacesDenylist are comma-separated namespaces whose pods are measured,
 	// or not (--namespaces, --namespaces-denylist), as kube-state-metrics takes them.
 	namespaces, namespacesDenylist string
@@ -62,14 +65,6 @@ type config struct {
 	kubeletTokenFile    string
 	kubeletInsecure     bool
 	kubeletTimeout      time.Duration
-}
-
-// triggerFamilies are the families the shipped over-limit alerts (rules/) are computed from:
-// hidden by --metric-allowlist or --metric-denylist, they leave the remediator without alerts.
-var triggerFamilies = []string{
-	"emptydir_used_bytes", "emptydir_limit_bytes",
-	"emptydir_pod_ephemeral_storage_used_bytes", "emptydir_pod_ephemeral_storage_limit_bytes",
-	"emptydir_container_ephemeral_storage_used_bytes", "emptydir_container_ephemeral_storage_limit_bytes",
 }
 
 // defaultConfig is the one place of the command's defaults: the flags show and apply them.
@@ -103,6 +98,8 @@ func newApp(cfg *config) *kingpin.Application {
 		StringVar(&cfg.metricAllowlist)
 	app.Flag("metric-denylist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) not to expose on the telemetry path; excludes --metric-allowlist.").
 		StringVar(&cfg.metricDenylist)
+	app.Flag("metric-opt-in-list", "Comma-separated opt-in metric family names and/or regular expressions (each matching a whole name) to publish: "+strings.Join(exporter.OptInFamilies, ", ")+". One series per volume, pod or container each, needed by no shipped alert; '.*' publishes them all.").
+		StringVar(&cfg.metricOptInList)
 	app.Flag("namespaces", "Comma-separated namespaces whose pods' volumes are measured, published and answered live; empty: every namespace. An unmeasured pod is never evicted: its alerts never fire and the live check finds no pod.").
 		StringVar(&cfg.namespaces)
 	app.Flag("namespaces-denylist", "Comma-separated namespaces whose pods are not measured (the API server leaves them out of the exporter's watch); applied after --namespaces.").
@@ -207,11 +204,15 @@ func (c *config) validate() error {
 	return errors.Join(errs...)
 }
 
-// metricFilter is the filter of --metric-allowlist and --metric-denylist.
+// metricFilter is the filter of --metric-allowlist, --metric-denylist and --metric-opt-in-list.
 func (c *config) metricFilter() (*metricfilter.Filter, error) {
 	f, err := metricfilter.New(splitList(c.metricAllowlist), splitList(c.metricDenylist))
 	if err != nil {
 		return nil, fmt.Errorf("--metric-allowlist/--metric-denylist: %w", err)
+	}
+	f, err = f.WithOptIn(exporter.OptInFamilies, splitList(c.metricOptInList))
+	if err != nil {
+		return nil, fmt.Errorf("--metric-opt-in-list: %w", err)
 	}
 	return f, nil
 }

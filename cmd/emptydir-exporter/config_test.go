@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
 )
 
 // clearEnv keeps the environment of the test run out of the flags.
@@ -125,6 +127,9 @@ func TestValidate(t *testing.T) {
 		{"metric allowlist and denylist", []string{"--node.name=n", "--metric-allowlist=a", "--metric-denylist=b"},
 			[]string{"--metric-allowlist", "mutually exclusive"}},
 		{"metric denylist with a bad expression", []string{"--node.name=n", "--metric-denylist=go_(.*"}, []string{"--metric-denylist", "go_(.*"}},
+		{"metric opt-in list", []string{"--node.name=n", "--metric-opt-in-list=emptydir_inodes_used,emptydir_.*_part_bytes"}, nil},
+		{"metric opt-in list naming no opt-in family", []string{"--node.name=n", "--metric-opt-in-list=emptydir_used_bytes"},
+			[]string{"--metric-opt-in-list", `"emptydir_used_bytes" matches none of the opt-in families`}},
 
 		{"missing node name", []string{}, []string{"--node.name"}},
 		{"unknown source", []string{"--node.name=n", "--collection.source=cadvisor"}, []string{"--collection.source", "cadvisor"}},
@@ -263,14 +268,13 @@ func TestRenamedFlagsStillWork(t *testing.T) {
 	}
 }
 
-// TestTriggerFamiliesAreTheAlerts: the families the exporter warns about hiding are exactly
-// those the shipped over-limit alerts are computed from.
-func TestTriggerFamiliesAreTheAlerts(t *testing.T) {
-	var file struct {
-		Groups []struct {
-			Rules []struct{ Alert, Expr string }
-		}
+// shippedRules reads rules/emptydir-guard.rules.yml.
+func shippedRules(t *testing.T) (file struct {
+	Groups []struct {
+		Rules []struct{ Alert, Record, Expr string }
 	}
+}) {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "rules", "emptydir-guard.rules.yml"))
 	if err != nil {
 		t.Fatal(err)
@@ -278,6 +282,27 @@ func TestTriggerFamiliesAreTheAlerts(t *testing.T) {
 	if err := yaml.Unmarshal(b, &file); err != nil {
 		t.Fatal(err)
 	}
+	return file
+}
+
+// TestRulesNeedNoOptInFamily: every shipped rule is computed from families published by
+// default.
+func TestRulesNeedNoOptInFamily(t *testing.T) {
+	for _, g := range shippedRules(t).Groups {
+		for _, r := range g.Rules {
+			for _, name := range regexp.MustCompile(`emptydir_[a-z_]+`).FindAllString(r.Expr, -1) {
+				if slices.Contains(exporter.OptInFamilies, name) {
+					t.Errorf("rule %s%s reads the opt-in family %s", r.Alert, r.Record, name)
+				}
+			}
+		}
+	}
+}
+
+// TestTriggerFamiliesAreTheAlerts: the families the exporter warns about hiding are exactly
+// those the shipped over-limit alerts are computed from.
+func TestTriggerFamiliesAreTheAlerts(t *testing.T) {
+	file := shippedRules(t)
 	used := map[string]bool{}
 	alerts := 0
 	for _, g := range file.Groups {
@@ -291,7 +316,7 @@ func TestTriggerFamiliesAreTheAlerts(t *testing.T) {
 		}
 	}
 	got := slices.Sorted(maps.Keys(used))
-	want := slices.Sorted(slices.Values(triggerFamilies))
+	want := slices.Sorted(slices.Values(exporter.TriggerFamilies))
 	if alerts != 3 || !slices.Equal(got, want) {
 		t.Errorf("%d over-limit alerts computed from %q; triggerFamilies %q", alerts, got, want)
 	}

@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if hidden := slices.DeleteFunc(slices.Clone(triggerFamilies), filter.Exposes); len(hidden) > 0 {
+	if hidden := slices.DeleteFunc(slices.Clone(exporter.TriggerFamilies), filter.Exposes); len(hidden) > 0 {
 		logger.Warn("the metric allowlist or denylist hides families the shipped over-limit alerts need: no alert, so no remediation, fires on them", "families", hidden)
 	}
 	metrics, err := exp.MetricsHandler(exporter.MetricsHandlerOpts{

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -296,3 +297,9 @@ func namespaceLink(namespace string) *dashboard.DashboardLinkBuilder {
 }
 
 func row(title string) *dashboard.RowBuilder { return dashboard.NewRowBuilder(title) }
+
+// optIn says which flag and chart value publish the opt-in families (docs/metrics.md,
+// "Collectors and opt-in families"): the panels reading them stay empty without.
+func optIn(families ...string) string {
+	return "published with --metric-opt-in-list=" + strings.Join(families, ",") + " (chart: exporter.metricOptInList)"
+}

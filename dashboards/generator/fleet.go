@@ -58,7 +58,7 @@ func fleet() *dashboard.DashboardBuilder {
 			steps("green", 1.0, "orange"), containersNearLimit)).
 		WithPanel(statPanel("Pods with a limit", "Pods with an ephemeral-storage limit (at least one container with limits.ephemeral-storage): the pods the exporter measures every part of.", units.Short, 4, 4,
 			steps("blue"), `count(namespace_pod:emptydir_pod_ephemeral_storage_limit_bytes:max) or vector(0)`)).
-		WithPanel(statPanel("Lower-bound usages", "Pods whose ephemeral-storage usage is only a lower bound now: a part not measured yet or only in part, or a writable layer not located (see \"Writable layers not located\").", units.Short, 4, 4,
+		WithPanel(statPanel("Lower-bound usages", "Pods whose ephemeral-storage usage is only a lower bound now: a part not measured yet or only in part, or a writable layer not located (see \"Writable layers not located\"). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete")+"; without it 0.", units.Short, 4, 4,
 			steps("green", 1.0, "orange"), `count(max by (uid) (emptydir_pod_ephemeral_storage_measurement_incomplete) == 1) or vector(0)`)).
 		WithPanel(limitTable("Top pods by ephemeral storage usage / limit",
 			"The 20 pods closest to (or over) their ephemeral-storage limit: everything that counts toward it (disk emptyDirs, writable layers, logs, other) against their containers' limits added up. Click a row for the pod drill-down.", 24, 8,
@@ -92,8 +92,8 @@ func fleet() *dashboard.DashboardBuilder {
 			query(`min by (node) (emptydir_exporter_pod_informer_synced)`, "{{node}}")).Min(0).Max(1)).
 		WithPanel(timeseriesPanel("Collection duration", "Wall time of the last collection cycle.", units.Seconds, 8, 7,
 			query(`max by (node, source) (emptydir_exporter_collection_duration_seconds)`, "{{node}} {{source}}"))).
-		WithPanel(timeseriesPanel("Oldest measurement age", "Age of the oldest measurement the exporter serves (the kubelet source is 1-2 minutes old by design).", units.Seconds, 8, 7,
-			query(`max by (node) (emptydir_measurement_age_seconds)`, "{{node}}"))).
+		WithPanel(timeseriesPanel("Oldest measurement age", "Age of the oldest measurement behind a series the over-limit alerts compare (an emptyDir with a sizeLimit, a pod with an ephemeral-storage limit); the kubelet source is 1-2 minutes old by design. See EmptyDirExporterCollectionFailing.", units.Seconds, 8, 7,
+			query(`max by (node) (emptydir_exporter_oldest_trigger_measurement_age_seconds)`, "{{node}}"))).
 		WithPanel(timeseriesPanel("Since last successful collection", "", units.Seconds, 8, 7,
 			query(`time() - max by (node) (emptydir_exporter_last_success_timestamp_seconds)`, "{{node}}"))).
 		WithPanel(timeseriesPanel("Measurement errors", "Volumes that could not be measured, per second, by node, source and reason.", units.Short, 12, 7,

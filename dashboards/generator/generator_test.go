@@ -304,6 +304,51 @@ func TestDashboardQueriesParseAndUsePublishedMetrics(t *testing.T) {
 	t.Logf("%d dashboard queries over %d metrics", len(queries), len(used))
 }
 
+// TestDashboardsSayWhatIsOptIn: a panel that reads an opt-in family (docs/metrics.md marks
+// them **opt-in**) stays empty at the exporter's defaults, and so its description names the
+// flag that publishes that family; the default profile's other panels need no opt-in.
+func TestDashboardsSayWhatIsOptIn(t *testing.T) {
+	optIn := optInFamilies(t)
+	if len(optIn) < 5 {
+		t.Fatalf("docs/metrics.md marks only %v opt-in", optIn)
+	}
+	readers := 0
+	for _, q := range dashboardQueries(t) {
+		parsed, err := promql.ParseExpr(substitute(q.Expr))
+		if err != nil {
+			continue // reported by TestDashboardQueriesParseAndUsePublishedMetrics
+		}
+		for _, n := range metricNames(parsed) {
+			if !optIn[n] {
+				continue
+			}
+			readers++
+			if !regexp.MustCompile(`--metric-opt-in-list=[a-z_,]*\b` + n + `\b`).MatchString(q.Description) {
+				t.Errorf("%s / %s reads the opt-in family %s, and its description does not say --metric-opt-in-list=...%s...: %q", q.Dashboard, q.Panel, n, n, q.Description)
+			}
+		}
+	}
+	if readers == 0 {
+		t.Error("no dashboard query reads an opt-in family: the check checks nothing")
+	}
+}
+
+// optInFamilies returns the families docs/metrics.md marks **opt-in**.
+func optInFamilies(t *testing.T) map[string]bool {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs/metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(doc), "\n") {
+		if m := tableRow.FindStringSubmatch(line); m != nil && strings.Contains(line, "**opt-in**") {
+			out[m[1]] = true
+		}
+	}
+	return out
+}
+
 // TestRuleExpressionsParseAndUsePublishedMetrics does the same for every rule expression,
 // and checks the rules' conventions.
 func TestRuleExpressionsParseAndUsePublishedMetrics(t *testing.T) {

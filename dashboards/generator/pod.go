@@ -43,14 +43,15 @@ func podDashboard() *dashboard.DashboardBuilder {
 			`namespace_pod_volume:emptydir_used_bytes:max{`+nsPod+`}`,
 			`namespace_pod_volume:emptydir_limit_bytes:max{`+nsPod+`}`,
 			`namespace_pod_volume:emptydir_usage:ratio{`+nsPod+`}`)).
-		WithPanel(timeseriesPanel("Backing filesystem", "Size of and space available on the filesystem behind each volume (the tmpfs for medium Memory).", units.BytesIEC, 12, 8,
-			query(`max by (volume) (emptydir_capacity_bytes{`+nsPod+`})`, "{{volume}} capacity"),
-			query(`max by (volume) (emptydir_available_bytes{`+nsPod+`})`, "{{volume}} available"))).
-		WithPanel(timeseriesPanel("Inodes", "Files, folders and links in each volume.", units.Short, 12, 8,
+		WithPanel(timeseriesPanel("Backing filesystem", "Size of and space available on the filesystem of the pod's node that holds its disk volumes (the kubelet's root dir). A memory volume's own tmpfs is emptydir_capacity_bytes, opt-in: "+optIn("emptydir_capacity_bytes", "emptydir_available_bytes")+".", units.BytesIEC, 12, 8,
+			query(`max by (node) (emptydir_filesystem_capacity_bytes) and on (node) max by (node) (namespace_pod_volume:emptydir_used_bytes:max{`+nsPod+`, medium="disk"})`, "capacity"),
+			query(`max by (node) (emptydir_filesystem_available_bytes) and on (node) max by (node) (namespace_pod_volume:emptydir_used_bytes:max{`+nsPod+`, medium="disk"})`, "available"),
+			query(`max by (volume) (emptydir_capacity_bytes{`+nsPod+`, medium="memory"})`, "{{volume}} tmpfs size"))).
+		WithPanel(timeseriesPanel("Inodes", "Files, folders and links in each volume. Opt-in: "+optIn("emptydir_inodes_used")+".", units.Short, 12, 8,
 			query(`max by (volume) (emptydir_inodes_used{`+nsPod+`})`, "{{volume}}"))).
 		WithPanel(timeseriesPanel("Unreadable entries", "Entries the exporter could not read: above 0, used bytes are a lower bound.", units.Short, 12, 7,
 			query(`max by (volume) (emptydir_unreadable_entries{`+nsPod+`})`, "{{volume}}"))).
-		WithPanel(timeseriesPanel("Measurement age", "Seconds between the measurement and the scrape.", units.Seconds, 12, 7,
+		WithPanel(timeseriesPanel("Measurement age", "Seconds between the measurement and the scrape. Opt-in: "+optIn("emptydir_measurement_age_seconds")+".", units.Seconds, 12, 7,
 			query(`max by (volume) (emptydir_measurement_age_seconds{`+nsPod+`})`, "{{volume}}")))
 	return podEphemeralStorage(b)
 }
@@ -87,17 +88,17 @@ func podEphemeralStorage(b *dashboard.DashboardBuilder) *dashboard.DashboardBuil
 			steps("blue"), `max(`+podUsed+`)`)).
 		WithPanel(statPanel("Pod limit", "The pod's ephemeral-storage limit: its containers' limits.ephemeral-storage added up, restartable init containers included.", units.BytesIEC, 4, 4,
 			steps("blue"), `max(`+podLimit+`)`)).
-		WithPanel(statPanel("Pod measurement", "lower bound: a part has no measurement yet, was read only in part, or is a writable layer not located (see \"Incomplete measurement, and why\"). A lower bound above the limit proves the pod over it; at or below it proves nothing.", units.Short, 4, 4,
+		WithPanel(statPanel("Pod measurement", "lower bound: a part has no measurement yet, was read only in part, or is a writable layer not located (see \"Incomplete measurement, and why\"). A lower bound above the limit proves the pod over it; at or below it proves nothing. Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete")+".", units.Short, 4, 4,
 			steps("green"), `max(emptydir_pod_ephemeral_storage_measurement_incomplete{`+nsPod+`})`).
 			GraphMode(common.BigValueGraphModeNone).
 			Mappings(mapping("complete", "green", "lower bound", "orange"))).
-		WithPanel(statPanel("Pod measurement age", "Seconds since the oldest measurement behind the pod's usage started. With source filesystem every part counting toward a limit is due every --collection.interval, and more means walks deferred (CPU budget, busy walk slots) or slow, or a writable layer the kubelet's figure stands in for; with source kubelet it is as old as the kubelet's stats (1-2 minutes by design).", units.Seconds, 4, 4,
+		WithPanel(statPanel("Pod measurement age", "Seconds since the oldest measurement behind the pod's usage started. With source filesystem every part counting toward a limit is due every --collection.interval, and more means walks deferred (CPU budget, busy walk slots) or slow, or a writable layer the kubelet's figure stands in for; with source kubelet it is as old as the kubelet's stats (1-2 minutes by design). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_age_seconds")+".", units.Seconds, 4, 4,
 			steps("green", 30.0, "orange"), `max(emptydir_pod_ephemeral_storage_measurement_age_seconds{`+nsPod+`})`)).
 		WithPanel(statPanel("Image filesystem", "Whether containerd's writable layers are on another filesystem than the kubelet's root dir on the pod's node. shared: a container's writable layer counts toward its own limit and the pod's; dedicated: toward the pod's only, as in the kubelet.", units.Short, 4, 4,
 			steps("blue"), `max by (node) (emptydir_exporter_image_filesystem_dedicated) and on (node) `+podUsed).
 			GraphMode(common.BigValueGraphModeNone).
 			Mappings(mapping("shared", "blue", "dedicated", "purple"))).
-		WithPanel(timeseriesPanel("Pod usage by part vs limit", "What counts toward the pod's ephemeral-storage limit, stacked by part: emptydir (disk emptyDir volumes), writable_layer (every running container's), logs (every running container's), other (configMap and gitRepo volumes, etc-hosts, the pod's own log files). Their sum (used) against the limit (dashed) and the 1h prediction (dotted). The kubelet evicts above the limit.", units.BytesIEC, 24, 9,
+		WithPanel(timeseriesPanel("Pod usage by part vs limit", "What counts toward the pod's ephemeral-storage limit, stacked by part: emptydir (disk emptyDir volumes), writable_layer (every running container's), logs (every running container's), other (configMap and gitRepo volumes, etc-hosts, the pod's own log files). Their sum (used) against the limit (dashed) and the 1h prediction (dotted). The kubelet evicts above the limit. The parts are opt-in: "+optIn("emptydir_pod_ephemeral_storage_part_bytes")+".", units.BytesIEC, 24, 9,
 			parts...).
 			FillOpacity(40).
 			Stacking(stackedNormal()).
@@ -109,23 +110,23 @@ func podEphemeralStorage(b *dashboard.DashboardBuilder) *dashboard.DashboardBuil
 			query(ctrRatio, "container {{container}}")).
 			Thresholds(ratioThresholds()).
 			ThresholdsStyle(thresholdsDashed())).
-		WithPanel(timeseriesPanel("Container usage vs limit", "Each running container's usage as the kubelet compares it with its limits.ephemeral-storage (solid): its logs, plus its writable layer unless the image filesystem is dedicated; its limit (dashed) and both parts (dotted; the writable layer whether it counts toward the container or not). emptyDir volumes never count toward a container.", units.BytesIEC, 12, 8,
+		WithPanel(timeseriesPanel("Container usage vs limit", "Each running container's usage as the kubelet compares it with its limits.ephemeral-storage (solid): its logs, plus its writable layer unless the image filesystem is dedicated; its limit (dashed) and both parts (dotted; the writable layer whether it counts toward the container or not). emptyDir volumes never count toward a container. The parts are opt-in: "+optIn("emptydir_container_ephemeral_storage_part_bytes")+".", units.BytesIEC, 12, 8,
 			query(ctrUsed, "{{container}} used"),
 			query(ctrLimit, "{{container}} limit"),
 			query(`max by (container, part) (emptydir_container_ephemeral_storage_part_bytes{`+nsPod+`})`, "{{container}} {{part}}")).
 			OverrideByRegexp(".* limit$", limitLine).
 			OverrideByRegexp(".* (writable_layer|logs)$", dottedLine)).
-		WithPanel(limitTable("Containers now", "Each running container's usage, limit and parts now; used / limit and limit are empty for a container without a limit. The writable layer counts toward used unless the image filesystem is dedicated.", 24, 6,
+		WithPanel(limitTable("Containers now", "Each running container's usage, limit and parts now; used / limit and limit are empty for a container without a limit. The writable layer counts toward used unless the image filesystem is dedicated. The parts are opt-in: "+optIn("emptydir_container_ephemeral_storage_part_bytes")+".", 24, 6,
 			[]string{"namespace", "pod", "container"},
 			append(usageColumns(ctrUsed, ctrLimit, ctrRatio),
 				column{"writable layer", units.BytesIEC, `max by (` + ctrLabels + `) (emptydir_container_ephemeral_storage_part_bytes{` + nsPod + `, part="writable_layer"})`},
 				column{"logs", units.BytesIEC, `max by (` + ctrLabels + `) (emptydir_container_ephemeral_storage_part_bytes{` + nsPod + `, part="logs"})`}),
 			[]string{"node", "uid"})).
-		WithPanel(timeseriesPanel("Incomplete measurement, and why", "1 when the pod's usage is a lower bound, and why: a container's writable layer not located (reason other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; it counts as the kubelet's own figure where the exporter may ask the kubelet, else as 0; the line is 0 when located), or a disk emptyDir read only in part (unreadable entries, folders changed during the walk, a walk cut short). A part not measured yet shows in the pod's line alone.", units.Short, 12, 7,
+		WithPanel(timeseriesPanel("Incomplete measurement, and why", "1 when the pod's usage is a lower bound, and why: a container's writable layer not located (reason other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; it counts as the kubelet's own figure where the exporter may ask the kubelet, else as 0; the line is 0 when located), or a disk emptyDir read only in part (unreadable entries, folders changed during the walk, a walk cut short). A part not measured yet shows in the pod's line alone. The pod's and the emptyDirs' lines are opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete", "emptydir_measurement_incomplete")+".", units.Short, 12, 7,
 			query(`max(emptydir_pod_ephemeral_storage_measurement_incomplete{`+nsPod+`})`, "pod usage is a lower bound"),
 			query(`max by (container, reason) (emptydir_container_writable_layer_unlocated{`+nsPod+`}) or on (container) (max by (container) (`+ctrUsed+`) * 0)`, "{{container}} writable layer not located {{reason}}"),
 			query(`max by (volume) (emptydir_measurement_incomplete{`+nsPod+`, medium="disk"})`, "emptyDir {{volume}} is a lower bound")).
 			Min(0).Max(1)).
-		WithPanel(timeseriesPanel("Ephemeral storage measurement age", "Seconds since the oldest measurement behind the pod's usage started (the emptyDir volumes' own ages are in \"Measurement age\" above).", units.Seconds, 12, 7,
+		WithPanel(timeseriesPanel("Ephemeral storage measurement age", "Seconds since the oldest measurement behind the pod's usage started (the emptyDir volumes' own ages are in \"Measurement age\" above). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_age_seconds")+".", units.Seconds, 12, 7,
 			query(`max(emptydir_pod_ephemeral_storage_measurement_age_seconds{`+nsPod+`})`, "pod (oldest part)")))
 }

@@ -16,7 +16,9 @@ import (
 type Query struct {
 	Dashboard string // file name, e.g. "emptydir-guard-pod.json"
 	Panel     string // the panel's title, or "variable <name>"
-	Expr      string
+	// Description is the panel's description (none for a variable).
+	Description string
+	Expr        string
 	// Variable marks a query variable (label_values(...)), which is no PromQL expression.
 	Variable bool
 }
@@ -39,10 +41,11 @@ type Variable struct {
 
 // Panel is the part of a Grafana panel the tests read.
 type Panel struct {
-	Type    string  `json:"type"`
-	Title   string  `json:"title"`
-	Panels  []Panel `json:"panels"`
-	Targets []struct {
+	Type        string  `json:"type"`
+	Title       string  `json:"title"`
+	Description string  `json:"description"`
+	Panels      []Panel `json:"panels"`
+	Targets     []struct {
 		Expr       string `json:"expr"`
 		Datasource struct {
 			Type string `json:"type"`
@@ -86,7 +89,7 @@ func fileQueries(path string) ([]Query, error) {
 	walk = func(ps []Panel) {
 		for _, pn := range ps {
 			for _, tg := range pn.Targets {
-				out = append(out, Query{Dashboard: name, Panel: pn.Title, Expr: tg.Expr})
+				out = append(out, Query{Dashboard: name, Panel: pn.Title, Description: pn.Description, Expr: tg.Expr})
 			}
 			walk(pn.Panels)
 		}

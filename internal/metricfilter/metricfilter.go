@@ -1,13 +1,14 @@
 // Package metricfilter drops metric families from what a Gatherer gives, by allow and deny
-// lists of names and regular expressions, as kube-state-metrics' --metric-allowlist and
-// --metric-denylist do: large users keep the series their rules and dashboards need and pay
-// for no others.
+// lists of names and regular expressions and an opt-in list, as kube-state-metrics'
+// --metric-allowlist, --metric-denylist and --metric-opt-in-list do: large users keep the
+// series their rules and dashboards need and pay for no others.
 package metricfilter
 
 import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,33 @@ import (
 // Filter decides which metric families are exposed. The zero Filter exposes all.
 type Filter struct {
 	allow, deny []*regexp.Regexp
+	// optInFamilies are exposed only when optIn matches them (WithOptIn).
+	optInFamilies []string
+	optIn         []*regexp.Regexp
+}
+
+// WithOptIn returns f with the families optInFamilies (exact names) hidden unless an entry
+// of optIn (names and/or regular expressions, as the lists of New) matches them, as
+// kube-state-metrics' --metric-opt-in-list does: an allow list alone does not expose them. An
+// entry that matches none of optInFamilies is an error, so a misspelt opt-in is not silently
+// without effect.
+func (f *Filter) WithOptIn(optInFamilies, optIn []string) (*Filter, error) {
+	var res []*regexp.Regexp
+	for _, item := range optIn {
+		re, err := compile([]string{item})
+		if err != nil {
+			return nil, fmt.Errorf("metric opt-in list: %w", err)
+		}
+		if !slices.ContainsFunc(optInFamilies, re[0].MatchString) {
+			return nil, fmt.Errorf("metric opt-in list: %q matches none of the opt-in families %s", item, strings.Join(optInFamilies, ", "))
+		}
+		res = append(res, re...)
+	}
+	out := &Filter{optInFamilies: slices.Clone(optInFamilies), optIn: res}
+	if f != nil {
+		out.allow, out.deny = f.allow, f.deny
+	}
+	return out, nil
 }
 
 // New builds a Filter from an allow list and a deny list, each of exact metric names and/or
@@ -59,6 +87,9 @@ func (f *Filter) Exposes(name string) bool {
 	if f == nil {
 		return true
 	}
+	if slices.Contains(f.optInFamilies, name) && !matchesAny(f.optIn, name) {
+		return false
+	}
 	if len(f.allow) > 0 {
 		return matchesAny(f.allow, name)
 	}
@@ -76,7 +107,7 @@ func matchesAny(res []*regexp.Regexp, name string) bool {
 
 // Gatherer gives what g gathers, less the families f does not expose.
 func (f *Filter) Gatherer(g prometheus.Gatherer) prometheus.Gatherer {
-	if f == nil || (len(f.allow) == 0 && len(f.deny) == 0) {
+	if f == nil || (len(f.allow) == 0 && len(f.deny) == 0 && len(f.optInFamilies) == 0) {
 		return g
 	}
 	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {

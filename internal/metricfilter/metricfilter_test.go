@@ -86,3 +86,47 @@ func TestGatherer(t *testing.T) {
 		t.Errorf("the zero filter gathered %d families, want 2", len(all))
 	}
 }
+
+// TestOptIn: the opt-in families are hidden unless the opt-in list names them, whatever the
+// allow list says; the deny list still hides an opted-in family; a misspelt opt-in is refused.
+func TestOptIn(t *testing.T) {
+	optInFamilies := []string{"emptydir_inodes_used", "emptydir_measurement_age_seconds", "emptydir_capacity_bytes"}
+	names := []string{"emptydir_used_bytes", "emptydir_inodes_used", "emptydir_measurement_age_seconds", "emptydir_capacity_bytes", "go_goroutines"}
+	for _, tc := range []struct {
+		name               string
+		allow, deny, optIn []string
+		want               []string
+	}{
+		{"none opted in", nil, nil, nil, []string{"emptydir_used_bytes", "go_goroutines"}},
+		{"one by name", nil, nil, []string{"emptydir_inodes_used"}, []string{"emptydir_used_bytes", "emptydir_inodes_used", "go_goroutines"}},
+		{"all by expression", nil, nil, []string{".*"}, names},
+		{"an allow list does not opt in", []string{"emptydir_.*"}, nil, nil, []string{"emptydir_used_bytes"}},
+		{"allow and opt in", []string{"emptydir_.*"}, nil, []string{"emptydir_capacity_bytes"}, []string{"emptydir_used_bytes", "emptydir_capacity_bytes"}},
+		{"deny wins", nil, []string{"emptydir_inodes_used"}, []string{"emptydir_inodes_used|emptydir_capacity_bytes"},
+			[]string{"emptydir_used_bytes", "emptydir_capacity_bytes", "go_goroutines"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, err := New(tc.allow, tc.deny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := base.WithOptIn(optInFamilies, tc.optIn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return !f.Exposes(n) })
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("exposed %q, want %q", got, tc.want)
+			}
+		})
+	}
+	for optIn, wantErr := range map[string]string{
+		"emptydir_inode_used": `"emptydir_inode_used" matches none of the opt-in families emptydir_inodes_used, emptydir_measurement_age_seconds, emptydir_capacity_bytes`,
+		"go_goroutines":       `"go_goroutines" matches none`,
+		"emptydir_(":          `metric opt-in list: "emptydir_("`,
+	} {
+		if _, err := (*Filter)(nil).WithOptIn(optInFamilies, []string{optIn}); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("opt-in %q: %v, want an error containing %s", optIn, err, wantErr)
+		}
+	}
+}

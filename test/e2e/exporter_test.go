@@ -48,6 +48,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	framework.StartInNetns(t, c, "exporter-fs-"+ns, bin,
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
 		"--kubelet.root-dir="+c.KubeletRootDir(), "--collection.interval=2s",
+		"--metric-opt-in-list=emptydir_capacity_bytes,emptydir_inodes_used,emptydir_measurement_age_seconds",
 		"--web.listen-address="+addr, "--log.level=debug")
 	metricsURL := "http://" + addr + "/metrics"
 

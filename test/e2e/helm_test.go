@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
+	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
@@ -75,7 +76,8 @@ func TestHelmChartOnRealCluster(t *testing.T) {
 
 	in, objs := chartInstall(t, c, "guard", "helm-guard", `
   projectQuota: {enabled: true}
-  metricDenylist: ['go_.*', 'process_.*']`, "")
+  metricDenylist: ['go_.*', 'process_.*']
+  metricOptInList: [emptydir_measurement_info]`, "")
 	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
 	seed := installed.startSeed(ctx, t, "helm")
 	exp, rems := installed.createPods(ctx, t)
@@ -85,8 +87,8 @@ func TestHelmChartOnRealCluster(t *testing.T) {
 }
 
 // checkChartOptions checks that the exporter pod runs the quota path's settings and, on a node
-// without project quotas, publishes the seed volume as walked; and that no denied family is
-// exposed.
+// without project quotas, publishes the seed volume as walked (emptydir_measurement_info,
+// opted in); and that no denied family, and no opt-in family not opted in, is exposed.
 func checkChartOptions(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod, seed seedPod) {
 	t.Helper()
 	ctr := pod.Spec.Containers[0]
@@ -105,6 +107,9 @@ func checkChartOptions(ctx context.Context, t *testing.T, c *cluster.Cluster, po
 		t.Errorf("the seed volume on a node without project quotas: emptydir_measurement_info{method=\"walk\"} %v (found %v), want 1", v, ok)
 	}
 	for name := range fams {
+		if name != "emptydir_measurement_info" && slices.Contains(exporter.OptInFamilies, name) {
+			t.Errorf("exporter.metricOptInList [emptydir_measurement_info]: /metrics exposes the opt-in family %s", name)
+		}
 		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
 			t.Errorf("exporter.metricDenylist [go_.*, process_.*]: /metrics exposes %s", name)
 		}

@@ -187,7 +187,7 @@ alertmanagerConfig:
 		t.Errorf("the remediator evicted %s/%s in a namespace its policy denies: %s", kept.Namespace, kept.Name, evs[0].Message)
 	}
 	checkRulesHealthy(ctx, t, mon, stay.Namespace)
-	checkDashboards(ctx, t, mon, map[string]string{"namespace": stay.Namespace, "pod": stay.Name})
+	checkDashboards(ctx, t, mon, map[string]string{"namespace": stay.Namespace, "pod": stay.Name}, false)
 }
 
 // requireKinds fails unless objs hold an object of each kind.

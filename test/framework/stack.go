@@ -73,8 +73,11 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	if err := os.WriteFile(s.TokenFile, []byte(s.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Every opt-in family too: the stage breakdowns read each measurement's age, and the
+	// dashboards are checked here with every panel filled (the operator-path test checks
+	// them at the chart's defaults).
 	StartInNetns(t, c, s.ExporterLog, exporterBin, append(c.ExporterPathArgs(),
-		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(),
+		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--metric-opt-in-list=.*",
 		"--collection.interval="+ExporterInterval.String(), "--web.listen-address="+StackExporterAddr)...)
 	exporterTargets := []string{StackExporterAddr}
 	if o.BrokenKubeletExporter {

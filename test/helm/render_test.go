@@ -722,18 +722,19 @@ func TestProjectQuota(t *testing.T) {
 	}
 }
 
-// TestListValues: exporter.metricAllowlist, metricDenylist, namespaces and namespacesDenylist
-// render one flag each, the entries joined by commas as the command splits them; none when
+// TestListValues: exporter.metricAllowlist, metricDenylist, metricOptInList, namespaces and
+// namespacesDenylist render one flag each, the entries joined by commas as the command splits them; none when
 // empty (the default).
 func TestListValues(t *testing.T) {
 	for _, tc := range []struct {
-		values                  string
-		allow, deny, ns, denyNS []string
+		values                         string
+		allow, deny, optIn, ns, denyNS []string
 	}{
-		{"{}", nil, nil, nil, nil},
-		{"exporter: {metricAllowlist: [emptydir_used_bytes, 'emptydir_.*_limit_bytes']}", []string{"emptydir_used_bytes,emptydir_.*_limit_bytes"}, nil, nil, nil},
-		{"exporter: {metricDenylist: ['go_.*', 'emptydir_inodes_used']}", nil, []string{"go_.*,emptydir_inodes_used"}, nil, nil},
-		{"exporter: {namespaces: [shop, web], namespacesDenylist: [kube-system]}", nil, nil, []string{"shop,web"}, []string{"kube-system"}},
+		{"{}", nil, nil, nil, nil, nil},
+		{"exporter: {metricAllowlist: [emptydir_used_bytes, 'emptydir_.*_limit_bytes']}", []string{"emptydir_used_bytes,emptydir_.*_limit_bytes"}, nil, nil, nil, nil},
+		{"exporter: {metricDenylist: ['go_.*', 'emptydir_inodes_used']}", nil, []string{"go_.*,emptydir_inodes_used"}, nil, nil, nil},
+		{"exporter: {metricOptInList: [emptydir_inodes_used, 'emptydir_.*_part_bytes']}", nil, nil, []string{"emptydir_inodes_used,emptydir_.*_part_bytes"}, nil, nil},
+		{"exporter: {namespaces: [shop, web], namespacesDenylist: [kube-system]}", nil, nil, nil, []string{"shop,web"}, []string{"kube-system"}},
 	} {
 		t.Run(tc.values, func(t *testing.T) {
 			r := release("guard")
@@ -746,6 +747,9 @@ func TestListValues(t *testing.T) {
 			}
 			if got := deploytest.ArgValues(c.Args, "metric-denylist"); !slices.Equal(got, tc.deny) {
 				t.Errorf("--metric-denylist %q, want %q", got, tc.deny)
+			}
+			if got := deploytest.ArgValues(c.Args, "metric-opt-in-list"); !slices.Equal(got, tc.optIn) {
+				t.Errorf("--metric-opt-in-list %q, want %q", got, tc.optIn)
 			}
 			if got := deploytest.ArgValues(c.Args, "namespaces"); !slices.Equal(got, tc.ns) {
 				t.Errorf("--namespaces %q, want %q", got, tc.ns)
