@@ -3,12 +3,14 @@ package helmchart_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -59,7 +61,9 @@ func kustomizeBuild(t *testing.T, components ...string) []runtime.Object {
 }
 
 // componentSubsets is every subset of deploy/components, each in the order the components'
-// comments ask for (kubelet-source after monitoring: it patches its PodMonitor).
+// comments ask for (kubelet-source and large-cluster after monitoring, whose PodMonitor they
+// patch; large-cluster last, as it appends to the exporter's arguments that kubelet-source
+// replaces).
 func componentSubsets(t *testing.T) [][]string {
 	t.Helper()
 	entries, err := deploy.Files.ReadDir("components")
@@ -67,14 +71,15 @@ func componentSubsets(t *testing.T) [][]string {
 		t.Fatal(err)
 	}
 	var all []string
+	patchers := []string{"kubelet-source", "large-cluster"}
 	for _, e := range entries {
-		if e.Name() != "kubelet-source" {
+		if !slices.Contains(patchers, e.Name()) {
 			all = append(all, e.Name())
 		}
 	}
-	all = append(all, "kubelet-source")
-	if len(all) < 3 {
-		t.Fatalf("components %v: expected at least monitoring, prometheusrule and kubelet-source", all)
+	all = append(all, patchers...)
+	if len(all) < 4 {
+		t.Fatalf("components %v: expected at least monitoring, prometheusrule, large-cluster and kubelet-source", all)
 	}
 	var subsets [][]string
 	for mask := range 1 << len(all) {
@@ -159,4 +164,43 @@ func containsKindName(objs []runtime.Object, kindName string) bool {
 		}
 	}
 	return false
+}
+
+// TestLargeClusterComponentMatchesChart: the kustomize base with components/monitoring and
+// components/large-cluster gives the exporter's DaemonSet and PodMonitor exactly what the chart
+// renders with values-large-cluster.yaml; with components/kubelet-source too, the exporter
+// keeps both components' arguments.
+func TestLargeClusterComponentMatchesChart(t *testing.T) {
+	r := helmchart.BaseRelease(root, map[string]any{"podMonitor": map[string]any{"enabled": true}})
+	r.ValuesFiles = append(r.ValuesFiles, filepath.Join(root, helmchart.LargeClusterValuesPath))
+	chart := render(t, r).objs
+	kust := kustomizeBuild(t, "monitoring", "large-cluster")
+	want := deploytest.MustFind[*appsv1.DaemonSet](t, chart, "emptydir-exporter")
+	got := deploytest.MustFind[*appsv1.DaemonSet](t, kust, "emptydir-exporter")
+	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+		t.Errorf("the large-cluster component's exporter args %q, the chart's %q", got.Spec.Template.Spec.Containers[0].Args, want.Spec.Template.Spec.Containers[0].Args)
+	}
+	monitor := func(objs []runtime.Object) any {
+		for _, o := range objs {
+			if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "PodMonitor" && u.GetName() == "emptydir-exporter" {
+				return u.Object["spec"]
+			}
+		}
+		t.Fatal("no PodMonitor emptydir-exporter")
+		return nil
+	}
+	if g, w := monitor(kust), monitor(chart); !equality.Semantic.DeepEqual(g, w) {
+		gy, _ := yaml.Marshal(g)
+		wy, _ := yaml.Marshal(w)
+		t.Errorf("the large-cluster component's PodMonitor differs from the chart's:\n--- component\n%s\n--- chart\n%s", gy, wy)
+	}
+	if n, _, _ := unstructured.NestedInt64(monitor(chart).(map[string]any), "sampleLimit"); n == 0 {
+		t.Error("the profile renders no sampleLimit: the check compares nothing it sets")
+	}
+
+	both := deploytest.MustFind[*appsv1.DaemonSet](t, kustomizeBuild(t, "monitoring", "kubelet-source", "large-cluster"), "emptydir-exporter")
+	args := both.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--collection.source=kubelet") || !slices.Contains(args, "--metric-denylist=go_.*,process_.*") {
+		t.Errorf("large-cluster and kubelet-source: the exporter's args %q lack one component's", args)
+	}
 }
