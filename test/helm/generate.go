@@ -271,6 +271,7 @@ func jsonPatch(path string, from, to any) ([]jsonPatchOp, error) {
 	}
 	return []jsonPatchOp{{"replace", path, to}}, nil
 }
+
 // WriteGenerated writes Generated(root) into root and returns the files it changed.
 func WriteGenerated(root string) ([]string, error) {
 	files, err := Generated(root)
