@@ -166,6 +166,16 @@ bench: bench-node-quota
 bench-node-quota: deps
 	cd test/bench && GO=$(GO) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNodeQuota$$' -benchtime=1x -timeout 150m -v ./node/
 
+# What a real Prometheus (Debian's /usr/bin/prometheus) pays per node with the shipped rules,
+# for the exporter as installed before its fast/slow split, the defaults and the large-cluster
+# profile: simulated nodes of 110 pods, each a real exporter on its own loopback listener;
+# writes docs/performance.md, section prometheus-bill. About 25 minutes. PROMBILL_FLAGS: e.g.
+# -prombill.nodes=100 (the default) on a quiet machine; fewer where scrapes start failing.
+.PHONY: bench-prometheus
+bench: bench-prometheus
+bench-prometheus: deps
+	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkPrometheusBill$$' -benchtime=1x -timeout 90m -v ./prombill/ -args $(PROMBILL_FLAGS)
+
 # The chart beside the real Prometheus Operator alone (TestOperatorInstallEvicts, docs/e2e.md;
 # make test-cluster runs it with the others).
 test-operator-path: deps k8s-binaries prometheus-operator build

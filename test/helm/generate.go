@@ -1,6 +1,7 @@
 package helmchart
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -155,14 +156,20 @@ func largeCluster(root string) ([]byte, error) {
 				} `json:"template"`
 			} `json:"spec"`
 		}
-		if err := yaml.Unmarshal([]byte(got["templates/exporter/daemonset.yaml"]), &ds); err != nil || len(ds.Spec.Template.Spec.Containers) == 0 {
-			return nil, nil, fmt.Errorf("the exporter DaemonSet: %v", err)
+		if err := yaml.Unmarshal([]byte(got["templates/exporter/daemonset.yaml"]), &ds); err != nil {
+			return nil, nil, fmt.Errorf("the exporter DaemonSet: %w", err)
+		}
+		if len(ds.Spec.Template.Spec.Containers) == 0 {
+			return nil, nil, errors.New("the exporter DaemonSet has no container")
 		}
 		// The exporter's PodMonitor is the first document of the template.
 		doc, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(got["templates/monitoring/podmonitor.yaml"]), "---"), "\n---")
 		var pm map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &pm); err != nil || pm["spec"] == nil {
-			return nil, nil, fmt.Errorf("the exporter PodMonitor: %v", err)
+		if err := yaml.Unmarshal([]byte(doc), &pm); err != nil {
+			return nil, nil, fmt.Errorf("the exporter PodMonitor: %w", err)
+		}
+		if pm["spec"] == nil {
+			return nil, nil, errors.New("the exporter PodMonitor has no spec")
 		}
 		return ds.Spec.Template.Spec.Containers[0].Args, pm, nil
 	}
