@@ -131,6 +131,30 @@ func (l *ledger) declines(uid string, last uidEntry, now time.Time) (string, str
 	return "", ""
 }
 
+// capsReached returns the cap, and why, that one more eviction in namespace would exceed on
+// the watched copy of the ledger, whatever the pod's node (its per-node cap needs the pod,
+// which reserve checks on the stored copy); "" when none. A storm of alerts beyond the
+// namespace's or the cluster's cap is then answered without a pod GET, a live walk and an
+// Event each (TestFleetStorm).
+func (l *ledger) capsReached(ctx context.Context, namespace string, now time.Time, caps Caps) (string, string, error) {
+	if caps.PerNamespace <= 0 && caps.Global <= 0 {
+		return "", "", nil
+	}
+	st, _, err := l.store.load(ctx)
+	if err != nil {
+		return "", "", fmt.Errorf("loading the eviction ledger: %w", err)
+	}
+	recs := make([]evictionRecord, 0, len(st.Entries))
+	for _, e := range st.Entries {
+		recs = append(recs, evictionRecord{At: e.At, Node: e.Node, Namespace: e.Namespace})
+	}
+	caps.PerNode = 0
+	if reason := capExceeded(recs, "", namespace, now, caps); reason != "" {
+		return reason, fmt.Sprintf("eviction cap %s reached within %s", reason, caps.Window), nil
+	}
+	return "", "", nil
+}
+
 // reservation is a cap slot held while an eviction is attempted.
 type reservation struct {
 	l  *ledger

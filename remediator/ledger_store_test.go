@@ -201,7 +201,9 @@ func waitLedgerSynced(t *testing.T, s *Server) {
 }
 
 // The ledger's operations are counted by op and result: a replica with a stale cache
-// (frozen watch) is refused its write, re-reads with a GET and declines over the cap.
+// (frozen watch) passes the cached cap check, is refused its write, re-reads with a GET and
+// declines over the cap. Three cache reads: the UID's history, the caps before the pod is
+// fetched, and the copy the write starts from.
 func TestLedgerOperationsMetric(t *testing.T) {
 	cfg := testConfig()
 	cfg.Caps = Caps{Global: 1, Window: 10 * time.Minute}
@@ -226,7 +228,7 @@ func TestLedgerOperationsMetric(t *testing.T) {
 # HELP emptydir_remediator_ledger_operations_total Operations on the eviction ledger ConfigMap: reads from the watch cache, GETs and guarded writes, by result (conflict: another writer was first; retried on the fresh copy).
 # TYPE emptydir_remediator_ledger_operations_total counter
 emptydir_remediator_ledger_operations_total{op="cache_read",result="error"} 0
-emptydir_remediator_ledger_operations_total{op="cache_read",result="success"} 2
+emptydir_remediator_ledger_operations_total{op="cache_read",result="success"} 3
 emptydir_remediator_ledger_operations_total{op="get",result="error"} 0
 emptydir_remediator_ledger_operations_total{op="get",result="success"} 1
 emptydir_remediator_ledger_operations_total{op="write",result="conflict"} 1

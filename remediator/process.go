@@ -98,6 +98,22 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		}
 	}
 
+	// A namespace or the cluster at its cap: the answer is known without the pod, its
+	// measurement or an Event, so a fleet-wide storm beyond the caps costs no API request per
+	// delivery. Nothing was verified, so nothing is recorded on the pod. A UID the ledger
+	// holds may hold a slot of its own (an unconfirmed attempt): reserve decides for it.
+	if !remembered {
+		reason, why, err := s.ledger.capsReached(ctx, t.Namespace, s.now(), s.cfg.Caps)
+		if err != nil {
+			set(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
+			return err
+		}
+		if reason != "" {
+			set(OutcomeSkipped, reason, "pod %s/%s not checked: %s", t.Namespace, t.Pod, why)
+			return nil
+		}
+	}
+
 	// The pod, fresh from the API server, and its UID.
 	pod, err := s.client.CoreV1().Pods(t.Namespace).Get(ctx, t.Pod, metav1.GetOptions{})
 	switch {
