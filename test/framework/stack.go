@@ -130,8 +130,9 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 			}
 		}
 	})
-	// Every target up before the scenario starts, so the timings do not include start-up.
-	want := len(exporterTargets) + len(remediatorTargets)
+	// Every target up before the scenario starts, so the timings do not include start-up:
+	// each exporter twice (its trigger series and the rest, PrometheusConfig's two jobs).
+	want := 2*len(exporterTargets) + len(remediatorTargets)
 	Eventually(t, 60*time.Second, time.Second, "all Scrape targets up", func() (bool, string) {
 		res, err := s.Mon.Query(ctx, `up == 1`)
 		if err != nil {
