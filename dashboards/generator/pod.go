@@ -43,10 +43,10 @@ func podDashboard() *dashboard.DashboardBuilder {
 			`namespace_pod_volume:emptydir_used_bytes:max{`+nsPod+`}`,
 			`namespace_pod_volume:emptydir_limit_bytes:max{`+nsPod+`}`,
 			`namespace_pod_volume:emptydir_usage:ratio{`+nsPod+`}`)).
-		WithPanel(timeseriesPanel("Backing filesystem", "Size of and space available on the filesystem of the pod's node that holds its disk volumes (the kubelet's root dir). A memory volume's own tmpfs is emptydir_capacity_bytes, opt-in: "+optIn("emptydir_capacity_bytes", "emptydir_available_bytes")+".", units.BytesIEC, 12, 8,
+		WithPanel(timeseriesPanel("Backing filesystem", "Size of and space available on the filesystem of the pod's node that holds its disk volumes (the kubelet's root dir). Each volume's own filesystem size (a memory volume's tmpfs) is emptydir_capacity_bytes, opt-in: "+optIn("emptydir_capacity_bytes", "emptydir_available_bytes")+".", units.BytesIEC, 12, 8,
 			query(`max by (node) (emptydir_filesystem_capacity_bytes) and on (node) max by (node) (namespace_pod_volume:emptydir_used_bytes:max{`+nsPod+`, medium="disk"})`, "capacity"),
 			query(`max by (node) (emptydir_filesystem_available_bytes) and on (node) max by (node) (namespace_pod_volume:emptydir_used_bytes:max{`+nsPod+`, medium="disk"})`, "available"),
-			query(`max by (volume) (emptydir_capacity_bytes{`+nsPod+`, medium="memory"})`, "{{volume}} tmpfs size"))).
+			query(`max by (volume) (emptydir_capacity_bytes{`+nsPod+`})`, "{{volume}} filesystem size"))).
 		WithPanel(timeseriesPanel("Inodes", "Files, folders and links in each volume. Opt-in: "+optIn("emptydir_inodes_used")+".", units.Short, 12, 8,
 			query(`max by (volume) (emptydir_inodes_used{`+nsPod+`})`, "{{volume}}"))).
 		WithPanel(timeseriesPanel("Unreadable entries", "Entries the exporter could not read: above 0, used bytes are a lower bound.", units.Short, 12, 7,
