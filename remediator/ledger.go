@@ -144,15 +144,20 @@ func (l *ledger) capsReached(ctx context.Context, namespace string, now time.Tim
 	if err != nil {
 		return "", "", fmt.Errorf("loading the eviction ledger: %w", err)
 	}
-	recs := make([]evictionRecord, 0, len(st.Entries))
-	for _, e := range st.Entries {
-		recs = append(recs, evictionRecord{At: e.At, Node: e.Node, Namespace: e.Namespace})
-	}
 	caps.PerNode = 0
-	if reason := capExceeded(recs, "", namespace, now, caps); reason != "" {
+	if reason := capExceeded(records(st.Entries), "", namespace, now, caps); reason != "" {
 		return reason, fmt.Sprintf("eviction cap %s reached within %s", reason, caps.Window), nil
 	}
 	return "", "", nil
+}
+
+// records are the entries as the caps count them.
+func records(entries []ledgerEntry) []evictionRecord {
+	recs := make([]evictionRecord, 0, len(entries))
+	for _, e := range entries {
+		recs = append(recs, evictionRecord{At: e.At, Node: e.Node, Namespace: e.Namespace})
+	}
+	return recs
 }
 
 // reservation is a cap slot held while an eviction is attempted.
@@ -187,11 +192,7 @@ func (l *ledger) reserve(ctx context.Context, uid, node, namespace string, now t
 				return true
 			}
 		}
-		recs := make([]evictionRecord, 0, len(st.Entries))
-		for _, e := range st.Entries {
-			recs = append(recs, evictionRecord{At: e.At, Node: e.Node, Namespace: e.Namespace})
-		}
-		if reason = capExceeded(recs, node, namespace, now, caps); reason != "" {
+		if reason = capExceeded(records(st.Entries), node, namespace, now, caps); reason != "" {
 			why = fmt.Sprintf("eviction cap %s reached within %s", reason, caps.Window)
 			return false
 		}
