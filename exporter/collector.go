@@ -13,6 +13,9 @@ var (
 	limitBytesDesc = prometheus.NewDesc("emptydir_limit_bytes",
 		"The emptyDir volume's sizeLimit in bytes; absent when the volume has none.",
 		volumeLabels, nil)
+	overLimitBytesDesc = prometheus.NewDesc("emptydir_over_limit_bytes",
+		"Bytes by which the emptyDir volume's usage exceeds its sizeLimit; published only while it does, and never for a memory volume (its tmpfs size is the limit in force).",
+		volumeLabels, nil)
 	capacityBytesDesc = prometheus.NewDesc("emptydir_capacity_bytes",
 		"Size of the filesystem backing the volume (the tmpfs size for medium Memory).",
 		volumeLabels, nil)
@@ -65,7 +68,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, capacityBytesDesc,
+	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc,
 		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc} {
@@ -104,11 +107,15 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			}
 			lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
 			m := r.Measurement
-			// A volume's usage and limit are what EmptyDirOverLimit compares: trigger
-			// series when it has a limit, like the limit itself.
+			// A volume with a limit is published at the trigger's pace: its over-limit series,
+			// what EmptyDirOverLimit reads, and its usage and limit, which the alert's
+			// description and the dashboards read beside it.
 			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
+				if over := m.UsedBytes - *r.Volume.LimitBytes; over > 0 && *r.Volume.LimitBytes > 0 && r.Volume.Medium != MediumMemory {
+					gauge(overLimitBytesDesc, float64(over), lv...)
+				}
 			} else if !limited && sel&selectVolumes != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 			}

@@ -15,12 +15,13 @@ import (
 
 // The exporter's series fall into collectors that a scrape selects with the URL parameters
 // collect[] (only these) or exclude[] (all but these), as node_exporter's do. Every series
-// the over-limit alerts compare is in CollectorTrigger, so that one scrape job can fetch those
+// the over-limit alerts read is in CollectorTrigger, so that one scrape job can fetch those
 // every few seconds, the pace of remediation, and another job the rest far less often: most
 // of the exporter's series then cost a Prometheus a fraction of the samples (docs/deploy.md).
 const (
-	// CollectorTrigger: the usage and the limit of every emptyDir with a sizeLimit, of every
-	// pod with an ephemeral-storage limit and of every container with its own.
+	// CollectorTrigger: the over-limit series of every emptyDir, pod and container over its
+	// limit, and the usage and limit of every emptyDir with a sizeLimit, of every pod with an
+	// ephemeral-storage limit and of every container with its own.
 	CollectorTrigger = "trigger"
 	// CollectorVolumes: the other emptyDir series (usage of volumes without a sizeLimit,
 	// inodes, measurement details) and the emptyDirs' filesystem.
@@ -32,12 +33,14 @@ const (
 	CollectorExporter = "exporter"
 )
 
-// TriggerFamilies are the families of CollectorTrigger's series, what the shipped
-// over-limit alerts (rules/) compare: hidden, they leave the remediator without alerts.
+// TriggerFamilies are the families the shipped over-limit alerts (rules/) read: published only
+// while a usage exceeds its limit, so that evaluating the alerts every 2 s costs a Prometheus
+// the few series over their limits, not one per volume, pod and container of the cluster.
+// Hidden, they leave the remediator without alerts.
 var TriggerFamilies = []string{
-	"emptydir_used_bytes", "emptydir_limit_bytes",
-	"emptydir_pod_ephemeral_storage_used_bytes", "emptydir_pod_ephemeral_storage_limit_bytes",
-	"emptydir_container_ephemeral_storage_used_bytes", "emptydir_container_ephemeral_storage_limit_bytes",
+	"emptydir_over_limit_bytes",
+	"emptydir_pod_ephemeral_storage_over_limit_bytes",
+	"emptydir_container_ephemeral_storage_over_limit_bytes",
 }
 
 // OptInFamilies are published only when --metric-opt-in-list names them, as

@@ -82,10 +82,11 @@ func TestCollectorsPartitionTheExporter(t *testing.T) {
 	}
 }
 
-// TestTriggerCollectorHoldsWhatTheAlertsCompare: the trigger collector holds the usage and
-// the limit of every emptyDir, pod and container that has a limit, and nothing else (not the
-// memory volume without a sizeLimit, the pod's parts or the container without a limit).
-func TestTriggerCollectorHoldsWhatTheAlertsCompare(t *testing.T) {
+// TestTriggerCollectorHoldsWhatTheAlertsRead: the trigger collector holds the over-limit
+// series of what is over its limit, and the usage and the limit of every emptyDir, pod and
+// container that has a limit, and nothing else (not the memory volume without a sizeLimit,
+// the pod's parts or the container without a limit).
+func TestTriggerCollectorHoldsWhatTheAlertsRead(t *testing.T) {
 	fx := collectorsFixtures(t)
 	cart := `medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"`
 	front := `medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"`
@@ -94,11 +95,13 @@ func TestTriggerCollectorHoldsWhatTheAlertsCompare(t *testing.T) {
 		"volumes": {
 			"emptydir_limit_bytes{" + cart + "}",
 			"emptydir_limit_bytes{" + front + "}",
+			"emptydir_over_limit_bytes{" + cart + "}",
 			"emptydir_used_bytes{" + cart + "}",
 			"emptydir_used_bytes{" + front + "}",
 		},
 		"storage": {
 			`emptydir_container_ephemeral_storage_limit_bytes{container="main",` + pod + "}",
+			`emptydir_container_ephemeral_storage_over_limit_bytes{container="main",` + pod + "}",
 			`emptydir_container_ephemeral_storage_used_bytes{container="main",` + pod + "}",
 			"emptydir_pod_ephemeral_storage_limit_bytes{" + pod + "}",
 			"emptydir_pod_ephemeral_storage_used_bytes{" + pod + "}",
@@ -157,7 +160,7 @@ func TestMetricsHandlerSelectsCollectors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trigger := []string{"emptydir_container_ephemeral_storage_limit_bytes", "emptydir_container_ephemeral_storage_used_bytes",
+	trigger := []string{"emptydir_container_ephemeral_storage_limit_bytes", "emptydir_container_ephemeral_storage_over_limit_bytes", "emptydir_container_ephemeral_storage_used_bytes",
 		"emptydir_pod_ephemeral_storage_limit_bytes", "emptydir_pod_ephemeral_storage_used_bytes"}
 
 	code, body := get(t, h, "/metrics?collect[]=trigger", "")

@@ -18,6 +18,9 @@ var (
 	podLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_limit_bytes",
 		"The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.",
 		podLabels, nil)
+	podOverLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_over_limit_bytes",
+		"Bytes by which the pod's ephemeral-storage usage exceeds its limit; published only while it does.",
+		podLabels, nil)
 	podPartDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_part_bytes",
 		"What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).",
 		append(podLabels, "part"), nil)
@@ -33,6 +36,9 @@ var (
 	containerLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_limit_bytes",
 		"The container's limits.ephemeral-storage, for the containers the kubelet checks (regular and restartable init containers); absent when it has none.",
 		containerLabels, nil)
+	containerOverLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_over_limit_bytes",
+		"Bytes by which the container's ephemeral-storage usage exceeds its limits.ephemeral-storage; published only while it does.",
+		containerLabels, nil)
 	containerPartDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_part_bytes",
 		"The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.",
 		append(containerLabels, "part"), nil)
@@ -45,8 +51,8 @@ var (
 )
 
 func describeStorage(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{podUsedDesc, podLimitDesc, podPartDesc, podIncompleteDesc, podAgeDesc,
-		containerUsedDesc, containerLimitDesc, containerPartDesc, layerUnlocatedDesc, dedicatedImageFSDesc} {
+	for _, d := range []*prometheus.Desc{podUsedDesc, podLimitDesc, podOverLimitDesc, podPartDesc, podIncompleteDesc, podAgeDesc,
+		containerUsedDesc, containerLimitDesc, containerOverLimitDesc, containerPartDesc, layerUnlocatedDesc, dedicatedImageFSDesc} {
 		ch <- d
 	}
 }
@@ -72,12 +78,16 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
-	// A usage and its limit are what the over-limit alerts compare: trigger series where
-	// there is a limit (a pod without one is not measured), the rest ephemeral_storage.
-	usage := func(usedDesc, limitDesc *prometheus.Desc, used int64, limit *int64, lv []string) {
+	// Where there is a limit (a pod without one is not measured), the over-limit series the
+	// alerts read and the usage and limit beside it are trigger series; the rest
+	// ephemeral_storage.
+	usage := func(usedDesc, limitDesc, overDesc *prometheus.Desc, used int64, limit *int64, lv []string) {
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
+			if over := used - *limit; over > 0 && *limit > 0 {
+				gauge(overDesc, float64(over), lv...)
+			}
 		} else if limit == nil && storage {
 			gauge(usedDesc, float64(used), lv...)
 		}
@@ -85,7 +95,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	for _, p := range snap.storage {
 		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem, false)
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
-		usage(podUsedDesc, podLimitDesc, u.UsedBytes, u.LimitBytes, lv)
+		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, lv)
 		if storage {
 			for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
@@ -97,7 +107,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		}
 		for _, c := range u.Containers {
 			clv := append(append([]string(nil), lv...), c.Name)
-			usage(containerUsedDesc, containerLimitDesc, c.UsedBytes, c.LimitBytes, clv)
+			usage(containerUsedDesc, containerLimitDesc, containerOverLimitDesc, c.UsedBytes, c.LimitBytes, clv)
 			if !storage {
 				continue
 			}

@@ -30,6 +30,58 @@ const (
 	remediatorJob = `job=~".*emptydir-remediator.*"`
 )
 
+// The labels the recording rules aggregate the exporter's series by (`max by`), which drops
+// the scrape labels (job, instance) and the Prometheus Operator's target labels: a restarted
+// exporter pod, the two scrape jobs of the fast/slow split or a second Prometheus job neither
+// split nor double a volume, pod or container. The dashboards read the per-volume, per-pod and
+// per-container usage and limit from the exporter's series, deduplicated the same way: the
+// rules keep no copy of them (rules/emptydir-guard.rules.yml).
+const (
+	volumeLabels    = "node, namespace, pod, uid, volume, medium"
+	podLabels       = "node, namespace, pod, uid"
+	containerLabels = "node, namespace, pod, uid, container"
+)
+
+// selector is metric{matchers}, or metric alone without matchers.
+func selector(metric, matchers string) string {
+	if matchers == "" {
+		return metric
+	}
+	return metric + "{" + matchers + "}"
+}
+
+// maxBy is one series per labels of the series metric{matchers} selects; a limit (positive
+// true) keeps only limits above 0, as the rules do (a limit of 0 is no limit).
+func maxBy(labels, metric, matchers string, positive bool) string {
+	s := selector(metric, matchers)
+	if positive {
+		s += " > 0"
+	}
+	return "max by (" + labels + ") (" + s + ")"
+}
+
+// Usage and limit per emptyDir volume, pod and container, deduplicated across scrape jobs; the
+// matchers (the dashboards' variables) go inside the exporter's selector, so that a query
+// reads the series of its namespace or pod only.
+func volumeUsed(matchers string) string {
+	return maxBy(volumeLabels, "emptydir_used_bytes", matchers, false)
+}
+func volumeLimit(matchers string) string {
+	return maxBy(volumeLabels, "emptydir_limit_bytes", matchers, true)
+}
+func podUsed(matchers string) string {
+	return maxBy(podLabels, "emptydir_pod_ephemeral_storage_used_bytes", matchers, false)
+}
+func podLimit(matchers string) string {
+	return maxBy(podLabels, "emptydir_pod_ephemeral_storage_limit_bytes", matchers, true)
+}
+func containerUsed(matchers string) string {
+	return maxBy(containerLabels, "emptydir_container_ephemeral_storage_used_bytes", matchers, false)
+}
+func containerLimit(matchers string) string {
+	return maxBy(containerLabels, "emptydir_container_ephemeral_storage_limit_bytes", matchers, true)
+}
+
 // File is one generated dashboard.
 type File struct {
 	Name string

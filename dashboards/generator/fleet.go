@@ -6,12 +6,16 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 )
 
-// Counts of pods and containers over and near their ephemeral-storage limits (near: above 90%,
-// as the recording rules and PodEphemeralStorageNearLimit/ContainerEphemeralStorageNearLimit).
+// Counts of emptyDir volumes, pods and containers over their limits, from the exporter's
+// over-limit series (published only while a usage exceeds its limit, never for a memory
+// volume), deduplicated across scrape jobs: what the remediation triggers read. Counts of pods
+// and containers near their ephemeral-storage limits (above 90%, as the recording rules and
+// PodEphemeralStorageNearLimit/ContainerEphemeralStorageNearLimit).
 const (
-	podsOverLimit       = `count(namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio > 1) or vector(0)`
+	volumesOverLimit    = `count(max by (uid, volume) (emptydir_over_limit_bytes)) or vector(0)`
+	podsOverLimit       = `count(max by (uid) (emptydir_pod_ephemeral_storage_over_limit_bytes)) or vector(0)`
 	podsNearLimit       = `sum(namespace:emptydir_pods_ephemeral_storage_near_limit:count) or vector(0)`
-	containersOverLimit = `count(namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio > 1) or vector(0)`
+	containersOverLimit = `count(max by (uid, container) (emptydir_container_ephemeral_storage_over_limit_bytes)) or vector(0)`
 	containersNearLimit = `sum(namespace:emptydir_containers_ephemeral_storage_near_limit:count) or vector(0)`
 )
 
@@ -34,8 +38,8 @@ func fleet() *dashboard.DashboardBuilder {
 		WithRow(row("Volumes")).
 		WithPanel(volumeTable("Top volumes by usage / limit",
 			"The 20 pod volumes closest to (or over) their sizeLimit. Click a row for the pod drill-down.", 24, 10,
-			`namespace_pod_volume:emptydir_used_bytes:max and on (namespace, pod, uid, volume) topk(20, namespace_pod_volume:emptydir_usage:ratio)`,
-			`namespace_pod_volume:emptydir_limit_bytes:max and on (namespace, pod, uid, volume) topk(20, namespace_pod_volume:emptydir_usage:ratio)`,
+			volumeUsed("")+` and on (namespace, pod, uid, volume) topk(20, namespace_pod_volume:emptydir_usage:ratio)`,
+			volumeLimit("")+` and on (namespace, pod, uid, volume) topk(20, namespace_pod_volume:emptydir_usage:ratio)`,
 			`topk(20, namespace_pod_volume:emptydir_usage:ratio)`)).
 		WithPanel(timeseriesPanel("Volumes over and near limit", "", units.Short, 12, 8,
 			query(`sum(namespace:emptydir_volumes_over_limit:count) or vector(0)`, "over limit"),
@@ -57,23 +61,23 @@ func fleet() *dashboard.DashboardBuilder {
 		WithPanel(statPanel("Containers near limit", "Containers above 90% of their limits.ephemeral-storage, not over it.", units.Short, 4, 4,
 			steps("green", 1.0, "orange"), containersNearLimit)).
 		WithPanel(statPanel("Pods with a limit", "Pods with an ephemeral-storage limit (at least one container with limits.ephemeral-storage): the pods the exporter measures every part of.", units.Short, 4, 4,
-			steps("blue"), `count(namespace_pod:emptydir_pod_ephemeral_storage_limit_bytes:max) or vector(0)`)).
+			steps("blue"), `count(`+podLimit("")+`) or vector(0)`)).
 		WithPanel(statPanel("Lower-bound usages", "Pods whose ephemeral-storage usage is only a lower bound now: a part not measured yet or only in part, or a writable layer not located (see \"Writable layers not located\"). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete")+"; without it 0.", units.Short, 4, 4,
 			steps("green", 1.0, "orange"), `count(max by (uid) (emptydir_pod_ephemeral_storage_measurement_incomplete) == 1) or vector(0)`)).
 		WithPanel(limitTable("Top pods by ephemeral storage usage / limit",
 			"The 20 pods closest to (or over) their ephemeral-storage limit: everything that counts toward it (disk emptyDirs, writable layers, logs, other) against their containers' limits added up. Click a row for the pod drill-down.", 24, 8,
 			[]string{"namespace", "pod"},
 			usageColumns(
-				`namespace_pod:emptydir_pod_ephemeral_storage_used_bytes:max and on (node, namespace, pod, uid) topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`,
-				`namespace_pod:emptydir_pod_ephemeral_storage_limit_bytes:max and on (node, namespace, pod, uid) topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`,
+				podUsed("")+` and on (node, namespace, pod, uid) topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`,
+				podLimit("")+` and on (node, namespace, pod, uid) topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`,
 				`topk(20, namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio)`),
 			[]string{"node", "uid"})).
 		WithPanel(limitTable("Top containers by ephemeral storage usage / limit",
 			"The 20 containers closest to (or over) their limits.ephemeral-storage: their logs, plus their writable layer unless the node's image filesystem is dedicated. Click a row for the pod drill-down.", 24, 8,
 			[]string{"namespace", "pod", "container"},
 			usageColumns(
-				`namespace_pod_container:emptydir_container_ephemeral_storage_used_bytes:max and on (node, namespace, pod, uid, container) topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`,
-				`namespace_pod_container:emptydir_container_ephemeral_storage_limit_bytes:max and on (node, namespace, pod, uid, container) topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`,
+				containerUsed("")+` and on (node, namespace, pod, uid, container) topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`,
+				containerLimit("")+` and on (node, namespace, pod, uid, container) topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`,
 				`topk(20, namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio)`),
 			[]string{"node", "uid"})).
 		WithPanel(timeseriesPanel("Pods and containers over and near limit", "Counts of pods and containers over and above 90% of their ephemeral-storage limits.", units.Short, 12, 8,

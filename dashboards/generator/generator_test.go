@@ -93,9 +93,16 @@ func TestPrometheusRuleRejectsUnknownFields(t *testing.T) {
 type published struct {
 	names      map[string]bool
 	histograms map[string]bool
+	// recorded are the recording rules of rules/*.yml: a level:metric:operation name is
+	// published only when a rule records it, whatever docs/metrics.md says, so that a query
+	// reading a recording rule removed from the rules fails.
+	recorded map[string]bool
 }
 
 func (p published) has(name string) bool {
+	if strings.Contains(name, ":") {
+		return p.recorded[name]
+	}
 	if p.names[name] {
 		return true
 	}
@@ -168,7 +175,7 @@ func readRules(t *testing.T) []ruleFile {
 func publishedMetrics(t *testing.T) published {
 	t.Helper()
 	metrics, _ := readMetricsDoc(t)
-	p := published{names: map[string]bool{"up": true}, histograms: map[string]bool{}}
+	p := published{names: map[string]bool{"up": true}, histograms: map[string]bool{}, recorded: map[string]bool{}}
 	for name, typ := range metrics {
 		p.names[name] = true
 		if typ == "histogram" {
@@ -179,12 +186,42 @@ func publishedMetrics(t *testing.T) published {
 		for _, g := range rf.file.Groups {
 			for _, r := range g.Rules {
 				if r.Record != "" {
-					p.names[r.Record] = true
+					p.recorded[r.Record] = true
 				}
 			}
 		}
 	}
 	return p
+}
+
+func TestPublishedRecordingRules(t *testing.T) {
+	p := published{
+		names:      map[string]bool{"a_bytes": true, "ns:a_bytes:max": true},
+		histograms: map[string]bool{"d_seconds": true},
+		recorded:   map[string]bool{"ns:a_bytes:sum": true},
+	}
+	for name, want := range map[string]bool{
+		"a_bytes": true, "d_seconds_bucket": true, "ns:a_bytes:sum": true,
+		"b_bytes": false, "ns:a_bytes:max": false, // listed (a docs table), recorded by no rule
+	} {
+		if got := p.has(name); got != want {
+			t.Errorf("has(%q) = %v, want %v", name, got, want)
+		}
+	}
+	// The rules record the usage ratios and the namespace and node sums; the per-volume,
+	// per-pod and per-container copies of the exporter's series they no longer record read as
+	// unpublished, and so fail a dashboard query that still reads them.
+	pub := publishedMetrics(t)
+	for _, name := range []string{"namespace_pod_volume:emptydir_usage:ratio", "namespace:emptydir_used_bytes:sum", "emptydir_used_bytes"} {
+		if !pub.has(name) {
+			t.Errorf("%s is not published", name)
+		}
+	}
+	for _, name := range []string{"namespace_pod_volume:emptydir_used_bytes:max", "namespace_pod:emptydir_used_bytes:sum"} {
+		if pub.has(name) {
+			t.Errorf("%s reads as published, and the rules do not record it", name)
+		}
+	}
 }
 
 // nameAlternation is a __name__ regular expression that lists metric names, a|b|c: each is
@@ -426,21 +463,35 @@ func TestRuleExpressionsParseAndUsePublishedMetrics(t *testing.T) {
 }
 
 // remediationTriggers are the alerts the remediator acts on (remediation="evict"), one per
-// local-storage limit the kubelet enforces: the label check the remediator reads and the
-// labels its comparison of used and limit keeps, no more (`max by`, so that scrape and target
-// labels neither split nor name the alert).
+// local-storage limit the kubelet enforces, in the order the kubelet checks them: the label
+// check the remediator reads, the exporter's over-limit family the trigger reads, and the
+// labels it keeps of it, no more (`max by`, so that scrape and target labels neither split nor
+// name the alert).
 var remediationTriggers = map[string]struct {
-	check string
-	by    string
+	order  int
+	check  string
+	family string
+	by     string
 }{
-	"EmptyDirOverLimit":                  {"", "namespace,node,pod,uid,volume"},
-	"PodEphemeralStorageOverLimit":       {"pod", "namespace,node,pod,uid"},
-	"ContainerEphemeralStorageOverLimit": {"container", "container,namespace,node,pod,uid"},
+	"EmptyDirOverLimit":                  {0, "", "emptydir_over_limit_bytes", "namespace,node,pod,uid,volume"},
+	"PodEphemeralStorageOverLimit":       {1, "pod", "emptydir_pod_ephemeral_storage_over_limit_bytes", "namespace,node,pod,uid"},
+	"ContainerEphemeralStorageOverLimit": {2, "container", "emptydir_container_ephemeral_storage_over_limit_bytes", "container,namespace,node,pod,uid"},
+}
+
+func unparen(e parser.Expr) parser.Expr {
+	for {
+		p, ok := e.(*parser.ParenExpr)
+		if !ok {
+			return e
+		}
+		e = p.Expr
+	}
 }
 
 // checkRemediationTrigger checks an alert with remediation="evict": a known trigger, critical,
-// without `for`, in the fast remediation group, and a comparison of two `max by` the labels
-// above (for the pod and container triggers followed by `unless` the triggers before them).
+// without `for`, in the fast remediation group, and `max by (the labels above) (its over-limit
+// family) > 0`; for the pod and container triggers followed by `unless on (uid)` the
+// over-limit families of the triggers before them in the kubelet's order, and no other.
 func checkRemediationTrigger(t *testing.T, where, group string, r promrule.Rule, parsed parser.Expr) {
 	t.Helper()
 	want, ok := remediationTriggers[r.Alert]
@@ -454,28 +505,57 @@ func checkRemediationTrigger(t *testing.T, where, group string, r promrule.Rule,
 	if r.For != "" || group != "emptydir-guard.remediation" {
 		t.Errorf("%s: for %q in group %s, want no for in group emptydir-guard.remediation", where, r.For, group)
 	}
-	cmp, ok := parsed.(*parser.BinaryExpr)
-	if ok && cmp.Op == parser.LUNLESS {
-		if want.check == "" {
+	var before []string
+	for _, other := range remediationTriggers {
+		if other.order < want.order {
+			before = append(before, other.family)
+		}
+	}
+	sort.Strings(before)
+	expr := unparen(parsed)
+	if u, ok := expr.(*parser.BinaryExpr); ok && u.Op == parser.LUNLESS {
+		if len(before) == 0 {
 			t.Errorf("%s: EmptyDirOverLimit comes first in the kubelet's order: nothing to hold it back", where)
 		}
-		cmp, ok = cmp.LHS.(*parser.BinaryExpr)
+		if u.VectorMatching == nil || !u.VectorMatching.On || strings.Join(u.VectorMatching.MatchingLabels, ",") != "uid" {
+			t.Errorf("%s: want unless on (uid)", where)
+		}
+		got := map[string]bool{}
+		for _, n := range metricNames(u.RHS) {
+			got[n] = true
+		}
+		held := make([]string, 0, len(got))
+		for n := range got {
+			held = append(held, n)
+		}
+		sort.Strings(held)
+		if strings.Join(held, " ") != strings.Join(before, " ") {
+			t.Errorf("%s: held back unless %v, want the triggers before it in the kubelet's order: %v", where, held, before)
+		}
+		expr = unparen(u.LHS)
+	} else if len(before) > 0 {
+		t.Errorf("%s: want `unless on (uid)` the triggers before it in the kubelet's order (%v)", where, before)
 	}
-	if !ok || cmp.Op != parser.GTR {
-		t.Errorf("%s: want a comparison used > limit", where)
+	cmp, ok := expr.(*parser.BinaryExpr)
+	if !ok || cmp.Op != parser.GTR || cmp.ReturnBool {
+		t.Errorf("%s: want a comparison over-limit bytes > 0", where)
 		return
 	}
-	for _, side := range []parser.Expr{cmp.LHS, cmp.RHS} {
-		a, ok := side.(*parser.AggregateExpr)
-		if !ok || a.Op != parser.MAX || a.Without {
-			t.Errorf("%s: want max by (...) on both sides", where)
-			continue
-		}
-		got := append([]string(nil), a.Grouping...)
-		sort.Strings(got)
-		if strings.Join(got, ",") != want.by {
-			t.Errorf("%s: grouped by %v, want exactly %s", where, a.Grouping, want.by)
-		}
+	if n, ok := unparen(cmp.RHS).(*parser.NumberLiteral); !ok || n.Val != 0 {
+		t.Errorf("%s: want > 0, got > %s", where, cmp.RHS)
+	}
+	a, ok := unparen(cmp.LHS).(*parser.AggregateExpr)
+	if !ok || a.Op != parser.MAX || a.Without {
+		t.Errorf("%s: want max by (...) (%s) > 0", where, want.family)
+		return
+	}
+	got := append([]string(nil), a.Grouping...)
+	sort.Strings(got)
+	if strings.Join(got, ",") != want.by {
+		t.Errorf("%s: grouped by %v, want exactly %s", where, a.Grouping, want.by)
+	}
+	if names := metricNames(a.Expr); len(names) != 1 || names[0] != want.family {
+		t.Errorf("%s: reads %v, want %s alone", where, names, want.family)
 	}
 }
 

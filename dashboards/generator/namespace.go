@@ -25,8 +25,8 @@ func namespaceDashboard() *dashboard.DashboardBuilder {
 		WithPanel(statPanel("Near limit", "Volumes above 90% of their sizeLimit.", units.Short, 6, 4,
 			steps("green", 1.0, "orange"), `sum(namespace:emptydir_volumes_near_limit:count{`+ns+`}) or vector(0)`)).
 		WithPanel(volumeTable("Volumes", "Every emptyDir volume in the namespace; used / limit is empty without a sizeLimit. Click a row for the pod.", 24, 10,
-			`namespace_pod_volume:emptydir_used_bytes:max{`+ns+`}`,
-			`namespace_pod_volume:emptydir_limit_bytes:max{`+ns+`}`,
+			volumeUsed(ns),
+			volumeLimit(ns),
 			`namespace_pod_volume:emptydir_usage:ratio{`+ns+`}`)).
 		WithPanel(timeseriesPanel("Usage / limit by volume", "Only volumes with a sizeLimit. Above 100% the pod is evicted.", units.PercentUnit, 12, 8,
 			query(`namespace_pod_volume:emptydir_usage:ratio{`+ns+`}`, "{{pod}} {{volume}}")).
@@ -34,7 +34,7 @@ func namespaceDashboard() *dashboard.DashboardBuilder {
 			ThresholdsStyle(thresholdsDashed()).
 			DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("$namespace", "${__field.labels.pod}")})).
 		WithPanel(timeseriesPanel("Usage by pod", "Bytes used by each pod's emptyDir volumes together.", units.BytesIEC, 12, 8,
-			query(`namespace_pod:emptydir_used_bytes:sum{`+ns+`}`, "{{pod}}")).
+			query(`sum by (namespace, pod) (`+volumeUsed(ns)+`)`, "{{pod}}")).
 			DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("$namespace", "${__field.labels.pod}")})).
 		WithPanel(timeseriesPanel("Namespace total", "Bytes used against the sum of the sizeLimits.", units.BytesIEC, 24, 7,
 			query(`namespace:emptydir_used_bytes:sum{`+ns+`}`, "used"),

@@ -25,10 +25,10 @@ func remediatorDashboard() *dashboard.DashboardBuilder {
 			query(`sum by (reason) (rate(emptydir_remediator_skips_total[$__rate_interval]))`, "{{reason}}"))).
 		WithPanel(timeseriesPanel("Live re-check errors", "Live measurements that failed, per second.", units.Short, 12, 8,
 			query(`sum by (reason) (rate(emptydir_remediator_live_measurement_errors_total[$__rate_interval]))`, "{{reason}}"))).
-		WithPanel(timeseriesPanel("Over their limits, by check", "What the remediation triggers compare, from the exporters' series: emptyDir volumes other than medium Memory over their sizeLimit (EmptyDirOverLimit, check emptydir), pods over their ephemeral-storage limit (PodEphemeralStorageOverLimit, check pod), containers over their limits.ephemeral-storage (ContainerEphemeralStorageOverLimit, check container). A pod over several limits counts under each; its alerts follow the kubelet's order and raise the first only. The remediator's own counters carry no check label.", units.Short, 24, 7,
-			query(`count(namespace_pod_volume:emptydir_usage:ratio{medium!="memory"} > 1) or vector(0)`, "emptydir"),
-			query(`count(namespace_pod:emptydir_pod_ephemeral_storage_usage:ratio > 1) or vector(0)`, "pod"),
-			query(`count(namespace_pod_container:emptydir_container_ephemeral_storage_usage:ratio > 1) or vector(0)`, "container"))).
+		WithPanel(timeseriesPanel("Over their limits, by check", "What the remediation triggers read, the exporters' over-limit series: emptyDir volumes other than medium Memory over their sizeLimit (EmptyDirOverLimit, check emptydir), pods over their ephemeral-storage limit (PodEphemeralStorageOverLimit, check pod), containers over their limits.ephemeral-storage (ContainerEphemeralStorageOverLimit, check container). A pod over several limits counts under each; its alerts follow the kubelet's order and raise the first only. The remediator's own counters carry no check label.", units.Short, 24, 7,
+			query(volumesOverLimit, "emptydir"),
+			query(podsOverLimit, "pod"),
+			query(containersOverLimit, "container"))).
 		WithRow(row("Webhook")).
 		WithPanel(timeseriesPanel("Webhook requests by code", "4xx are not retried by Alertmanager (EmptyDirRemediatorWebhookRejected).", units.Short, 12, 8,
 			query(`sum by (code) (rate(emptydir_remediator_webhook_requests_total[$__rate_interval]))`, "{{code}}"))).

@@ -1,0 +1,118 @@
+package exporter_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+)
+
+// overLimitExporter is an exporter over one pod with a disk or memory emptyDir "data" and a
+// container "main" whose writable layer and logs are measured, with the given limits (nil:
+// none) and usages.
+func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, containerLimit *int64, data, layer, logs int64) *exporter.Exporter {
+	t.Helper()
+	const uid = "uid-p"
+	pods := exportertest.NewPods(exporter.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
+		Volumes: []exporter.Volume{
+			{Name: "data", Medium: medium, LimitBytes: sizeLimit, BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
+		},
+		Storage: &exporter.PodStorage{LimitBytes: podLimit, Containers: []exporter.Container{
+			{Name: "main", ID: "containerd://a", LimitBytes: containerLimit}}},
+	})
+	table := exportertest.NewTable()
+	for name, used := range map[string]int64{"data": data, "container/main/writable-layer": layer, "container/main/logs": logs} {
+		table.Set(uid, name, exporter.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: exporter.MethodWalk})
+	}
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
+		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return t0 },
+		MeasureEphemeralStorage: podLimit != nil}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh(context.Background())
+	return e
+}
+
+// overLimitValues gathers c and returns its over-limit series as name{labels} → value.
+func overLimitValues(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if !strings.HasSuffix(mf.GetName(), "_over_limit_bytes") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			out[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// TestOverLimitSeries: the over-limit series the alerts read exist exactly while a usage
+// exceeds its limit, as the kubelet compares them (strictly greater; a limit of 0 is none),
+// with the bytes over as value; never for a memory volume.
+func TestOverLimitSeries(t *testing.T) {
+	const mib = 1 << 20
+	const (
+		disk      = `emptydir_over_limit_bytes{medium="disk",namespace="ns",node="node-1",pod="p",uid="uid-p",volume="data"}`
+		pod       = `emptydir_pod_ephemeral_storage_over_limit_bytes{namespace="ns",node="node-1",pod="p",uid="uid-p"}`
+		container = `emptydir_container_ephemeral_storage_over_limit_bytes{container="main",namespace="ns",node="node-1",pod="p",uid="uid-p"}`
+	)
+	for _, tc := range []struct {
+		name                           string
+		medium                         string
+		sizeLimit, podLimit, contLimit *int64
+		data, layer, logs              int64
+		want                           map[string]float64
+	}{
+		{name: "emptyDir under its limit", medium: exporter.MediumDisk, sizeLimit: limit(mib), data: mib - 4096},
+		{name: "emptyDir at its limit", medium: exporter.MediumDisk, sizeLimit: limit(mib), data: mib},
+		{name: "emptyDir over its limit", medium: exporter.MediumDisk, sizeLimit: limit(mib), data: mib + 4096,
+			want: map[string]float64{disk: 4096}},
+		{name: "emptyDir with a limit of 0", medium: exporter.MediumDisk, sizeLimit: limit(0), data: mib},
+		{name: "emptyDir without a limit", medium: exporter.MediumDisk, data: 10 * mib},
+		{name: "memory emptyDir over the limit in its spec", medium: exporter.MediumMemory, sizeLimit: limit(mib), data: 2 * mib},
+		{name: "pod over its limit, container under its own", medium: exporter.MediumDisk,
+			podLimit: limit(10 * mib), contLimit: limit(8 * mib), data: 5 * mib, layer: 4 * mib, logs: 2 * mib,
+			want: map[string]float64{pod: mib}},
+		{name: "container over its limit, pod under its own", medium: exporter.MediumDisk,
+			podLimit: limit(10 * mib), contLimit: limit(2 * mib), data: mib, layer: 2 * mib, logs: 8192,
+			want: map[string]float64{container: 8192}},
+		{name: "container without a limit", medium: exporter.MediumDisk, podLimit: limit(10 * mib), layer: 9 * mib},
+		{name: "everything over at once", medium: exporter.MediumDisk, sizeLimit: limit(mib),
+			podLimit: limit(4 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
+			want: map[string]float64{disk: mib, pod: mib, container: mib}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := overLimitExporter(t, tc.medium, tc.sizeLimit, tc.podLimit, tc.contLimit, tc.data, tc.layer, tc.logs)
+			got := overLimitValues(t, e.Collectors()[exporter.CollectorTrigger])
+			if len(got) != len(tc.want) {
+				t.Fatalf("over-limit series %v, want %v", got, tc.want)
+			}
+			for s, v := range tc.want {
+				if got[s] != v {
+					t.Errorf("%s = %v, want %v (all: %v)", s, got[s], v, got)
+				}
+			}
+		})
+	}
+}
