@@ -166,10 +166,11 @@ bench: bench-node-quota
 bench-node-quota: deps
 	cd test/bench && GO=$(GO) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNodeQuota$$' -benchtime=1x -timeout 150m -v ./node/
 
-# What a real Prometheus (Debian's /usr/bin/prometheus) pays per node with the shipped rules,
-# for the exporter as installed before its fast/slow split, the defaults and the large-cluster
-# profile: simulated nodes of 110 pods, each a real exporter on its own loopback listener;
-# writes docs/performance.md, section prometheus-bill. About 25 minutes. PROMBILL_FLAGS: e.g.
+# What a real Prometheus (Debian's /usr/bin/prometheus) pays per node, for the exporter as
+# installed before its fast/slow split (with the rules shipped then), the defaults and the
+# large-cluster profile (the shipped rules): simulated nodes of 110 pods, each a real exporter
+# on its own loopback listener, every profile at N/2 and N nodes; writes docs/performance.md,
+# section prometheus-bill. About 40 minutes. PROMBILL_FLAGS: e.g.
 # -prombill.nodes=100 (the default) on a quiet machine; fewer where scrapes start failing.
 .PHONY: bench-prometheus
 bench: bench-prometheus

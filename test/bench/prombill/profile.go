@@ -1,18 +1,20 @@
 // Package prombill measures what the exporter costs a real Prometheus server per node: N
 // simulated nodes, each a real exporter.Exporter running its collection cycles over a busy
 // node's pods (node.go) and served on its own loopback listener, scraped and ruled by Debian's
-// /usr/bin/prometheus with the shipped rules. BenchmarkPrometheusBill runs it for every profile
-// (an exporter configuration and the scrape jobs that go with it) and writes the table into
-// docs/performance.md, section prometheus-bill.
+// /usr/bin/prometheus with the profile's rules. BenchmarkPrometheusBill runs it for every
+// profile (an exporter configuration, the scrape jobs and the rules that go with it) and writes
+// the table into docs/performance.md, section prometheus-bill.
 //
-// A profile is how it adjusts exporter.DefaultConfig, how a node builds its HTTP handler, and
-// the scrape jobs Prometheus runs against that handler; the shipped ones are read from the
-// kustomize base (shipped.go), so what is measured is what users install.
+// A profile is how it adjusts exporter.DefaultConfig, how a node builds its HTTP handler, the
+// scrape jobs Prometheus runs against that handler and the rules file it loads; the shipped
+// ones are read from the kustomize base and use the shipped rules (shipped.go), so what is
+// measured is what users install.
 package prombill
 
 import (
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +41,8 @@ type profile struct {
 	// collectors by name (commandCollectors): every job's path is served by it.
 	handler func(exp *exporter.Exporter, others map[string][]prometheus.Collector) (http.Handler, error)
 	jobs    []scrapeJob
+	// rules is the path of the rules file Prometheus loads, from this package's folder.
+	rules string
 }
 
 // chartScrapeInterval is the chart's default exporter scrape interval (the PodMonitor's and
@@ -62,7 +66,8 @@ func allProfiles() ([]profile, error) {
 }
 
 // previousDefaults is the exporter as the chart installed it before the split: one job
-// scraping every family (the opt-in ones included) from /metrics every 5s.
+// scraping every family (the opt-in ones included) from /metrics every 5s, with the rules
+// shipped then (a copy from the commit before the split).
 var previousDefaults = profile{
 	name: "before (one job, every family)",
 	handler: func(exp *exporter.Exporter, others map[string][]prometheus.Collector) (http.Handler, error) {
@@ -81,7 +86,8 @@ var previousDefaults = profile{
 		mux.Handle("/metrics", exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 		return mux, nil
 	},
-	jobs: []scrapeJob{{name: "emptydir-exporter", path: "/metrics", interval: chartScrapeInterval}},
+	jobs:  []scrapeJob{{name: "emptydir-exporter", path: "/metrics", interval: chartScrapeInterval}},
+	rules: filepath.Join("testdata", "rules-before.yml"),
 }
 
 // commandHandler serves /metrics as cmd/emptydir-exporter does, with its metric lists.

@@ -24,16 +24,12 @@ var (
 	windowFlag     = flag.Duration("prombill.window", 3*time.Minute, "the measurement window of each Prometheus run")
 	churnFlag      = flag.Duration("prombill.churn", 45*time.Second, "how long the churn phase restarts pods, after the window")
 	restartsFlag   = flag.Int("prombill.restarts", 3, "pods each node restarts during the churn phase")
-	fitAllFlag     = flag.Bool("prombill.fit-all", false, "run every profile at N/2 nodes too, not only the first (for its own RSS, CPU and rule slopes)")
 	prometheusFlag = flag.String("prombill.prometheus", "/usr/bin/prometheus", "the Prometheus binary")
 	writeDocFlag   = flag.Bool("prombill.write-doc", true, "write the table into docs/performance.md")
 )
 
-// Paths from this package's directory.
-var (
-	rulesPath = filepath.Join("..", "..", "..", "rules", "emptydir-guard.rules.yml")
-	docPath   = filepath.Join("..", "..", "..", "docs", "performance.md")
-)
+// docPath is the document the table goes into, from this package's directory.
+var docPath = filepath.Join(repoRoot, "docs", "performance.md")
 
 // rulePolls is how often the window reads the rule groups' last evaluation times.
 const rulePolls = 5 * time.Second
@@ -41,11 +37,11 @@ const rulePolls = 5 * time.Second
 // minUpShare is the share of the window's scrapes that must succeed for a run to count.
 const minUpShare = 0.99
 
-// BenchmarkPrometheusBill runs every profile's nodes under a real Prometheus with the shipped
-// rules and writes what a Prometheus pays per node into docs/performance.md, section
-// prometheus-bill:
+// BenchmarkPrometheusBill runs every profile's nodes under a real Prometheus with the
+// profile's rules, at N/2 and at N nodes, and writes what a Prometheus pays per node into
+// docs/performance.md, section prometheus-bill:
 //
-//	cd test/bench && go test -run '^$' -bench '^BenchmarkPrometheusBill$' -benchtime=1x -timeout 60m ./prombill/
+//	cd test/bench && go test -run '^$' -bench '^BenchmarkPrometheusBill$' -benchtime=1x -timeout 90m ./prombill/
 func BenchmarkPrometheusBill(b *testing.B) {
 	version, err := prometheusVersion(*prometheusFlag)
 	if err != nil {
@@ -63,9 +59,9 @@ func BenchmarkPrometheusBill(b *testing.B) {
 	}
 	for b.Loop() {
 		var results []profileResult
-		for i, p := range profiles {
+		for _, p := range profiles {
 			start := time.Now()
-			r, err := measureProfile(b, p, n, i == 0 || *fitAllFlag)
+			r, err := measureProfile(b, p, n)
 			if err != nil {
 				b.Fatalf("profile %s: %v", p.name, err)
 			}
@@ -78,7 +74,7 @@ func BenchmarkPrometheusBill(b *testing.B) {
 		today := bs[0]
 		b.ReportMetric(today.headSeries, "head-series/node")
 		b.ReportMetric(today.samplesRate, "samples/s/node")
-		b.ReportMetric(today.rss.value, "rss-B/node")
+		b.ReportMetric(today.rss, "rss-B/node")
 		b.ReportMetric(today.churnPerHour(), "churn-series/h/node")
 		for _, other := range bs[1:] {
 			b.ReportMetric(other.headSeries/today.headSeries, slug(other.name)+"/today-series")
@@ -102,17 +98,15 @@ func slug(name string) string {
 	}, name)
 }
 
-// measureProfile starts n nodes of p and measures them under Prometheus: at n/2 nodes first
-// when fit, then at n with the churn phase; then each node's exposition.
-func measureProfile(b *testing.B, p profile, n int, fit bool) (profileResult, error) {
+// measureProfile starts n nodes of p and measures them under Prometheus: at n/2 nodes first,
+// then at n with the churn phase; then each node's exposition.
+func measureProfile(b *testing.B, p profile, n int) (profileResult, error) {
 	r := profileResult{name: p.name}
-	if fit {
-		// A fleet of its own: nodes nobody scrapes would still take CPU from Prometheus.
-		half, err := withFleet(b, p, n/2, func(fl *fleet) (runFigures, error) { return runPrometheus(b, p, fl, n/2, false) })
-		if err != nil {
-			return r, fmt.Errorf("at %d nodes: %w", n/2, err)
-		}
-		r.half = &half
+	var err error
+	// A fleet of its own: nodes nobody scrapes would still take CPU from Prometheus.
+	r.half, err = withFleet(b, p, n/2, func(fl *fleet) (runFigures, error) { return runPrometheus(b, p, fl, n/2, false) })
+	if err != nil {
+		return r, fmt.Errorf("at %d nodes: %w", n/2, err)
 	}
 	fl, err := startFleet(n, p)
 	b.Cleanup(fl.stop)
@@ -151,7 +145,7 @@ func runPrometheus(b *testing.B, p profile, fl *fleet, n int, churn bool) (runFi
 	config := func(ruleFile string) ([]byte, error) {
 		return promConfig(promSetup{jobs: p.jobs, targets: fl.targets(n), ruleFiles: []string{ruleFile}, selfAddr: addr})
 	}
-	srv, err := startPrometheus(*prometheusFlag, addr, config, rulesPath)
+	srv, err := startPrometheus(*prometheusFlag, addr, config, p.rules)
 	if srv != nil {
 		b.Cleanup(srv.stop)
 		defer srv.stop()

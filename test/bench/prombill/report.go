@@ -43,31 +43,12 @@ type exposition struct {
 	rawBytes, gzipBytes, renderSeconds float64
 }
 
-// profileResult is what was measured of one profile: at N nodes, at N/2 when fitted.
+// profileResult is what was measured of one profile: at N nodes and at N/2.
 type profileResult struct {
 	name       string
-	full       runFigures
-	half       *runFigures
+	full, half runFigures
 	exposition exposition
 }
-
-// perNodeCost is a figure per node with how it was obtained (fitMethod).
-type perNodeCost struct {
-	value  float64
-	method fitMethod
-}
-
-type fitMethod int
-
-const (
-	// fitted: the slope between the runs at N/2 and N nodes, Prometheus' own base taken out.
-	fitted fitMethod = iota
-	// scaledBySeries: the reference profile's slope × this profile's head series per node
-	// over the reference's.
-	scaledBySeries
-	// wholeOverN: the figure at N over N, Prometheus' own base included (no fit measured).
-	wholeOverN
-)
 
 // bill is a profile's cost per node, derived from its measurements.
 type bill struct {
@@ -75,7 +56,7 @@ type bill struct {
 	exporterSeries, headSeries, samplesRate float64
 	exposition                              exposition
 	scrapeSeconds                           float64
-	rss, cpu                                perNodeCost
+	rss, cpu                                float64 // slopes per node (perNode)
 	groups                                  []groupBill
 	evalAtN                                 float64 // every group's evaluation at N, added up
 	// seriesPerRestart is the series a pod restart creates; NaN when no pod restarted.
@@ -86,15 +67,13 @@ type bill struct {
 type groupBill struct {
 	name     string
 	interval time.Duration
-	perNode  perNodeCost
+	perNode  float64
 }
 
-// bills derives each profile's per-node cost. A figure fitted for a profile comes from its two
-// runs; otherwise it is the first profile's fitted slope scaled by head series, or, when the
-// first has no fit either, the figure at N over N.
+// bills derives each profile's per-node cost from its own runs.
 func bills(results []profileResult) []bill {
 	var out []bill
-	for i, r := range results {
+	for _, r := range results {
 		f := r.full
 		b := bill{name: r.name, exporterSeries: f.exporterSeries,
 			headSeries:  (f.headSeries - f.selfSeries) / float64(f.nodes),
@@ -103,51 +82,27 @@ func bills(results []profileResult) []bill {
 		if f.restarts > 0 {
 			b.seriesPerRestart = f.seriesCreated / float64(f.restarts)
 		}
-		var ref *bill
-		if i > 0 {
-			ref = &out[0]
-		}
-		cost := func(at func(runFigures) (float64, bool), refCost func(*bill) perNodeCost) perNodeCost {
-			return perNode(r, at, ref, refCost, b.headSeries)
-		}
-		b.rss = cost(func(f runFigures) (float64, bool) { return f.rssBytes, true }, func(b *bill) perNodeCost { return b.rss })
-		b.cpu = cost(func(f runFigures) (float64, bool) { return f.cpuCores, true }, func(b *bill) perNodeCost { return b.cpu })
+		b.rss = perNode(r, func(f runFigures) (float64, bool) { return f.rssBytes, true })
+		b.cpu = perNode(r, func(f runFigures) (float64, bool) { return f.cpuCores, true })
 		for _, g := range f.groups {
 			b.evalAtN += g.evalSeconds
-			at := func(f runFigures) (float64, bool) { return groupEval(f, g.name) }
-			refCost := func(rb *bill) perNodeCost {
-				for _, rg := range rb.groups {
-					if rg.name == g.name {
-						return rg.perNode
-					}
-				}
-				return perNodeCost{value: math.NaN(), method: wholeOverN}
-			}
-			b.groups = append(b.groups, groupBill{name: g.name, interval: g.interval, perNode: cost(at, refCost)})
+			slope := perNode(r, func(f runFigures) (float64, bool) { return groupEval(f, g.name) })
+			b.groups = append(b.groups, groupBill{name: g.name, interval: g.interval, perNode: slope})
 		}
 		out = append(out, b)
 	}
 	return out
 }
 
-// perNode is one figure per node for r: fitted over its two runs when it has them, else the
-// reference's fitted slope scaled by head series, else the figure at N over N.
-func perNode(r profileResult, at func(runFigures) (float64, bool), ref *bill, refCost func(*bill) perNodeCost, headSeries float64) perNodeCost {
-	full, ok := at(r.full)
-	if !ok {
-		return perNodeCost{value: math.NaN(), method: wholeOverN}
+// perNode is a figure's slope between r's runs at N/2 and N nodes, Prometheus' own base so
+// left out; NaN when a run lacks the figure or the runs do not differ in nodes.
+func perNode(r profileResult, at func(runFigures) (float64, bool)) float64 {
+	full, okFull := at(r.full)
+	half, okHalf := at(r.half)
+	if !okFull || !okHalf || r.half.nodes >= r.full.nodes {
+		return math.NaN()
 	}
-	if r.half != nil && r.half.nodes < r.full.nodes {
-		if half, ok := at(*r.half); ok {
-			return perNodeCost{value: (full - half) / float64(r.full.nodes-r.half.nodes), method: fitted}
-		}
-	}
-	if ref != nil {
-		if rc := refCost(ref); rc.method == fitted && ref.headSeries > 0 {
-			return perNodeCost{value: rc.value * headSeries / ref.headSeries, method: scaledBySeries}
-		}
-	}
-	return perNodeCost{value: full / float64(r.full.nodes), method: wholeOverN}
+	return (full - half) / float64(r.full.nodes-r.half.nodes)
 }
 
 // groupEval is the named group's evaluation time in f.
@@ -182,7 +137,7 @@ type reportRow struct {
 type runInfo struct {
 	cpus              int
 	prometheusVersion string
-	nodes, halfNodes  int // halfNodes 0: no fit
+	nodes, halfNodes  int // the two runs' nodes, the slopes' ends
 	warmUp, window    time.Duration
 	churnRestarts     int // pods restarted per node in the churn phase
 	churnPhase        time.Duration
@@ -202,27 +157,27 @@ func renderReport(bs []bill, info runInfo) string {
 		{"Exposition per scrape, gzip (as Prometheus fetches it)", func(b bill) float64 { return b.exposition.gzipBytes }, fmtBytes},
 		{"Render time per scrape, in-process (median over nodes)", func(b bill) float64 { return b.exposition.renderSeconds }, fmtSeconds},
 		{"Scrape duration Prometheus sees (mean)", func(b bill) float64 { return b.scrapeSeconds }, fmtSeconds},
-		{"Prometheus RSS per node", func(b bill) float64 { return b.rss.value }, growth(fmtBytes)},
-		{"Prometheus CPU per node", func(b bill) float64 { return b.cpu.value }, growth(fmtCores)},
+		{"Prometheus RSS per node", func(b bill) float64 { return b.rss }, growth(fmtBytes)},
+		{"Prometheus CPU per node", func(b bill) float64 { return b.cpu }, growth(fmtCores)},
 		{"Series created per pod restart", func(b bill) float64 { return b.seriesPerRestart }, fmtCount},
 		{fmt.Sprintf("Series churn per node per hour, every pod restarting %d× a day", restartsPerPodPerDay), bill.churnPerHour, fmtCount},
 		{fmt.Sprintf("Rule evaluation at %d nodes, every group added up (measured)", info.nodes), func(b bill) float64 { return b.evalAtN }, fmtSeconds},
 		{"**Head series, 1,000 nodes**", func(b bill) float64 { return b.headSeries * fleetSize }, fmtCount},
 		{"**Samples appended per second, 1,000 nodes**", func(b bill) float64 { return b.samplesRate * fleetSize }, fmtRate},
-		{"**Prometheus RSS, 1,000 nodes**", func(b bill) float64 { return b.rss.value * fleetSize }, growth(fmtBytes)},
-		{"**Prometheus CPU, 1,000 nodes**", func(b bill) float64 { return b.cpu.value * fleetSize }, growth(fmtCores)},
+		{"**Prometheus RSS, 1,000 nodes**", func(b bill) float64 { return b.rss * fleetSize }, growth(fmtBytes)},
+		{"**Prometheus CPU, 1,000 nodes**", func(b bill) float64 { return b.cpu * fleetSize }, growth(fmtCores)},
 		{"Series churn per hour, 1,000 nodes", func(b bill) float64 { return b.churnPerHour() * fleetSize }, fmtCount},
 	}
-	for _, g := range bs[0].groups {
+	for _, g := range ruleGroupsOf(bs) {
 		name := g.name
-		rows = append(rows, reportRow{fmt.Sprintf("Rule group `%s` (every %v), evaluation at 1,000 nodes", name, g.interval),
+		rows = append(rows, reportRow{fmt.Sprintf("Rule group `%s` (every %s), evaluation at 1,000 nodes", name, g.intervals),
 			func(b bill) float64 {
 				for _, bg := range b.groups {
 					if bg.name == name {
-						return bg.perNode.value * fleetSize
+						return bg.perNode * fleetSize
 					}
 				}
-				return math.NaN()
+				return math.NaN() // not in this profile's rules
 			}, growth(fmtSeconds)})
 	}
 
@@ -240,8 +195,35 @@ func renderReport(bs []bill, info runInfo) string {
 		}
 		sb.WriteString("\n")
 	}
-	sb.WriteString("\n" + runLine(info) + fitNotes(bs))
+	sb.WriteString("\n" + runLine(info))
 	return sb.String()
+}
+
+// reportGroup is a rule group of the table: its name and its intervals, " / "-joined when
+// the profiles' rules differ in them.
+type reportGroup struct {
+	name, intervals string
+}
+
+// ruleGroupsOf is every rule group a profile evaluated, in the order first seen.
+func ruleGroupsOf(bs []bill) []reportGroup {
+	var names []string
+	intervals := map[string][]string{}
+	for _, b := range bs {
+		for _, g := range b.groups {
+			if _, seen := intervals[g.name]; !seen {
+				names = append(names, g.name)
+			}
+			if iv := g.interval.String(); !slices.Contains(intervals[g.name], iv) {
+				intervals[g.name] = append(intervals[g.name], iv)
+			}
+		}
+	}
+	out := make([]reportGroup, 0, len(names))
+	for _, name := range names {
+		out = append(out, reportGroup{name: name, intervals: strings.Join(intervals[name], " / ")})
+	}
+	return out
 }
 
 // cell formats v, with its ratio to ref for a profile other than the first.
@@ -257,35 +239,10 @@ func cell(v, ref float64, withRatio bool, format func(float64) string) string {
 }
 
 func runLine(info runInfo) string {
-	fit := "no fit over fewer nodes was measured"
-	if info.halfNodes > 0 {
-		fit = fmt.Sprintf("RSS, CPU and rule evaluation fitted over %d and %d nodes", info.halfNodes, info.nodes)
-	}
-	return fmt.Sprintf("Measured on %d CPUs with %s: %d simulated nodes (%d pods each), warm-up %v, window %v; %s; "+
-		"churn: %d pods per node restarted over %v.\n",
-		info.cpus, info.prometheusVersion, info.nodes, podsPerNode, info.warmUp, info.window, fit, info.churnRestarts, info.churnPhase)
-}
-
-// fitNotes says, for every profile whose RSS, CPU or rule figures were not fitted on its own
-// runs, how they were obtained.
-func fitNotes(bs []bill) string {
-	var notes []string
-	for _, b := range bs {
-		methods := []fitMethod{b.rss.method, b.cpu.method}
-		for _, g := range b.groups {
-			methods = append(methods, g.perNode.method)
-		}
-		switch {
-		case slices.Contains(methods, wholeOverN):
-			notes = append(notes, fmt.Sprintf("%s: some of RSS, CPU and rule evaluation are the figure at N over N, Prometheus' own base included.", b.name))
-		case slices.Contains(methods, scaledBySeries):
-			notes = append(notes, fmt.Sprintf("%s: RSS, CPU and rule evaluation are %s's slopes scaled by head series.", b.name, bs[0].name))
-		}
-	}
-	if len(notes) == 0 {
-		return ""
-	}
-	return strings.Join(notes, "\n") + "\n"
+	return fmt.Sprintf("Measured on %d CPUs with %s: %d simulated nodes (%d pods each), warm-up %v, window %v; "+
+		"RSS, CPU and rule evaluation fitted over %d and %d nodes; churn: %d pods per node restarted over %v.\n",
+		info.cpus, info.prometheusVersion, info.nodes, podsPerNode, info.warmUp, info.window,
+		info.halfNodes, info.nodes, info.churnRestarts, info.churnPhase)
 }
 
 // noGrowth is what a fitted slope below 0 shows: the figure did not grow with the nodes

@@ -2,7 +2,9 @@ package prombill
 
 import (
 	"encoding/json"
+	"io"
 	"math"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -10,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 )
@@ -52,29 +56,78 @@ func TestPromConfig(t *testing.T) {
 	}
 }
 
-// TestPromConfigLoads has promtool check what Prometheus will load: the profiles' jobs with
-// the shipped rules.
+// TestProfileRules: every profile's rules file is there and holds rule groups, each with a
+// name and rules that record or alert on an expression (promtool, when there is one, checks
+// them fully: TestPromConfigLoads).
+func TestProfileRules(t *testing.T) {
+	profiles, err := allProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]bool{}
+	for _, p := range profiles {
+		if p.rules == "" {
+			t.Errorf("profile %s: no rules file", p.name)
+			continue
+		}
+		files[p.rules] = true
+		raw, err := os.ReadFile(p.rules)
+		if err != nil {
+			t.Errorf("profile %s: %v", p.name, err)
+			continue
+		}
+		var rf struct {
+			Groups []struct {
+				Name  string `json:"name"`
+				Rules []struct {
+					Record string `json:"record"`
+					Alert  string `json:"alert"`
+					Expr   string `json:"expr"`
+				} `json:"rules"`
+			} `json:"groups"`
+		}
+		if err := yaml.Unmarshal(raw, &rf); err != nil {
+			t.Errorf("profile %s: %s: %v", p.name, p.rules, err)
+			continue
+		}
+		if len(rf.Groups) == 0 {
+			t.Errorf("profile %s: %s holds no rule group", p.name, p.rules)
+		}
+		for _, g := range rf.Groups {
+			if g.Name == "" || len(g.Rules) == 0 {
+				t.Errorf("profile %s: %s: group %q with %d rules", p.name, p.rules, g.Name, len(g.Rules))
+			}
+			for i, r := range g.Rules {
+				if (r.Record == "") == (r.Alert == "") || strings.TrimSpace(r.Expr) == "" {
+					t.Errorf("profile %s: %s: group %s, rule %d: want a record or an alert, and an expr", p.name, p.rules, g.Name, i)
+				}
+			}
+		}
+	}
+	if !files[previousDefaults.rules] || !files[shippedRules] || len(files) != 2 {
+		t.Errorf("rules files %v: want the reference's copy %s and the shipped %s", files, previousDefaults.rules, shippedRules)
+	}
+}
+
+// TestPromConfigLoads has promtool check what Prometheus will load: each profile's jobs with
+// its rules file (promtool check config checks the rule files it names).
 func TestPromConfigLoads(t *testing.T) {
 	promtool, err := exec.LookPath("promtool")
 	if err != nil {
 		t.Skip("no promtool (Debian's prometheus package)")
 	}
 	dir := t.TempDir()
-	rules, err := os.ReadFile(rulesPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ruleFile := filepath.Join(dir, "rules.yml")
-	if err := os.WriteFile(ruleFile, rules, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	profiles, err := allProfiles()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range profiles {
+		rules, err := filepath.Abs(p.rules)
+		if err != nil {
+			t.Fatal(err)
+		}
 		out, err := promConfig(promSetup{jobs: p.jobs, targets: []target{{"127.0.0.1:1001", "node-000"}},
-			ruleFiles: []string{ruleFile}, selfAddr: "127.0.0.1:9090"})
+			ruleFiles: []string{rules}, selfAddr: "127.0.0.1:9090"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,8 +135,11 @@ func TestPromConfigLoads(t *testing.T) {
 		if err := os.WriteFile(cfg, out, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if msg, err := exec.Command(promtool, "check", "config", cfg).CombinedOutput(); err != nil {
-			t.Errorf("profile %s: promtool check config: %v\n%s", p.name, err, msg)
+		msg, err := exec.Command(promtool, "check", "config", cfg).CombinedOutput()
+		if err != nil {
+			t.Errorf("profile %s, rules %s: promtool check config: %v\n%s", p.name, p.rules, err, msg)
+		} else if !strings.Contains(string(msg), "SUCCESS") || !strings.Contains(string(msg), filepath.Base(rules)) {
+			t.Errorf("profile %s: promtool check config did not check %s:\n%s", p.name, p.rules, msg)
 		}
 	}
 }
@@ -120,21 +176,35 @@ func TestPodVolumes(t *testing.T) {
 	}
 }
 
-// twoProfiles are measurements of a fitted first profile and a second one at N only,
-// with round numbers.
+// twoProfiles are measurements of two profiles at 50 and 100 nodes, with round numbers. Their
+// rules differ: rec is only today's, h only lean's.
 func twoProfiles() []profileResult {
-	groups := func(eval float64) []groupFigure {
-		return []groupFigure{{name: "g", interval: 30 * time.Second, evalSeconds: eval}}
+	type eval struct {
+		name     string
+		interval time.Duration
+		seconds  float64
+	}
+	groups := func(evals ...eval) []groupFigure {
+		var out []groupFigure
+		for _, e := range evals {
+			out = append(out, groupFigure{name: e.name, interval: e.interval, evalSeconds: e.seconds})
+		}
+		return out
 	}
 	today := profileResult{name: "today",
 		full: runFigures{nodes: 100, headSeries: 501_000, selfSeries: 1_000, exporterSeries: 4_000,
-			appendedPerSecond: 100_200, selfPerSecond: 200, rssBytes: 3e9, cpuCores: 1.0, groups: groups(0.30),
+			appendedPerSecond: 100_200, selfPerSecond: 200, rssBytes: 3e9, cpuCores: 1.0,
+			groups:   groups(eval{"g", 30 * time.Second, 0.30}, eval{"rec", 30 * time.Second, 0.20}),
 			restarts: 300, seriesCreated: 12_000},
-		half:       &runFigures{nodes: 50, headSeries: 251_000, selfSeries: 1_000, rssBytes: 2e9, cpuCores: 0.6, groups: groups(0.16)},
+		half: runFigures{nodes: 50, headSeries: 251_000, selfSeries: 1_000, rssBytes: 2e9, cpuCores: 0.6,
+			groups: groups(eval{"g", 30 * time.Second, 0.16}, eval{"rec", 30 * time.Second, 0.10})},
 		exposition: exposition{rawBytes: 700 << 10, gzipBytes: 80 << 10, renderSeconds: 0.02}}
 	lean := profileResult{name: "lean",
 		full: runFigures{nodes: 100, headSeries: 151_000, selfSeries: 1_000, exporterSeries: 1_000,
-			appendedPerSecond: 30_200, selfPerSecond: 200, rssBytes: 1.5e9, cpuCores: 0.5, groups: groups(0.1)}}
+			appendedPerSecond: 30_200, selfPerSecond: 200, rssBytes: 1.5e9, cpuCores: 0.5,
+			groups: groups(eval{"g", 30 * time.Second, 0.10}, eval{"h", 2 * time.Second, 0.05})},
+		half: runFigures{nodes: 50, headSeries: 76_000, selfSeries: 1_000, rssBytes: 1e9, cpuCores: 0.3,
+			groups: groups(eval{"g", 30 * time.Second, 0.06}, eval{"h", 2 * time.Second, 0.03})}}
 	return []profileResult{today, lean}
 }
 
@@ -150,27 +220,32 @@ func TestBills(t *testing.T) {
 	near("today's head series per node", today.headSeries, 5_000)
 	near("today's samples/s per node", today.samplesRate, 1_000)
 	// The slope between 50 and 100 nodes: Prometheus' own 1 GB base left out.
-	near("today's RSS per node", today.rss.value, 2e7)
-	near("today's CPU per node", today.cpu.value, 0.008)
-	near("today's group per node", today.groups[0].perNode.value, 0.0028)
+	near("today's RSS per node", today.rss, 2e7)
+	near("today's CPU per node", today.cpu, 0.008)
+	near("today's group g per node", today.groups[0].perNode, 0.0028)
+	near("today's group rec per node", today.groups[1].perNode, 0.002)
+	near("today's evaluation at N", today.evalAtN, 0.5)
 	near("today's series per restart", today.seriesPerRestart, 40)
 	near("today's churn per hour", today.churnPerHour(), 40*podsPerNode/24.0)
-	if today.rss.method != fitted {
-		t.Errorf("today's RSS: method %v, want fitted", today.rss.method)
-	}
-	// Lean has no run at 50 nodes: today's slopes × 1,500/5,000 head series.
+	// Lean's slopes are its own runs', not today's scaled.
 	near("lean's head series per node", lean.headSeries, 1_500)
-	near("lean's RSS per node", lean.rss.value, 2e7*0.3)
-	near("lean's group per node", lean.groups[0].perNode.value, 0.0028*0.3)
-	if lean.rss.method != scaledBySeries || !math.IsNaN(lean.seriesPerRestart) {
-		t.Errorf("lean: RSS method %v, series per restart %v: want scaled by series, and none measured", lean.rss.method, lean.seriesPerRestart)
+	near("lean's RSS per node", lean.rss, 1e7)
+	near("lean's CPU per node", lean.cpu, 0.004)
+	near("lean's group g per node", lean.groups[0].perNode, 0.0008)
+	near("lean's group h per node", lean.groups[1].perNode, 0.0004)
+	if !math.IsNaN(lean.seriesPerRestart) {
+		t.Errorf("lean: series per restart %v: want none measured", lean.seriesPerRestart)
 	}
 
-	// Without a fit for the first profile, the figure at N over N.
-	unfitted := twoProfiles()[:1]
-	unfitted[0].half = nil
-	if b := bills(unfitted)[0]; b.rss.method != wholeOverN || b.rss.value != 3e7 {
-		t.Errorf("unfitted RSS %+v: want 3 GB / 100 nodes, whole over N", b.rss)
+	// A group the run at N/2 did not see, or runs over as many nodes, have no slope.
+	odd := twoProfiles()[:1]
+	odd[0].half.groups = odd[0].half.groups[:1]
+	if b := bills(odd)[0]; !math.IsNaN(b.groups[1].perNode) || math.IsNaN(b.groups[0].perNode) {
+		t.Errorf("groups %+v: want group rec without a slope, g with one", b.groups)
+	}
+	odd[0].half.nodes = odd[0].full.nodes
+	if b := bills(odd)[0]; !math.IsNaN(b.rss) {
+		t.Errorf("RSS %v over two runs of 100 nodes: want no slope", b.rss)
 	}
 }
 
@@ -182,21 +257,35 @@ func TestRenderReport(t *testing.T) {
 		"| Head series per node (recording rules' output included) | 5,000 | 1,500 (× 0.30) |",
 		"| Samples appended per second per node | 1,000/s | 300/s (× 0.30) |",
 		"| **Head series, 1,000 nodes** | 5,000,000 | 1,500,000 (× 0.30) |",
-		"| **Prometheus RSS, 1,000 nodes** | 18.6 GiB | 5.6 GiB (× 0.30) |",
+		"| **Prometheus RSS, 1,000 nodes** | 18.6 GiB | 9.3 GiB (× 0.50) |",
+		"| **Prometheus CPU, 1,000 nodes** | 8.00 cores | 4.00 cores (× 0.50) |",
 		"| Series created per pod restart | 40 | – |",
-		"| Rule group `g` (every 30s), evaluation at 1,000 nodes | 2.80 s | 840.0 ms (× 0.30) |",
+		"| Rule evaluation at 100 nodes, every group added up (measured) | 500.0 ms | 150.0 ms (× 0.30) |",
+		// Every group of either profile's rules, in the order first seen.
+		"| Rule group `g` (every 30s), evaluation at 1,000 nodes | 2.80 s | 800.0 ms (× 0.29) |\n" +
+			"| Rule group `rec` (every 30s), evaluation at 1,000 nodes | 2.00 s | – |\n" +
+			"| Rule group `h` (every 2s), evaluation at 1,000 nodes | – | 400.0 ms |\n",
 		"Measured on 2 CPUs with prometheus, version 2.42.0: 100 simulated nodes (110 pods each), warm-up 1m30s, window 3m0s; RSS, CPU and rule evaluation fitted over 50 and 100 nodes",
-		"lean: RSS, CPU and rule evaluation are today's slopes scaled by head series.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "scaled") {
+		t.Errorf("a profile's slopes borrowed from another's:\n%s", out)
+	}
 	// A slope below 0 is noise, and has no ratio.
 	noisy := twoProfiles()
 	noisy[0].half.cpuCores = 1.2
-	if out := renderReport(bills(noisy), runInfo{nodes: 100}); !strings.Contains(out, "| Prometheus CPU per node | "+noGrowth+" | "+noGrowth+" |") {
+	noisy[1].half.cpuCores = 0.6
+	if out := renderReport(bills(noisy), runInfo{nodes: 100, halfNodes: 50}); !strings.Contains(out, "| Prometheus CPU per node | "+noGrowth+" | "+noGrowth+" |") {
 		t.Errorf("a negative CPU slope:\n%s", out)
+	}
+	// A group whose interval differs between the profiles' rules names both.
+	other := twoProfiles()
+	other[1].full.groups[0].interval = time.Minute
+	if out := renderReport(bills(other), runInfo{nodes: 100, halfNodes: 50}); !strings.Contains(out, "| Rule group `g` (every 30s / 1m0s),") {
+		t.Errorf("group g every 30s and 1m:\n%s", out)
 	}
 	// Every row has a cell per profile.
 	for _, line := range strings.Split(out, "\n") {
@@ -276,5 +365,44 @@ func TestShippedProfiles(t *testing.T) {
 		if rest.name != "emptydir-exporter-slow" || rest.params.Get("exclude[]") != "trigger" || rest.interval != slow {
 			t.Errorf("%s: second job %+v, want emptydir-exporter-slow exclude[]=trigger every %v", p.name, rest, slow)
 		}
+	}
+}
+
+// TestNodesServeGzip: one node of every profile answers each job's scrape on its listener, as
+// Prometheus asks for it, gzip-compressed (promhttp's default), so that the bench process
+// compresses what it renders and the listeners carry the compressed size.
+func TestNodesServeGzip(t *testing.T) {
+	profiles, err := allProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range profiles {
+		fl, err := startFleet(1, p)
+		t.Cleanup(fl.stop)
+		if err != nil {
+			t.Fatalf("profile %s: %v", p.name, err)
+		}
+		for _, j := range p.jobs {
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+fl.nodes[0].addr+j.requestURI(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Set by hand, the transport leaves the body compressed.
+			req.Header.Set("Accept-Encoding", "gzip")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("profile %s, job %s: %v", p.name, j.name, err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "gzip" {
+				t.Errorf("profile %s, job %s: HTTP %d, Content-Encoding %q: want 200, gzip: %.200s",
+					p.name, j.name, resp.StatusCode, resp.Header.Get("Content-Encoding"), body)
+			}
+		}
+		fl.stop()
 	}
 }

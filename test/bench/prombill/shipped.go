@@ -16,6 +16,9 @@ import (
 // repoRoot is the repository root, from this package's folder.
 const repoRoot = "../../.."
 
+// shippedRules is the rules file the shipped profiles load.
+var shippedRules = filepath.Join(repoRoot, "rules", "emptydir-guard.rules.yml")
+
 // podMonitor is the part of the exporter's PodMonitor a profile's scrape jobs come from.
 type podMonitor struct {
 	Metadata struct {
@@ -46,7 +49,7 @@ type kustomizePatch struct {
 // shippedProfile is the profile the kustomize base installs with components/monitoring and the
 // given components: the exporter PodMonitor's endpoints, patched by the components, are the
 // scrape jobs (each named by its job relabeling, else emptydir-exporter); the arguments the
-// components append to the exporter's give its metric lists.
+// components append to the exporter's give its metric lists; the rules are the shipped ones.
 func shippedProfile(name string, components ...string) (profile, error) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "deploy/components/monitoring/podmonitors.yaml"))
 	if err != nil {
@@ -111,7 +114,7 @@ func shippedProfile(name string, components ...string) (profile, error) {
 	if err := yaml.Unmarshal(pm, &m); err != nil {
 		return profile{}, err
 	}
-	p := profile{name: name}
+	p := profile{name: name, rules: shippedRules}
 	for _, ep := range m.Spec.PodMetricsEndpoints {
 		iv, err := time.ParseDuration(ep.Interval)
 		if err != nil {
