@@ -1,7 +1,18 @@
 # emptyDir guard — build, test and demo entry points. See README.md.
 GO        ?= go
 BIN       := bin
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The one version of a build, from the git tag (semver vX.Y.Z): a tagged commit is vX.Y.Z, a later
+# one vX.Y.Z-N-g<sha>[-dirty]; with no such tag v0.0.0-dev-g<sha>[-dirty]. Each is semver (a
+# pre-release after the tag) and a valid image tag and label value, so no "+<build>" part. It
+# goes into both commands' build info (--version, *_build_info) and, as CHART_VERSION (no
+# leading v), into the chart's version and appVersion when the chart is packaged:
+#   helm package deploy/helm/emptydir-guard --version $(CHART_VERSION) --app-version $(CHART_VERSION)
+# The chart's default image tag is then v<appVersion>, $(VERSION) again. `make version` and
+# `make chart-version` print them; VERSION=v1.2.3 make ... overrides.
+VERSION   ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || \
+  { sha=$$(git rev-parse --short HEAD 2>/dev/null) && echo "v0.0.0-dev-g$$sha$$(git diff --quiet HEAD 2>/dev/null || echo -dirty)"; } || \
+  echo v0.0.0-dev)
+CHART_VERSION ?= $(patsubst v%,%,$(VERSION))
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # Every go command runs on go.mod's toolchain line (fetched through the Go module proxy the first
 # time): the machine's own Go may be older, with standard-library vulnerabilities.
@@ -12,11 +23,11 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build image test-image version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
 # Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
-# only pins the tools); golangci-lint also reads the test-only ones.
-GO_MODULES := . dashboards/generator
+# only pins the tools; tools/ocimage builds the image); golangci-lint also reads the test-only ones.
+GO_MODULES := . dashboards/generator tools/ocimage
 LINT_MODULES := $(GO_MODULES) test/bench test/helm
 TOOLS_BIN  := $(BIN)/tools
 # Inputs each fuzz target tries in `make test` (a count, see hack/fuzz.sh).
@@ -26,6 +37,45 @@ all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+# The release image without Docker (docs/deploy.md#image): both commands built as `build` builds
+# them (LDFLAGS) for each of IMAGE_PLATFORMS into $(BIN)/<os>_<arch>/, then tools/ocimage writes
+# the multi-arch OCI image index, on a base of its own (users root and nonroot 65532, Debian's
+# CA bundle, /tmp; no shell), with an SPDX SBOM per platform attached as an OCI 1.1 referrer, as
+# an OCI image layout into $(IMAGE_DIR) and prints the index's digest. Every timestamp is
+# SOURCE_DATE_EPOCH (the commit's time), so the same commit, toolchain and CA bundle give the
+# same digest.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_DIR       := $(BIN)/image
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+IMAGE_BUILDS    := $(addprefix image-build-,$(subst /,_,$(IMAGE_PLATFORMS)))
+comma := ,
+empty :=
+space := $(empty) $(empty)
+# os/arch=dir,... for tools/ocimage; absolute for the tests, which run in tools/ocimage.
+IMAGE_BINARIES  := $(subst $(space),$(comma),$(foreach p,$(IMAGE_PLATFORMS),$(p)=$(CURDIR)/$(BIN)/$(subst /,_,$(p))))
+
+image: $(IMAGE_BUILDS)
+	cd tools/ocimage && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ ./cmd/ocimage
+	$(TOOLS_BIN)/ocimage --binaries '$(IMAGE_BINARIES)' --version '$(VERSION)' --revision '$(REVISION)' \
+	  --source-date-epoch '$(SOURCE_DATE_EPOCH)' --out $(IMAGE_DIR)
+
+# One platform's commands (not .PHONY: make skips pattern rules for phony targets; no file of
+# that name ever exists, so it always runs, and the go command's cache makes a rerun cheap).
+image-build-%:
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$*)) GOARCH=$(word 2,$(subst _, ,$*)) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$*/ ./cmd/...
+
+# tools/ocimage's tests on `make image`'s builds (without OCIMAGE_TEST_BINARIES they build their
+# own, about a minute more): reproducibility, contents, SBOM referrers, flag checks.
+test-image: image
+	cd tools/ocimage && $(GO) vet ./... && \
+	  OCIMAGE_TEST_BINARIES='$(IMAGE_BINARIES)' OCIMAGE_TEST_VERSION='$(VERSION)' $(GO) test -count=1 ./...
+
+version:
+	@echo $(VERSION)
+
+chart-version:
+	@echo $(CHART_VERSION)
 
 deps:
 	./hack/install-deps.sh
@@ -47,12 +97,14 @@ vet:
 	@pkgs="$$($(GO) list ./... | grep -v '/test/')"; for os in darwin windows; do \
 	  echo "GOOS=$$os $(GO) vet (all but test/)"; GOOS=$$os $(GO) vet $$pkgs || exit 1; done
 
-# Every generated file, sources first: the dashboards (Go code in dashboards/generator) and
+# Every generated file, sources first: the dashboards (Go code in dashboards/generator), the
+# monitoring mixin's copies of them and of the rules (mixin/rules.json, mixin/dashboards) and
 # the PrometheusRule (from rules/emptydir-guard.rules.yml); then test/helm's gen-deploy, which
-# copies both into the chart, renders the kustomize base (deploy/) from the chart and writes
-# the chart README's values table from values.yaml; last the flag tables of docs/flags.md,
-# which the commands' TestFlagsDoc rewrites when stale (failing once, hence the second run).
-GENERATED := dashboards/*.json rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
+# copies the dashboards and the PrometheusRule into the chart, renders the kustomize base
+# (deploy/) from the chart and writes the chart README's values table from values.yaml; last
+# the flag tables of docs/flags.md, which the commands' TestFlagsDoc rewrites when stale
+# (failing once, hence the second run).
+GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
   deploy/helm/emptydir-guard/README.md docs/flags.md
 FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator
@@ -118,7 +170,7 @@ test-cluster: deps k8s-binaries prometheus-operator build
 # (`RECORD=1 make test-cluster`); without it they only log them, and a green `make test`
 # leaves the tree as it found it.
 export RECORD
-test: deps vet check-generated lint vulncheck unit test-kernel-lane fuzz test-rules test-dashboards test-helm test-cluster
+test: deps vet check-generated lint vulncheck unit test-kernel-lane fuzz test-rules test-dashboards test-image test-helm test-cluster
 
 # Benchmarks against the peers an operator would otherwise use; each writes its tables into
 # docs/performance.md. Not part of `make test`.

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs, on a fresh Debian machine, every outside part that the tests and the demo
-# run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox, and
-# QEMU with the tools that build the kernel lane's initramfs (test/kernellane).
+# run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox, QEMU
+# with the tools that build the kernel lane's initramfs (test/kernellane), and the CA bundle
+# (ca-certificates) that `make image` puts into the image.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
       prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs e2fsprogs
-      qemu-system-x86 cpio kmod xz-utils)
+      qemu-system-x86 cpio kmod xz-utils ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/emptydir-guard/emptydir-guard v0.0.0
+	github.com/google/go-jsonnet v0.22.0
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus/prometheus v0.315.1
 	sigs.k8s.io/yaml v1.6.0
@@ -23,6 +24,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.uber.org/atomic v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.5 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect

@@ -185,8 +185,8 @@ func TestRender(t *testing.T) {
 			if tol := ds.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Operator != corev1.TolerationOpExists || tol[0].Key != "" {
 				t.Errorf("exporter tolerations %v, want every taint", tol)
 			}
-			if ds.Labels["app.kubernetes.io/managed-by"] != "Helm" || ds.Spec.Template.Spec.Containers[0].Image != "ghcr.io/emptydir-guard/emptydir-guard:latest" {
-				t.Errorf("labels %v, image %s", ds.Labels, ds.Spec.Template.Spec.Containers[0].Image)
+			if img := defaultImage(t); ds.Labels["app.kubernetes.io/managed-by"] != "Helm" || ds.Spec.Template.Spec.Containers[0].Image != img {
+				t.Errorf("labels %v, image %s, want %s", ds.Labels, ds.Spec.Template.Spec.Containers[0].Image, img)
 			}
 			if c := ds.Spec.Template.Spec.Containers[0].SecurityContext.Capabilities; !slices.Equal(c.Add, []corev1.Capability{"DAC_READ_SEARCH"}) {
 				t.Errorf("exporter capabilities %v", c)

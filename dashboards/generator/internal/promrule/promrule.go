@@ -1,9 +1,11 @@
 // Package promrule turns the plain Prometheus rule file into a Prometheus Operator
-// PrometheusRule manifest, so that the two never drift apart.
+// PrometheusRule manifest and into the monitoring mixin's rules.json, so that none of them
+// drifts apart from it.
 package promrule
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -119,4 +121,22 @@ func DefaultOptions() Options {
 		Namespace: "emptydir-guard",
 		Source:    "rules/emptydir-guard.rules.yml",
 	}
+}
+
+// MixinJSON returns the rule file data as the JSON the monitoring mixin imports
+// (mixin/rules.json): the same groups, rules and fields, strictly parsed like for Generate,
+// indented, with `<`, `>` and `&` left as they are.
+func MixinJSON(data []byte) ([]byte, error) {
+	f, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(f); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }

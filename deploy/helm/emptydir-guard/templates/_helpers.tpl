@@ -62,7 +62,7 @@ object, for the plain manifests rendered from this chart (deploy/, the kustomize
 app.kubernetes.io/part-of: emptydir-guard
 {{- if .Values.helmLabels }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/version: {{ (default .Chart.AppVersion .Values.image.tag) | trunc 63 | quote }}
+app.kubernetes.io/version: {{ include "emptydir-guard.imageTag" . | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 }}
 {{- end }}
 {{- with .Values.commonLabels }}
@@ -82,8 +82,16 @@ app.kubernetes.io/component: remediator
 {{ include "emptydir-guard.commonLabels" . }}
 {{- end -}}
 
+{{/*
+The image tag: image.tag, else the release's own tag v<appVersion> (the git tag vX.Y.Z the chart
+was packaged from; an appVersion given with its v is taken as it is).
+*/}}
+{{- define "emptydir-guard.imageTag" -}}
+{{- .Values.image.tag | default (printf "v%s" (trimPrefix "v" .Chart.AppVersion)) -}}
+{{- end -}}
+
 {{- define "emptydir-guard.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- printf "%s:%s" .Values.image.repository (include "emptydir-guard.imageTag" .) -}}
 {{- end -}}
 
 {{/*

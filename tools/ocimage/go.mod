@@ -1,0 +1,16 @@
+// Module ocimage builds the release image of emptyDir guard without Docker (`make image`,
+// docs/deploy.md#image). Apart from the product's go.mod so that go-containerregistry and its
+// dependencies never leak into it.
+module github.com/emptydir-guard/emptydir-guard/tools/ocimage
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/klauspost/compress v1.20.2 // indirect; above go-containerregistry's v1.19.2 for GO-2026-6865 (make vulncheck)
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
