@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -411,22 +410,5 @@ func TestMixinFilesUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{}
-	for _, f := range files {
-		want[f.Name] = true
-		got, err := os.ReadFile(filepath.Join(mixinDir, f.Name))
-		if err != nil {
-			t.Errorf("mixin/%s: %v; generate it with: %s", f.Name, err, regenerate)
-			continue
-		}
-		if !bytes.Equal(got, f.Data) {
-			t.Errorf("mixin/%s is stale; regenerate with: %s", f.Name, regenerate)
-		}
-	}
-	committed, _ := filepath.Glob(filepath.Join(mixinDir, mixinDashboardDir, "*.json"))
-	for _, c := range committed {
-		if name := mixinDashboardDir + "/" + filepath.Base(c); !want[name] {
-			t.Errorf("mixin/%s is not generated: remove it", name)
-		}
-	}
+	checkCommitted(t, mixinDir, "mixin", files, filepath.Join(mixinDashboardDir, "*.json"))
 }
