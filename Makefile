@@ -23,7 +23,7 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build image test-image version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build image test-image release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
 # Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
 # only pins the tools; tools/ocimage builds the image); golangci-lint also reads the test-only ones.
@@ -70,6 +70,100 @@ image-build-%:
 test-image: image
 	cd tools/ocimage && $(GO) vet ./... && \
 	  OCIMAGE_TEST_BINARIES='$(IMAGE_BINARIES)' OCIMAGE_TEST_VERSION='$(VERSION)' $(GO) test -count=1 ./...
+
+# Publishing (docs/release.md): the release workflow (.github/workflows/release.yml) runs these on
+# a tag against the real registries, and the real-cluster test TestReleaseFromRegistry runs the
+# same targets against a registry of its own (REGISTRY_PLAIN_HTTP=1), then installs from it.
+#   make release REGISTRY=ghcr.io/emptydir-guard
+# pushes the image index (make image) as $(IMAGE_REPO):$(VERSION) with its SBOMs, the chart
+# (make chart) as $(CHART_REPO)/emptydir-guard:$(CHART_VERSION), signs both by digest with cosign
+# and verifies what a user would pull: every platform of IMAGE_PLATFORMS with its SBOM, and both
+# signatures. COSIGN_SIGN_FLAGS/COSIGN_VERIFY_FLAGS choose the signing: by default keyless (the
+# forge's OIDC token, Fulcio and Rekor), verified against COSIGN_IDENTITY; with a key,
+# COSIGN_SIGN_FLAGS='--key cosign.key' COSIGN_VERIFY_FLAGS='--key cosign.pub'.
+REGISTRY      ?= ghcr.io/emptydir-guard
+IMAGE_REPO    ?= $(REGISTRY)/emptydir-guard
+CHART_REPO    ?= oci://$(REGISTRY)/charts
+CHART_NAME    := emptydir-guard
+CHART_DIR     := $(BIN)/chart
+CHART_PACKAGE := $(CHART_DIR)/$(CHART_NAME)-$(CHART_VERSION).tgz
+# Where push-image and push-chart write the digests they pushed, for sign.
+RELEASE_DIR   ?= $(BIN)/release
+# Non-empty: the registry speaks plain HTTP (a test's registry on loopback).
+REGISTRY_PLAIN_HTTP ?=
+COSIGN_IDENTITY ?= https://github.com/emptydir-guard/emptydir-guard/.github/workflows/release.yml@refs/tags/$(VERSION)
+COSIGN_SIGN_FLAGS   ?= --yes
+COSIGN_VERIFY_FLAGS ?= --certificate-identity '$(COSIGN_IDENTITY)' --certificate-oidc-issuer https://token.actions.githubusercontent.com
+HELM    := $(TOOLS_BIN)/helm
+COSIGN  := $(TOOLS_BIN)/cosign
+OCIREL  := $(TOOLS_BIN)/ocirelease
+plain_http_helm   = $(if $(REGISTRY_PLAIN_HTTP),--plain-http)
+plain_http_cosign = $(if $(REGISTRY_PLAIN_HTTP),--allow-http-registry)
+plain_http_ocirel = $(if $(REGISTRY_PLAIN_HTTP),--plain-http)
+
+# The pinned release tools into $(TOOLS_BIN): Helm (test/helm/go.mod), cosign (tools/cosign) and
+# ocirelease (tools/ocimage).
+release-tools:
+	cd test/helm && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ helm.sh/helm/v4/cmd/helm
+	cd tools/cosign && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ github.com/sigstore/cosign/v2/cmd/cosign
+	cd tools/ocimage && $(GO) build -o $(CURDIR)/$(TOOLS_BIN)/ ./cmd/ocirelease
+
+# The chart package: version and appVersion $(CHART_VERSION), so its default image tag is $(VERSION).
+chart: release-tools
+	rm -rf $(CHART_DIR) && mkdir -p $(CHART_DIR)
+	$(HELM) package deploy/helm/$(CHART_NAME) --version '$(CHART_VERSION)' --app-version '$(CHART_VERSION)' -d $(CHART_DIR)
+
+push-image: image release-tools
+	mkdir -p $(RELEASE_DIR)
+	$(OCIREL) push $(plain_http_ocirel) --layout $(IMAGE_DIR) --repository '$(IMAGE_REPO)' > $(RELEASE_DIR)/image.ref
+	@cat $(RELEASE_DIR)/image.ref
+
+push-chart: chart
+	mkdir -p $(RELEASE_DIR)
+	$(HELM) push $(plain_http_helm) $(CHART_PACKAGE) '$(CHART_REPO)' > $(RELEASE_DIR)/chart.push 2>&1 || \
+	  { cat $(RELEASE_DIR)/chart.push >&2; exit 1; }
+	@cat $(RELEASE_DIR)/chart.push
+	@digest=$$(awk '$$1 == "Digest:" {print $$2}' $(RELEASE_DIR)/chart.push); \
+	  test -n "$$digest" || { echo "helm push printed no digest" >&2; exit 1; }; \
+	  echo "$(patsubst oci://%,%,$(CHART_REPO))/$(CHART_NAME)@$$digest" > $(RELEASE_DIR)/chart.ref
+	@cat $(RELEASE_DIR)/chart.ref
+
+# Signs what push-image and push-chart pushed, by digest (a tag can be moved, a digest not).
+sign: release-tools
+	@test -s $(RELEASE_DIR)/image.ref -a -s $(RELEASE_DIR)/chart.ref || { echo "sign: run push-image and push-chart first" >&2; exit 1; }
+	$(COSIGN) sign $(plain_http_cosign) $(COSIGN_SIGN_FLAGS) "$$(cat $(RELEASE_DIR)/image.ref)"
+	$(COSIGN) sign $(plain_http_cosign) $(COSIGN_SIGN_FLAGS) "$$(cat $(RELEASE_DIR)/chart.ref)"
+
+# What a user pulls, by tag: the image index for every platform with its SBOMs, and its signature;
+# the chart and its signature.
+verify-release: verify-image verify-chart
+verify-image: release-tools
+	$(OCIREL) check $(plain_http_ocirel) --image '$(IMAGE_REPO):$(VERSION)' --platforms '$(IMAGE_PLATFORMS)'
+	$(COSIGN) verify $(plain_http_cosign) $(COSIGN_VERIFY_FLAGS) '$(IMAGE_REPO):$(VERSION)' >/dev/null
+verify-chart: release-tools
+	$(COSIGN) verify $(plain_http_cosign) $(COSIGN_VERIFY_FLAGS) '$(patsubst oci://%,%,$(CHART_REPO))/$(CHART_NAME):$(CHART_VERSION)' >/dev/null
+
+release: push-image push-chart
+	$(MAKE) sign verify-release
+
+# Credentials for REGISTRY's host, the password read from standard input: cosign login writes
+# them where ocirelease and cosign read them (the Docker config), helm registry login where Helm
+# does. REGISTRY_USER names the account.
+REGISTRY_HOST = $(firstword $(subst /, ,$(REGISTRY)))
+registry-login: release-tools
+	@test -n '$(REGISTRY_USER)' || { echo "registry-login: set REGISTRY_USER; the password is read from standard input" >&2; exit 1; }
+	@IFS= read -r pw; \
+	  printf '%s\n' "$$pw" | $(COSIGN) login '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin && \
+	  printf '%s\n' "$$pw" | $(HELM) registry login $(plain_http_helm) '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin
+
+# The forge's release of the tag (gh, on its runners): the chart package, with the CHANGELOG's
+# section of this version as notes; a pre-release for a version with a pre-release part.
+github-release: chart
+	mkdir -p $(RELEASE_DIR)
+	awk -v v='[$(CHART_VERSION)]' '/^## /{p = index($$0, v) > 0; next} p' CHANGELOG.md > $(RELEASE_DIR)/notes.md
+	@test -s $(RELEASE_DIR)/notes.md || { echo "github-release: CHANGELOG.md has no section [$(CHART_VERSION)]" >&2; exit 1; }
+	gh release create '$(VERSION)' $(CHART_PACKAGE) --verify-tag --title '$(VERSION)' --notes-file $(RELEASE_DIR)/notes.md \
+	  $(if $(findstring -,$(VERSION)),--prerelease)
 
 version:
 	@echo $(VERSION)
@@ -160,8 +254,10 @@ test-helm:
 	cd test/helm && $(GO) vet ./... && $(GO) test -count=1 ./... && $(GO) tool helm version
 
 # Real kube-apiserver + etcd + kubelet + containerd; needs root. EMPTYDIR_GUARD_CLUSTER=1 turns
-# a missing part into a failure with a clear message instead of a skip.
-test-cluster: deps k8s-binaries prometheus-operator build
+# a missing part into a failure with a clear message instead of a skip. The release tools and the
+# image are built first: TestReleaseFromRegistry runs `make release` inside the cluster's network
+# namespace, which has no route to a module proxy.
+test-cluster: deps k8s-binaries prometheus-operator build release-tools image
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...

@@ -2,12 +2,13 @@
 # Installs, on a fresh Debian machine, every outside part that the tests and the demo
 # run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox, QEMU
 # with the tools that build the kernel lane's initramfs (test/kernellane), and the CA bundle
-# (ca-certificates) that `make image` puts into the image.
+# (ca-certificates) that `make image` puts into the image, and the OCI registry (docker-registry,
+# CNCF Distribution) the release test publishes to and the node pulls from.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
       prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs e2fsprogs
-      qemu-system-x86 cpio kmod xz-utils ca-certificates)
+      qemu-system-x86 cpio kmod xz-utils ca-certificates docker-registry)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -19,7 +20,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   echo "install-deps: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
-  # The packages' own daemons (etcd, Prometheus, Alertmanager) must not run: they would
+  # The packages' own daemons (etcd, Prometheus, Alertmanager, the registry) must not run: they would
   # hold the ports the tests use (etcd's 2379). Debian's maintainer scripts ask
   # policy-rc.d before starting a service; one refusing (101) is in place for the
   # install only, unless the machine has its own (containers usually refuse already).
@@ -35,7 +36,7 @@ fi
 # where they were installed by hand before and started then: stop and disable those
 # services, and only those (other daemons on the machine are not ours), saying so.
 if [ "$(id -u)" = 0 ]; then
-  for unit in etcd prometheus prometheus-alertmanager; do
+  for unit in etcd prometheus prometheus-alertmanager docker-registry; do
     if [ -d /run/systemd/system ]; then
       systemctl is-active --quiet "$unit" 2>/dev/null || continue
       echo "install-deps: stopping and disabling the $unit service of the Debian package: the tests run their own" >&2

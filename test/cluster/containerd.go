@@ -122,12 +122,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         Root = %q
         SystemdCgroup = false
 
+  # hosts.toml per registry (StartRegistry writes one for its plain-HTTP registry).
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
+
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
     max_conf_num = 1
 `, c.ContainerdRoot(), c.ContainerdStateDir(), c.containerdSock, c.containerdSock+".ttrpc",
-		filepath.Join(base, "opt"), SandboxImage, wrapper, c.runcRoot, cniBinDir, cniConf)
+		filepath.Join(base, "opt"), SandboxImage, wrapper, c.runcRoot, c.registryHostsDir(), cniBinDir, cniConf)
 	cfgPath := filepath.Join(base, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		return err

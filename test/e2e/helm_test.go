@@ -127,16 +127,7 @@ image:
   repository: localhost/emptydir-guard
   tag: test
   pullPolicy: Never
-exporter:
-  kubeletRootDir: `+c.KubeletRootDir()+`
-  ephemeralStorage:
-    podLogsDir: `+c.PodLogsDir()+`
-    containerd:
-      stateDir: `+c.ContainerdStateDir()+`
-      root: `+c.ContainerdRoot()+exporterValues+`
-remediator:
-  replicas: 2
-`+extraValues)
+`+nodeValues(c, exporterValues, "")+extraValues)
 	in := install{ns: ns, exporter: release + "-emptydir-exporter", remediator: release + "-emptydir-remediator"}
 	for _, o := range objs {
 		if s, ok := o.(*corev1.Secret); ok && s.Name == in.remediator+"-webhook" {
@@ -147,4 +138,20 @@ remediator:
 		t.Fatalf("the chart generated no webhook token Secret (token %q)", in.token)
 	}
 	return in, objs
+}
+
+// nodeValues are the chart values this cluster's node needs: its kubelet root, pod logs and
+// containerd folders, and two remediator replicas; plus exporterValues and remediatorValues
+// (YAML lines indented under exporter: and remediator:).
+func nodeValues(c *cluster.Cluster, exporterValues, remediatorValues string) string {
+	return `exporter:
+  kubeletRootDir: ` + c.KubeletRootDir() + `
+  ephemeralStorage:
+    podLogsDir: ` + c.PodLogsDir() + `
+    containerd:
+      stateDir: ` + c.ContainerdStateDir() + `
+      root: ` + c.ContainerdRoot() + exporterValues + `
+remediator:
+  replicas: 2` + remediatorValues + `
+`
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
@@ -173,5 +174,32 @@ func TestImageTag(t *testing.T) {
 				t.Errorf("app.kubernetes.io/version %q, want %q", got, tc.wantLabel)
 			}
 		})
+	}
+}
+
+// TestKustomizeBaseRunsTheRelease: `kubectl apply -k deploy/` runs the image the chart's
+// appVersion names, a tag the release publishes, not one nothing publishes (such as latest).
+func TestKustomizeBaseRunsTheRelease(t *testing.T) {
+	want := defaultImage(t)
+	n := 0
+	for _, o := range kustomizeBuild(t) {
+		var spec *corev1.PodSpec
+		switch w := o.(type) {
+		case *appsv1.DaemonSet:
+			spec = &w.Spec.Template.Spec
+		case *appsv1.Deployment:
+			spec = &w.Spec.Template.Spec
+		default:
+			continue
+		}
+		for _, c := range spec.Containers {
+			n++
+			if c.Image != want {
+				t.Errorf("%s container %s runs %s, want the chart's release image %s", o.GetObjectKind().GroupVersionKind().Kind, c.Name, c.Image, want)
+			}
+		}
+	}
+	if n < 2 {
+		t.Errorf("the kustomize base has %d containers, want the exporter's and the remediator's", n)
 	}
 }

@@ -144,7 +144,6 @@ func TestKubeletSourceComponentMatchesChart(t *testing.T) {
 	kust := kustomizeBuild(t, "kubelet-source")
 	want := deploytest.MustFind[*appsv1.DaemonSet](t, chart, "emptydir-exporter")
 	got := deploytest.MustFind[*appsv1.DaemonSet](t, kust, "emptydir-exporter")
-	// The base pins the image tag with kustomize's images transformer, the chart in values.
 	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
 		g, _ := yaml.Marshal(got.Spec.Template.Spec)
 		w, _ := yaml.Marshal(want.Spec.Template.Spec)

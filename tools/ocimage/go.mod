@@ -1,6 +1,7 @@
 // Module ocimage builds the release image of emptyDir guard without Docker (`make image`,
-// docs/deploy.md#image). Apart from the product's go.mod so that go-containerregistry and its
-// dependencies never leak into it.
+// docs/deploy.md#image) and publishes and checks it (ocirelease: `make push-image`,
+// `make verify-image`, docs/release.md). Apart from the product's go.mod so that
+// go-containerregistry and its dependencies never leak into it.
 module github.com/emptydir-guard/emptydir-guard/tools/ocimage
 
 go 1.26.0
@@ -8,9 +9,14 @@ go 1.26.0
 require github.com/google/go-containerregistry v0.22.1
 
 require (
+	github.com/docker/cli v29.7.2+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/klauspost/compress v1.20.2 // indirect; above go-containerregistry's v1.19.2 for GO-2026-6865 (make vulncheck)
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/sirupsen/logrus v1.9.4 // indirect
 	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	gotest.tools/v3 v3.5.2 // indirect
 )

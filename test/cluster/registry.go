@@ -1,0 +1,85 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// RegistryPort is where StartRegistry's registry listens, on the loopback of the cluster's network
+// namespace (private to the cluster, so a fixed port cannot collide).
+const RegistryPort = 5000
+
+// registryBinary is Debian's docker-registry package: the CNCF Distribution registry.
+const registryBinary = "docker-registry"
+
+func (c *Cluster) registryHostsDir() string { return filepath.Join(c.workDir, "containerd", "certs.d") }
+
+// StartRegistry runs a real OCI registry (Debian's docker-registry, CNCF Distribution) inside the
+// cluster's network namespace on 127.0.0.1:RegistryPort, with its storage in the work dir, and
+// tells the node's containerd to pull from it over plain HTTP (a hosts.toml, as a node admin
+// configures a mirror). It returns the registry's host:port. Stop ends it with the cluster.
+func (c *Cluster) StartRegistry(ctx context.Context) (string, error) {
+	if _, err := exec.LookPath(registryBinary); err != nil {
+		return "", fmt.Errorf("%s not on PATH: install Debian's docker-registry package (`make deps`)", registryBinary)
+	}
+	host := net.JoinHostPort("127.0.0.1", strconv.Itoa(RegistryPort))
+	dir := filepath.Join(c.workDir, "registry")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	config := fmt.Sprintf(`version: 0.1
+log:
+  level: info
+  accesslog:
+    disabled: false
+storage:
+  filesystem:
+    rootdirectory: %q
+  delete:
+    enabled: true
+http:
+  addr: %q
+`, filepath.Join(dir, "data"), host)
+	cfgPath := filepath.Join(dir, "config.yml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
+		return "", err
+	}
+	hostsDir := filepath.Join(c.registryHostsDir(), host)
+	if err := os.MkdirAll(hostsDir, 0o755); err != nil {
+		return "", err
+	}
+	hosts := fmt.Sprintf("server = %q\n\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+host, "http://"+host)
+	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+		return "", err
+	}
+	if err := c.StartProcess("registry", c.Command(context.Background(), registryBinary, "serve", cfgPath)); err != nil {
+		return "", err
+	}
+	client := c.HTTPClient(nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/", nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return host, nil
+			}
+			err = fmt.Errorf("GET /v2/: %s", resp.Status)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "", fmt.Errorf("the registry did not answer on %s: %w; log:\n%s", host, err, c.LogTail("registry", 20))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
