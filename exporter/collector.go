@@ -113,7 +113,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
-				if over := m.UsedBytes - *r.Volume.LimitBytes; over > 0 && *r.Volume.LimitBytes > 0 && r.Volume.Medium != MediumMemory {
+				if over, ok := overLimit(m.UsedBytes, r.Volume.LimitBytes); ok && r.Volume.Medium != MediumMemory {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
 			} else if !limited && sel&selectVolumes != 0 {

@@ -85,7 +85,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
-			if over := used - *limit; over > 0 && *limit > 0 {
+			if over, ok := overLimit(used, limit); ok {
 				gauge(overDesc, float64(over), lv...)
 			}
 		} else if limit == nil && storage {
@@ -118,4 +118,13 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			}
 		}
 	}
+}
+
+// overLimit is how far used exceeds limit, compared as the kubelet compares them (strictly, a
+// limit of 0 being none), and whether it does: the value of the over-limit series.
+func overLimit(used int64, limit *int64) (int64, bool) {
+	if limit == nil || *limit <= 0 || used <= *limit {
+		return 0, false
+	}
+	return used - *limit, true
 }

@@ -94,7 +94,7 @@ func newApp(cfg *config) *kingpin.Application {
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)
-	app.Flag("metric-allowlist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) to expose on the telemetry path, none else; excludes --metric-denylist. The shipped alerts need emptydir_used_bytes, emptydir_limit_bytes and the pod and container ephemeral-storage used and limit bytes.").
+	app.Flag("metric-allowlist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) to expose on the telemetry path, none else; excludes --metric-denylist. The shipped remediation alerts need emptydir_over_limit_bytes, emptydir_pod_ephemeral_storage_over_limit_bytes and emptydir_container_ephemeral_storage_over_limit_bytes.").
 		StringVar(&cfg.metricAllowlist)
 	app.Flag("metric-denylist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) not to expose on the telemetry path; excludes --metric-allowlist.").
 		StringVar(&cfg.metricDenylist)

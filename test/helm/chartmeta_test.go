@@ -22,6 +22,7 @@ type chartMeta struct {
 	Version     string            `json:"version"`
 	AppVersion  string            `json:"appVersion"`
 	Home        string            `json:"home"`
+	Icon        string            `json:"icon"`
 	Sources     []string          `json:"sources"`
 	Annotations map[string]string `json:"annotations"`
 	Maintainers []struct {
@@ -79,6 +80,14 @@ func TestChartMetadata(t *testing.T) {
 	const repo = "https://github.com/emptydir-guard/emptydir-guard"
 	if c.Home != repo || !slices.Contains(c.Sources, repo) || len(c.Maintainers) == 0 || c.Maintainers[0].URL != repo {
 		t.Errorf("home %q, sources %q, maintainers %+v: want the repository %s", c.Home, c.Sources, c.Maintainers, repo)
+	}
+
+	// The icon Artifact Hub and Helm show: a file of this repository at main.
+	const raw = "https://raw.githubusercontent.com/emptydir-guard/emptydir-guard/main/"
+	if icon, ok := strings.CutPrefix(c.Icon, raw); !ok {
+		t.Errorf("icon %q: want a file of the repository, %s<path>", c.Icon, raw)
+	} else if b, err := os.ReadFile(filepath.Join(root, icon)); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("icon %s: %v, not an SVG file of the repository", icon, err)
 	}
 
 	a := c.Annotations
@@ -201,5 +210,28 @@ func TestKustomizeBaseRunsTheRelease(t *testing.T) {
 	}
 	if n < 2 {
 		t.Errorf("the kustomize base has %d containers, want the exporter's and the remediator's", n)
+	}
+}
+
+// TestReadmeInstallsTheChartVersion: the install command of the README and of docs/release.md
+// names the chart's version, so a release that bumps it cannot leave them installing an older one.
+func TestReadmeInstallsTheChartVersion(t *testing.T) {
+	want := readChart(t).Version
+	// --version X, or --version $v after v=X.
+	re := regexp.MustCompile(`oci://ghcr\.io/emptydir-guard/charts/emptydir-guard --version ([^$\s]+)|(?m)^v=(\S+)$`)
+	for _, doc := range []string{"README.md", "docs/release.md"} {
+		b, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms := re.FindAllStringSubmatch(string(b), -1)
+		if len(ms) == 0 {
+			t.Errorf("%s: no install command of the chart from its registry", doc)
+		}
+		for _, m := range ms {
+			if got := m[1] + m[2]; got != want {
+				t.Errorf("%s installs chart version %s (%q), want Chart.yaml's %s", doc, got, m[0], want)
+			}
+		}
 	}
 }
