@@ -64,13 +64,16 @@ func overLimitEvaluation(t *testing.T) time.Duration {
 // no slower than 5s (every eviction waits for that scrape, see docs/performance.md), while
 // EmptyDirOverLimit is evaluated at most every half of that, and the remediator keeps the
 // slower interval; with the PodMonitors and the ServiceMonitors. With the kubelet source
-// (collected every 30s) the exporter is scraped at its collection interval, not faster.
+// (collected every 30s), or a collectionInterval set, the exporter is scraped at its collection
+// interval, not faster.
 func TestMonitorIntervals(t *testing.T) {
 	for _, monitor := range []struct{ name, values, kind, endpoints string }{
 		{"PodMonitor", "podMonitor: {enabled: true}", "PodMonitor", "podMetricsEndpoints"},
 		{"ServiceMonitor", "serviceMonitor: {enabled: true}", "ServiceMonitor", "endpoints"},
 		{"PodMonitor/kubelet-source", "{podMonitor: {enabled: true}, exporter: {source: kubelet}}", "PodMonitor", "podMetricsEndpoints"},
 		{"ServiceMonitor/kubelet-source", "{serviceMonitor: {enabled: true}, exporter: {source: kubelet}}", "ServiceMonitor", "endpoints"},
+		{"PodMonitor/collectionInterval", "{podMonitor: {enabled: true}, exporter: {collectionInterval: 10s}}", "PodMonitor", "podMetricsEndpoints"},
+		{"ServiceMonitor/collectionInterval", "{serviceMonitor: {enabled: true}, exporter: {collectionInterval: 15s}}", "ServiceMonitor", "endpoints"},
 	} {
 		t.Run(monitor.name, func(t *testing.T) {
 			r := release("guard")

@@ -767,3 +767,22 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestKubeletSourceEphemeralStorageOff: with the kubelet source the exporter measures the pods'
+// ephemeral storage from the Summary API unless told not to (the command's default is on), so
+// exporter.ephemeralStorage.enabled: false must say --no-collection.ephemeral-storage there too.
+func TestKubeletSourceEphemeralStorageOff(t *testing.T) {
+	for values, want := range map[string][]string{
+		"exporter: {source: kubelet}": nil,
+		"exporter: {source: kubelet, ephemeralStorage: {enabled: false}}": {""},
+	} {
+		r := release("guard")
+		if err := yaml.Unmarshal([]byte(values), &r.Values); err != nil {
+			t.Fatal(err)
+		}
+		args := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args
+		if got := deploytest.ArgValues(args, "no-collection.ephemeral-storage"); !slices.Equal(got, want) {
+			t.Errorf("%s: --no-collection.ephemeral-storage %q, want %q", values, got, want)
+		}
+	}
+}

@@ -145,7 +145,7 @@ one endpoint with every series at exporterInterval.
 {{- define "emptydir-guard.exporter.scrapeEndpoints" -}}
 {{- $root := .root }}
 {{- $m := .m }}
-{{- $fast := $m.exporterInterval | default (ternary "5s" "30s" (eq $root.Values.exporter.source "filesystem")) }}
+{{- $fast := $m.exporterInterval | default $root.Values.exporter.collectionInterval | default (ternary "5s" "30s" (eq $root.Values.exporter.source "filesystem")) }}
 {{- $scrapes := list (dict "interval" $fast) }}
 {{- if $m.exporterSlowInterval }}
 {{- $scrapes = list (dict "interval" $fast "params" (dict "collect[]" (list "trigger"))) (dict "interval" $m.exporterSlowInterval "params" (dict "exclude[]" (list "trigger")) "job" (printf "%s-slow" .job)) }}
