@@ -773,7 +773,7 @@ func btoi(b bool) int {
 // exporter.ephemeralStorage.enabled: false must say --no-collection.ephemeral-storage there too.
 func TestKubeletSourceEphemeralStorageOff(t *testing.T) {
 	for values, want := range map[string][]string{
-		"exporter: {source: kubelet}": nil,
+		"exporter: {source: kubelet}":                                     nil,
 		"exporter: {source: kubelet, ephemeralStorage: {enabled: false}}": {""},
 	} {
 		r := release("guard")
