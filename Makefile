@@ -97,9 +97,11 @@ COSIGN_VERIFY_FLAGS ?= --certificate-identity '$(COSIGN_IDENTITY)' --certificate
 HELM    := $(TOOLS_BIN)/helm
 COSIGN  := $(TOOLS_BIN)/cosign
 OCIREL  := $(TOOLS_BIN)/ocirelease
-plain_http_helm   = $(if $(REGISTRY_PLAIN_HTTP),--plain-http)
+# Helm's and ocirelease's flag for a plain-HTTP registry, and cosign's.
+plain_http        = $(if $(REGISTRY_PLAIN_HTTP),--plain-http)
 plain_http_cosign = $(if $(REGISTRY_PLAIN_HTTP),--allow-http-registry)
-plain_http_ocirel = $(if $(REGISTRY_PLAIN_HTTP),--plain-http)
+# The chart's repository as cosign names it (no oci://).
+CHART_REPO_REF = $(patsubst oci://%,%,$(CHART_REPO))
 
 # The pinned release tools into $(TOOLS_BIN): Helm (test/helm/go.mod), cosign (tools/cosign) and
 # ocirelease (tools/ocimage).
@@ -115,17 +117,17 @@ chart: release-tools
 
 push-image: image release-tools
 	mkdir -p $(RELEASE_DIR)
-	$(OCIREL) push $(plain_http_ocirel) --layout $(IMAGE_DIR) --repository '$(IMAGE_REPO)' > $(RELEASE_DIR)/image.ref
+	$(OCIREL) push $(plain_http) --layout $(IMAGE_DIR) --repository '$(IMAGE_REPO)' > $(RELEASE_DIR)/image.ref
 	@cat $(RELEASE_DIR)/image.ref
 
 push-chart: chart
 	mkdir -p $(RELEASE_DIR)
-	$(HELM) push $(plain_http_helm) $(CHART_PACKAGE) '$(CHART_REPO)' > $(RELEASE_DIR)/chart.push 2>&1 || \
+	$(HELM) push $(plain_http) $(CHART_PACKAGE) '$(CHART_REPO)' > $(RELEASE_DIR)/chart.push 2>&1 || \
 	  { cat $(RELEASE_DIR)/chart.push >&2; exit 1; }
 	@cat $(RELEASE_DIR)/chart.push
 	@digest=$$(awk '$$1 == "Digest:" {print $$2}' $(RELEASE_DIR)/chart.push); \
 	  test -n "$$digest" || { echo "helm push printed no digest" >&2; exit 1; }; \
-	  echo "$(patsubst oci://%,%,$(CHART_REPO))/$(CHART_NAME)@$$digest" > $(RELEASE_DIR)/chart.ref
+	  echo "$(CHART_REPO_REF)/$(CHART_NAME)@$$digest" > $(RELEASE_DIR)/chart.ref
 	@cat $(RELEASE_DIR)/chart.ref
 
 # Signs what push-image and push-chart pushed, by digest (a tag can be moved, a digest not).
@@ -138,10 +140,10 @@ sign: release-tools
 # the chart and its signature.
 verify-release: verify-image verify-chart
 verify-image: release-tools
-	$(OCIREL) check $(plain_http_ocirel) --image '$(IMAGE_REPO):$(VERSION)' --platforms '$(IMAGE_PLATFORMS)'
+	$(OCIREL) check $(plain_http) --image '$(IMAGE_REPO):$(VERSION)' --platforms '$(IMAGE_PLATFORMS)'
 	$(COSIGN) verify $(plain_http_cosign) $(COSIGN_VERIFY_FLAGS) '$(IMAGE_REPO):$(VERSION)' >/dev/null
 verify-chart: release-tools
-	$(COSIGN) verify $(plain_http_cosign) $(COSIGN_VERIFY_FLAGS) '$(patsubst oci://%,%,$(CHART_REPO))/$(CHART_NAME):$(CHART_VERSION)' >/dev/null
+	$(COSIGN) verify $(plain_http_cosign) $(COSIGN_VERIFY_FLAGS) '$(CHART_REPO_REF)/$(CHART_NAME):$(CHART_VERSION)' >/dev/null
 
 release: push-image push-chart
 	$(MAKE) sign verify-release
@@ -154,7 +156,7 @@ registry-login: release-tools
 	@test -n '$(REGISTRY_USER)' || { echo "registry-login: set REGISTRY_USER; the password is read from standard input" >&2; exit 1; }
 	@IFS= read -r pw; \
 	  printf '%s\n' "$$pw" | $(COSIGN) login '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin && \
-	  printf '%s\n' "$$pw" | $(HELM) registry login $(plain_http_helm) '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin
+	  printf '%s\n' "$$pw" | $(HELM) registry login $(plain_http) '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin
 
 # The forge's release of the tag (gh, on its runners): the chart package, with the CHANGELOG's
 # section of this version as notes; a pre-release for a version with a pre-release part.

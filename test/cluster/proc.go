@@ -52,14 +52,20 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exe
 // StartProcess starts cmd (usually from Command) with its output in WorkDir/logs/NAME.log and
 // tracks it, so Stop kills it before the cluster goes away.
 func (c *Cluster) StartProcess(name string, cmd *exec.Cmd) error {
+	_, err := c.startExtra(name, cmd)
+	return err
+}
+
+// startExtra is StartProcess returning the process, for a poll that watches it.
+func (c *Cluster) startExtra(name string, cmd *exec.Cmd) (*proc, error) {
 	p, err := c.startProc(name, cmd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	c.mu.Lock()
 	c.extra = append(c.extra, p)
 	c.mu.Unlock()
-	return nil
+	return p, nil
 }
 
 func (c *Cluster) startProc(name string, cmd *exec.Cmd) (*proc, error) {

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"time"
 )
 
 // RegistryPort is where StartRegistry's registry listens, on the loopback of the cluster's network
@@ -59,27 +58,25 @@ http:
 	if err := os.WriteFile(filepath.Join(hostsDir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
 		return "", err
 	}
-	if err := c.StartProcess("registry", c.Command(context.Background(), registryBinary, "serve", cfgPath)); err != nil {
+	p, err := c.startExtra("registry", c.Command(context.Background(), registryBinary, "serve", cfgPath))
+	if err != nil {
 		return "", err
 	}
 	client := c.HTTPClient(nil)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	err = c.poll(ctx, "the registry on "+host, p, func() (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/v2/", nil)
 		if err != nil {
-			return "", err
+			return false, err
 		}
 		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return host, nil
-			}
-			err = fmt.Errorf("GET /v2/: %s", resp.Status)
+		if err != nil {
+			return false, nil //nolint:nilerr // not listening yet: poll again
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", fmt.Errorf("the registry did not answer on %s: %w; log:\n%s", host, err, c.LogTail("registry", 20))
-		}
-		time.Sleep(200 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return "", err
 	}
+	return host, nil
 }

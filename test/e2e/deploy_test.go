@@ -74,7 +74,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	for i := range control.Spec.Containers[0].VolumeMounts {
 		control.Spec.Containers[0].VolumeMounts[i].MountPropagation = &none
 	}
-	ctlPod := deployWaitReady(ctx, t, c, deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+framework.RandSuffix(), *control, in.applied["DaemonSet/"+in.exporter]))
+	ctlPod := deployWaitReady(ctx, t, c, deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+framework.RandSuffix(), *control, daemonSetOwner(ds)))
 	expURL, ctlURL := deployExporterURL(expPod), deployExporterURL(ctlPod)
 	framework.Eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 folder is unreadable", func() (bool, string) {
 		fams, err := framework.Scrape(ctx, c, ctlURL+"/metrics")

@@ -35,9 +35,7 @@ func helmTemplate(t *testing.T, release, ns, values string) []runtime.Object {
 	}
 	cmd := exec.Command("go", "tool", "helm", "template", release, chart, "--namespace", ns, "--values", vf)
 	cmd.Dir = "../helm"
-	// Helm's own state stays in the test's temp dir.
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/cache", "HELM_CONFIG_HOME="+home+"/config", "HELM_DATA_HOME="+home+"/data")
+	cmd.Env = append(os.Environ(), helmHomeEnv(t.TempDir())...)
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError
@@ -51,6 +49,12 @@ func helmTemplate(t *testing.T, release, ns, values string) []runtime.Object {
 		t.Fatalf("decoding helm template's output: %v", err)
 	}
 	return objs
+}
+
+// helmHomeEnv keeps Helm's own state (cache, configuration, registry credentials) in dir.
+func helmHomeEnv(dir string) []string {
+	return []string{"HELM_CACHE_HOME=" + filepath.Join(dir, "cache"), "HELM_CONFIG_HOME=" + filepath.Join(dir, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(dir, "data")}
 }
 
 // TestHelmChartOnRealCluster renders the Helm chart for a release whose name differs from the

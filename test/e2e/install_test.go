@@ -53,7 +53,6 @@ type install struct {
 	exporter   string // the DaemonSet and its ServiceAccount
 	remediator string // the Deployment and its ServiceAccount
 	token      string // the webhook bearer token
-	applied    map[string]*unstructured.Unstructured
 }
 
 // installObjects imports the project's image, creates the namespace and server-side applies
@@ -82,7 +81,7 @@ func installObjects(ctx context.Context, t *testing.T, c *cluster.Cluster, in in
 		t.Fatal(err)
 	}
 	in.c = c
-	in.applied = deployApply(ctx, t, c, objs)
+	deployApply(ctx, t, c, objs)
 	return &in
 }
 
@@ -124,13 +123,14 @@ func (in *install) createPods(ctx context.Context, t *testing.T) (exp *corev1.Po
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp = deployPodFromTemplate(ctx, t, c, in.ns, in.exporter+"-"+framework.RandSuffix(), ds.Spec.Template, in.applied["DaemonSet/"+in.exporter])
+	exp = deployPodFromTemplate(ctx, t, c, in.ns, in.exporter+"-"+framework.RandSuffix(), ds.Spec.Template, daemonSetOwner(ds))
 	dep, err := c.Client().AppsV1().Deployments(in.ns).Get(ctx, in.remediator, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := int32(0); i < *dep.Spec.Replicas; i++ {
-		rems = append(rems, deployPodFromTemplate(ctx, t, c, in.ns, in.remediator+"-"+framework.RandSuffix(), dep.Spec.Template, in.applied["Deployment/"+in.remediator]))
+		rems = append(rems, deployPodFromTemplate(ctx, t, c, in.ns, in.remediator+"-"+framework.RandSuffix(), dep.Spec.Template,
+			*metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))))
 	}
 	return exp, rems
 }
@@ -379,9 +379,8 @@ func deployAPIEnv(t *testing.T, c *cluster.Cluster) func(*corev1.PodSpec) {
 	}
 }
 
-// deployApply server-side applies objs, as `kubectl apply --server-side -k deploy/` would,
-// and returns them as the API server stored them, by Kind/name.
-func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []runtime.Object) map[string]*unstructured.Unstructured {
+// deployApply server-side applies objs, as `kubectl apply --server-side -k deploy/` would.
+func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []runtime.Object) {
 	t.Helper()
 	cfg := c.RESTConfig()
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -398,7 +397,6 @@ func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []r
 		t.Fatal(err)
 	}
 	force := true
-	out := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		gvk := o.GetObjectKind().GroupVersionKind()
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
@@ -421,33 +419,31 @@ func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []r
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "emptydir-guard-e2e", Force: &force})
-		if err != nil {
+		if _, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "emptydir-guard-e2e", Force: &force}); err != nil {
 			t.Fatalf("apply %s %s/%s: %v", gvk.Kind, u.GetNamespace(), u.GetName(), err)
 		}
-		out[gvk.Kind+"/"+u.GetName()] = got
 	}
-	return out
+}
+
+// daemonSetOwner is the controller reference the DaemonSet controller gives its pods.
+func daemonSetOwner(ds *appsv1.DaemonSet) metav1.OwnerReference {
+	return *metav1.NewControllerRef(ds, appsv1.SchemeGroupVersion.WithKind("DaemonSet"))
 }
 
 // deployPodFromTemplate does what the DaemonSet or Deployment controller would: a pod from the
-// template, controlled by owner, here bound to the only node.
-func deployPodFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string, tmpl corev1.PodTemplateSpec, owner *unstructured.Unstructured) *corev1.Pod {
+// template, controlled by owner (metav1.NewControllerRef), here bound to the only node.
+func deployPodFromTemplate(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string, tmpl corev1.PodTemplateSpec, owner metav1.OwnerReference) *corev1.Pod {
 	t.Helper()
-	yes := true
 	pod := &corev1.Pod{
 		ObjectMeta: *tmpl.ObjectMeta.DeepCopy(),
 		Spec:       *tmpl.Spec.DeepCopy(),
 	}
 	pod.Name, pod.Namespace = name, ns
-	pod.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: owner.GetUID(),
-		Controller: &yes, BlockOwnerDeletion: &yes,
-	}}
+	pod.OwnerReferences = []metav1.OwnerReference{owner}
 	pod.Spec.NodeName = c.NodeName()
 	created, err := c.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("create pod %s/%s from the %s template: %v", ns, name, owner.GetKind(), err)
+		t.Fatalf("create pod %s/%s from the %s template: %v", ns, name, owner.Kind, err)
 	}
 	t.Cleanup(func() {
 		zero := int64(0)

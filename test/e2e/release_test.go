@@ -15,8 +15,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
@@ -168,9 +166,8 @@ func newReleaser(t *testing.T, c *cluster.Cluster) *releaser {
 		// cosign looks for Sigstore's public trust root (TUF) even when it verifies with a key; a
 		// mirror without a cached root makes it give up before any lookup.
 		"TUF_ROOT="+filepath.Join(home, "sigstore"), "TUF_MIRROR=file://"+filepath.Join(home, "no-tuf-mirror"),
-		"HELM_CACHE_HOME="+filepath.Join(home, "helm-cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "helm-config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "helm-data"), "KUBECONFIG="+c.KubeconfigPath(),
-		"COSIGN_PASSWORD="+deployToken(t))
+		"KUBECONFIG="+c.KubeconfigPath(), "COSIGN_PASSWORD="+deployToken(t))
+	r.env = append(r.env, helmHomeEnv(filepath.Join(home, "helm"))...)
 	r.key = r.generateKey(t, "release")
 	r.version = strings.TrimSpace(r.run(t, exec.Command("make", "-s", "-C", root, "version")))
 	r.chart = strings.TrimSpace(r.run(t, exec.Command("make", "-s", "-C", root, "chart-version")))
@@ -284,30 +281,16 @@ func (r *releaser) helmInstall(ctx context.Context, t *testing.T, release, ns, c
 	if want := strings.TrimPrefix(chartRef, r.registry+"/charts/emptydir-guard@"); !strings.Contains(out, want) {
 		t.Errorf("helm install pulled a chart other than the signed %s:\n%s", chartRef, out)
 	}
-	in := &install{c: c, ns: ns, exporter: release + "-emptydir-exporter", remediator: release + "-emptydir-remediator",
-		applied: map[string]*unstructured.Unstructured{}}
+	in := &install{c: c, ns: ns, exporter: release + "-emptydir-exporter", remediator: release + "-emptydir-remediator"}
 	sec, err := c.Client().CoreV1().Secrets(ns).Get(ctx, in.remediator+"-webhook", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the chart's webhook token Secret: %v", err)
 	}
 	in.token = string(sec.Data["token"])
+	// createPods makes the pods from the DaemonSet and Deployment Helm created.
 	ds, err := c.Client().AppsV1().DaemonSets(ns).Get(ctx, in.exporter, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
-	}
-	dep, err := c.Client().AppsV1().Deployments(ns).Get(ctx, in.remediator, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for kind, o := range map[string]runtime.Object{"DaemonSet/" + ds.Name: ds, "Deployment/" + dep.Name: dep} {
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		u.SetAPIVersion("apps/v1")
-		u.SetKind(strings.Split(kind, "/")[0])
-		in.applied[kind] = u
 	}
 	if img := ds.Spec.Template.Spec.Containers[0].Image; img != r.registry+"/emptydir-guard:"+r.version {
 		t.Errorf("the released chart's default image is %s, want %s/emptydir-guard:%s (v<appVersion>)", img, r.registry, r.version)

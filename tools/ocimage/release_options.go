@@ -60,8 +60,7 @@ func ParseReleaseOptions(args []string, usage io.Writer) (ReleaseOptions, error)
 	if err := fs.Parse(args[1:]); err != nil {
 		return ReleaseOptions{}, err
 	}
-	var nameOpts []name.Option
-	nameOpts = append(nameOpts, name.StrictValidation)
+	nameOpts := []name.Option{name.StrictValidation}
 	if o.PlainHTTP {
 		nameOpts = append(nameOpts, name.Insecure)
 	}
