@@ -41,15 +41,27 @@ const statxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
 // back up, so a tree of any depth needs at most Options.Concurrency*(heldDirs+2) fds.
 const heldDirs = 16
 
-// pendingPerFrame bounds the subfolders a folder's listing holds before the walk enters
-// them: there, the listing pauses, the walk goes down into what it has and reads on once
-// they are done, so memory does not grow with how many subfolders a folder holds (one
-// getdents64 batch more at most).
-const pendingPerFrame = 1 << 12
+// pendingBudget bounds, for the whole walk, the memory held by subfolders listed but not
+// walked yet (their entries and names, as allocated): the tenant decides how wide and how deep
+// its folders are, and a bound per folder let every folder on the way down keep its share
+// (~1.2 MiB a level, issue 30). A listing pauses once it would hold more than half of what the
+// rest of the walk leaves, so the folders below it have room too; the walk goes down into what
+// it has and reads on once that is walked. A variable so that tests can lower it.
+var pendingBudget int64 = 256 << 10
 
-// keptNames bounds the subfolder names a finished frame keeps allocated for the next
-// folder, so that one huge folder does not pin its names for the rest of the walk.
-const keptNames = 64 << 10
+// minListRead is the smallest getdents64 read (the longest entry takes 280 bytes). A folder
+// holding no pending subfolder reads at least this much whatever the budget says, so the
+// deepest folder of every walking goroutine always goes on: nothing waits for the budget, and
+// a level of depth costs its frame and one such read at most.
+const minListRead = 512
+
+// keptFrameMemory bounds the buffers a finished frame keeps for the next folder at its depth
+// (outside the budget), and maxPooledFrames the frames a walking goroutine's state keeps for
+// the next walk, so that neither a wide folder nor a deep one pins memory once walked.
+const (
+	keptFrameMemory = 1 << 10
+	maxPooledFrames = 64
+)
 
 // maxRememberedLinks bounds the hard-linked inodes one walk remembers to count each
 // once (about 3 MiB). The tenant decides how many there are; past the bound, further
@@ -76,9 +88,9 @@ func devOf(stx *unix.Statx_t) devID { return devID{stx.Dev_major, stx.Dev_minor}
 var errChanged = errors.New("entry changed during the walk")
 
 // walker holds the state of one walk. Its memory grows with the hard-linked inodes
-// (up to maxRememberedLinks) and with the depth of the tree, never with the number
-// of files or subfolders of a folder (pendingPerFrame); its open fds are bounded by
-// Options.Concurrency and heldDirs.
+// (up to maxRememberedLinks) and by a frame and one smallest read per level of depth, never
+// with the number of files or subfolders of a folder (pendingBudget, for the whole walk); its
+// open fds are bounded by Options.Concurrency and heldDirs.
 type walker struct {
 	ctx context.Context
 	// start is when the walk began, by the clock the kernel stamps ctimes with: a folder
@@ -97,6 +109,8 @@ type walker struct {
 	wg     sync.WaitGroup
 
 	used, inodes, unreadable, unchecked, changed atomic.Int64
+	// pending is the memory the walk's listed subfolders not walked yet hold (pendingBudget).
+	pending atomic.Int64
 
 	linksMu sync.Mutex
 	// links holds inode numbers: every counted entry is on the root's filesystem.
@@ -131,7 +145,9 @@ type frame struct {
 	name []byte
 	// the subfolders listed but not walked yet
 	subfolders
-	// more: the listing paused (pendingPerFrame) before the folder's end; it reads on at pos
+	// charged: the memory of subfolders counted in walker.pending
+	charged int64
+	// more: the listing paused (pendingBudget) before the folder's end; it reads on at pos
 	// when fd had to be closed meanwhile.
 	more bool
 	pos  int64
@@ -156,6 +172,29 @@ func (s *subfolders) add(o *subfolders) {
 		from := len(s.names)
 		s.names = append(s.names, o.names[sub.from:sub.to]...)
 		s.subdirs = append(s.subdirs, subdir{ino: sub.ino, from: from, to: len(s.names), uncounted: sub.uncounted})
+	}
+}
+
+// memory is what s holds allocated, its charge to pendingBudget.
+func (s *subfolders) memory() int64 {
+	return int64(cap(s.subdirs))*int64(unsafe.Sizeof(subdir{})) + int64(cap(s.names))
+}
+
+// recharge brings what s is charged to the walk's budget, *charged, to what it holds now.
+func (w *walker) recharge(s *subfolders, charged *int64) {
+	if m := s.memory(); m != *charged {
+		w.pending.Add(m - *charged)
+		*charged = m
+	}
+}
+
+// release ends f's charge to the walk's budget as it leaves the stack, and frees its buffers
+// unless they are small enough to keep for the next folder at its depth.
+func (w *walker) release(f *frame) {
+	w.pending.Add(-f.charged)
+	f.charged = 0
+	if f.memory() > keptFrameMemory {
+		f.names, f.subdirs = nil, nil
 	}
 }
 
@@ -291,8 +330,12 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 		for i := range stack {
 			closeFD(stack[i].fd)
 			stack[i].fd = -1
+			w.release(&stack[i])
 		}
 		st.stack = stack[:0]
+		if cap(st.stack) > maxPooledFrames {
+			st.stack = nil
+		}
 		walkStates.Put(st)
 	}()
 	w.list(&stack[0], st.buf)
@@ -307,6 +350,7 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 		if len(top.subdirs) == 0 {
 			done := top.fd
 			top.fd = -1
+			w.release(top)
 			stack = stack[:len(stack)-1]
 			if len(stack) > 0 && stack[len(stack)-1].fd < 0 {
 				w.reopen(stack, done)
@@ -341,8 +385,8 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 }
 
 // pushFrame pushes the folder fd onto stack, reusing the buffers of a frame popped
-// earlier. name stays valid: it lies in the parent frame's names, which do not
-// change while the parent has frames above it.
+// earlier (keptFrameMemory). name stays valid: it lies in the parent frame's names, which
+// do not change while the parent has frames above it.
 func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
 	if len(stack) < cap(stack) {
 		stack = stack[:len(stack)+1]
@@ -350,37 +394,35 @@ func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
 		stack = append(stack, frame{})
 	}
 	f := &stack[len(stack)-1]
-	f.fd, f.ino, f.name, f.more, f.pos = fd, ino, name, false, 0
-	f.subdirs = f.subdirs[:0]
-	if cap(f.names) > keptNames {
-		f.names, f.subdirs = nil, nil
-	}
-	f.names = f.names[:0]
+	f.fd, f.ino, f.name, f.more, f.pos, f.charged = fd, ino, name, false, 0, 0
+	f.subdirs, f.names = f.subdirs[:0], f.names[:0]
 	return stack
 }
 
 // list accounts for the entries of the folder of f and records its subfolders in
-// f, from where its fd stands. Entries are read in getdents64 batches; once f holds
-// pendingPerFrame subfolders, the listing pauses (f.more) until they are walked. A
-// folder larger than one batch is measured in parallel: while a walking slot is free,
-// the next batch goes to a helper goroutine, so that one huge folder is not walked by
-// one core. At the folder's end, a folder changed since the walk started counts as
-// changed: what left it may have gone where the walk has read already.
+// f, from where its fd stands. Entries are read in getdents64 batches, as large as the
+// walk's budget leaves room for (listRead); once it leaves none, the listing pauses (f.more)
+// until the subfolders f holds are walked. A folder larger than one batch is measured in
+// parallel: while a walking slot is free, the next full batch goes to a helper goroutine, so
+// that one huge folder is not walked by one core. At the folder's end, a folder changed since
+// the walk started counts as changed: what left it may have gone where the walk has read already.
 func (w *walker) list(f *frame, buf []byte) {
 	var (
-		helpers sync.WaitGroup
-		mu      sync.Mutex
-		found   subfolders // what the helpers found, added to f at the end
+		helpers      sync.WaitGroup
+		mu           sync.Mutex
+		found        subfolders // what the helpers found, added to f at the end
+		foundCharged int64
 	)
+	w.recharge(&f.subfolders, &f.charged)
 	f.more = true
 	for read := 0; w.ctx.Err() == nil; read++ {
 		mu.Lock()
-		pending := len(f.subdirs) + len(found.subdirs)
+		size := w.listRead(len(f.subdirs)+len(found.subdirs), f.charged+foundCharged, len(buf))
 		mu.Unlock()
-		if pending >= pendingPerFrame {
+		if size == 0 {
 			break
 		}
-		n, err := ignoringEINTR(func() (int, error) { return unix.Getdents(f.fd, buf) })
+		n, err := ignoringEINTR(func() (int, error) { return unix.Getdents(f.fd, buf[:size]) })
 		if err != nil {
 			w.noteError(err)
 			f.more = false
@@ -391,7 +433,7 @@ func (w *walker) list(f *frame, buf []byte) {
 			w.checkUnchanged(f.fd)
 			break
 		}
-		if read > 0 {
+		if read > 0 && size == len(buf) {
 			select {
 			case w.sem <- struct{}{}:
 				b := batches.Get().(*batch)
@@ -405,6 +447,7 @@ func (w *walker) list(f *frame, buf []byte) {
 					if len(b.subdirs) > 0 {
 						mu.Lock()
 						found.add(&b.subfolders)
+						w.recharge(&found, &foundCharged)
 						mu.Unlock()
 					}
 					b.reset()
@@ -415,9 +458,28 @@ func (w *walker) list(f *frame, buf []byte) {
 			}
 		}
 		w.measure(f.fd, buf[:n], &f.subfolders)
+		w.recharge(&f.subfolders, &f.charged)
 	}
 	helpers.Wait()
 	f.add(&found)
+	w.recharge(&f.subfolders, &f.charged)
+	w.pending.Add(-foundCharged)
+}
+
+// listRead is how many bytes of getdents64 records a listing reads next, holding pending
+// subfolders charged own, or 0 when it pauses. It may take at most half of what the rest of
+// the walk leaves (own counts twice), so that the folders below it have room too; a listing
+// holding none always reads. A subfolder's record of r bytes costs an entry and a name (r+13
+// bytes at most, from 24), as allocated up to twice that: a read of a quarter of the room fits.
+func (w *walker) listRead(pending int, own int64, limit int) int {
+	size := min((pendingBudget-w.pending.Load()-own)/4, int64(limit))
+	if size >= minListRead {
+		return int(size)
+	}
+	if pending > 0 {
+		return 0
+	}
+	return minListRead
 }
 
 // checkUnchanged counts the open folder fd as changed when its ctime is not before the

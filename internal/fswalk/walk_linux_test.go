@@ -645,6 +645,19 @@ func TestMeasureDiskUsageWithoutDirentInodes(t *testing.T) {
 	t.Run("ancestor moved", TestMeasureDiskUsageAncestorMovedDuringDeepWalk)
 }
 
+// TestMeasureDiskUsageWithoutPendingBudget walks with no budget left for pending subfolders:
+// every listing reads the smallest batch and pauses as soon as it holds a subfolder, and each
+// walking goroutine's deepest folder goes on alone. The results stay GNU du's, at every
+// concurrency, and nothing waits for the budget (a hang would time the test out).
+func TestMeasureDiskUsageWithoutPendingBudget(t *testing.T) {
+	budget := pendingBudget
+	pendingBudget = 0
+	t.Cleanup(func() { pendingBudget = budget })
+	t.Run("matches GNU du", TestMeasureDiskUsageMatchesGNUDu)
+	t.Run("beyond PATH_MAX", TestMeasureDiskUsageBeyondPathMax)
+	t.Run("ancestor moved", TestMeasureDiskUsageAncestorMovedDuringDeepWalk)
+}
+
 // TestMeasureDiskUsageRenameRace plays the tenant that learns (inotify IN_OPEN) that the walk
 // has listed the root and then moves data from a folder not walked yet into the root: the
 // walk cannot see it, so it must say its number is a lower bound, or walk again and count it.
@@ -771,12 +784,77 @@ func TestMeasureDiskUsageBoundsMemoryInWideFolders(t *testing.T) {
 		if du.Inodes != n+1 || du.LowerBound() {
 			t.Errorf("concurrency %d: got %+v, want %d inodes, complete", conc, du, n+1)
 		}
-		// The old walk held all 80000 names, more than 3 MB; this one the names of one
-		// pendingPerFrame and the getdents buffers of its goroutines and helpers (0.25 MB at
-		// concurrency 1, 0.8 MB at 4), whatever n is.
+		// The old walk held all 80000 names, more than 3 MB; this one half of pendingBudget at
+		// most and the getdents buffers of its goroutines and helpers (0.13 MB at concurrency 1,
+		// 0.44 MB at 4), whatever n is.
 		if grown := int64(peak) - int64(base); grown > 3<<19 {
 			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d per subfolder) while the walk entered %d empty subfolders of one folder: memory must not grow with a folder's width",
 				conc, grown, grown/n, n)
+		}
+	}
+}
+
+// TestMeasureDiskUsageBoundsMemoryInDeepWideFolders: the bound on pending subfolder names was
+// per folder, so every folder on the way down kept up to 4096 of them: a chain of wide folders
+// with long names (free on tmpfs) held ~1.2 MiB a level, and a few hundred levels OOMed the
+// exporter again (issue 30, item 8). The bound is the walk's: the live heap, read after a GC as
+// the walk enters folders, must not grow with the depth of such a chain, at walk concurrency 1 or
+// 4, and the result stays exact (GNU du). The chain's path is ~60 KB, far beyond PATH_MAX.
+func TestMeasureDiskUsageBoundsMemoryInDeepWideFolders(t *testing.T) {
+	const depth, width = 300, 200
+	name := func(i int) string { return fmt.Sprintf("%0200d", i) } // 200 bytes: 233 of memory a pending name
+	dir := tmpfsDir(t)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range depth {
+		for i := range width {
+			if err := unix.Mkdirat(fd, name(i), 0o755); err != nil {
+				unix.Close(fd)
+				t.Fatal(err)
+			}
+		}
+		next, err := unix.Openat(fd, name(width/2), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	wantBytes, wantInodes := gnuDU(t, dir), int64(depth*width+1)
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	for _, conc := range []int{1, 4} {
+		var (
+			mu    sync.Mutex
+			opens int
+			peak  uint64
+		)
+		testHookBeforeOpen = func(string) {
+			mu.Lock()
+			defer mu.Unlock()
+			if opens++; opens%1000 == 0 {
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc)
+			}
+		}
+		du := measure(t, dir, conc)
+		testHookBeforeOpen = nil
+		if du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.LowerBound() {
+			t.Errorf("concurrency %d: got %+v, want UsedBytes=%d (GNU du) Inodes=%d, complete", conc, du, wantBytes, wantInodes)
+		}
+		// A bound per folder held every level's names: 300 x 200 x 233 bytes, 14.8 MB (20.5 MB at
+		// concurrency 4). The walk's bound is pendingBudget (256 KiB), plus a frame and one
+		// smallest read a level (~0.5 KiB, 150 KiB here), plus the getdents buffers of the
+		// goroutines and helpers and their pools (~1 MiB at concurrency 4), whatever the depth.
+		if grown := int64(peak) - int64(base); grown > 2<<20 {
+			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d a level) while the walk went %d levels down a chain of folders %d wide: memory must not grow with depth by the folders' width",
+				conc, grown, grown/depth, depth, width)
 		}
 	}
 }
