@@ -22,8 +22,9 @@ const (
 	MethodProjectQuota = "project_quota"
 	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
 	MethodKubelet = "kubelet"
-	// MethodStatfs: a medium Memory volume on a tmpfs of its own, read in O(1) from the
-	// filesystem's statistics.
+	// MethodStatfs: a medium Memory volume on a tmpfs of its own (the kubelet's layout): its
+	// bytes from the filesystem's statistics plus the user.* extended attributes a walk of it
+	// finds, which statfs does not count; its inodes the walk's (fswalk.OwnTmpfsUsage).
 	MethodStatfs = "statfs"
 	// MethodFiles: the files of a folder the kubelet or the runtime writes (logs,
 	// etc-hosts), each one's allocated blocks, as the kubelet adds them up.
@@ -169,7 +170,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 			return Measurement{}, fsError(lerr)
 		}
 		dir = upper
-		du, err = fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries})
+		du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
 		method = MethodWalk
 	case v.Kind == KindContainerLogs:
 		du, err = fswalk.FilesUsage(dir)
@@ -179,7 +180,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		method = MethodFiles
 	case v.Kind == KindEmptyDir && v.Medium == MediumMemory:
 		var ok bool
-		if du, ok, err = fswalk.OwnTmpfsUsage(dir); err == nil && ok {
+		if du, ok, err = fswalk.OwnTmpfsUsage(ctx, dir, s.walkOptions(meter)); ok {
 			method = MethodStatfs
 			break
 		}
@@ -267,6 +268,11 @@ func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, userNamesp
 			return du, MethodProjectQuota, nil
 		}
 	}
-	du, err := fswalk.MeasureDiskUsage(ctx, dir, fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries})
+	du, err := fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
 	return du, MethodWalk, err
+}
+
+// walkOptions are the options of every walk of a volume, charged to meter.
+func (s *FilesystemSource) walkOptions(meter *fswalk.CPUMeter) fswalk.Options {
+	return fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries}
 }

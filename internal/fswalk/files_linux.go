@@ -1,6 +1,7 @@
 package fswalk
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -67,11 +68,14 @@ func statAt(dirfd int, dir, name string) (unix.Stat_t, error) {
 	return st, nil
 }
 
-// OwnTmpfsUsage reads the usage of a tmpfs mounted at dir from the filesystem's statistics, in
-// O(1): the blocks and inodes the tmpfs holds are all the volume's, since the kubelet mounts
-// one tmpfs per medium Memory volume. ok is false when dir is no tmpfs of its own (a walk must
-// measure it then).
-func OwnTmpfsUsage(dir string) (du DiskUsage, ok bool, err error) {
+// OwnTmpfsUsage measures the tmpfs mounted at dir, as the kubelet mounts one per medium: Memory
+// volume; ok is false when dir is no tmpfs of its own (a walk must measure it then). Its bytes
+// are the blocks the tmpfs holds (statfs: all of them are the volume's, a file deleted but held
+// open included) plus the user.* extended attributes a walk of it finds (DiskUsage.XattrBytes):
+// kernel memory outside any block, which statfs does not count. Its inodes and flags are the
+// walk's, as du counts them: statfs counts every hard link as an inode, and from Linux 6.6 one
+// more per KiB of attributes. A walk cut short returns what it counted, CutShort, with the error.
+func OwnTmpfsUsage(ctx context.Context, dir string, opts Options) (du DiskUsage, ok bool, err error) {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(dir, &sfs); err != nil {
 		return DiskUsage{}, false, &fs.PathError{Op: "statfs", Path: dir, Err: err}
@@ -89,9 +93,10 @@ func OwnTmpfsUsage(dir string) (du DiskUsage, ok bool, err error) {
 	if self.Dev == parent.Dev {
 		return DiskUsage{}, false, nil // a folder of a larger tmpfs, shared with others
 	}
-	return DiskUsage{
-		UsedBytes: int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize,
-		// The root folder is an inode too, as a walk counts it.
-		Inodes: int64(sfs.Files - sfs.Ffree),
-	}, true, nil
+	du, err = MeasureDiskUsage(ctx, dir, opts)
+	if err != nil && !du.CutShort {
+		return DiskUsage{}, true, err
+	}
+	du.UsedBytes = int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize + du.XattrBytes
+	return du, true, err
 }

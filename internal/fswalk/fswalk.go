@@ -11,6 +11,10 @@ type DiskUsage struct {
 	// UsedBytes counts allocated blocks (st_blocks*512), so sparse files count what
 	// they really occupy, as `du -s -B1` does.
 	UsedBytes int64
+	// XattrBytes is the part of UsedBytes that is the user.* extended attributes' names and
+	// values, counted on a tmpfs only (kernel memory outside any block, which statfs does not
+	// see either: OwnTmpfsUsage).
+	XattrBytes int64
 	// Inodes counts files, folders and links, each hard-linked inode once.
 	Inodes int64
 	// Unreadable counts entries the walk could not read; above zero, UsedBytes is a

@@ -40,7 +40,7 @@ func FileUsage(dir, name string) (DiskUsage, error) {
 }
 
 // OwnTmpfsUsage needs Linux (statfs's f_type).
-func OwnTmpfsUsage(dir string) (DiskUsage, bool, error) {
+func OwnTmpfsUsage(_ context.Context, dir string, _ Options) (DiskUsage, bool, error) {
 	return DiskUsage{}, false, nil
 }
 

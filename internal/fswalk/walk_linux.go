@@ -109,6 +109,8 @@ type walker struct {
 	wg     sync.WaitGroup
 
 	used, inodes, unreadable, unchecked, changed atomic.Int64
+	// xattrUsed is the part of used that is user.* extended attributes.
+	xattrUsed atomic.Int64
 	// pending is the memory the walk's listed subfolders not walked yet hold (pendingBudget).
 	pending atomic.Int64
 
@@ -308,7 +310,7 @@ func walkOnce(ctx context.Context, root string, opts Options) (DiskUsage, error)
 	w.inodes.Add(1)
 	w.walkFrom(fd, stx.Ino)
 	w.wg.Wait()
-	du := DiskUsage{UsedBytes: w.used.Load(), Inodes: w.inodes.Load(),
+	du := DiskUsage{UsedBytes: w.used.Load(), XattrBytes: w.xattrUsed.Load(), Inodes: w.inodes.Load(),
 		Unreadable: w.unreadable.Load(), UncheckedLinks: w.unchecked.Load(), Changed: w.changed.Load()}
 	if err := ctx.Err(); err != nil {
 		du.CutShort = true
@@ -583,9 +585,9 @@ func (w *walker) entryXattrs(fd int, name []byte) int64 {
 		name = name[:i]
 	}
 	path := "/proc/self/fd/" + strconv.Itoa(fd) + "/" + string(name)
-	return xattrBytes(
+	return w.noteXattrs(xattrBytes(
 		func(dest []byte) (int, error) { return unix.Llistxattr(path, dest) },
-		func(attr string, dest []byte) (int, error) { return unix.Lgetxattr(path, attr, dest) })
+		func(attr string, dest []byte) (int, error) { return unix.Lgetxattr(path, attr, dest) }))
 }
 
 // folderXattrs is entryXattrs for the open folder fd itself.
@@ -593,9 +595,18 @@ func (w *walker) folderXattrs(fd int) int64 {
 	if !w.xattrs {
 		return 0
 	}
-	return xattrBytes(
+	return w.noteXattrs(xattrBytes(
 		func(dest []byte) (int, error) { return unix.Flistxattr(fd, dest) },
-		func(attr string, dest []byte) (int, error) { return unix.Fgetxattr(fd, attr, dest) })
+		func(attr string, dest []byte) (int, error) { return unix.Fgetxattr(fd, attr, dest) }))
+}
+
+// noteXattrs adds n bytes of attributes to DiskUsage.XattrBytes and returns n, which the
+// caller adds to the bytes used.
+func (w *walker) noteXattrs(n int64) int64 {
+	if n > 0 {
+		w.xattrUsed.Add(n)
+	}
+	return n
 }
 
 // xattrBytes adds up the user.* names and value sizes list and get report; an attribute

@@ -948,8 +948,8 @@ func TestMeasureDiskUsageCountsTmpfsXattrs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.UsedBytes != want {
-		t.Errorf("used %d bytes with the attributes, %d without; want %d (the user.* names and values, the hard-linked file's once)",
-			got.UsedBytes, before.UsedBytes, want)
+	if got.UsedBytes != want || got.XattrBytes != want-before.UsedBytes {
+		t.Errorf("used %d bytes (%d of attributes) with the attributes, %d without; want %d (the user.* names and values, the hard-linked file's once)",
+			got.UsedBytes, got.XattrBytes, before.UsedBytes, want)
 	}
 }
