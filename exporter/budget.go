@@ -9,9 +9,10 @@ import (
 // CPU the periodic walks spend, as a bucket of CPU time that fills at share (the CPUBudget)
 // CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The collection
 // starts a walk only while the bucket holds credit; a walk may overdraw it, and the debt (up to
-// one bucket) is paid back by later cycles, so over time the walks stay within share of one
-// core, but for the walks of volumes with a sizeLimit that dueWalks starts whatever the bucket
-// holds, at most one per volume every --collection.unlimited-interval.
+// one bucket) is paid back by later cycles. The walks of overdue volumes start on their
+// namespace's part of the floor instead (floorShares), whatever the bucket holds; what they
+// spend is a debt of its own, never forgiven, that the bucket's income pays first: since the
+// namespaces' parts add up to share, over time all the walks stay within share of one core.
 //
 // It charges the walks only, each as the threads that walked counted it (fswalk.CPUMeter),
 // not the process: scrapes, live measurements and the Go runtime are not walks the budget can defer,
@@ -22,41 +23,56 @@ import (
 type cpuBudget struct {
 	share    float64 // Config.CPUBudget
 	capacity time.Duration
-	// spent reads the CPU time every metered walk has spent so far.
-	spent func() time.Duration
-	now   func() time.Time
+	// spent and floorSpent read the CPU time the walks started on the bucket's credit, and
+	// those started on the floor, have spent so far.
+	spent, floorSpent func() time.Duration
+	now               func() time.Time
 
-	mu        sync.Mutex
-	credit    time.Duration
-	lastWall  time.Time
-	lastSpent time.Duration
+	mu     sync.Mutex
+	credit time.Duration
+	// floorDebt is what the floor walks spent that the bucket's income has not paid yet.
+	floorDebt                 time.Duration
+	lastWall                  time.Time
+	lastSpent, lastFloorSpent time.Duration
 }
 
 // newCPUBudget returns a full bucket of capacity for share of one core, drained by spent.
 func newCPUBudget(share float64, capacity time.Duration, spent func() time.Duration, now func() time.Time) *cpuBudget {
-	return &cpuBudget{share: share, capacity: capacity, spent: spent, now: now,
-		credit: capacity, lastWall: now(), lastSpent: spent()}
+	return &cpuBudget{share: share, capacity: capacity, spent: spent, floorSpent: func() time.Duration { return 0 },
+		now: now, credit: capacity, lastWall: now(), lastSpent: spent()}
 }
 
-// update fills the bucket for the time passed and drains what the walks spent since the
-// last update. Callers hold b.mu.
+// withFloor makes b owe what floorSpent reads: the CPU time the floor walks spend.
+func (b *cpuBudget) withFloor(floorSpent func() time.Duration) *cpuBudget {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.floorSpent, b.lastFloorSpent = floorSpent, floorSpent()
+	return b
+}
+
+// update fills the bucket for the time passed, paying the floor walks' debt first, and
+// drains what the walks on credit spent since the last update. Callers hold b.mu.
 func (b *cpuBudget) update() {
-	wall, spent := b.now(), b.spent()
-	b.credit += time.Duration(b.share*float64(max(0, wall.Sub(b.lastWall)))) - max(0, spent-b.lastSpent)
+	wall, spent, floorSpent := b.now(), b.spent(), b.floorSpent()
+	income := time.Duration(b.share * float64(max(0, wall.Sub(b.lastWall))))
+	b.floorDebt += max(0, floorSpent-b.lastFloorSpent)
+	paid := min(income, b.floorDebt)
+	b.floorDebt -= paid
+	b.credit += income - paid - max(0, spent-b.lastSpent)
 	// A debt beyond one bucket is forgiven: one walk costlier than the bucket (a tenant's
 	// millions of empty files) must not keep every walk waiting for minutes; that volume
 	// itself waits for a full bucket before its next walk (dueWalks).
 	b.credit = max(min(b.credit, b.capacity), -b.capacity)
-	b.lastWall, b.lastSpent = wall, spent
+	b.lastWall, b.lastSpent, b.lastFloorSpent = wall, spent, floorSpent
 }
 
 // remaining is the credit now: CPU time the collection may still start walks on, negative
-// while a walk's overdraft is being paid back.
+// while a walk's overdraft or the floor walks' debt is being paid back.
 func (b *cpuBudget) remaining() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.update()
-	return b.credit
+	return b.credit - b.floorDebt
 }
 
 // allows reports whether the bucket allows a walk expected to cost cost (0: start on any
@@ -68,5 +84,6 @@ func (b *cpuBudget) allows(cost time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.update()
-	return b.credit > 0 && b.credit >= min(cost, b.capacity)
+	left := b.credit - b.floorDebt
+	return left > 0 && left >= min(cost, b.capacity)
 }

@@ -56,3 +56,32 @@ func TestCPUBudget(t *testing.T) {
 		t.Error("a walk costlier than the capacity is refused even by a full bucket: it would never run")
 	}
 }
+
+// TestCPUBudgetFloorDebt: what the floor walks spend is a debt of its own, never forgiven
+// (the bucket forgives only its own debt beyond one bucket), paid first by the bucket's
+// income; until it is paid, it counts against the walks on credit.
+func TestCPUBudgetFloorDebt(t *testing.T) {
+	now := t0
+	onCredit, onFloor := &fakeCPU{}, &fakeCPU{}
+	// 10 % of a core, saving up at most 1 s of CPU.
+	b := newCPUBudget(0.1, time.Second, onCredit.read, func() time.Time { return now }).withFloor(onFloor.read)
+
+	onFloor.spent += 5 * time.Second // floor walks, five buckets' worth
+	if got := b.remaining(); got != -4*time.Second {
+		t.Errorf("after 5s of floor walks on a full 1s bucket: %v, want -4s (nothing forgiven)", got)
+	}
+	if b.allows(0) {
+		t.Error("a walk on credit started while the floor walks' debt exceeds the bucket")
+	}
+	now = now.Add(45 * time.Second) // 4.5 s of income: the debt first
+	if got := b.remaining(); got != 500*time.Millisecond {
+		t.Errorf("after 45s at 10%%: %v, want 500ms", got)
+	}
+	if !b.allows(0) || b.allows(time.Second) {
+		t.Error("with 500ms left, want a walk on any credit allowed and a 1s one refused")
+	}
+	onCredit.spent += 3 * time.Second // a walk on credit overdraws the full bucket
+	if got := b.remaining(); got != -1500*time.Millisecond {
+		t.Errorf("after a 3s walk on a full bucket: %v, want -1.5s (its debt beyond a bucket forgiven, the floor's 500ms not)", got)
+	}
+}

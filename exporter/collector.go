@@ -64,6 +64,10 @@ var (
 		"Seconds between this scrape and the start of the oldest measurement behind a trigger series (an emptyDir with a sizeLimit, a part of a pod with an ephemeral-storage limit); absent with none.", []string{"node"}, nil)
 	walkCPUDesc = prometheus.NewDesc("emptydir_exporter_walk_cpu_seconds_total",
 		"CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.", []string{"node"}, nil)
+	namespaceWalkCPUDesc = prometheus.NewDesc("emptydir_exporter_namespace_walk_cpu_seconds_total",
+		"CPU seconds the periodic walks of the namespace's pods on the node spent, counted on the threads that walked; the series goes with the namespace's last pod on the node.", []string{"node", "namespace"}, nil)
+	namespaceFloorWalksDesc = prometheus.NewDesc("emptydir_exporter_namespace_floor_walks_total",
+		"Walks of the namespace's overdue volumes started whatever the CPU budget held, on the namespace's part of the budget (its share of --collection.cpu-budget among the node's namespaces); absent without a budget.", []string{"node", "namespace"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -71,7 +75,8 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc,
 		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
-		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc} {
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc,
+		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
 		ch <- d
 	}
 	describeAlignment(ch)
@@ -160,6 +165,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 	if e.walks != nil {
 		ch <- prometheus.MustNewConstMetric(walkCPUDesc, prometheus.CounterValue, e.walks.cpuSpent().Seconds(), node)
+		e.walks.collectNamespaces(ch, node)
 	}
 	if e.walks != nil && e.walks.budget != nil {
 		b := e.walks.budget

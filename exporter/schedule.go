@@ -34,10 +34,25 @@ type dueWalk struct {
 	// wait: the cycle waits for its walk to publish it (a volume with a sizeLimit, or any
 	// when there is no slow cadence).
 	wait bool
-	// floor: started whatever the CPU budget holds (an overdue volume with a sizeLimit whose
-	// walks are not costly).
-	floor bool
+	// floor says how it may start whatever the CPU budget's bucket holds, on its namespace's
+	// part of the floor (floorShares).
+	floor floorUse
+	// cheap: a few stats, no walk (logs, etc-hosts): started whatever the budget holds.
+	cheap bool
 }
+
+// floorUse is how a due walk may draw on its namespace's part of the floor.
+type floorUse uint8
+
+const (
+	// noFloor: on the bucket's credit only.
+	noFloor floorUse = iota
+	// floorFirst: overdue, started on its namespace's part; that part spent, behind the
+	// cycle's other walks, on the bucket's credit.
+	floorFirst
+	// floorAfter: costly, started on a full bucket, else on a full part of its namespace's.
+	floorAfter
+)
 
 // dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
 // first. Here "a volume with a sizeLimit" is any part of a pod that is guarded (Volume.guard):
@@ -50,13 +65,10 @@ type dueWalk struct {
 // and only on credit that covers its last walk's cost.
 //
 // So that a budget too small for every walk defers without starving anyone, a volume
-// overdue goes right after the never-measured ones, the longest unwalked first, on any
-// credit: one with a sizeLimit whose last walk started unlimitedInterval ago or more, one
-// without whose last walk started (or, never walked, which was first seen) 2×unlimitedInterval
-// ago or more. Every volume is then walked at least every 2×unlimitedInterval (plus a cycle,
-// and the walks themselves) whenever the budget covers one walk of each in that time,
-// however the walks of volumes near their limit drain it. A volume whose walk is still in
-// flight is not due.
+// overdue goes right after the never-measured ones, the longest unwalked first: one with a
+// sizeLimit whose last walk started (or, never walked, which was first seen)
+// unlimitedInterval ago or more, one without 2×unlimitedInterval ago or more. A volume whose
+// walk is still in flight is not due.
 //
 // Under a budget (costly > 0), a part guarded only by a pod or container limit (no sizeLimit
 // of its own) whose pod stood below farShare of that limit at its last walks is due every cycle
@@ -64,12 +76,33 @@ type dueWalk struct {
 // walk, overdue after 2×unlimitedInterval. A budget too small for every walk then defers these
 // first, not the volumes with a sizeLimit nor the pods near their limits.
 //
-// A volume with a sizeLimit is walked at least every unlimitedInterval whatever the budget
-// holds (floor), unless its own walks are costly (its last cost more than costly, what the
-// budget saves up: a tenant's millions of empty files): such a volume walks only on a bucket
-// that covers its cost, and no sooner than its cost takes the budget's share of a core to
-// earn (its last walk's cost / share after that walk started), so the debt it makes is paid
-// by its own walks' waiting, not by every other volume's. costly 0: no budget, no floor.
+// Under a budget, an overdue walk starts whatever the bucket holds (floorFirst) on its
+// namespace's part of the floor (floorShares: with n namespaces on the node, share/n of a
+// core, saving up costly/n), while that part covers the walk's estimate (its last walk's
+// cost; never walked, a full part) or is full; that part spent, it goes behind the cycle's
+// other walks, on the bucket's credit. A volume whose own walks are costly (its last cost
+// more than costly, what the bucket saves up: a tenant's millions of empty files) is due no
+// sooner than its cost takes the budget's share to earn (its last walk's cost / share after
+// that walk started), then walks on a full bucket, or else on a full part (floorAfter). So,
+// whatever the bucket holds and whatever other namespaces do:
+//
+//   - every volume is walked at least every unlimitedInterval (with a sizeLimit) or
+//     2×unlimitedInterval (without), plus a cycle and its walk, as long as its namespace's
+//     floor walks cost no more than its part earns (at the defaults 3 CPU-s a minute among n
+//     namespaces: 10 walks of 10 ms a minute each with n = 30) and a walk slot is free (a
+//     namespace holds all slots but one at most: holdsItsShare);
+//   - a namespace whose floor walks cost more waits for its own part, its overdue volumes the
+//     longest unwalked first: each starts at most (its part's debt + the estimates of its
+//     overdue walks before it) / (share/n) later; other namespaces' walks do not wait for it;
+//   - over any window of T the floor walks spend at most share×T plus what the parts saved
+//     (one bucket in all) and what walks under way (at most one per slot) spend beyond their
+//     estimates, however many volumes and namespaces there are. Their cost is a debt of the
+//     bucket that its income pays first and that is never forgiven (cpuBudget), so all the
+//     walks together spend at most share×T plus three buckets and that overdraft, but for the
+//     debt the bucket forgives beyond one bucket after a walk on credit that cost more than
+//     expected (a costly volume's, on a full bucket, at most once per cost/share).
+//
+// costly 0: no budget, no floor.
 func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
 	type candidate struct {
 		dueWalk
@@ -81,12 +114,14 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 		return !now.Add(tolerance).Before(s.started.Add(d))
 	}
 	slow := func(s volumeState) bool { return s.started.IsZero() || since(s, unlimitedInterval) }
-	overdue := func(s volumeState) bool { // a volume without a sizeLimit
+	waited := func(s volumeState, d time.Duration) bool { // since its last walk (or, none, it was first seen)
 		if s.started.IsZero() {
 			s.started = s.seen
 		}
-		return unlimitedInterval > 0 && !s.started.IsZero() && since(s, 2*unlimitedInterval)
+		return unlimitedInterval > 0 && !s.started.IsZero() && since(s, d)
 	}
+	// overdue: a volume without a sizeLimit
+	overdue := func(s volumeState) bool { return waited(s, 2*unlimitedInterval) }
 	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
 	for _, p := range pods {
 		podUsed := storageUsedBefore(p, state)
@@ -110,6 +145,9 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			switch {
 			case limit == nil && overdue(s):
 				c.tier = 1
+				if costly > 0 {
+					c.floor = floorFirst
+				}
 				limited = append(limited, c)
 			case limit != nil:
 				switch {
@@ -121,7 +159,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*limit)
 				}
 				if v.Kind.cheap() {
-					c.floor = costly > 0 // a few stats, no walk: never held for credit
+					c.cheap = costly > 0 // a few stats, no walk: never held for credit
 					limited = append(limited, c)
 					continue
 				}
@@ -129,9 +167,9 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 					if !since(s, time.Duration(float64(s.cost)/share)) {
 						continue // still earning its last walk
 					}
-					c.cost = s.cost
-				} else {
-					c.floor = costly > 0 && c.tier == 1
+					c.cost, c.floor = s.cost, floorAfter
+				} else if costly > 0 && (c.tier == 1 || c.tier == 0 && waited(s, unlimitedInterval)) {
+					c.floor = floorFirst
 				}
 				limited = append(limited, c)
 			case far || slow(s):

@@ -179,8 +179,8 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	for _, d := range due {
 		order = append(order, d.pod.UID+"/"+d.vol.Name)
 		logs := d.vol.Kind == KindContainerLogs
-		if logs != d.floor {
-			t.Errorf("%s/%s: floor %v; want the logs, a few stats, never held for credit", d.pod.UID, d.vol.Name, d.floor)
+		if logs != d.cheap || d.floor != noFloor {
+			t.Errorf("%s/%s: cheap %v, floor %v; want the logs, a few stats, never held for credit, and nothing overdue", d.pod.UID, d.vol.Name, d.cheap, d.floor)
 		}
 		isFar := d.pod.UID == "far" && !logs
 		if d.background != isFar || d.wait == isFar {
@@ -200,6 +200,59 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	for _, d := range dueWalks(pods, state, now, time.Minute, 0, 0, 0) {
 		if d.background || !d.wait {
 			t.Errorf("no budget: %s/%s in the background", d.pod.UID, d.vol.Name)
+		}
+	}
+}
+
+// Under a budget, every overdue walk may start on its namespace's part of the floor, whatever
+// the bucket holds: a guarded part not walked (or, never walked, first seen)
+// --collection.unlimited-interval ago, any other part twice that, a pod's part far from its
+// limit too; a costly volume once it has earned its walk, after the bucket; nothing else.
+func TestDueWalksFloor(t *testing.T) {
+	now := t0
+	podLimit := limit(100)
+	far := PodVolumes{Namespace: "far", Pod: "far", UID: "far", Storage: &PodStorage{LimitBytes: podLimit}, Volumes: []Volume{
+		{Name: "far-recent", Medium: MediumDisk, BudgetBytes: podLimit},
+		{Name: "far-overdue", Medium: MediumDisk, BudgetBytes: podLimit},
+	}}
+	pods := append(volumes(map[string]int64{"sized": 100, "sized-slow": 100, "new": 100, "new-old": 100, "costly": 100, "costly-early": 100},
+		"sized", "sized-slow", "new", "new-old", "costly", "costly-early", "logs", "logs-overdue", "logs-new-old"), far)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	state := map[string]volumeState{
+		"sized":        {measured: true, usedBytes: 10, started: ago(10 * time.Second)},
+		"sized-slow":   {measured: true, usedBytes: 10, started: ago(time.Minute)},
+		"new":          {seen: ago(50 * time.Second)},
+		"new-old":      {seen: ago(time.Minute)},
+		"costly":       {measured: true, usedBytes: 10, started: ago(5 * time.Minute), cost: 12 * time.Second},
+		"costly-early": {measured: true, usedBytes: 10, started: ago(3 * time.Minute), cost: 12 * time.Second},
+		"logs":         {measured: true, started: ago(70 * time.Second)},
+		"logs-overdue": {measured: true, started: ago(2 * time.Minute)},
+		"logs-new-old": {seen: ago(2 * time.Minute)},
+		"far-recent":   {measured: true, usedBytes: 10, started: ago(70 * time.Second), cost: time.Millisecond},
+		"far-overdue":  {measured: true, usedBytes: 10, started: ago(2 * time.Minute), cost: time.Millisecond},
+	}
+	want := map[string]floorUse{
+		"sized": noFloor, "sized-slow": floorFirst, "new": noFloor, "new-old": floorFirst,
+		"costly": floorAfter, "logs": noFloor, "logs-overdue": floorFirst, "logs-new-old": floorFirst,
+		"far-recent": noFloor, "far-overdue": floorFirst,
+	} // costly-early: not due (12 CPU-s take 4 minutes to earn at 5 %)
+	due := dueWalks(pods, func(k volumeKey) volumeState { return state[k.volume] }, now, time.Minute, 0, 3*time.Second, 0.05)
+	got := map[string]floorUse{}
+	for _, d := range due {
+		got[d.vol.Name] = d.floor
+	}
+	for name, w := range want {
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("%s: due %v, floor %d; want due, floor %d", name, ok, g, w)
+		}
+	}
+	if _, ok := got["costly-early"]; ok || len(got) != len(want) {
+		t.Errorf("due %v, want %d walks and not costly-early", got, len(want))
+	}
+	// Without a budget there is no floor.
+	for _, d := range dueWalks(pods, func(k volumeKey) volumeState { return state[k.volume] }, now, time.Minute, 0, 0, 0) {
+		if d.floor != noFloor {
+			t.Errorf("no budget: %s on the floor", d.vol.Name)
 		}
 	}
 }

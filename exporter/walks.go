@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -52,8 +54,12 @@ type volumeWalks struct {
 	unlimitedInterval time.Duration
 	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
 	budget *cpuBudget
-	// cpu is the CPU time every periodic walk has spent, as its threads counted it.
-	cpu atomic.Int64
+	// floor holds each namespace's part of the budget, which its overdue walks start on; set
+	// with budget.
+	floor *floorShares
+	// creditCPU and floorCPU are the CPU time the periodic walks started on the budget's
+	// credit (or without a budget) and on the floor have spent, as their threads counted it.
+	creditCPU, floorCPU atomic.Int64
 	// dispatching is the previous cycle's background dispatch of walks of volumes without
 	// a sizeLimit; a cycle starts once it has ended.
 	dispatching sync.WaitGroup
@@ -66,6 +72,16 @@ type volumeWalks struct {
 	walkEnded chan struct{}
 	// volumes is what the walks remember of each volume of the pods the last cycle listed.
 	volumes map[volumeKey]*volumeRecord
+	// namespaces is what the walks of each namespace of the pods the last cycle listed (and of
+	// those with walks still under way) have spent, for the metrics.
+	namespaces map[string]*namespaceWalks
+}
+
+// namespaceWalks is what the periodic walks of one namespace's pods have spent.
+type namespaceWalks struct {
+	cpu atomic.Int64 // as their threads count it
+	// floorWalks counts its walks started on its part of the floor.
+	floorWalks int
 }
 
 // volumeRecord is what the walks remember of one volume: what schedules its next walks
@@ -91,6 +107,10 @@ type inflight struct {
 	done      chan struct{}      // closed when a periodic walk has ended; nil for a live one
 	cancel    context.CancelFunc // ends a periodic walk early; nil for a live one
 	namespace string             // of a periodic walk's pod
+	// floor: a periodic walk started on its namespace's part of the floor, which estimate
+	// was set aside of until it ends.
+	floor    bool
+	estimate time.Duration
 }
 
 // walkHooks connect the walks to the exporter.
@@ -112,6 +132,7 @@ func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWal
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
 		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
 		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{}, walkEnded: make(chan struct{}),
+		namespaces: map[string]*namespaceWalks{},
 	}
 	if w.informerLag <= 0 {
 		w.informerLag = defaultInformerLag
@@ -121,7 +142,8 @@ func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWal
 		if capacity <= 0 {
 			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
-		w.budget = newCPUBudget(cfg.CPUBudget, capacity, w.cpuSpent, hooks.now)
+		w.budget = newCPUBudget(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).withFloor(atomicDuration(&w.floorCPU))
+		w.floor = newFloorShares(cfg.CPUBudget, capacity, hooks.now)
 	}
 	return w
 }
@@ -133,7 +155,14 @@ func (w *volumeWalks) wait() {
 }
 
 // cpuSpent is the CPU time every periodic walk has spent so far.
-func (w *volumeWalks) cpuSpent() time.Duration { return time.Duration(w.cpu.Load()) }
+func (w *volumeWalks) cpuSpent() time.Duration {
+	return time.Duration(w.creditCPU.Load() + w.floorCPU.Load())
+}
+
+// atomicDuration reads a CPU time total.
+func atomicDuration(a *atomic.Int64) func() time.Duration {
+	return func() time.Duration { return time.Duration(a.Load()) }
+}
 
 // beginLive hands the volumes keys to a live walk that is about to start. A periodic walk
 // of them in flight is cancelled, since the live walk redoes its work and both would share
@@ -189,8 +218,11 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
 	now := w.now()
 	current := map[volumeKey]bool{}
+	namespaces := map[string]bool{}
 	w.mu.Lock()
 	for _, p := range pods {
+		namespaces[p.Namespace] = true
+		w.namespaceOf(p.Namespace) // its series from its first cycle on
 		for _, v := range p.Volumes {
 			k := volumeKey{p.UID, v.Name}
 			current[k] = true
@@ -204,6 +236,11 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			delete(w.volumes, k) // the pod or volume is gone
 		}
 	}
+	for ns := range w.namespaces {
+		if !namespaces[ns] && !w.walkingIn(ns) {
+			delete(w.namespaces, ns) // its last pod is gone: its series go
+		}
+	}
 	var costly time.Duration
 	var share float64
 	if w.budget != nil {
@@ -212,13 +249,13 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
 	w.mu.Unlock()
 
+	if w.floor != nil {
+		w.floor.fill(namespaces)
+	}
+
 	foreground, others := due, []dueWalk(nil)
 	if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.background }); i >= 0 {
 		foreground, others = due[:i], due[i:]
-	}
-	namespaces := map[string]bool{}
-	for _, p := range pods {
-		namespaces[p.Namespace] = true
 	}
 	shared := len(namespaces) > 1
 	started := w.dispatch(cycleCtx, walksCtx, foreground, now, shared)
@@ -267,6 +304,16 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 		}
 	}
 	return out
+}
+
+// walkingIn reports whether a periodic walk of namespace ns is under way. Callers hold w.mu.
+func (w *volumeWalks) walkingIn(ns string) bool {
+	for _, f := range w.running {
+		if f.cancel != nil && f.namespace == ns {
+			return true
+		}
+	}
+	return false
 }
 
 // holdsItsShare reports whether the periodic walks running for namespace ns hold all the walk
@@ -323,9 +370,11 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 		}
 	}()
 	// On a node shared by namespaces, a walk that would give its namespace every slot goes
-	// behind the others' walks, and starts only when its namespace holds fewer.
+	// behind the others' walks, and starts only when its namespace holds fewer. An overdue
+	// walk starts on its namespace's part of the floor; that part spent, it goes behind the
+	// others' walks too, and starts on the bucket's credit if any is left.
 	queue := slices.Clone(due)
-	postponed := map[volumeKey]bool{}
+	postponed, behind := map[volumeKey]bool{}, map[volumeKey]bool{}
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
@@ -338,27 +387,63 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 			w.deferred(DeferredNoSlot, len(queue)+1)
 			return started
 		}
-		if w.budget != nil && !d.floor && !w.budget.allows(d.cost) {
+		floor, estimate := false, time.Duration(0)
+		switch {
+		case w.budget == nil || d.cheap:
+		case d.floor == floorFirst && !behind[d.key]:
+			if floor, estimate = w.takeFloor(d); !floor {
+				<-w.slots
+				behind[d.key] = true
+				queue = append(queue, d)
+				continue
+			}
+		case w.budget.allows(d.cost):
+		case d.floor == floorAfter:
+			if floor, estimate = w.takeFloor(d); !floor {
+				<-w.slots
+				budgetDeferred++
+				continue
+			}
+		default:
 			<-w.slots
 			budgetDeferred++
 			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)
-		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.pod.Namespace}
+		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.pod.Namespace, floor: floor, estimate: estimate}
 		w.mu.Lock()
 		w.running[d.key] = f
 		w.record(d.key).started = now
+		ns := w.namespaceOf(d.pod.Namespace)
+		if floor {
+			ns.floorWalks++
+		}
 		w.mu.Unlock()
 		if d.wait {
 			started = append(started, f.done)
 		}
 		w.walking.Add(1)
+		charged := &w.creditCPU
+		if floor {
+			charged = &w.floorCPU
+		}
+		meter := fswalk.NewCPUMeter(charged, &ns.cpu)
 		go func() {
 			defer w.walking.Done()
-			w.walk(wctx, d, f)
+			w.walk(wctx, d, f, meter)
 		}()
 	}
 	return started
+}
+
+// takeFloor reports whether d may start on its namespace's part of the floor, and the
+// estimate of its cost set aside there until it ends.
+func (w *volumeWalks) takeFloor(d dueWalk) (bool, time.Duration) {
+	w.mu.Lock()
+	s := w.state(d.key)
+	w.mu.Unlock()
+	estimate := w.floor.estimate(s)
+	return w.floor.take(d.pod.Namespace, estimate), estimate
 }
 
 // absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
@@ -410,6 +495,35 @@ func (w *volumeWalks) gone(p PodVolumes, v Volume) bool {
 	return ok && g.VolumeGone(p, v)
 }
 
+// collectNamespaces sends what the walks of each namespace have spent.
+func (w *volumeWalks) collectNamespaces(ch chan<- prometheus.Metric, node string) {
+	var metrics []prometheus.Metric // sent once w.mu is released: a slow scrape holds no cycle
+	w.mu.Lock()
+	for name, ns := range w.namespaces {
+		metrics = append(metrics, prometheus.MustNewConstMetric(namespaceWalkCPUDesc, prometheus.CounterValue,
+			time.Duration(ns.cpu.Load()).Seconds(), node, name))
+		if w.budget != nil {
+			metrics = append(metrics, prometheus.MustNewConstMetric(namespaceFloorWalksDesc, prometheus.CounterValue,
+				float64(ns.floorWalks), node, name))
+		}
+	}
+	w.mu.Unlock()
+	for _, m := range metrics {
+		ch <- m
+	}
+}
+
+// namespaceOf is what the walks of namespace ns have spent, created when there is none.
+// Callers hold w.mu.
+func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
+	n := w.namespaces[ns]
+	if n == nil {
+		n = &namespaceWalks{}
+		w.namespaces[ns] = n
+	}
+	return n
+}
+
 // state is what dueWalks needs to know of volume k. Callers hold w.mu.
 func (w *volumeWalks) state(k volumeKey) volumeState {
 	var s volumeState
@@ -421,10 +535,10 @@ func (w *volumeWalks) state(k volumeKey) volumeState {
 }
 
 // walk measures one volume, holding a slot taken by cycle, within its own timeout, and charges
-// the CPU time its threads spend to w.cpu, which the budget drains, also when it fails or is
-// cut short. A walk whose context ends early (shutdown, or a live walk took the volume over)
-// leaves no result.
-func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
+// the CPU time its threads spend to meter, whose totals the budget drains, also when it fails
+// or is cut short; a floor walk settles its namespace's part before its slot is freed. A walk
+// whose context ends early (shutdown, or a live walk took the volume over) leaves no result.
+func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *fswalk.CPUMeter) {
 	defer func() {
 		w.mu.Lock()
 		if w.running[d.key] == f {
@@ -437,13 +551,15 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight) {
 		close(f.done)
 	}()
 	defer func() { <-w.slots }()
-	meter := fswalk.NewCPUMeter(&w.cpu)
 	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol, meter)
 	r.Err = w.absent(ctx, d.pod, r.Err)
 	spent := meter.Spent()
+	if f.floor {
+		w.floor.settle(d.pod.Namespace, f.estimate, spent)
+	}
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}

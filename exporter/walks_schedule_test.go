@@ -3,12 +3,14 @@ package exporter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
@@ -392,5 +394,281 @@ func TestCostlyVolumePaysItsOwnDebt(t *testing.T) {
 	// nearly free. More hog walks would be the budget not holding.
 	if hogWalks > 3 {
 		t.Errorf("the costly volume walked %d times in %d cycles (%v of CPU), want at most 3 within the budget", hogWalks, cycles, time.Duration(hogWalks)*12*time.Second)
+	}
+}
+
+// floorFixture is a node of two namespaces at the default budget (5 % of a core, saving up
+// 3 CPU-s, --collection.unlimited-interval 1m): "shop" runs a pod with a 100 MiB
+// ephemeral-storage limit, an emptyDir "cache" and a writable layer counting toward it, 10 ms
+// a walk each, at 10 % of the limit (below half: far from it) until the test raises it;
+// "tenant" runs hogs volumes with a sizeLimit, empty (1 ms a walk) until the test fills them
+// so that a walk costs 2.9 CPU-s, just under what the budget saves up (not costly). The
+// shop's pod is listed first: its first walks come before the tenant's.
+type floorFixture struct {
+	e         *exporter.Exporter
+	src       *exportertest.VolumeSource
+	clk       *exportertest.Clock
+	pods      *exportertest.Pods
+	shop, hog exporter.PodVolumes
+	shopBytes atomic.Int64 // what each of the shop's two parts holds
+	hogCost   atomic.Int64 // what a walk of a tenant's volume costs
+}
+
+const (
+	shopLimit = 100 << 20
+	shopLayer = "container/app/writable-layer"
+	hogCost   = 2900 * time.Millisecond
+)
+
+func newFloorFixture(t *testing.T, hogs int) *floorFixture {
+	t.Helper()
+	f := &floorFixture{clk: exportertest.NewClock(t0)}
+	f.shopBytes.Store(shopLimit / 20)
+	f.hogCost.Store(int64(time.Millisecond))
+	f.src = exportertest.NewSource(func(_ context.Context, p exporter.PodVolumes, _ exporter.Volume) (exporter.Measurement, error) {
+		used := int64(1 << 20)
+		if p.Namespace == "shop" {
+			used = f.shopBytes.Load()
+		}
+		at := f.clk.Now()
+		return exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
+	}).VolumeSource()
+	f.hog = exporter.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog"}
+	for i := range hogs {
+		f.hog.Volumes = append(f.hog.Volumes, exporter.Volume{Name: fmt.Sprintf("hog-%d", i), Medium: exporter.MediumDisk, LimitBytes: limit(1 << 30)})
+	}
+	podLimit := limit(shopLimit)
+	f.shop = exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
+		Volumes: []exporter.Volume{
+			{Name: "cache", Medium: exporter.MediumDisk, BudgetBytes: podLimit},
+			{Name: shopLayer, Medium: exporter.MediumDisk, Kind: exporter.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
+		},
+		Storage: &exporter.PodStorage{LimitBytes: podLimit, Containers: []exporter.Container{{Name: "app", ID: "containerd://app"}}},
+	}
+	f.pods = exportertest.NewPods(f.shop, f.hog)
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: f.pods,
+		Source: meteredBy{f.src, func(p exporter.PodVolumes) time.Duration {
+			if p.Namespace == "shop" {
+				return 10 * time.Millisecond
+			}
+			return time.Duration(f.hogCost.Load())
+		}}, Now: f.clk.Now, VolumeConcurrency: 1, MeasureEphemeralStorage: true,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.05}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.e = e
+	return f
+}
+
+// afterFirstCycle is what the tenant and the shop do once their first walks found the
+// shop's pod far from its limit: the tenant fills its volumes, the pod writes 100× its limit.
+func (f *floorFixture) afterFirstCycle() func() {
+	first := true
+	return func() {
+		if first {
+			f.hogCost.Store(int64(hogCost))
+			f.shopBytes.Store(100 * shopLimit)
+			first = false
+		}
+	}
+}
+
+// meteredBy is a VolumeSource whose walks cost what cost says of their pod.
+type meteredBy struct {
+	*exportertest.VolumeSource
+	cost func(exporter.PodVolumes) time.Duration
+}
+
+func (s meteredBy) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
+	if meter != nil {
+		meter.Add(s.cost(p))
+	}
+	return s.VolumeSource.MeasureVolume(ctx, p, v, meter)
+}
+
+// gaps returns, per volume, the most cycles that passed between two of its walks (or after
+// its last one) in sequence, as walkCycles reports it.
+func gaps(sequence []string) map[string]int {
+	last, out := map[string]int{}, map[string]int{}
+	for c, w := range sequence {
+		for _, v := range strings.Split(w, ",") {
+			if v == "" {
+				continue
+			}
+			if p, ok := last[v]; ok {
+				out[v] = max(out[v], c-p)
+			}
+			last[v] = c
+		}
+	}
+	for v, l := range last {
+		out[v] = max(out[v], len(sequence)-1-l)
+	}
+	return out
+}
+
+// gauge is the value of the one series of family name that e collects.
+func gauge(t *testing.T, e prometheus.Collector, name string) (float64, bool) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// TestFloorWalksCannotStarveAnotherNamespace: a tenant keeps two volumes with a sizeLimit
+// whose walks cost just under what the budget saves up. Their walks every
+// --collection.unlimited-interval, started whatever the budget held, kept its credit at or
+// below 0 for good, and the parts of another namespace's pod, far from its limit at their first
+// walk, waited for credit that never came: the pod wrote 100× its limit and was never measured
+// again, no series, no alert (issue 30). Now every overdue part starts whatever the budget
+// holds, and walks started without credit draw on their own namespace's share: the shop's parts
+// are walked at least every 2 × --collection.unlimited-interval and a cycle, and its write is
+// published.
+func TestFloorWalksCannotStarveAnotherNamespace(t *testing.T) {
+	f := newFloorFixture(t, 2)
+	const cycles = 40
+	oldest := 0.0 // the most the oldest trigger measurement's age reached, in seconds
+	after := f.afterFirstCycle()
+	sequence := walkCycles(t, f.e, f.src, f.clk, cycles, func() {
+		after()
+		if age, ok := gauge(t, f.e, "emptydir_exporter_oldest_trigger_measurement_age_seconds"); ok {
+			oldest = max(oldest, age)
+		}
+	})
+	t.Logf("walks per cycle: %q", sequence)
+	g := gaps(sequence)
+	for _, v := range []string{"cache", shopLayer} {
+		if g[v] > 13 { // 2 × 1m + one 10 s cycle
+			t.Errorf("the shop's %s went %d cycles unwalked, want at most 13 (2 × --collection.unlimited-interval and a cycle)", v, g[v])
+		}
+	}
+	if oldest > 140 { // a part's walk in the background is published by the next cycle
+		t.Errorf("emptydir_exporter_oldest_trigger_measurement_age_seconds reached %vs, want at most 140", oldest)
+	}
+	if n := testutil.CollectAndCount(f.e, "emptydir_pod_ephemeral_storage_over_limit_bytes"); n != 1 {
+		t.Errorf("%d pod over-limit series after the shop's pod wrote 100× its limit, want 1", n)
+	}
+}
+
+// counters gathers the counter family name of e by the value of its label key ("" for a
+// family with none but node).
+func counters(t *testing.T, e prometheus.Collector, name, key string) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(e)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			k := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == key {
+					k = l.GetValue()
+				}
+			}
+			out[k] = m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// walkCPU is emptydir_exporter_walk_cpu_seconds_total of e.
+func walkCPU(t *testing.T, e prometheus.Collector) time.Duration {
+	t.Helper()
+	c, ok := counters(t, e, "emptydir_exporter_walk_cpu_seconds_total", "")[""]
+	if !ok {
+		t.Fatal("no emptydir_exporter_walk_cpu_seconds_total")
+	}
+	return time.Duration(c * float64(time.Second))
+}
+
+// TestFloorWalksSpendBoundedCPU: walks started whatever the budget held were bounded per
+// volume only (one every --collection.unlimited-interval, their debt forgiven beyond one
+// bucket), so a tenant's ten volumes whose walks cost just under what the budget saves up took
+// 267 CPU-s in 10 minutes, 8.9 times the 5 % budget, and more with more volumes (issue 30). Now
+// such walks draw on their namespace's part of the budget, and their cost is a debt the bucket
+// never forgives: over the run the walks spend the budget's share of the time plus three
+// buckets and one walk beyond its estimate at most (dueWalks), the tenant's floor walks its
+// part, and the other namespace's parts are still walked at least every
+// 2 × --collection.unlimited-interval and a cycle.
+func TestFloorWalksSpendBoundedCPU(t *testing.T) {
+	f := newFloorFixture(t, 10)
+	const cycles = 60
+	sequence := walkCycles(t, f.e, f.src, f.clk, cycles, f.afterFirstCycle())
+	t.Logf("walks per cycle: %q", sequence)
+	elapsed := time.Duration(cycles) * 10 * time.Second
+	const bucket = 3 * time.Second // 5 % of --collection.unlimited-interval
+	bound := time.Duration(0.05*float64(elapsed)) + 3*bucket + hogCost
+	spent := walkCPU(t, f.e)
+	t.Logf("the walks spent %v in %v", spent, elapsed)
+	if spent > bound {
+		t.Errorf("the walks spent %v in %v, want at most %v (5 %% of the time, three buckets, one walk beyond its estimate)", spent, elapsed, bound)
+	}
+	g := gaps(sequence)
+	for _, v := range []string{"cache", shopLayer} {
+		if g[v] > 13 {
+			t.Errorf("the shop's %s went %d cycles unwalked, want at most 13", v, g[v])
+		}
+	}
+
+	// Each namespace's walks are told apart, and what the tenant's walks started whatever
+	// the bucket held spent is its part: half the budget (two namespaces), half a bucket saved
+	// up, and one walk beyond what its last cost said.
+	cpu := counters(t, f.e, "emptydir_exporter_namespace_walk_cpu_seconds_total", "namespace")
+	if sum := cpu["shop"] + cpu["tenant"]; len(cpu) != 2 || time.Duration(sum*float64(time.Second)) != spent {
+		t.Errorf("walk CPU by namespace %v, want the shop's and the tenant's adding up to %v", cpu, spent)
+	}
+	floorWalks := counters(t, f.e, "emptydir_exporter_namespace_floor_walks_total", "namespace")
+	part := time.Duration(0.025*float64(elapsed)) + bucket/2 + hogCost
+	if got := time.Duration(floorWalks["tenant"]) * hogCost; floorWalks["tenant"] == 0 || got > part {
+		t.Errorf("the tenant's %v floor walks spent %v, want some and at most %v", floorWalks["tenant"], got, part)
+	}
+	if floorWalks["shop"] == 0 {
+		t.Error("no walk of the shop's started on its part of the floor, its only way past the tenant's walks")
+	}
+}
+
+// TestNewPodMeasuredWhileTheBudgetIsDrained: the pod of another namespace starts while the
+// tenant's walks keep the budget's credit at or below 0. Its parts, never measured, waited for
+// credit that never came: no series, the pod's writes never seen (issue 30). Now a part first
+// seen --collection.unlimited-interval ago is overdue and starts on its namespace's part of the
+// floor: measured within that interval and a cycle of the pod's start.
+func TestNewPodMeasuredWhileTheBudgetIsDrained(t *testing.T) {
+	f := newFloorFixture(t, 2)
+	f.pods.Set(f.hog)
+	const arrives, cycles = 6, 30
+	c := 0
+	after := f.afterFirstCycle()
+	sequence := walkCycles(t, f.e, f.src, f.clk, cycles, func() {
+		after()
+		if c++; c == arrives {
+			f.pods.Set(f.shop, f.hog)
+		}
+	})
+	t.Logf("walks per cycle: %q", sequence)
+	for _, v := range []string{"cache", shopLayer} {
+		first := slices.IndexFunc(sequence, func(w string) bool { return slices.Contains(strings.Split(w, ","), v) })
+		if first < 0 || first-arrives > 7 { // 1m and a cycle
+			t.Errorf("the new pod's %s first walked in cycle %d, it came in cycle %d: want at most 7 cycles later", v, first, arrives)
+		}
+	}
+	if n := testutil.CollectAndCount(f.e, "emptydir_pod_ephemeral_storage_over_limit_bytes"); n != 1 {
+		t.Errorf("%d pod over-limit series after the new pod wrote 100× its limit, want 1", n)
 	}
 }

@@ -105,6 +105,12 @@ func fleet() *dashboard.DashboardBuilder {
 		WithPanel(timeseriesPanel("Pods and volumes per node", "", units.Short, 12, 7,
 			query(`sum by (node) (emptydir_exporter_volumes)`, "{{node}} volumes"),
 			query(`sum by (node) (emptydir_exporter_pods)`, "{{node}} pods"))).
+		WithPanel(timeseriesPanel("Walk CPU by namespace", "CPU the exporters' periodic walks of each namespace's pods take, as a share of one core, the 10 largest by node, against the budget each node's walks share (--collection.cpu-budget). Walks of overdue volumes start on their namespace's part of it, the budget split evenly among the node's namespaces: one namespace far above the others holds volumes that cost the most to walk, and past its part its own volumes wait, not the others'.", units.PercentUnit, 12, 7,
+			query(`topk(10, sum by (node, namespace) (rate(emptydir_exporter_namespace_walk_cpu_seconds_total[$__rate_interval])))`, "{{node}} {{namespace}}"),
+			query(`max(emptydir_exporter_cpu_budget_ratio)`, "budget of a node"))).
+		WithPanel(timeseriesPanel("Walks deferred and started overdue", "Due walks the exporters put off, per second, by node and reason (cpu_budget: the budget was spent; no_slot: every walk slot stayed busy), and walks of overdue volumes started whatever the budget held, on their namespace's part of it, the 10 largest by node and namespace. Steady deferrals with overdue walks: the budget does not cover the node's walks at the intervals, and measurements grow older (see EmptyDirExporterCollectionFailing).", units.Short, 12, 7,
+			query(`sum by (node, reason) (rate(emptydir_exporter_walks_deferred_total[$__rate_interval]))`, "{{node}} deferred: {{reason}}"),
+			query(`topk(10, sum by (node, namespace) (rate(emptydir_exporter_namespace_floor_walks_total[$__rate_interval])))`, "{{node}} {{namespace}} overdue"))).
 		WithPanel(timeseriesPanel("Live measurement requests", "Requests to the exporters' live endpoint (made by the remediator), by status code.", units.Short, 12, 7,
 			query(`sum by (code) (rate(emptydir_exporter_live_requests_total[$__rate_interval]))`, "{{code}}"))).
 		WithPanel(timeseriesPanel("Exporter versions", "", units.Short, 12, 7,

@@ -61,20 +61,30 @@ type Space struct {
 }
 
 // CPUMeter adds up the CPU time one walk spent, as the threads that walked counted it, and
-// adds it to a total of all walks (what a CPU budget drains) as it goes.
+// adds it to totals of several walks (what a CPU budget drains, what a namespace's walks
+// spent) as it goes.
 type CPUMeter struct {
-	walk  atomic.Int64
-	total *atomic.Int64 // nil: no total
+	walk   atomic.Int64
+	totals []*atomic.Int64
 }
 
-// NewCPUMeter returns a meter for one walk that also adds to total (nil: no total).
-func NewCPUMeter(total *atomic.Int64) *CPUMeter { return &CPUMeter{total: total} }
+// NewCPUMeter returns a meter for one walk that also adds to each of totals (nil ones left
+// out).
+func NewCPUMeter(totals ...*atomic.Int64) *CPUMeter {
+	m := &CPUMeter{}
+	for _, t := range totals {
+		if t != nil {
+			m.totals = append(m.totals, t)
+		}
+	}
+	return m
+}
 
 // Add charges d of CPU time to the walk.
 func (m *CPUMeter) Add(d time.Duration) {
 	m.walk.Add(int64(d))
-	if m.total != nil {
-		m.total.Add(int64(d))
+	for _, t := range m.totals {
+		t.Add(int64(d))
 	}
 }
 

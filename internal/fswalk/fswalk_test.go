@@ -6,10 +6,11 @@ import (
 	"time"
 )
 
-// TestCPUMeter: each walk's meter counts what its threads charged, and the total all of them.
+// TestCPUMeter: each walk's meter counts what its threads charged, and each total what the
+// walks that add to it did.
 func TestCPUMeter(t *testing.T) {
-	var total atomic.Int64
-	a, c := NewCPUMeter(&total), NewCPUMeter(&total)
+	var total, some atomic.Int64
+	a, c := NewCPUMeter(&total, &some), NewCPUMeter(&total, nil)
 	a.Add(2 * time.Second)
 	c.Add(time.Second)
 	a.Add(500 * time.Millisecond)
@@ -18,5 +19,8 @@ func TestCPUMeter(t *testing.T) {
 	}
 	if got := time.Duration(total.Load()); got != 3500*time.Millisecond {
 		t.Errorf("total %v, want 3.5s", got)
+	}
+	if got := time.Duration(some.Load()); got != 2500*time.Millisecond {
+		t.Errorf("the first walk's other total %v, want 2.5s", got)
 	}
 }
