@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +64,8 @@ type PodStorage struct {
 	// LimitBytes is PodLimits(pod)[ephemeral-storage], as the kubelet computes it; nil when
 	// no container has such a limit.
 	LimitBytes *int64
-	// Containers are the pod's running containers, whose writable layers and logs count.
+	// Containers are the pod's running containers, ephemeral ones included, whose writable
+	// layers and logs count.
 	Containers []Container
 }
 
@@ -73,7 +75,7 @@ type Container struct {
 	// ID is the runtime's ID from the pod's status, "<runtime>://<id>".
 	ID string
 	// LimitBytes is its limits.ephemeral-storage, for a container the kubelet checks (a
-	// regular or a restartable init container); nil when none.
+	// regular or a restartable init container); nil when none, and for an ephemeral container.
 	LimitBytes *int64
 }
 
@@ -118,8 +120,11 @@ func withStorage(pv PodVolumes, pod *corev1.Pod) PodVolumes {
 	}
 	// The kubelet counts running containers only (removeTerminatedContainers in
 	// cri_stats_provider.go): an exited one's layer is no longer mounted and its logs stay
-	// out of the pod's total.
-	for _, cs := range append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+	// out of the pod's total. It counts every one the runtime runs in the pod's sandbox, so
+	// ephemeral (debug) containers too: they have no limit of their own (the API gives them no
+	// resources), but their layer and logs count toward the pod's.
+	statuses := slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.EphemeralContainerStatuses)
+	for _, cs := range statuses {
 		if cs.State.Running == nil || cs.ContainerID == "" {
 			continue
 		}

@@ -51,9 +51,23 @@ func (b *podBuilder) exited(name, id string) *podBuilder {
 	return b
 }
 
+// debug adds an ephemeral container (kubectl debug) with runtime ID id, running or exited. The
+// API gives ephemeral containers no resources, so it has no limit of its own.
+func (b *podBuilder) debug(name, id string, running bool) *podBuilder {
+	b.pod.Spec.EphemeralContainers = append(b.pod.Spec.EphemeralContainers, corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name}, TargetContainerName: "main"})
+	cs := corev1.ContainerStatus{Name: name, ContainerID: id, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}
+	if running {
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	}
+	b.pod.Status.EphemeralContainerStatuses = append(b.pod.Status.EphemeralContainerStatuses, cs)
+	return b
+}
+
 const (
-	idMain = "containerd://" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	idSide = "containerd://" + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	idMain  = "containerd://" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	idSide  = "containerd://" + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	idDebug = "containerd://" + "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
 )
 
 func TestWithStorage(t *testing.T) {
@@ -99,6 +113,22 @@ func TestWithStorage(t *testing.T) {
 				{"container/main/logs", KindContainerLogs, mib(10)},
 				{"pod/files", KindPodFiles, mib(55)},
 			}},
+		// The kubelet counts every running container of the sandbox toward the pod
+		// (ListContainers in cri_stats_provider.go makes no difference for ephemeral ones), and
+		// checks a container limit only of regular and restartable init containers.
+		{name: "a running ephemeral container's layer and logs count toward the pod's limit, under no limit of their own",
+			pod:       newPod("a", "p", "u1").limit("main", "10Mi").running("main", idMain, false).debug("debugger", idDebug, true).debug("gone", "containerd://ee", false).pod,
+			wantLimit: mib(10),
+			wantCtrs:  []Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}, {Name: "debugger", ID: idDebug}},
+			wantParts: []part{
+				{"container/main/writable-layer", KindWritableLayer, mib(10)},
+				{"container/main/logs", KindContainerLogs, mib(10)},
+				{"container/debugger/writable-layer", KindWritableLayer, mib(10)},
+				{"container/debugger/logs", KindContainerLogs, mib(10)},
+				{"pod/files", KindPodFiles, mib(10)},
+			}},
+		{name: "an ephemeral container alone gives a pod without limits none",
+			pod: newPod("a", "p", "u1").emptyDir("v", "", "1Mi").mount("v").running("main", idMain, false).debug("debugger", idDebug, true).pod, none: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,8 +172,13 @@ func TestWithStorage(t *testing.T) {
 func describeParts[P any](parts []P) string {
 	var b strings.Builder
 	for _, p := range parts {
+		// Fields by reflect.Value, never Interface: the tests' part types have unexported ones.
 		v := reflect.ValueOf(p)
-		fmt.Fprintf(&b, "{%v %v %v} ", v.Field(0), v.Field(1), deref64(v.Field(2).Interface().(*int64)))
+		var budget any
+		if f := v.Field(2); !f.IsNil() {
+			budget = f.Elem().Int()
+		}
+		fmt.Fprintf(&b, "{%v %v %v} ", v.Field(0), v.Field(1), budget)
 	}
 	return b.String()
 }

@@ -226,7 +226,7 @@ func (w *PodWatcher) kubeletRuns(p *corev1.Pod) bool {
 
 // trimPod drops what podVolumes and withStorage never read. Of the annotations it keeps the
 // mirror pod's config hash: the kubelet keeps a static pod's volumes under it; of the status,
-// the phase and which containers run under which runtime ID.
+// the phase and which containers (ephemeral ones included) run under which runtime ID.
 func trimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -239,8 +239,9 @@ func trimPod(obj any) (any, error) {
 		p.Annotations = nil
 	}
 	p.Status = corev1.PodStatus{Phase: p.Status.Phase,
-		InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses),
-		ContainerStatuses:     trimStatuses(p.Status.ContainerStatuses)}
+		InitContainerStatuses:      trimStatuses(p.Status.InitContainerStatuses),
+		ContainerStatuses:          trimStatuses(p.Status.ContainerStatuses),
+		EphemeralContainerStatuses: trimStatuses(p.Status.EphemeralContainerStatuses)}
 	return p, nil
 }
 

@@ -487,3 +487,38 @@ func TestPodWatcherNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// A debug container added with `kubectl debug` to a pod with an ephemeral-storage limit writes
+// into its own writable layer and logs, which the kubelet counts toward the pod: the
+// informer's trimmed copy must keep its status, and the pod list its parts.
+func TestPodWatcherCountsEphemeralContainers(t *testing.T) {
+	client := fake.NewClientset(newPod("shop", "web-0", "uid-web").limit("main", "10Mi").
+		running("main", idMain, false).debug("debugger", idDebug, true).pod)
+	w, err := NewPodWatcher(client, "node-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetEphemeralStorage(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(func() { cancel(); w.Shutdown() })
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pv, ok, err := w.Get("shop", "web-0")
+	if err != nil || !ok || pv.Storage == nil {
+		t.Fatalf("Get = %+v, %v, %v; want the pod with its ephemeral storage", pv, ok, err)
+	}
+	want := []Container{{Name: "main", ID: idMain, LimitBytes: ptr.To(int64(10 << 20))}, {Name: "debugger", ID: idDebug}}
+	if !reflect.DeepEqual(pv.Storage.Containers, want) {
+		t.Errorf("containers = %+v, want %+v", pv.Storage.Containers, want)
+	}
+	var parts []string
+	for _, v := range pv.Volumes {
+		if v.Container == "debugger" {
+			parts = append(parts, v.Name+" "+v.ContainerID)
+		}
+	}
+	if wantParts := []string{"container/debugger/writable-layer " + idDebug, "container/debugger/logs "}; !reflect.DeepEqual(parts, wantParts) {
+		t.Errorf("debugger's parts = %q, want %q", parts, wantParts)
+	}
+}

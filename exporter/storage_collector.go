@@ -13,7 +13,7 @@ var (
 
 var (
 	podUsedDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_used_bytes",
-		"The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs, its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.",
+		"The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs (ephemeral containers included), its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.",
 		podLabels, nil)
 	podLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_limit_bytes",
 		"The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.",

@@ -55,7 +55,7 @@ func storageFixture(dedicated bool) *exporter.Exporter {
 func TestCollectEphemeralStorage(t *testing.T) {
 	e := storageFixture(false)
 	want := `
-# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs, its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
+# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs (ephemeral containers included), its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
 # TYPE emptydir_pod_ephemeral_storage_used_bytes gauge
 emptydir_pod_ephemeral_storage_used_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.5740928e+07
 # HELP emptydir_pod_ephemeral_storage_limit_bytes The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.
@@ -127,7 +127,7 @@ func TestCollectEphemeralStorageDedicatedImageFilesystem(t *testing.T) {
 # TYPE emptydir_container_ephemeral_storage_used_bytes gauge
 emptydir_container_ephemeral_storage_used_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.048576e+06
 emptydir_container_ephemeral_storage_used_bytes{container="side",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 8192
-# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs, its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
+# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs (ephemeral containers included), its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
 # TYPE emptydir_pod_ephemeral_storage_used_bytes gauge
 emptydir_pod_ephemeral_storage_used_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.5740928e+07
 `

@@ -1,6 +1,7 @@
 package remediator
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
@@ -250,4 +252,54 @@ func TestKubeletContainerSummary(t *testing.T) {
 	}
 	_, err = containerSummary(shared, ps, Subject{Check: CheckContainer, Container: "other"})
 	assertMeasurement(t, Measurement{}, err, 0, MeasureNotFound)
+}
+
+// A debug container (`kubectl debug`) has no limit, yet the kubelet counts its writable layer
+// and logs toward its pod's: the live re-check of PodEphemeralStorageOverLimit must too, from
+// the pod as the exporter's informer holds it, or a tenant allowed to debug its own pod writes
+// past the limit unseen.
+func TestExporterMeasurerCountsEphemeralContainers(t *testing.T) {
+	const idApp, idDebug = "containerd://" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+		"containerd://" + "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+	pod := newPod("default", "job", uid1).container("app", "10Mi", "").build()
+	pod.Spec.Volumes = nil
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger"}, TargetContainerName: "app"}}
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", ContainerID: idApp, State: running}}
+	pod.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "debugger", ContainerID: idDebug, State: running}}
+
+	watcher, err := exporter.NewPodWatcher(fake.NewClientset(pod), "node-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher.SetEphemeralStorage(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer func() { cancel(); watcher.Shutdown() }()
+	if err := watcher.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
+	table := exportertest.NewTable()
+	for name, used := range map[string]int64{"container/app/writable-layer": mib, "container/app/logs": 4096, "pod/files": 4096,
+		"container/debugger/writable-layer": 20 * mib, "container/debugger/logs": 8192} {
+		table.Set(uid1, name, exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
+	}
+	cfg := exporter.DefaultConfig()
+	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", exportertest.NewSource(table.Measure), watcher
+	exp, err := exporter.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	got, err := NewExporterMeasurer(ts.Client(), StaticLocator(ts.URL)).Measure(t.Context(), pod, Subject{Check: CheckPod})
+	if want := int64(21*mib + 3*4096 + 4096); err != nil || got.UsedBytes != want || got.LowerBound() {
+		t.Errorf("pod: %+v, %v; want %d bytes (the debug container's 20Mi layer and logs included), exact", got, err, want)
+	}
+	if limit, ok, _ := subjectLimit(pod, Subject{Check: CheckPod}); !ok || got.UsedBytes <= limit {
+		t.Errorf("limit %d (ok=%v), usage %d: want the pod over its limit, as the kubelet sees it", limit, ok, got.UsedBytes)
+	}
 }
