@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/utils/ptr"
 )
 
 // Kind is what a Volume measures: an emptyDir volume or another part of a pod's ephemeral
@@ -67,6 +68,9 @@ type PodStorage struct {
 	// Containers are the pod's running containers, ephemeral ones included, whose writable
 	// layers and logs count.
 	Containers []Container
+	// RuntimeClass is the pod's spec.runtimeClassName, "" for the node's default runtime: a
+	// sandboxed runtime (Kata, Firecracker) is the usual reason a layer cannot be located.
+	RuntimeClass string
 }
 
 // Container is one running container of a pod.
@@ -101,7 +105,8 @@ func partName(k Kind, name string) string {
 // never measured (they can trigger no eviction, and would cost a walk of every writable
 // layer on the node).
 func withStorage(pv PodVolumes, pod *corev1.Pod) PodVolumes {
-	st := &PodStorage{LimitBytes: quantityBytes(resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{}), corev1.ResourceEphemeralStorage)}
+	st := &PodStorage{LimitBytes: quantityBytes(resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{}), corev1.ResourceEphemeralStorage),
+		RuntimeClass: ptr.Deref(pod.Spec.RuntimeClassName, "")}
 	limits := map[string]*int64{}
 	for _, c := range pod.Spec.Containers {
 		limits[c.Name] = quantityBytes(c.Resources.Limits, corev1.ResourceEphemeralStorage)

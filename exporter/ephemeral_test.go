@@ -64,6 +64,11 @@ func (b *podBuilder) debug(name, id string, running bool) *podBuilder {
 	return b
 }
 
+func (b *podBuilder) runtimeClass(name string) *podBuilder {
+	b.pod.Spec.RuntimeClassName = &name
+	return b
+}
+
 const (
 	idMain  = "containerd://" + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 	idSide  = "containerd://" + "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -84,7 +89,8 @@ func TestWithStorage(t *testing.T) {
 		wantCtrs   []Container
 		wantParts  []part // beside the emptyDirs, in order
 		wantBudget map[string]*int64
-		none       bool // no Storage: the pod has no ephemeral-storage limit
+		wantClass  string // PodStorage.RuntimeClass
+		none       bool   // no Storage: the pod has no ephemeral-storage limit
 	}{
 		{name: "no limit: emptyDirs only", pod: newPod("a", "p", "u1").emptyDir("v", "", "1Mi").mount("v").running("main", idMain, false).pod, none: true},
 		{name: "container limit: writable layer, logs, pod files; disk emptyDir without sizeLimit is guarded by the pod limit",
@@ -117,8 +123,10 @@ func TestWithStorage(t *testing.T) {
 		// (ListContainers in cri_stats_provider.go makes no difference for ephemeral ones), and
 		// checks a container limit only of regular and restartable init containers.
 		{name: "a running ephemeral container's layer and logs count toward the pod's limit, under no limit of their own",
-			pod:       newPod("a", "p", "u1").limit("main", "10Mi").running("main", idMain, false).debug("debugger", idDebug, true).debug("gone", "containerd://ee", false).pod,
+			pod: newPod("a", "p", "u1").limit("main", "10Mi").running("main", idMain, false).debug("debugger", idDebug, true).debug("gone", "containerd://ee", false).
+				runtimeClass("kata-qemu").pod,
 			wantLimit: mib(10),
+			wantClass: "kata-qemu",
 			wantCtrs:  []Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}, {Name: "debugger", ID: idDebug}},
 			wantParts: []part{
 				{"container/main/writable-layer", KindWritableLayer, mib(10)},
@@ -149,6 +157,9 @@ func TestWithStorage(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Storage.LimitBytes, tc.wantLimit) {
 				t.Errorf("pod limit = %v, want %v", deref64(got.Storage.LimitBytes), deref64(tc.wantLimit))
+			}
+			if got.Storage.RuntimeClass != tc.wantClass {
+				t.Errorf("runtime class = %q, want %q", got.Storage.RuntimeClass, tc.wantClass)
 			}
 			if !reflect.DeepEqual(got.Storage.Containers, tc.wantCtrs) {
 				t.Errorf("containers = %+v, want %+v", got.Storage.Containers, tc.wantCtrs)

@@ -98,6 +98,9 @@ func (s *FilesystemSource) Validate() error {
 		if !filepath.IsAbs(s.Layers.SnapshotterRoot) {
 			errs = append(errs, fmt.Errorf("--containerd.snapshotter-root=%q must be an absolute path", s.Layers.SnapshotterRoot))
 		}
+		if s.Layers.NativeSnapshotterRoot != "" && !filepath.IsAbs(s.Layers.NativeSnapshotterRoot) {
+			errs = append(errs, fmt.Errorf("--containerd.native-snapshotter-root=%q must be an absolute path", s.Layers.NativeSnapshotterRoot))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -161,7 +164,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		if s.Layers == nil {
 			return s.unlocatedLayer(ctx, p, v, LayerNoRootfsMount, started, now)
 		}
-		upper, lerr := s.Layers.UpperDir(v.ContainerID)
+		upper, lerr := s.Layers.WritableLayer(v.ContainerID)
 		var le *LayerError
 		if errors.As(lerr, &le) {
 			return s.unlocatedLayer(ctx, p, v, le.Reason, started, now)

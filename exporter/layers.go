@@ -40,12 +40,14 @@ func (e *LayerError) Error() string {
 }
 func (e *LayerError) Unwrap() error { return e.Err }
 
-// LayerLocator finds a running container's writable layer with containerd's overlayfs
-// snapshotter: containerd mounts each container's root filesystem at
+// LayerLocator finds a running container's writable layer. With containerd's overlayfs
+// snapshotter (the default) containerd mounts each container's root filesystem at
 // <task-dir>/<namespace>/<id>/rootfs, an overlay whose upperdir is
-// <snapshotter-root>/snapshots/<n>/fs. It reads both from the mount table, which only the
-// node's root can change: the ID comes from the pod's status, which only the kubelet writes,
-// and nothing a tenant controls (its files, its pod's spec) chooses the folder walked.
+// <snapshotter-root>/snapshots/<n>/fs; with its native snapshotter that mount is a bind of
+// <native-root>/snapshots/<n>, a whole copy of the image the container writes into. It reads
+// both from the mount table, which only the node's root can change: the ID comes from the
+// pod's status, which only the kubelet writes, and nothing a tenant controls (its files, its
+// pod's spec) chooses the folder walked.
 type LayerLocator struct {
 	// TaskDir is containerd's runtime v2 task folder as the exporter sees it, with
 	// HostToContainer mount propagation in a pod (--containerd.task-dir).
@@ -53,24 +55,32 @@ type LayerLocator struct {
 	// SnapshotterRoot is the overlayfs snapshotter's root, mounted at the same path as on
 	// the node (--containerd.snapshotter-root).
 	SnapshotterRoot string
+	// NativeSnapshotterRoot is the native snapshotter's root as mounted into the exporter
+	// (--containerd.native-snapshotter-root); "": a root filesystem of that snapshotter is
+	// not located.
+	NativeSnapshotterRoot string
 	// Namespace is containerd's namespace of the kubelet's containers: k8s.io.
 	Namespace string
 	// MountInfo is the mount table to read; empty: /proc/self/mountinfo.
 	MountInfo string
 
-	mu     sync.Mutex
-	read   time.Time
-	uppers map[string]string // mount point → upperdir; "" for a mount that is no overlay
+	mu    sync.Mutex
+	read  time.Time
+	table mountTable
 }
 
 // mountTableTTL is how long one reading of the mount table serves: a collection cycle's
 // layers are located from one reading, not one each.
 const mountTableTTL = time.Second
 
-var snapshotDir = regexp.MustCompile(`^snapshots/[0-9]+/fs$`)
+var (
+	snapshotDir       = regexp.MustCompile(`^snapshots/[0-9]+/fs$`)
+	nativeSnapshotDir = regexp.MustCompile(`^snapshots/[0-9]+$`)
+)
 
-// UpperDir locates the writable layer of the container with runtime ID id ("containerd://…").
-func (l *LayerLocator) UpperDir(id string) (string, error) {
+// WritableLayer locates the folder that holds the writable layer of the container with
+// runtime ID id ("containerd://…").
+func (l *LayerLocator) WritableLayer(id string) (string, error) {
 	runtime, cid, _ := runtimeID(id)
 	if runtime != "containerd" || !containerIDPattern.MatchString(cid) {
 		return "", &LayerError{Reason: LayerOtherRuntime, Err: fmt.Errorf("container ID %q is not containerd's", id)}
@@ -80,65 +90,101 @@ func (l *LayerLocator) UpperDir(id string) (string, error) {
 		ns = "k8s.io"
 	}
 	mountPoint := filepath.Join(l.TaskDir, ns, cid, "rootfs")
-	upper, found, err := l.lookup(mountPoint)
+	m, native, found, err := l.lookup(mountPoint)
 	if err != nil {
 		return "", err
 	}
 	if !found {
 		return "", &LayerError{Reason: LayerNoRootfsMount, Err: fmt.Errorf("nothing is mounted at %s", mountPoint)}
 	}
-	if upper == "" {
+	if m.fsType != "overlay" {
+		return l.nativeSnapshot(mountPoint, m, native)
+	}
+	if m.upper == "" {
 		return "", &LayerError{Reason: LayerNotOverlay, Err: fmt.Errorf("%s is no overlay with an upperdir", mountPoint)}
 	}
-	rel, err := filepath.Rel(l.SnapshotterRoot, filepath.Clean(upper))
+	rel, err := filepath.Rel(l.SnapshotterRoot, filepath.Clean(m.upper))
 	if err != nil || !snapshotDir.MatchString(rel) {
-		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("upperdir %s of %s is no snapshot below %s", upper, mountPoint, l.SnapshotterRoot)}
+		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("upperdir %s of %s is no snapshot below %s", m.upper, mountPoint, l.SnapshotterRoot)}
 	}
 	return filepath.Join(l.SnapshotterRoot, rel), nil
+}
+
+// nativeSnapshot locates a root filesystem m that is no overlay as a native snapshot: a bind
+// of <native-root>/snapshots/<n>. The mount table names a bind's source only by its device
+// and its path within that filesystem, so m must be on the filesystem that holds
+// NativeSnapshotterRoot (native), directly at one of its snapshots.
+func (l *LayerLocator) nativeSnapshot(mountPoint string, m mountEntry, native *mountEntry) (string, error) {
+	if l.NativeSnapshotterRoot == "" || native == nil || m.device != native.device {
+		return "", &LayerError{Reason: LayerNotOverlay, Err: fmt.Errorf("%s is a %s mount, no overlay nor a native snapshot", mountPoint, m.fsType)}
+	}
+	rel, err := filepath.Rel(native.root, filepath.Clean(m.root))
+	if err != nil || !nativeSnapshotDir.MatchString(rel) {
+		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("%s binds %s of its filesystem, no snapshot below %s (%s there)", mountPoint, m.root, l.NativeSnapshotterRoot, native.root)}
+	}
+	return filepath.Join(l.NativeSnapshotterRoot, rel), nil
 }
 
 // containerIDPattern is the form of containerd's container IDs as the CRI plugin makes them.
 var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// lookup gives the upperdir of the overlay mounted at mountPoint from a reading of the mount
-// table at most mountTableTTL old; a mount point missing from an older reading than the
-// container's start is looked up again.
-func (l *LayerLocator) lookup(mountPoint string) (upper string, found bool, err error) {
+// lookup gives the mount at mountPoint, and where the native snapshotter's root is (nil when
+// not looked for or not found), from a reading of the mount table at most mountTableTTL old;
+// a mount point missing from an older reading than the container's start is looked up again.
+func (l *LayerLocator) lookup(mountPoint string) (m mountEntry, native *mountEntry, found bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for fresh := false; ; fresh = true {
-		if l.uppers == nil || time.Since(l.read) > mountTableTTL || fresh {
-			if l.uppers, err = l.readMountTable(); err != nil {
-				return "", false, err
+		if l.table.rootfs == nil || time.Since(l.read) > mountTableTTL || fresh {
+			if l.table, err = l.readMountTable(); err != nil {
+				return mountEntry{}, nil, false, err
 			}
 			l.read = time.Now()
 			fresh = true
 		}
-		if upper, found = l.uppers[mountPoint]; found || fresh {
-			return upper, found, nil
+		if m, found = l.table.rootfs[mountPoint]; found || fresh {
+			return m, l.table.native, found, nil
 		}
 	}
 }
 
-// readMountTable maps the mount points below TaskDir to their overlay upperdir.
-func (l *LayerLocator) readMountTable() (map[string]string, error) {
+// readMountTable reads the mounts below TaskDir, and the one holding NativeSnapshotterRoot.
+func (l *LayerLocator) readMountTable() (mountTable, error) {
 	path := l.MountInfo
 	if path == "" {
 		path = "/proc/self/mountinfo"
 	}
 	f, err := os.Open(path) //nolint:gosec // G703: the process's own mount table, or a file a test names; never a request's
 	if err != nil {
-		return nil, fmt.Errorf("reading the mount table: %w", err)
+		return mountTable{}, fmt.Errorf("reading the mount table: %w", err)
 	}
 	defer f.Close()
-	return parseOverlayUppers(f, l.TaskDir)
+	return parseMountTable(f, l.TaskDir, l.NativeSnapshotterRoot)
 }
 
-// parseOverlayUppers reads a mountinfo table (proc(5)) and maps each mount point below under
-// to its overlay upperdir ("" when the mount is no overlay or has none).
-func parseOverlayUppers(r io.Reader, under string) (map[string]string, error) {
-	out := map[string]string{}
+// mountEntry is what the locator needs of one line of a mount table.
+type mountEntry struct {
+	fsType string
+	upper  string // an overlay's upperdir
+	device string // major:minor of the mounted filesystem
+	root   string // the folder of that filesystem mounted here (a bind's source)
+}
+
+// mountTable is the part of a mount table the locator reads.
+type mountTable struct {
+	rootfs map[string]mountEntry // by mount point, below the task folder
+	// native is the filesystem holding the native snapshotter's root, its root set to that
+	// folder's path within the filesystem; nil when none.
+	native *mountEntry
+}
+
+// parseMountTable reads a mountinfo table (proc(5)): the mounts below under by mount point,
+// and, when nativeRoot is set, the deepest mount holding it, to tell its path within its
+// filesystem.
+func parseMountTable(r io.Reader, under, nativeRoot string) (mountTable, error) {
+	t := mountTable{rootfs: map[string]mountEntry{}}
 	prefix := filepath.Clean(under) + "/"
+	nativeDepth := -1
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20) // lowerdir lists of many layers make long lines
 	for sc.Scan() {
@@ -155,23 +201,35 @@ func parseOverlayUppers(r io.Reader, under string) (map[string]string, error) {
 			continue
 		}
 		mountPoint := unescapeMountinfo(fields[4])
+		m := mountEntry{fsType: fields[sep+1], device: fields[2], root: unescapeMountinfo(fields[3])}
+		// A later mount over the same point hides the earlier one, hence >= and overwrites.
+		if nativeRoot != "" && len(mountPoint) >= nativeDepth && holds(mountPoint, nativeRoot) {
+			rel, _ := filepath.Rel(mountPoint, nativeRoot)
+			n := m
+			n.root = filepath.Join(m.root, rel)
+			t.native, nativeDepth = &n, len(mountPoint)
+		}
 		if !strings.HasPrefix(mountPoint, prefix) {
 			continue
 		}
-		upper := ""
-		if fields[sep+1] == "overlay" {
+		if m.fsType == "overlay" {
 			for _, opt := range strings.Split(fields[sep+3], ",") {
 				if v, ok := strings.CutPrefix(opt, "upperdir="); ok {
-					upper = unescapeMountinfo(v)
+					m.upper = unescapeMountinfo(v)
 				}
 			}
 		}
-		out[mountPoint] = upper // a later mount over the same point hides the earlier one
+		t.rootfs[mountPoint] = m
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the mount table: %w", err)
+		return mountTable{}, fmt.Errorf("reading the mount table: %w", err)
 	}
-	return out, nil
+	return t, nil
+}
+
+// holds reports whether path is dir or below it.
+func holds(dir, path string) bool {
+	return dir == path || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space) of a mountinfo field.

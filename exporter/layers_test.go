@@ -85,19 +85,133 @@ func TestLayerLocator(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := n.locator.UpperDir(tt.id)
+			got, err := n.locator.WritableLayer(tt.id)
 			var le *exporter.LayerError
 			switch {
 			case tt.reason == "" && err != nil:
-				t.Fatalf("UpperDir: %v", err)
+				t.Fatalf("WritableLayer: %v", err)
 			case tt.reason == "" && got != tt.want:
-				t.Errorf("UpperDir = %q, want %q", got, tt.want)
+				t.Errorf("WritableLayer = %q, want %q", got, tt.want)
 			case tt.reason != "" && !errors.As(err, &le):
-				t.Fatalf("UpperDir = %q, %v; want a LayerError %s", got, err, tt.reason)
+				t.Fatalf("WritableLayer = %q, %v; want a LayerError %s", got, err, tt.reason)
 			case tt.reason != "" && le.Reason != tt.reason:
 				t.Errorf("reason = %s (%v), want %s", le.Reason, err, tt.reason)
 			}
 		})
+	}
+}
+
+const (
+	layerNative      = "7777777777777777777777777777777777777777777777777777777777777777"
+	layerNativeSub   = "8888888888888888888888888888888888888888888888888888888888888888"
+	layerNativeElse  = "9999999999999999999999999999999999999999999999999999999999999999"
+	layerNativeOther = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	layerDevmapper   = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+// nativeLocator is a locator over a mount table (lines, where %[1]s stands for the native
+// snapshotter root and %[2]s for the task folder's k8s.io namespace) in which containerd's
+// native snapshotter bind-mounts each root filesystem from <root>/snapshots/<n>, whole.
+func nativeLocator(t *testing.T, native bool, lines ...string) (*exporter.LayerLocator, string) {
+	t.Helper()
+	root := t.TempDir()
+	l := &exporter.LayerLocator{TaskDir: filepath.Join(root, "run", "io.containerd.runtime.v2.task"),
+		SnapshotterRoot: filepath.Join(root, "lib", "io.containerd.snapshotter.v1.overlayfs"), MountInfo: filepath.Join(root, "mountinfo")}
+	nativeRoot := filepath.Join(root, "lib", "io.containerd.snapshotter.v1.native")
+	if native {
+		l.NativeSnapshotterRoot = nativeRoot
+	}
+	table := strings.NewReplacer("%[1]s", nativeRoot, "%[2]s", filepath.Join(l.TaskDir, "k8s.io")).Replace(strings.Join(lines, "\n") + "\n")
+	if err := os.WriteFile(l.MountInfo, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return l, nativeRoot
+}
+
+// containerd's native snapshotter (where overlayfs is not available) gives each container a
+// full copy of its image in <root>/snapshots/<n>, bind-mounted as its root filesystem; the
+// kubelet counts that folder whole (the snapshotter's Usage). The mount table names the bind's
+// source by its path within its filesystem: located only on the filesystem that holds the
+// native root, as a snapshot directly below it.
+func TestLayerLocatorNativeSnapshotter(t *testing.T) {
+	type want struct{ id, dir, reason string }
+	tests := []struct {
+		name   string
+		native bool
+		lines  []string
+		want   []want
+	}{
+		{name: "the exporter's pod: the native root is a hostPath of a filesystem mounted apart on the node", native: true,
+			lines: []string{
+				"22 1 0:50 / / rw - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w",
+				"600 22 8:2 /lib/containerd/io.containerd.snapshotter.v1.native %[1]s ro,relatime - xfs /dev/sdb1 rw",
+				"601 22 8:2 /lib/containerd/io.containerd.snapshotter.v1.native/snapshots/9 %[2]s/" + layerNative + "/rootfs rw,relatime - xfs /dev/sdb1 rw",
+				// A folder within a snapshot, and another folder of the same filesystem.
+				"602 22 8:2 /lib/containerd/io.containerd.snapshotter.v1.native/snapshots/9/sub %[2]s/" + layerNativeSub + "/rootfs rw - xfs /dev/sdb1 rw",
+				"603 22 8:2 /lib/containerd/etc %[2]s/" + layerNativeElse + "/rootfs rw - xfs /dev/sdb1 rw",
+				// The same path on another filesystem is another folder.
+				"604 22 8:3 /lib/containerd/io.containerd.snapshotter.v1.native/snapshots/9 %[2]s/" + layerNativeOther + "/rootfs rw - ext4 /dev/sdc1 rw",
+				// runc with the devmapper snapshotter: the thin device's filesystem itself.
+				"605 22 253:5 / %[2]s/" + layerDevmapper + "/rootfs rw - ext4 /dev/mapper/containerd-pool-snap-12 rw",
+			},
+			want: []want{
+				{id: layerNative, dir: "snapshots/9"},
+				{id: layerNativeSub, reason: exporter.LayerOutsideSnapshotter},
+				{id: layerNativeElse, reason: exporter.LayerOutsideSnapshotter},
+				{id: layerNativeOther, reason: exporter.LayerNotOverlay},
+				{id: layerDevmapper, reason: exporter.LayerNotOverlay},
+			}},
+		{name: "on the node itself: the native root is a folder of the root filesystem", native: true,
+			lines: []string{
+				"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
+				"601 22 8:1 %[1]s/snapshots/12 %[2]s/" + layerNative + "/rootfs rw,relatime shared:1 - ext4 /dev/sda1 rw",
+			},
+			want: []want{{id: layerNative, dir: "snapshots/12"}}},
+		{name: "without --containerd.native-snapshotter-root", native: false,
+			lines: []string{
+				"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
+				"601 22 8:1 %[1]s/snapshots/12 %[2]s/" + layerNative + "/rootfs rw,relatime shared:1 - ext4 /dev/sda1 rw",
+			},
+			want: []want{{id: layerNative, reason: exporter.LayerNotOverlay}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, nativeRoot := nativeLocator(t, tt.native, tt.lines...)
+			for _, w := range tt.want {
+				got, err := l.WritableLayer("containerd://" + w.id)
+				var le *exporter.LayerError
+				switch {
+				case w.reason == "" && (err != nil || got != filepath.Join(nativeRoot, w.dir)):
+					t.Errorf("%s: %q, %v; want %s", w.id[:4], got, err, filepath.Join(nativeRoot, w.dir))
+				case w.reason != "" && !errors.As(err, &le):
+					t.Errorf("%s: %q, %v; want a LayerError %s", w.id[:4], got, err, w.reason)
+				case w.reason != "" && le.Reason != w.reason:
+					t.Errorf("%s: reason %s (%v), want %s", w.id[:4], le.Reason, err, w.reason)
+				}
+			}
+		})
+	}
+}
+
+// A native snapshot is walked whole, image copy and writes, as containerd's Usage counts it
+// (fs.DiskUsage of the folder): the figure the kubelet compares.
+func TestNativeSnapshotMeasuresLikeDu(t *testing.T) {
+	l, nativeRoot := nativeLocator(t, true,
+		"22 1 0:50 / / rw - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w",
+		"600 22 8:2 /io.containerd.snapshotter.v1.native %[1]s ro - xfs /dev/sdb1 rw",
+		"601 22 8:2 /io.containerd.snapshotter.v1.native/snapshots/3 %[2]s/"+layerNative+"/rootfs rw - xfs /dev/sdb1 rw")
+	snapshot := filepath.Join(nativeRoot, "snapshots", "3")
+	writeFile(t, filepath.Join(snapshot, "bin", "app"), 700<<10) // copied from the image
+	writeFile(t, filepath.Join(snapshot, "tmp", "written"), 2<<20)
+	writeFile(t, filepath.Join(nativeRoot, "snapshots", "4", "other"), 1<<20) // another container's
+	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: l}
+	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
+	m, err := src.MeasureVolume(context.Background(), exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gnu := duBytes(t, snapshot); m.UsedBytes != gnu || m.LowerBound() || m.Method != exporter.MethodWalk {
+		t.Errorf("native snapshot: %d bytes (lower bound %v, unlocated %q, method %s), GNU du says %d", m.UsedBytes, m.LowerBound(), m.Unlocated, m.Method, gnu)
 	}
 }
 

@@ -43,8 +43,8 @@ var (
 		"The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.",
 		append(containerLabels, "part"), nil)
 	layerUnlocatedDesc = prometheus.NewDesc("emptydir_container_writable_layer_unlocated",
-		"1 when the container's writable layer could not be located, by reason: other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; its usage then counts as 0 and the pod's and container's usage are lower bounds.",
-		append(containerLabels, "reason"), nil)
+		"1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter) and the pod's RuntimeClass (runtime_class, \"\" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.",
+		append(containerLabels, "reason", "runtime_class"), nil)
 	dedicatedImageFSDesc = prometheus.NewDesc("emptydir_exporter_image_filesystem_dedicated",
 		"1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.",
 		[]string{"node"}, nil)
@@ -114,7 +114,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, PartWritableLayer)...)
 			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, PartLogs)...)
 			if c.Unlocated != "" {
-				gauge(layerUnlocatedDesc, 1, append(clv, c.Unlocated)...)
+				gauge(layerUnlocatedDesc, 1, append(clv, c.Unlocated, p.Storage.RuntimeClass)...)
 			}
 		}
 	}

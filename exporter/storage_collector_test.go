@@ -14,7 +14,8 @@ import (
 
 // storageFixture is a pod with a container limit whose parts the table has measured: 3 MiB in
 // a disk emptyDir without a sizeLimit, 11 MiB in the main container's writable layer, 1 MiB of
-// its logs, a sidecar whose layer could not be located.
+// its logs, a sidecar whose layer could not be located (the pod runs under RuntimeClass
+// kata-fc).
 func storageFixture(dedicated bool) *exporter.Exporter {
 	const uid = "uid-job"
 	mib := int64(1 << 20)
@@ -27,7 +28,7 @@ func storageFixture(dedicated bool) *exporter.Exporter {
 			{Name: "container/side/logs", Kind: exporter.KindContainerLogs, Container: "side", BudgetBytes: limit(20 << 20)},
 			{Name: "pod/files", Kind: exporter.KindPodFiles, BudgetBytes: limit(20 << 20)},
 		},
-		Storage: &exporter.PodStorage{LimitBytes: limit(20 << 20), Containers: []exporter.Container{
+		Storage: &exporter.PodStorage{LimitBytes: limit(20 << 20), RuntimeClass: "kata-fc", Containers: []exporter.Container{
 			{Name: "main", ID: "containerd://a", LimitBytes: limit(10 << 20)}, {Name: "side", ID: "containerd://b"}}},
 	})
 	at := t0.Add(-2 * time.Second)
@@ -86,9 +87,9 @@ emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="batc
 emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 1.1534336e+07
 emptydir_container_ephemeral_storage_part_bytes{container="side",namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 8192
 emptydir_container_ephemeral_storage_part_bytes{container="side",namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 0
-# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason: other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; its usage then counts as 0 and the pod's and container's usage are lower bounds.
+# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter) and the pod's RuntimeClass (runtime_class, "" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.
 # TYPE emptydir_container_writable_layer_unlocated gauge
-emptydir_container_writable_layer_unlocated{container="side",namespace="batch",node="node-1",pod="job-1",reason="no_rootfs_mount",uid="uid-job"} 1
+emptydir_container_writable_layer_unlocated{container="side",namespace="batch",node="node-1",pod="job-1",reason="no_rootfs_mount",runtime_class="kata-fc",uid="uid-job"} 1
 # HELP emptydir_exporter_image_filesystem_dedicated 1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.
 # TYPE emptydir_exporter_image_filesystem_dedicated gauge
 emptydir_exporter_image_filesystem_dedicated{node="node-1"} 0

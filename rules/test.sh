@@ -64,4 +64,5 @@ route_test emptydir-remediator,human alertname=ContainerEphemeralStorageOverLimi
 route_test human alertname=EmptyDirNearLimit severity=warning namespace=default pod=p uid=u volume=v
 route_test human alertname=PodEphemeralStorageNearLimit severity=warning namespace=default pod=p uid=u
 route_test human alertname=ContainerEphemeralStorageFillingUp severity=warning horizon=1h namespace=default pod=p uid=u container=c
+route_test human alertname=ContainerEphemeralStorageLayerUnlocated severity=warning namespace=default pod=p uid=u container=c reason=no_rootfs_mount node=node-1
 route_test human alertname=EmptyDirExporterDown severity=warning

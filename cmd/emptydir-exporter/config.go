@@ -123,6 +123,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(fsc.Layers.TaskDir).StringVar(&fsc.Layers.TaskDir)
 	app.Flag("containerd.snapshotter-root", "The root of containerd's overlayfs snapshotter, mounted read-only into the exporter at the same path as on the node: the writable layers are walked there (--collection.ephemeral-storage).").
 		Default(fsc.Layers.SnapshotterRoot).StringVar(&fsc.Layers.SnapshotterRoot)
+	app.Flag("containerd.native-snapshotter-root", "The root of containerd's native snapshotter (its root dir plus io.containerd.snapshotter.v1.native), mounted read-only into the exporter: a container whose root filesystem is a bind of a snapshot there has it walked whole, image copy and writes, as the kubelet counts it; empty: such layers are reported unlocated, reason not_overlay (--collection.ephemeral-storage).").
+		Default(fsc.Layers.NativeSnapshotterRoot).StringVar(&fsc.Layers.NativeSnapshotterRoot)
 	app.Flag("fs.deny-writes", "At start, take from the process every right to write to the filesystem, with Landlock (Linux 5.13+): a read-only mount is read-only on its top only, and mounts made later below one with HostToContainer propagation (other containers' root filesystems, tmpfs volumes) would be writable. Without Landlock the exporter warns and runs on.").
 		Default(def(cfg.denyWrites)).BoolVar(&cfg.denyWrites)
 	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").

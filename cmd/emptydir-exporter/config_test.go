@@ -140,6 +140,8 @@ func TestValidate(t *testing.T) {
 		{"collection concurrency 17", []string{"--node.name=n", "--collection.concurrency=17"}, []string{"--collection.concurrency"}},
 		{"volume timeout below 1s", []string{"--node.name=n", "--collection.volume-timeout=500ms"}, []string{"--collection.volume-timeout"}},
 		{"relative root dir", []string{"--node.name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
+		{"relative native snapshotter root", []string{"--node.name=n", "--containerd.native-snapshotter-root=var/lib/containerd/io.containerd.snapshotter.v1.native"},
+			[]string{"--containerd.native-snapshotter-root"}},
 		{"unlimited interval below the interval", []string{"--node.name=n", "--collection.interval=2m"},
 			[]string{"--collection.unlimited-interval=1m0s", "--collection.interval=2m0s"}},
 		{"negative CPU budget", []string{"--node.name=n", "--collection.cpu-budget=-0.1"}, []string{"--collection.cpu-budget"}},

@@ -180,7 +180,11 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, source exporter.
 // cannot be read counts a not_found error, which fails the collection and its alert.
 func warnMissingPaths(cfg *config, logger *slog.Logger) {
 	for flag, dir := range map[string]string{"--kubelet.pod-logs-dir": cfg.fs.PodLogsDir,
-		"--containerd.task-dir": cfg.fs.Layers.TaskDir, "--containerd.snapshotter-root": cfg.fs.Layers.SnapshotterRoot} {
+		"--containerd.task-dir": cfg.fs.Layers.TaskDir, "--containerd.snapshotter-root": cfg.fs.Layers.SnapshotterRoot,
+		"--containerd.native-snapshotter-root": cfg.fs.Layers.NativeSnapshotterRoot} {
+		if dir == "" {
+			continue // not asked for
+		}
 		if _, err := os.Stat(dir); err != nil {
 			logger.Warn("a folder the pods' ephemeral-storage measurement reads is missing: mount it read-only into the exporter, or turn --collection.ephemeral-storage off",
 				"flag", flag, "err", err)

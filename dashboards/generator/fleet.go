@@ -85,8 +85,8 @@ func fleet() *dashboard.DashboardBuilder {
 			query(podsNearLimit, "pods near limit (>90%)"),
 			query(containersOverLimit, "containers over limit"),
 			query(containersNearLimit, "containers near limit (>90%)"))).
-		WithPanel(timeseriesPanel("Writable layers not located", "Running containers of pods with a limit whose writable layer the exporter could not locate, by node and reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter): each counts as the kubelet's own figure (its Summary API, where the exporter may ask the kubelet) or else as 0, and its pod's and container's usage is a lower bound. 0: every layer on the node located.", units.Short, 12, 8,
-			query(`sum by (node, reason) (emptydir_container_writable_layer_unlocated) or on (node) (max by (node) (emptydir_exporter_image_filesystem_dedicated) * 0)`, "{{node}} {{reason}}"))).
+		WithPanel(timeseriesPanel("Writable layers not located", "Running containers of pods with a limit whose writable layer the exporter could not locate, by node, reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter) and the pods' RuntimeClass: each counts as the kubelet's own figure (its Summary API, where the exporter may ask the kubelet) or else as 0, and its pod's and container's usage is a lower bound; ContainerEphemeralStorageLayerUnlocated fires after 10 minutes. 0: every layer on the node located.", units.Short, 12, 8,
+			query(`sum by (node, reason, runtime_class) (emptydir_container_writable_layer_unlocated) or on (node) (max by (node) (emptydir_exporter_image_filesystem_dedicated) * 0)`, "{{node}} {{reason}} {{runtime_class}}"))).
 		WithRow(row("Exporter health")).
 		WithPanel(timeseriesPanel("Exporter up", "1 when Prometheus scraped the exporter; see EmptyDirExporterDown.", units.Short, 8, 7,
 			query(`up{`+exporterJob+`}`, "{{instance}}")).Min(0).Max(1)).

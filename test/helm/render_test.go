@@ -424,7 +424,8 @@ func mountAt(spec corev1.PodSpec, path string) (*corev1.VolumeMount, *corev1.Vol
 // TestEphemeralStorage: exporter.ephemeralStorage renders --collection.ephemeral-storage and
 // exactly the read-only hostPaths it reads, each mounted where its flag says and at the node's
 // own path (the mount table's upperdirs are the node's paths); off, the negated flag and none
-// of them; without containerd, no containerd folder. The kubelet source gets none of it.
+// of them; without containerd, no containerd folder; the native snapshotter's folder only when
+// asked for. The kubelet source gets none of it.
 func TestEphemeralStorage(t *testing.T) {
 	const (
 		pods  = "/var/lib/kubelet/pods"
@@ -438,13 +439,17 @@ func TestEphemeralStorage(t *testing.T) {
 		tasks      string // --containerd.task-dir
 		snaps      string // --containerd.snapshotter-root
 		containerd bool   // the containerd folders are mounted
+		native     string // --containerd.native-snapshotter-root, mounted
 	}{
-		{"{}", true, "/var/log/pods", tasks, snaps, true},
-		{"exporter: {ephemeralStorage: {enabled: false}}", false, "", "", "", false},
-		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", true, "/var/log/pods", tasks, snaps, false},
+		{"{}", true, "/var/log/pods", tasks, snaps, true, ""},
+		{"exporter: {ephemeralStorage: {enabled: false}}", false, "", "", "", false, ""},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", true, "/var/log/pods", tasks, snaps, false, ""},
 		{"exporter: {ephemeralStorage: {podLogsDir: /srv/logs/pods/, containerd: {stateDir: /run/k3s/containerd/, root: /var/lib/rancher/k3s/agent/containerd}}}",
-			true, "/srv/logs/pods", "/run/k3s/containerd/io.containerd.runtime.v2.task", "/var/lib/rancher/k3s/agent/containerd/io.containerd.snapshotter.v1.overlayfs", true},
-		{"exporter: {ephemeralStorage: {enabled: false, podLogsDir: /srv/logs/pods, containerd: {stateDir: /run/k3s/containerd}}}", false, "", "", "", false},
+			true, "/srv/logs/pods", "/run/k3s/containerd/io.containerd.runtime.v2.task", "/var/lib/rancher/k3s/agent/containerd/io.containerd.snapshotter.v1.overlayfs", true, ""},
+		{"exporter: {ephemeralStorage: {enabled: false, podLogsDir: /srv/logs/pods, containerd: {stateDir: /run/k3s/containerd}}}", false, "", "", "", false, ""},
+		{"exporter: {ephemeralStorage: {containerd: {nativeSnapshotter: true, root: /var/lib/containerd/}}}", true, "/var/log/pods", tasks, snaps, true,
+			"/var/lib/containerd/io.containerd.snapshotter.v1.native"},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false, nativeSnapshotter: true}}}", true, "/var/log/pods", tasks, snaps, false, ""},
 	} {
 		t.Run(tc.values, func(t *testing.T) {
 			r := release("guard")
@@ -457,7 +462,8 @@ func TestEphemeralStorage(t *testing.T) {
 			if tc.on && (len(on) != 1 || len(off) != 0) || !tc.on && (len(on) != 0 || len(off) != 1) {
 				t.Errorf("--collection.ephemeral-storage %v, --no-collection.ephemeral-storage %v; want it on: %v", on, off, tc.on)
 			}
-			for flag, want := range map[string]string{"kubelet.pod-logs-dir": tc.logs, "containerd.task-dir": tc.tasks, "containerd.snapshotter-root": tc.snaps} {
+			for flag, want := range map[string]string{"kubelet.pod-logs-dir": tc.logs, "containerd.task-dir": tc.tasks, "containerd.snapshotter-root": tc.snaps,
+				"containerd.native-snapshotter-root": tc.native} {
 				got := deploytest.ArgValues(args, flag)
 				if want == "" && len(got) != 0 || want != "" && !slices.Equal(got, []string{want}) {
 					t.Errorf("--%s %v, want %q", flag, got, want)
@@ -470,6 +476,9 @@ func TestEphemeralStorage(t *testing.T) {
 			}
 			if tc.containerd {
 				want = append(want, tc.tasks, tc.snaps)
+			}
+			if tc.native != "" {
+				want = append(want, tc.native)
 			}
 			if got := hostPaths(spec); !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
@@ -488,6 +497,9 @@ func TestEphemeralStorage(t *testing.T) {
 			if tc.containerd {
 				// New root filesystems must appear in the mount table: HostToContainer.
 				mounts = append(mounts, wantMount{tc.tasks, corev1.MountPropagationHostToContainer}, wantMount{tc.snaps, ""})
+				if tc.native != "" {
+					mounts = append(mounts, wantMount{tc.native, ""})
+				}
 			} else if tc.tasks != "" {
 				// The flags point at folders that are not there: no layer is located.
 				for _, p := range []string{tc.tasks, tc.snaps} {
