@@ -87,6 +87,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	e.uncheckedLinks.Describe(ch)
 	e.watchErrors.Describe(ch)
 	e.liveRequests.Describe(ch)
+	e.liveRefusals.Describe(ch)
 }
 
 // Collect implements prometheus.Collector from the latest snapshot; it never
@@ -180,6 +181,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	e.uncheckedLinks.Collect(ch)
 	e.watchErrors.Collect(ch)
 	e.liveRequests.Collect(ch)
+	e.liveRefusals.Collect(ch)
 }
 
 func boolFloat(b bool) float64 {

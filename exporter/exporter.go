@@ -161,6 +161,7 @@ type Exporter struct {
 	deferredWalks  *prometheus.CounterVec
 	watchErrors    prometheus.Counter
 	liveRequests   *prometheus.CounterVec
+	liveRefusals   *prometheus.CounterVec
 	liveSlots      chan struct{}
 }
 
@@ -225,6 +226,11 @@ func New(cfg Config) (*Exporter, error) {
 			Help:        "Live measurement requests, by HTTP status code.",
 			ConstLabels: constLabels,
 		}, []string{"code"}),
+		liveRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "emptydir_exporter_live_cpu_budget_refusals_total",
+			Help:        "Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).",
+			ConstLabels: constLabels,
+		}, []string{"scope"}),
 		deferredWalks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_walks_deferred_total",
 			Help:        "Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.",
@@ -240,6 +246,8 @@ func New(cfg Config) (*Exporter, error) {
 	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code))
 	}
+	e.liveRefusals.WithLabelValues(BudgetScopeNamespace)
+	e.liveRefusals.WithLabelValues(BudgetScopeCaller)
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
 	if cfg.AlignToScrapes {

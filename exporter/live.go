@@ -34,10 +34,11 @@ type liveRefusal struct {
 //
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
 // measurement at a time per pod, of at most all the global slots but one
-// (Config.LiveConcurrency - 1) pods at once, and a short queue; beyond that it gets 429. The
-// global bound keeps the node's I/O in check; as a single caller cannot hold every slot, it
-// cannot starve the remediator, and a slow pod holds one of the remediator's turns, not all.
-// Config.LiveMaxWait bounds the wait for both.
+// (Config.LiveConcurrency - 1) pods at once, of which one namespace's pods hold all but one,
+// and a short queue; beyond that it gets 429, as when its CPU budgets (livebudget.go) are
+// spent. The global bound keeps the node's I/O in check; as a single caller cannot hold every
+// slot, it cannot starve the remediator, and one tenant's slow pods hold some of the
+// remediator's turns, not all. Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
 	callers := newCallerQueue(e.cfg.LiveConcurrency - 1)
 	budgets := newLiveBudgets(e.now)
@@ -129,17 +130,21 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
 	caller := callerOf(r)
-	budget := budgets.of(caller)
-	if wait := budget.wait(); wait > 0 {
+	budget := budgets.of(caller, ns)
+	if wait, scope := budget.wait(); wait > 0 {
+		e.liveRefusals.WithLabelValues(scope).Inc()
+		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, liveTenantShare, liveTenantBurst)
+		if scope == BudgetScopeCaller {
+			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", liveCallerShare, liveCallerBurst)
+		}
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
-			"caller %s has spent its live measurements' CPU budget on node %s (%g of a core, %s at once): retry in %s",
-			caller, e.cfg.NodeName, liveCallerShare, liveCallerBurst, wait.Round(time.Second))}, wait}
+			"caller %s has spent %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
 	}
-	release, ok := callers.acquire(waitCtx, caller, uid)
+	release, ok := callers.acquire(waitCtx, caller, ns, uid)
 	if !ok {
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
-			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per caller",
-			caller, e.cfg.NodeName, callers.perCaller)},
+			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per namespace, %d per caller",
+			caller, e.cfg.NodeName, callers.perTenant, callers.perCaller)},
 			maxWait}
 	}
 	select {

@@ -3,6 +3,7 @@ package exporter_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -186,49 +187,116 @@ func TestLiveHangUpLeavesTheMeasurementRunning(t *testing.T) {
 	}
 }
 
-// TestLiveCPUBudgetPerCaller: a caller's live walks draw on a CPU budget of its own (10 CPU-s
-// at once, then 10 % of a core): a pod asking for its own volumes back to back held a whole
-// core (issue 18, item 7). Past it the caller gets 429 with the time its debt takes to repay;
-// another caller (the remediator) is not affected.
-func TestLiveCPUBudgetPerCaller(t *testing.T) {
+// budgetFixture serves the live endpoint of an exporter whose every walk of a volume costs
+// 3 CPU-s, over pods in namespaces tenant-0 .. tenant-<n-1>, one pod "big" each, and asks it
+// as any caller at a test clock.
+type budgetFixture struct {
+	clk *exportertest.Clock
+	exp *exporter.Exporter
+	mux *http.ServeMux
+}
+
+func newBudgetFixture(t *testing.T, tenants int) *budgetFixture {
+	t.Helper()
 	clk := exportertest.NewClock(time.Now())
 	src := exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
-		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
-	}).Cost(3 * time.Second).VolumeSource() // each volume's walk: 3 CPU-s
+		return exporter.Measurement{UsedBytes: 2 << 20, MeasuredAt: time.Now()}, nil
+	}).Cost(3 * time.Second).VolumeSource()
+	pods := make([]exporter.PodVolumes, 0, tenants)
+	for i := range tenants {
+		pods = append(pods, podWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), volLimit("data", exporter.MediumDisk, 1<<20)))
+	}
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
-		Pods: exportertest.NewPods(livePods()...)}))
+		Pods: exportertest.NewPods(pods...)}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(liveapi.Pattern, exp.LiveHandler())
-	call := func(remote string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodGet, "/live/namespaces/default/pods/empty-test1?uid="+liveUID+"&volume=empty", nil)
-		r.RemoteAddr = remote
-		w := httptest.NewRecorder()
-		mux.ServeHTTP(w, r)
-		return w
-	}
-	// 10 CPU-s at once: four 3 CPU-s walks, the fourth overdrawing the bucket by 2 s.
+	return &budgetFixture{clk: clk, exp: exp, mux: mux}
+}
+
+// tenantUID is the UID of the pod of tenant-i.
+func tenantUID(i int) string { return fmt.Sprintf("%08x-0000-4000-8000-000000000000", i) }
+
+// call asks, as remote, for the live measurement of tenant-i's pod.
+func (f *budgetFixture) call(remote string, i int) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/live/namespaces/tenant-%d/pods/big?uid=%s&volume=data", i, tenantUID(i)), nil)
+	r.RemoteAddr = remote
+	w := httptest.NewRecorder()
+	f.mux.ServeHTTP(w, r)
+	return w
+}
+
+// TestLiveCPUBudgetPerTenant: a caller's live walks of one namespace's pods draw on a CPU
+// budget of their own (10 CPU-s at once, then 10 % of a core): a pod asking for its own
+// volumes back to back held a whole core (issue 18, item 7). The remediator is one caller for
+// every tenant, so a budget per caller let one tenant's costly over-limit pod, re-checked on
+// every Alertmanager retry, spend it for all: the next tenant's re-check got 429 (issue 30,
+// item 4). Past it the caller gets 429 with the time its debt takes to repay, for that
+// namespace only; another caller's budget for the same namespace is not touched.
+func TestLiveCPUBudgetPerTenant(t *testing.T) {
+	const remediator, other = "10.0.0.7:1", "10.0.0.66:1"
+	f := newBudgetFixture(t, 2)
+	// 10 CPU-s at once: four 3 CPU-s walks of tenant-0's pod, the fourth overdrawing by 2 s.
 	for i := range 4 {
-		if w := call("10.0.0.66:1"); w.Code != http.StatusOK {
+		if w := f.call(remediator, 0); w.Code != http.StatusOK {
 			t.Fatalf("walk %d within the budget: %d %s", i+1, w.Code, w.Body)
 		}
 	}
-	w := call("10.0.0.66:1")
-	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "20" || !strings.Contains(w.Body.String(), "CPU budget") {
-		t.Errorf("a walk past the budget: %d Retry-After %q %s; want 429, Retry-After 20 (2 CPU-s at 10 %%), the reason",
+	w := f.call(remediator, 0)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "20" ||
+		!strings.Contains(w.Body.String(), "CPU budget") || !strings.Contains(w.Body.String(), "tenant-0") {
+		t.Errorf("a walk of tenant-0 past the budget: %d Retry-After %q %s; want 429, Retry-After 20 (2 CPU-s at 10 %%), the reason naming the namespace",
 			w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
-	if w := call("10.0.0.7:1"); w.Code != http.StatusOK {
-		t.Errorf("another caller: %d %s, want 200 (budgets are per caller)", w.Code, w.Body)
+	if w := f.call(remediator, 1); w.Code != http.StatusOK {
+		t.Errorf("the same caller's re-check of tenant-1 after tenant-0 spent its budget: %d %s, want 200 (budgets are per namespace)", w.Code, w.Body)
 	}
-	clk.Add(18 * time.Second)
-	if w := call("10.0.0.66:1"); w.Code != http.StatusTooManyRequests {
-		t.Errorf("before the debt is repaid: %d %s, want 429", w.Code, w.Body)
+	if w := f.call(other, 0); w.Code != http.StatusOK {
+		t.Errorf("another caller asking for tenant-0: %d %s, want 200 (budgets are per caller too)", w.Code, w.Body)
 	}
-	clk.Add(3 * time.Second) // the debt repaid
-	if w := call("10.0.0.66:1"); w.Code != http.StatusOK {
-		t.Errorf("once the debt is repaid: %d %s, want 200", w.Code, w.Body)
+	f.clk.Add(18 * time.Second)
+	if w := f.call(remediator, 0); w.Code != http.StatusTooManyRequests {
+		t.Errorf("tenant-0 before the debt is repaid: %d %s, want 429", w.Code, w.Body)
+	}
+	f.clk.Add(3 * time.Second) // the debt repaid
+	if w := f.call(remediator, 0); w.Code != http.StatusOK {
+		t.Errorf("tenant-0 once the debt is repaid: %d %s, want 200", w.Code, w.Body)
+	}
+}
+
+// TestLiveCPUBudgetPerCallerTotal: budgets per namespace must not let one caller spend N
+// times as much by asking for the pods of N namespaces: all its walks together draw on a
+// caller budget (30 CPU-s at once, then 30 % of a core).
+func TestLiveCPUBudgetPerCallerTotal(t *testing.T) {
+	const caller = "10.0.0.66:1"
+	f := newBudgetFixture(t, 12)
+	// Ten 3 CPU-s walks, each of another namespace (whose own budget stays in credit), spend
+	// the caller's 30 CPU-s.
+	for i := range 10 {
+		if w := f.call(caller, i); w.Code != http.StatusOK {
+			t.Fatalf("walk %d within the caller's budget: %d %s", i+1, w.Code, w.Body)
+		}
+	}
+	w := f.call(caller, 10)
+	if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "all namespaces") {
+		t.Errorf("an 11th namespace past the caller's budget: %d %s; want 429 naming the caller's budget", w.Code, w.Body)
+	}
+	if w := f.call("10.0.0.7:1", 10); w.Code != http.StatusOK {
+		t.Errorf("another caller: %d %s, want 200", w.Code, w.Body)
+	}
+	f.clk.Add(4 * time.Second) // 1.2 CPU-s back at 30 %
+	if w := f.call(caller, 11); w.Code != http.StatusOK {
+		t.Errorf("the caller once its budget holds credit again: %d %s, want 200", w.Code, w.Body)
+	}
+	want := `
+# HELP emptydir_exporter_live_cpu_budget_refusals_total Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).
+# TYPE emptydir_exporter_live_cpu_budget_refusals_total counter
+emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="caller"} 1
+emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="namespace"} 0
+`
+	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want), "emptydir_exporter_live_cpu_budget_refusals_total"); err != nil {
+		t.Error(err)
 	}
 }

@@ -8,61 +8,111 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
-// Each caller's live walks draw on a CPU budget of their own: a pod that asks for its own
-// volumes back to back held a whole core (42.6 CPU-s in 42 s). A caller may spend
-// liveCallerBurst at once, then liveCallerShare of a core; the remediator's re-checks, a
-// few walks per alert, stay far below.
+// Live walks draw on CPU budgets: a pod that asked for its own volumes back to back held a
+// whole core (42.6 CPU-s in 42 s). A budget per caller alone let one tenant spend the
+// remediator's, which is one caller for every tenant on the node: its costly over-limit pod,
+// re-checked on each Alertmanager retry, got the next tenant's re-check refused. So each
+// caller has a budget per namespace of the measured pods (the tenant boundary) and one for
+// all its walks:
+//
+//   - one namespace through one caller: liveTenantBurst at once, then liveTenantShare of a core;
+//   - one caller in all: liveCallerBurst at once, then liveCallerShare of a core, however many
+//     namespaces it asks for;
+//   - all callers: at most --live.concurrency walks at once (the slots).
+//
+// So one tenant takes at most liveTenantShare/liveCallerShare (a third) of the remediator's
+// budget; refusing another tenant's re-check takes three namespaces whose pods are costly to
+// walk, re-checked at once. Keying by namespace alone would let any pod spend another
+// tenant's budget by asking for its pods, and the remediator's re-checks of them with it.
 const (
-	liveCallerShare = 0.1
-	liveCallerBurst = 10 * time.Second
-	// liveBudgetsKept bounds the callers remembered; beyond it, those with a full bucket are
-	// forgotten (they owe nothing).
+	liveTenantShare = 0.1
+	liveTenantBurst = 10 * time.Second
+	liveCallerShare = 0.3
+	liveCallerBurst = 30 * time.Second
+	// liveBudgetsKept bounds the budgets remembered, of callers and of their namespaces each;
+	// beyond it, those with a full bucket are forgotten (they owe nothing).
 	liveBudgetsKept = 1024
 )
 
-// liveBudgets holds the CPU budget of each live caller.
+// Scopes of a live CPU budget: the scope label of live_cpu_budget_refusals_total.
+const (
+	BudgetScopeNamespace = "namespace"
+	BudgetScopeCaller    = "caller"
+)
+
+// liveBudgets holds the CPU budgets of the live callers.
 type liveBudgets struct {
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]*callerBudget
+	now     func() time.Time
+	mu      sync.Mutex
+	callers map[string]*spendBudget
+	tenants map[tenantKey]*spendBudget
 }
 
-type callerBudget struct {
+type tenantKey struct{ caller, namespace string }
+
+// spendBudget is a bucket drained by what the walks charged to it spent.
+type spendBudget struct {
 	spent  atomic.Int64 // CPU nanoseconds its live walks' threads spent
+	share  float64
 	bucket *cpuBudget
 }
 
+// liveBudget is what one live walk draws on: its caller's budget for the pod's namespace
+// and the caller's budget in all.
+type liveBudget struct{ tenant, caller *spendBudget }
+
 func newLiveBudgets(now func() time.Time) *liveBudgets {
-	return &liveBudgets{now: now, m: map[string]*callerBudget{}}
+	return &liveBudgets{now: now, callers: map[string]*spendBudget{}, tenants: map[tenantKey]*spendBudget{}}
 }
 
-// of returns caller's budget.
-func (l *liveBudgets) of(caller string) *callerBudget {
+// of returns the budget of caller's walks of the pods of namespace.
+func (l *liveBudgets) of(caller, namespace string) liveBudget {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.m[caller]
-	if b == nil {
-		if len(l.m) >= liveBudgetsKept {
-			for c, o := range l.m {
-				if o.bucket.remaining() >= liveCallerBurst {
-					delete(l.m, c)
-				}
+	return liveBudget{
+		tenant: budgetIn(l.tenants, tenantKey{caller, namespace}, liveTenantShare, liveTenantBurst, l.now),
+		caller: budgetIn(l.callers, caller, liveCallerShare, liveCallerBurst, l.now),
+	}
+}
+
+// budgetIn returns the budget of key in m, a full one if m has none, first forgetting the
+// full ones when m holds liveBudgetsKept.
+func budgetIn[K comparable](m map[K]*spendBudget, key K, share float64, burst time.Duration, now func() time.Time) *spendBudget {
+	if b := m[key]; b != nil {
+		return b
+	}
+	if len(m) >= liveBudgetsKept {
+		for k, o := range m {
+			if o.bucket.remaining() >= o.bucket.capacity {
+				delete(m, k)
 			}
 		}
-		b = &callerBudget{}
-		b.bucket = newCPUBudget(liveCallerShare, liveCallerBurst, func() time.Duration { return time.Duration(b.spent.Load()) }, l.now)
-		l.m[caller] = b
 	}
+	b := &spendBudget{share: share}
+	b.bucket = newCPUBudget(share, burst, func() time.Duration { return time.Duration(b.spent.Load()) }, now)
+	m[key] = b
 	return b
 }
 
-// meter charges a live walk's CPU to the caller.
-func (b *callerBudget) meter() *fswalk.CPUMeter { return fswalk.NewCPUMeter(&b.spent) }
+// meter charges a live walk's CPU to both budgets.
+func (b liveBudget) meter() *fswalk.CPUMeter {
+	return fswalk.NewCPUMeter(&b.tenant.spent, &b.caller.spent)
+}
 
-// wait is how long the caller must wait before its next live walk; 0 when it may walk now.
-func (b *callerBudget) wait() time.Duration {
+// wait is how long the caller must wait before its next live walk of the namespace, and the
+// scope of the budget that is spent; 0 when it may walk now.
+func (b liveBudget) wait() (time.Duration, string) {
+	if w := b.tenant.wait(); w > 0 {
+		return max(w, b.caller.wait()), BudgetScopeNamespace
+	}
+	return b.caller.wait(), BudgetScopeCaller
+}
+
+// wait is how long until the bucket holds credit again; 0 when it does now.
+func (b *spendBudget) wait() time.Duration {
 	if b.bucket.allows(0) {
 		return 0
 	}
-	return time.Duration(float64(-b.bucket.remaining()) / liveCallerShare)
+	// At least a nanosecond: an empty bucket (no debt) allows nothing either.
+	return max(time.Duration(float64(-b.bucket.remaining())/b.share), 1)
 }

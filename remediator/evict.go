@@ -15,9 +15,14 @@ import (
 
 // evict asks the Eviction API to evict the pod with uid, with reason as annotation. The UID
 // precondition makes the API server refuse (409) to evict a pod recreated under the same
-// name since the alert fired. It returns the eviction result label and the error.
-func (s *Server) evict(ctx context.Context, pod *corev1.Pod, uid types.UID, reason string) (string, error) {
+// name since the alert fired. A dry run only asks whether the eviction would be allowed now
+// (PodDisruptionBudgets included) and evicts nothing. It returns the eviction result label
+// and the error.
+func (s *Server) evict(ctx context.Context, pod *corev1.Pod, uid types.UID, reason string, dryRun bool) (string, error) {
 	del := &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	if dryRun {
+		del.DryRun = []string{metav1.DryRunAll}
+	}
 	if s.cfg.GracePeriodSeconds >= 0 {
 		g := s.cfg.GracePeriodSeconds
 		del.GracePeriodSeconds = &g

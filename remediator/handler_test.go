@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -187,6 +188,49 @@ func TestPodPolicyDecidesBeforeMeasuring(t *testing.T) {
 			}
 			if events := e.events(); tt.wantReason != "" && len(events) > 0 {
 				t.Errorf("events %q for a pod the remediator never evicts", events)
+			}
+		})
+	}
+}
+
+// A pod whose containers have ended (the kubelet evicted it first and left it Failed, or it
+// completed) is gone for the remediator: answered 200 without a live measurement, which the
+// exporter refuses for ended pods, so Alertmanager's retries stop (issue 30, item 10).
+func TestEndedPodIsGone(t *testing.T) {
+	tests := []struct {
+		name   string
+		phase  corev1.PodPhase
+		reason string
+	}{
+		{"evicted by the kubelet", corev1.PodFailed, "Evicted"},
+		{"failed", corev1.PodFailed, ""},
+		{"completed", corev1.PodSucceeded, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, testConfig(), newPod("default", "web-0", uid1).ended(tt.phase, tt.reason).build())
+			// No measurement for uid1: the fake answers not_found, as the exporter does for a
+			// pod it no longer lists.
+			for delivery := range 2 {
+				code, resp := e.post(payloadJSON(t, firing("default", "web-0", uid1)))
+				if code != http.StatusOK || len(resp.Alerts) != 1 {
+					t.Fatalf("delivery %d: code %d %+v, want 200 and one result", delivery+1, code, resp)
+				}
+				if got := resp.Alerts[0]; got.Outcome != OutcomeGone || got.Reason != ReasonEnded || !strings.Contains(got.Message, string(tt.phase)) {
+					t.Errorf("delivery %d: %s/%q (%s), want %s/%q naming phase %s", delivery+1, got.Outcome, got.Reason, got.Message, OutcomeGone, ReasonEnded, tt.phase)
+				}
+			}
+			if e.measurer.calls != 0 {
+				t.Errorf("%d live measurements of an ended pod, want 0", e.measurer.calls)
+			}
+			if n := e.evictions(); n != 0 {
+				t.Errorf("%d eviction calls, want 0", n)
+			}
+			if got := testutil.ToFloat64(e.srv.metrics.alerts.WithLabelValues(string(OutcomeGone))); got != 2 {
+				t.Errorf("alerts_total{outcome=\"gone\"} = %g, want 2", got)
+			}
+			if events := e.events(); len(events) > 0 {
+				t.Errorf("events %q for an ended pod", events)
 			}
 		})
 	}

@@ -79,6 +79,13 @@ func (b *podBuilder) terminating() *podBuilder {
 	b.pod.DeletionTimestamp = &t
 	return b
 }
+
+// ended puts the pod in phase (Failed, Succeeded) as the kubelet does when the pod's
+// containers have ended, with reason (the kubelet's "Evicted", or "").
+func (b *podBuilder) ended(phase corev1.PodPhase, reason string) *podBuilder {
+	b.pod.Status.Phase, b.pod.Status.Reason = phase, reason
+	return b
+}
 func (b *podBuilder) build() *corev1.Pod { return b.pod.DeepCopy() }
 
 // firing returns a firing alert for the volume "empty" of a pod.
@@ -155,6 +162,9 @@ func evictionSimulator(client *fake.Clientset) k8stesting.ReactionFunc {
 			*ev.DeleteOptions.Preconditions.UID != pod.UID {
 			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, ev.Name,
 				fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *ev.DeleteOptions.Preconditions.UID, pod.UID))
+		}
+		if ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0 {
+			return true, nil, nil // checked, not carried out
 		}
 		return true, nil, client.Tracker().Delete(podsGVR, ev.Namespace, ev.Name)
 	}
@@ -267,6 +277,21 @@ func (e *env) evictions() int {
 		}
 	}
 	return n
+}
+
+// evictionKinds counts the Eviction API calls made on the fake clientset: real ones and dry runs.
+func (e *env) evictionKinds() (real, dryRun int) {
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() != "create" || a.GetResource().Resource != "pods" || a.GetSubresource() != "eviction" {
+			continue
+		}
+		if ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction); ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0 {
+			dryRun++
+		} else {
+			real++
+		}
+	}
+	return real, dryRun
 }
 
 // events drains the recorded events.

@@ -44,6 +44,13 @@ func (c *measurementCache) get(uid string, subject Subject, now time.Time) (Meas
 	return m, true
 }
 
+// forget drops the measurement of the subject of the pod with uid.
+func (c *measurementCache) forget(uid string, subject Subject) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, measurementKey{uid, subject})
+}
+
 // put remembers m, first dropping every entry that is no longer fresh.
 func (c *measurementCache) put(uid string, subject Subject, m Measurement, now time.Time) {
 	c.mu.Lock()

@@ -64,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"reason"}),
 		measureReused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: metricNamespace, Name: "live_measurements_reused_total",
-			Help: "Live re-checks answered from a measurement of the same pod UID and volume that was still fresh (retries of refused evictions).",
+			Help: "Live re-checks answered from an earlier measurement of the same pod UID and volume instead of a walk: one still fresh (retries of refused evictions), or, up to a minute old, the over-limit one of a pod whose eviction a PodDisruptionBudget still refuses (asked by a dry-run eviction).",
 		}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: metricNamespace, Name: "is_leader",

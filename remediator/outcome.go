@@ -36,6 +36,10 @@ func (o Outcome) Retryable() bool {
 	return false
 }
 
+// ReasonEnded is the reason of a gone outcome for a pod whose containers have ended (phase
+// Failed or Succeeded), as "terminating" and "not_found" are for the others.
+const ReasonEnded = "ended"
+
 // Skip reasons: the `reason` label of emptydir_remediator_skips_total.
 const (
 	SkipRecreated    = "recreated"

@@ -133,6 +133,17 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		set(OutcomeGone, "terminating", "pod %s/%s is already terminating", t.Namespace, t.Pod)
 		return nil
 	}
+	// A pod whose containers have all ended (the kubelet evicted it first, or it completed)
+	// holds no running volume to enforce, and the exporter measures ended pods no more: asking
+	// would answer each of Alertmanager's retries with 503.
+	if ended(pod) {
+		phase := string(pod.Status.Phase)
+		if pod.Status.Reason != "" {
+			phase += ", reason " + pod.Status.Reason
+		}
+		set(OutcomeGone, ReasonEnded, "pod %s/%s has ended (phase %s): nothing left to enforce", t.Namespace, t.Pod, phase)
+		return nil
+	}
 	subject := t.Subject()
 	limit, ok, why := subjectLimit(pod, subject)
 	if !ok {
@@ -153,6 +164,24 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return nil
 	}
 
+	// A pod whose eviction a PodDisruptionBudget refused lately, over its limit then: while a
+	// dry-run eviction is still refused, the retry is answered from that measurement instead
+	// of walking the volume again, which spent the node's live budget on each of
+	// Alertmanager's retries. Nothing is done on it: once the budget lets go, or after
+	// blockedReuseMaxAge, the pod is measured anew.
+	if m, ok := s.blocked.get(t.UID, subject, s.now()); ok && overLimit(m.UsedBytes, limit, s.cfg.ThresholdRatio) {
+		result, err := s.evict(ctx, pod, types.UID(t.UID), kubeletMessage(subject, limit), true)
+		if result == EvictionPDBBlocked {
+			s.metrics.evictions.WithLabelValues(result).Inc()
+			s.metrics.measureReused.Inc()
+			usage := s.recordUsage(res, subject, m, limit)
+			set(OutcomePDBBlocked, "pdb", "%s; eviction still blocked by a PodDisruptionBudget (dry run), retry later", usage)
+			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionBlocked, ActionEvict, "%s; eviction blocked: %s", usage, errorText(err))
+			return err
+		}
+		s.blocked.forget(t.UID, subject)
+	}
+
 	// 2. A live measurement: never the alert's numbers, never a stale value.
 	m, err := s.liveMeasurement(ctx, pod, subject)
 	if err != nil {
@@ -162,16 +191,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return fmt.Errorf("measuring %s of pod %s/%s: %w", subject, t.Namespace, t.Pod, err)
 	}
 	used := m.UsedBytes
-	res.UsedBytes, res.Source, res.UnreadableEntries, res.LowerBound = &used, m.Source, m.UnreadableEntries, m.LowerBound()
-	usage := fmt.Sprintf("%s uses %s (measured %s by %s), limit %s", subject, quantity(used),
-		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
-	if m.LowerBound() {
-		usage = fmt.Sprintf("%s uses at least %s (%s; measured %s by %s), limit %s", subject,
-			quantity(used), m.incompleteWhy(), m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
-	}
-	if s.cfg.ThresholdRatio != 1 {
-		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
-	}
+	usage := s.recordUsage(res, subject, m, limit)
 
 	// 3. Over the pod's current limit? A lower bound above the limit proves it; a lower bound
 	// at or below the limit proves nothing.
@@ -233,7 +253,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	}
 	// The kubelet's own words first: an eviction reads the same whoever made it.
 	kubeletSays := kubeletMessage(subject, limit)
-	result, err := s.evict(evictCtx, pod, types.UID(t.UID), kubeletSays+" "+usage)
+	result, err := s.evict(evictCtx, pod, types.UID(t.UID), kubeletSays+" "+usage, false)
 	s.metrics.evictions.WithLabelValues(result).Inc()
 	switch result {
 	case EvictionEvicted:
@@ -247,6 +267,7 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		return nil
 	case EvictionPDBBlocked:
 		s.releaseSlot(ctx, slot)
+		s.blocked.put(t.UID, subject, m, s.now())
 		set(OutcomePDBBlocked, "pdb", "%s; eviction blocked by a PodDisruptionBudget, retry later", usage)
 		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionBlocked, ActionEvict, "%s; eviction blocked: %s", usage, errorText(err))
 		return err
@@ -268,6 +289,32 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventEvictionFailed, ActionEvict, "%s; eviction failed: %s", usage, errorText(err))
 		return err
 	}
+}
+
+// ended reports whether the pod's containers have all ended for good.
+func ended(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
+}
+
+// blockedReuseMaxAge bounds how long after its walk the over-limit measurement of a pod whose
+// eviction a PodDisruptionBudget refused answers the retries while a dry-run eviction is still
+// refused: Alertmanager retries about ten times a minute, each a walk otherwise.
+const blockedReuseMaxAge = time.Minute
+
+// recordUsage puts measurement m of subject into res and returns the usage as messages say it.
+func (s *Server) recordUsage(res *AlertResult, subject Subject, m Measurement, limit int64) string {
+	used := m.UsedBytes
+	res.UsedBytes, res.Source, res.UnreadableEntries, res.LowerBound = &used, m.Source, m.UnreadableEntries, m.LowerBound()
+	usage := fmt.Sprintf("%s uses %s (measured %s by %s), limit %s", subject, quantity(used),
+		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
+	if m.LowerBound() {
+		usage = fmt.Sprintf("%s uses at least %s (%s; measured %s by %s), limit %s", subject,
+			quantity(used), m.incompleteWhy(), m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
+	}
+	if s.cfg.ThresholdRatio != 1 {
+		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
+	}
+	return usage
 }
 
 // namespaceLabels returns the labels of the pod's namespace as far as the policies need them:

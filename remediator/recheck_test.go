@@ -1,13 +1,17 @@
 package remediator
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -124,7 +128,8 @@ func TestLiveRecheckThroughExporter(t *testing.T) {
 }
 
 // Alertmanager retries a refused eviction within seconds: the retries reuse the fresh
-// measurement instead of walking the volume again; once it is too old, it is measured anew.
+// measurement instead of walking the volume again; once it is too old (for a PDB-blocked pod,
+// a minute), it is measured anew.
 func TestRefusedEvictionRetriesReuseFreshMeasurement(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -137,8 +142,12 @@ func TestRefusedEvictionRetriesReuseFreshMeasurement(t *testing.T) {
 			steps: []time.Duration{0, time.Second, 2 * time.Second}, wantRequests: 1},
 		{name: "throttled, retries within the max age", evictErr: apfThrottle(), wantOut: OutcomeThrottled,
 			steps: []time.Duration{0, 3 * time.Second}, wantRequests: 1},
-		{name: "PDB blocked, a retry after the max age measures again", evictErr: pdbRefusal(), wantOut: OutcomePDBBlocked,
+		{name: "throttled, a retry after the max age measures again", evictErr: apfThrottle(), wantOut: OutcomeThrottled,
 			steps: []time.Duration{0, time.Second, 10 * time.Second}, wantRequests: 2},
+		// Within the minute, a retry of a PDB-blocked pod past the max age asks a dry-run
+		// eviction instead (TestPDBBlockedRetriesDoNotWalkAgain).
+		{name: "PDB blocked, a retry a minute after the walk measures again", evictErr: pdbRefusal(), wantOut: OutcomePDBBlocked,
+			steps: []time.Duration{0, time.Second, time.Minute}, wantRequests: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +166,71 @@ func TestRefusedEvictionRetriesReuseFreshMeasurement(t *testing.T) {
 			}
 			if _, err := e.client.CoreV1().Pods("default").Get(t.Context(), "web-0", metav1.GetOptions{}); err != nil {
 				t.Errorf("pod gone after refused evictions: %v", err)
+			}
+		})
+	}
+}
+
+// TestPDBBlockedRetriesDoNotWalkAgain: a tenant's over-limit pod that a PodDisruptionBudget
+// keeps from eviction is re-checked on each of Alertmanager's retries, about ten a minute;
+// walking its volume each time (the fresh measurement lasts 5 s) spent the remediator's live
+// budget on its node for every tenant (issue 30, item 4). While a dry-run eviction is still
+// refused, a retry answers from the blocked pod's measurement for up to a minute; once the
+// budget lets go, the pod is measured afresh before anything is done.
+func TestPDBBlockedRetriesDoNotWalkAgain(t *testing.T) {
+	tests := []struct {
+		name       string
+		usedAtLast int64 // the volume when the budget lets go
+		wantOut    Outcome
+		wantReason string
+	}{
+		{name: "still over the limit: evicted", usedAtLast: 10 * mib, wantOut: OutcomeEvicted},
+		{name: "brought under the limit meanwhile: left alone", usedAtLast: mib / 2, wantOut: OutcomeSkipped, wantReason: SkipNotOverLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, testConfig(), newPod("tenant-a", "big-0", uid1).build())
+			e.measurer.used[uid1] = 10 * mib
+			var blocked atomic.Bool
+			blocked.Store(true)
+			e.client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if action.GetSubresource() != "eviction" || !blocked.Load() {
+					return false, nil, nil
+				}
+				return true, nil, pdbRefusal()
+			})
+			deliver := func(step string, wantCode int, wantOut Outcome, wantReason string) {
+				t.Helper()
+				code, resp := e.post(payloadJSON(t, firing("tenant-a", "big-0", uid1)))
+				if code != wantCode || len(resp.Alerts) != 1 || resp.Alerts[0].Outcome != wantOut || resp.Alerts[0].Reason != wantReason {
+					t.Fatalf("%s: code %d %+v, want %d %s/%q", step, code, resp.Alerts, wantCode, wantOut, wantReason)
+				}
+			}
+			deliver("first delivery", http.StatusServiceUnavailable, OutcomePDBBlocked, "pdb")
+			for i := range 5 { // 10 s apart, each past the 5 s a measurement is fresh
+				e.advance(10 * time.Second)
+				deliver(fmt.Sprintf("retry %d", i+1), http.StatusServiceUnavailable, OutcomePDBBlocked, "pdb")
+			}
+			if e.measurer.calls != 1 {
+				t.Errorf("%d walks for 6 deliveries within a minute of a blocked eviction, want 1", e.measurer.calls)
+			}
+			if real, dry := e.evictionKinds(); real != 1 || dry != 5 {
+				t.Errorf("%d evictions and %d dry-run evictions, want 1 and 5 (each retry asks whether the budget still blocks)", real, dry)
+			}
+			if got := testutil.ToFloat64(e.srv.metrics.measureReused); got != 5 {
+				t.Errorf("live_measurements_reused_total = %g, want 5", got)
+			}
+			e.advance(10 * time.Second) // 61 s after the walk: measured again
+			deliver("a retry a minute after the walk", http.StatusServiceUnavailable, OutcomePDBBlocked, "pdb")
+			if e.measurer.calls != 2 {
+				t.Errorf("%d walks a minute after the first, want 2", e.measurer.calls)
+			}
+			blocked.Store(false)
+			e.measurer.used[uid1] = tt.usedAtLast
+			e.advance(10 * time.Second)
+			deliver("the budget let go", http.StatusOK, tt.wantOut, tt.wantReason)
+			if e.measurer.calls != 3 {
+				t.Errorf("%d walks once the budget let go, want 3: never act on the blocked pod's old measurement", e.measurer.calls)
 			}
 		})
 	}

@@ -43,6 +43,9 @@ type Server struct {
 	locks    keyedMutex
 	// measurements keeps fresh live measurements for the retries of refused evictions.
 	measurements *measurementCache
+	// blocked keeps the over-limit measurements of pods whose eviction a PodDisruptionBudget
+	// refused, for up to blockedReuseMaxAge (remediate).
+	blocked *measurementCache
 	// bearerFile is Config.BearerTokenFile, re-read when it is rotated.
 	bearerFile *tokenFile
 
@@ -116,6 +119,7 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 	}
 	s.metrics = newMetrics(s.reg)
 	s.measurements = newMeasurementCache(cfg.MaxMeasurementAge)
+	s.blocked = newMeasurementCache(max(blockedReuseMaxAge, cfg.MaxMeasurementAge))
 	if s.recorder == nil {
 		// events.k8s.io/v1: eventTime to the microsecond (core/v1 timestamps are cut to the
 		// second), and repeats of one reason on one pod become a series, not new Events.

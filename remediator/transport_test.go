@@ -104,7 +104,7 @@ func TestEviction429sToldApart(t *testing.T) {
 			}
 			s := &Server{cfg: testConfig(), client: client}
 			pod := newPod("ns", "p", uid1).build()
-			got, err := s.evict(t.Context(), pod, pod.UID, "test")
+			got, err := s.evict(t.Context(), pod, pod.UID, "test", false)
 			if got != tt.want || err == nil {
 				t.Errorf("result %q (err %v), want %q", got, err, tt.want)
 			}

@@ -151,7 +151,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(cfg.kubeletInsecure)).BoolVar(&cfg.kubeletInsecure)
 	app.Flag("kubelet.timeout", "Timeout of one Summary API request.").
 		Default(def(cfg.kubeletTimeout)).DurationVar(&cfg.kubeletTimeout)
-	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once on the node; one caller (remote IP) runs one at a time, the others queue.").
+	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once on the node; one caller (remote IP) measures up to this minus 1 pods at once, of them up to this minus 2 (at least 1) of one namespace, each pod one at a time; the others queue.").
 		Default(def(ec.LiveConcurrency)).IntVar(&ec.LiveConcurrency)
 	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
 		Default(def(ec.LiveMaxWait)).DurationVar(&ec.LiveMaxWait)

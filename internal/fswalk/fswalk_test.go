@@ -24,3 +24,14 @@ func TestCPUMeter(t *testing.T) {
 		t.Errorf("the first walk's other total %v, want 2.5s", got)
 	}
 }
+
+// TestCPUMeterTotals: a walk charged to several totals (a live walk: its caller's budget for
+// the namespace and in all) adds to each.
+func TestCPUMeterTotals(t *testing.T) {
+	var tenant, caller atomic.Int64
+	m := NewCPUMeter(&tenant, nil, &caller)
+	m.Add(3 * time.Second)
+	if tenant.Load() != int64(3*time.Second) || caller.Load() != int64(3*time.Second) || m.Spent() != 3*time.Second {
+		t.Errorf("totals %v and %v, walk %v; want 3s each", time.Duration(tenant.Load()), time.Duration(caller.Load()), m.Spent())
+	}
+}
