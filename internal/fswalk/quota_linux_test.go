@@ -259,6 +259,65 @@ func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
 	}
 }
 
+// TestProjectQuotaChargedByAHostUsersTenant: a project quota counts whatever carries its
+// project ID, wherever it is, and the kernel lets any process of the initial user namespace
+// give the files it owns any project ID. A tenant of a pod with hostUsers: true — root, or
+// uid 1000 in a folder of its own inside its volume (the kubelet makes emptyDir folders 0777)
+// — sets a victim volume's guessable project ID (the kubelet hands them out from 1048577 up)
+// and the inherit flag on its folder and writes there: on XFS and ext4 the victim's quota then
+// answers exactly the victim's walk plus the tenant's folder's, bytes and inodes. So a quota's
+// answer is an upper bound of its volume, never proof on its own (issue 30, item 9).
+func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
+	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
+		t.Run(fsys.Type, func(t *testing.T) {
+			mnt, err := fsys.Mount(t, 512<<20)
+			if errors.Is(err, fswalktest.ErrMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.Type, err)
+			}
+			for i, uid := range []uint32{0, 1000} {
+				t.Run(fmt.Sprint("uid ", uid), func(t *testing.T) {
+					root := filepath.Join(mnt, fmt.Sprint("kubelet-", i))
+					id := fswalktest.KubeletFirstProjectID + uint32(i)
+					victim := quotaVolume(t, root, 0, id)
+					own := filepath.Join(root, "pods", "uid-host-users", "volumes", "kubernetes.io~empty-dir", "vol")
+					if err := os.MkdirAll(own, 0o755); err == nil {
+						err = os.Chmod(own, 0o777)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					charged := fswalktest.ChargeProject(t, own, id, 3<<20, uid, uid)
+					if got, inherit, err := fswalktest.Project(charged); err != nil || got != id || !inherit {
+						t.Fatalf("the tenant's folder: project %d, inherit %v, %v; want %d, inherited", got, inherit, err, id)
+					}
+					fswalktest.SyncFS(t, root)
+
+					quota, err := ReadProjectQuota(victim)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var walked [2]DiskUsage
+					for j, dir := range []string{victim, charged} {
+						if walked[j], err = MeasureDiskUsage(context.Background(), dir, Options{Concurrency: 2}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if quota.UsedBytes != walked[0].UsedBytes+walked[1].UsedBytes || quota.Inodes != walked[0].Inodes+walked[1].Inodes {
+						t.Errorf("the victim's quota says %d bytes, %d inodes; want its walk's %d, %d plus the tenant's folder's %d, %d",
+							quota.UsedBytes, quota.Inodes, walked[0].UsedBytes, walked[0].Inodes, walked[1].UsedBytes, walked[1].Inodes)
+					}
+					if walked[1].UsedBytes < 3<<20 {
+						t.Errorf("the tenant's folder holds %d bytes, want its 3 MiB at least", walked[1].UsedBytes)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestHostTenantHelperProcess is not a test: fswalktest.ChargeProject runs it as the tenant.
+func TestHostTenantHelperProcess(t *testing.T) { fswalktest.HostTenantHelperProcess(t) }
+
 // userNamespaceHelperEnv names the folder whose project ID the helper process tries to change.
 const userNamespaceHelperEnv = "FSWALK_TEST_USERNS_PROJECT_DIR"
 

@@ -63,7 +63,7 @@ trap 'rm -rf "$work"' EXIT
 initrd="$work/initrd"
 mkdir -p "$initrd"/{bin,sbin,dev,proc,sys,tmp,lib/modules}
 cp /bin/busybox "$initrd/bin/busybox"
-for applet in sh mount umount mkdir cat echo grep sync poweroff sleep; do ln -s busybox "$initrd/bin/$applet"; done
+for applet in sh mount umount mkdir cat echo grep sync poweroff sleep ifconfig; do ln -s busybox "$initrd/bin/$applet"; done
 cp -a "$CACHE/root/lib/modules/$KERNEL_ABI" "$initrd/lib/modules/"
 
 # Host programs the tests call, with their shared libraries, at their own paths (busybox
@@ -100,6 +100,8 @@ cat > "$initrd/init" <<INIT
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
+# Loopback only (tests serve their endpoints on 127.0.0.1); the VM has no other network.
+ifconfig lo 127.0.0.1 up
 # crc32c is only a soft dependency of the filesystems, and the kernel has no modprobe to call.
 for m in $modules; do modprobe \$m || echo "modprobe \$m failed"; done
 $mount_disk
