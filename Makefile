@@ -245,6 +245,7 @@ KERNEL_LANE_TESTS ?= ProjectQuota
 test-kernel-lane: deps
 	GO=$(GO) ./test/kernellane/lane.sh ./internal/fswalk -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./exporter -test.run '$(KERNEL_LANE_TESTS)'
+	GO=$(GO) ./test/kernellane/lane.sh ./remediator -test.run '$(KERNEL_LANE_TESTS)'
 
 test-rules:
 	./rules/test.sh

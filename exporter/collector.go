@@ -31,6 +31,9 @@ var (
 	incompleteDesc = prometheus.NewDesc("emptydir_measurement_incomplete",
 		"1 when the last measurement missed part of the volume (unreadable entries, folders changed while it walked, or a walk cut short), so emptydir_used_bytes is a lower bound; else 0.",
 		volumeLabels, nil)
+	quotaExcessDesc = prometheus.NewDesc("emptydir_project_quota_excess_bytes",
+		"Bytes the volume's project quota counts beyond what a walk of the volume found, when a walk checked the quota; published only while above 0.",
+		volumeLabels, nil)
 	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
 		"How the volume's values were measured, in label method: walk, project_quota, statfs (a memory volume on a tmpfs of its own) or kubelet. Always 1.",
 		append(volumeLabels, "method"), nil)
@@ -73,7 +76,7 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, measurementInfoDesc, ageDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, quotaExcessDesc, measurementInfoDesc, ageDesc,
 		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc,
 		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
@@ -133,6 +136,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
 			gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
 			gauge(incompleteDesc, boolFloat(m.LowerBound()), lv...)
+			if m.QuotaExcessBytes > 0 {
+				gauge(quotaExcessDesc, float64(m.QuotaExcessBytes), lv...)
+			}
 			if m.Method != "" {
 				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
 			}

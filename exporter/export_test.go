@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // What the tests of package exporter_test reach inside an Exporter, where its fakes
@@ -34,6 +36,11 @@ func testConfig(cfg Config) Config {
 		cfg.LiveConcurrency = d.LiveConcurrency
 	}
 	return cfg
+}
+
+// SetReadQuota replaces how s reads a folder's project quota (fswalk.ReadProjectQuota).
+func (s *FilesystemSource) SetReadQuota(read func(dir string) (fswalk.DiskUsage, error)) {
+	s.readQuota = read
 }
 
 // TestVolumes builds one pod per volume name; a name in limits gets that sizeLimit.

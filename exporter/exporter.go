@@ -438,6 +438,7 @@ func (e *Exporter) noteMeasured(r VolumeResult) {
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
 			"changed_folders", r.Measurement.ChangedFolders, "used_bytes", r.Measurement.UsedBytes)
 	}
+	e.noteQuotaExcess(r)
 	if r.Err == nil {
 		if n := r.Measurement.UncheckedLinks; n > 0 {
 			e.uncheckedLinks.Add(float64(n))
@@ -451,6 +452,15 @@ func (e *Exporter) noteMeasured(r VolumeResult) {
 	e.measureErrors.WithLabelValues(source, reason).Inc()
 	e.log.Warn("measuring volume", "namespace", r.Namespace, "pod", r.Pod, "uid", r.UID,
 		"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
+}
+
+// noteQuotaExcess logs a volume whose project quota counted more than its walk found.
+func (e *Exporter) noteQuotaExcess(r VolumeResult) {
+	if n := r.Measurement.QuotaExcessBytes; r.Err == nil && n > 0 {
+		e.log.Warn("the volume's project quota counts more than the volume holds: files elsewhere with its project ID, or deleted files held open; published from the walk",
+			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
+			"used_bytes", r.Measurement.UsedBytes, "quota_excess_bytes", n)
+	}
 }
 
 // WatchErrorHandler counts failed list and watch requests of the pod informer; hand it

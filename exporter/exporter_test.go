@@ -36,7 +36,7 @@ func fixture() (*exportertest.Pods, *exportertest.Table, exporter.Source, *time.
 	)
 	at := t0.Add(-3 * time.Second)
 	table := exportertest.NewTable()
-	table.Set("uid-cart", "cache", exporter.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, MeasuredAt: at, Method: exporter.MethodWalk})
+	table.Set("uid-cart", "cache", exporter.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, QuotaExcessBytes: 3 << 20, MeasuredAt: at, Method: exporter.MethodWalk})
 	table.Set("uid-cart", "scratch", exporter.Measurement{UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: exporter.MethodWalk})
 	table.Set("uid-front", "tmp", exporter.Measurement{UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: exporter.MethodProjectQuota})
 	now := t0

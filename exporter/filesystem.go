@@ -150,6 +150,17 @@ func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
 
 // MeasureVolume implements VolumeSource.
 func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
+	return s.measureVolume(ctx, p, v, false, meter)
+}
+
+// MeasureVolumeLive implements LiveVolumeSource: as MeasureVolume, but a volume under a
+// project quota is walked whatever its quota says (diskUsage).
+func (s *FilesystemSource) MeasureVolumeLive(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
+	return s.measureVolume(ctx, p, v, true, meter)
+}
+
+// measureVolume measures v of p; live says that the remediator may evict on the answer.
+func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Volume, live bool, meter *fswalk.CPUMeter) (Measurement, error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -158,6 +169,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 	dir := s.folder(p, v)
 	var du fswalk.DiskUsage
 	var method string
+	var quotaExcess int64
 	var err error
 	switch {
 	case v.Kind == KindWritableLayer:
@@ -187,9 +199,9 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 			method = MethodStatfs
 			break
 		}
-		du, method, err = s.diskUsage(ctx, dir, p.UserNamespace, meter)
+		du, method, quotaExcess, err = s.diskUsage(ctx, dir, p, v, live, meter)
 	default:
-		du, method, err = s.diskUsage(ctx, dir, p.UserNamespace, meter)
+		du, method, quotaExcess, err = s.diskUsage(ctx, dir, p, v, live, meter)
 	}
 	// A walk cut short by its deadline still counted something: a lower bound, published
 	// as one (Measurement.CutShort), is more than no number at all for a slow volume.
@@ -207,6 +219,7 @@ func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Vo
 		UncheckedLinks:    du.UncheckedLinks,
 		ChangedFolders:    du.Changed,
 		CutShort:          du.CutShort,
+		QuotaExcessBytes:  quotaExcess,
 		Method:            method,
 		CapacityBytes:     space.CapacityBytes,
 		AvailableBytes:    space.AvailableBytes,
@@ -253,26 +266,45 @@ func (s *FilesystemSource) podFilesUsage(p PodVolumes) (fswalk.DiskUsage, error)
 const walkRetries = 1
 
 // diskUsage measures dir from its project quota when it has one of its own, ProjectQuotas is
-// set and the pod runs in a user namespace, else by walking it; it says which. A walk cut
-// short by ctx returns what it counted, CutShort, with the error.
+// set, the pod runs in a user namespace, the measurement is not live and the quota is over no
+// limit of v; else by walking it. It says which, and by how much the quota, read before and
+// after a walk (the smaller read, so the volume's own writes during the walk are no excess),
+// exceeded it. A walk cut short by ctx returns what it counted, CutShort, with the error.
 //
-// The owner of a folder may set its project ID and inherit flag (chattr -p N +P) without any
-// capability, but only from the initial user namespace: a pod with host users could make its
-// volume answer from a project of its choosing, or charge its files to another volume's.
-// Only in a pod with hostUsers: false (where the kubelet applies quotas at all) are the IDs
-// the kubelet's.
-func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, userNamespace bool, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
-	if s.ProjectQuotas && userNamespace {
-		read := s.readQuota
-		if read == nil {
-			read = fswalk.ReadProjectQuota
-		}
-		if du, err := read(dir); err == nil {
-			return du, MethodProjectQuota, nil
+// Any process of the initial user namespace may give the files it owns any project ID: a pod
+// with host users may choose its own volume's (so only hostUsers: false volumes are read from
+// quotas) or charge another volume's quota (so a quota is an upper bound, never what evicts).
+func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, p PodVolumes, v Volume, live bool, meter *fswalk.CPUMeter) (du fswalk.DiskUsage, method string, quotaExcess int64, err error) {
+	read := s.readQuota
+	if read == nil {
+		read = fswalk.ReadProjectQuota
+	}
+	var quota fswalk.DiskUsage
+	quotaRead := false
+	if s.ProjectQuotas && p.UserNamespace {
+		var qerr error
+		quota, qerr = read(dir)
+		quotaRead = qerr == nil
+		if quotaRead && !live && !quotaOverLimit(quota.UsedBytes, v) {
+			return quota, MethodProjectQuota, 0, nil
 		}
 	}
-	du, err := fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
-	return du, MethodWalk, err
+	du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
+	if err == nil && quotaRead && !du.LowerBound() {
+		if after, qerr := read(dir); qerr == nil {
+			quotaExcess = max(0, min(quota.UsedBytes, after.UsedBytes)-du.UsedBytes)
+		}
+	}
+	return du, MethodWalk, quotaExcess, err
+}
+
+// quotaOverLimit reports whether a project quota's answer of used bytes for v is over a limit
+// v counts toward (its sizeLimit, the ephemeral-storage limit of its pod): an answer that
+// would make it evicted, which only a walk may give.
+func quotaOverLimit(used int64, v Volume) bool {
+	_, overSize := overLimit(used, v.LimitBytes)
+	_, overBudget := overLimit(used, v.BudgetBytes)
+	return overSize || overBudget
 }
 
 // walkOptions are the options of every walk of a volume, charged to meter.

@@ -62,6 +62,72 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 	}
 }
 
+// TestProjectQuotaCheckedByAWalk: a project quota counts every file with the volume's project
+// ID, which any process of the initial user namespace can give its own files (issue 30, item
+// 9): its answer is an upper bound. It is published alone only while it is over no limit the
+// volume counts toward, and never answers a live measurement; otherwise the walk answers, and
+// what the quota counts beyond it is QuotaExcessBytes.
+func TestProjectQuotaCheckedByAWalk(t *testing.T) {
+	root := t.TempDir()
+	pod := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
+	dir := Dir(root, pod.UID, "vol")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	walked, err := fswalk.MeasureDiskUsage(context.Background(), dir, fswalk.Options{Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const charged = 4 << 20 // another tenant's files with the volume's project ID
+	mib := func(n int64) *int64 { n <<= 20; return &n }
+	for _, tc := range []struct {
+		name           string
+		hostUsers      bool
+		live           bool
+		sizeLimit, pod *int64
+		excess         int64 // what the quota counts beyond the walk
+		wantMethod     string
+		wantExcess     int64
+	}{
+		{name: "no limit: the quota", excess: charged, wantMethod: MethodProjectQuota},
+		{name: "under its sizeLimit: the quota", sizeLimit: mib(64), excess: charged, wantMethod: MethodProjectQuota},
+		{name: "over its sizeLimit: walked", sizeLimit: mib(2), excess: charged, wantMethod: MethodWalk, wantExcess: charged},
+		{name: "over the pod's limit: walked", pod: mib(2), excess: charged, wantMethod: MethodWalk, wantExcess: charged},
+		{name: "live, under its sizeLimit: walked", live: true, sizeLimit: mib(64), excess: charged, wantMethod: MethodWalk, wantExcess: charged},
+		{name: "live, quota and walk agree: no excess", live: true, sizeLimit: mib(64), wantMethod: MethodWalk},
+		{name: "host users: walked, the quota not read", hostUsers: true, sizeLimit: mib(2), excess: charged, wantMethod: MethodWalk},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pod
+			p.UserNamespace = !tc.hostUsers
+			v := Volume{Name: "vol", Medium: MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
+			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
+				readQuota: func(string) (fswalk.DiskUsage, error) {
+					return fswalk.DiskUsage{UsedBytes: walked.UsedBytes + tc.excess, Inodes: walked.Inodes + 3}, nil
+				}}
+			measure := src.MeasureVolume
+			if tc.live {
+				measure = src.MeasureVolumeLive
+			}
+			m, err := measure(context.Background(), p, v, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantUsed := walked.UsedBytes
+			if tc.wantMethod == MethodProjectQuota {
+				wantUsed += tc.excess
+			}
+			if m.Method != tc.wantMethod || m.UsedBytes != wantUsed || m.QuotaExcessBytes != tc.wantExcess {
+				t.Errorf("method %q, used %d, quota excess %d; want %q, %d, %d",
+					m.Method, m.UsedBytes, m.QuotaExcessBytes, tc.wantMethod, wantUsed, tc.wantExcess)
+			}
+		})
+	}
+}
+
 // TestWalkCutShortIsALowerBound: a walk that hits its deadline gives what it counted as a
 // lower bound, not an error and no number (issue 18, item 4): a volume slower to walk than
 // the deadline is still known to hold at least that much.

@@ -166,6 +166,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 			if res.Err != nil {
 				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
 			}
+			e.noteQuotaExcess(res)
 		}
 		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,
 			"duration", e.now().Sub(started))
@@ -232,9 +233,13 @@ func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes, meter *fswalk
 	for _, v := range pv.Volumes {
 		keys = append(keys, volumeKey{pv.UID, v.Name})
 	}
+	measure := e.walks.source.MeasureVolume
+	if live, ok := e.walks.source.(LiveVolumeSource); ok {
+		measure = live.MeasureVolumeLive
+	}
 	end := e.walks.beginLive(keys)
 	results := measureEach(ctx, []PodVolumes{pv}, func(ctx context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
-		return e.walks.source.MeasureVolume(ctx, p, v, meter)
+		return measure(ctx, p, v, meter)
 	})
 	end(results)
 	return results

@@ -3,6 +3,8 @@ package exporter_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // TestExporterReadsTheKubeletsProjectQuotas: a kubelet root on XFS and on ext4 mounted with
@@ -77,6 +80,85 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectQuotaChargedByAHostUsersTenant (issue 30, item 9): on XFS and ext4 with project
+// quotas, a tenant of a pod with hostUsers: true (uid 1000, no capabilities) sets the project
+// ID the kubelet gave a hostUsers: false pod's volume (the first, guessable) on a folder of
+// its own and writes 4 MiB there: the victim's quota counts them, 4× over its 1 MiB sizeLimit,
+// while the victim holds 265 KiB. The exporter at its defaults publishes the victim's walk
+// (no over-limit series, nothing for EmptyDirOverLimit to fire on) and the quota's excess, the
+// tenant's folder's bytes; the live answer the remediator evicts on is the walk too.
+func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
+	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
+		t.Run(fsys.Type, func(t *testing.T) {
+			root, err := fsys.Mount(t, 512<<20)
+			if errors.Is(err, fswalktest.ErrMountRefused) {
+				t.Skipf("this kernel has no %s project quotas: %v", fsys.Type, err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			limit := int64(1 << 20)
+			victim := exporter.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
+				Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk, LimitBytes: &limit}}}
+			tenant := exporter.PodVolumes{Namespace: "other", Pod: "host-users", UID: "0e1f6b7a-0000-4000-8000-00000000000b",
+				Volumes: []exporter.Volume{{Name: "scratch", Medium: exporter.MediumDisk}}}
+			victimDir, tenantDir := exporter.Dir(root, victim.UID, "cache"), exporter.Dir(root, tenant.UID, "scratch")
+			for _, dir := range []string{victimDir, tenantDir} {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(dir, 0o777); err != nil { // as the kubelet makes emptyDir folders
+					t.Fatal(err)
+				}
+			}
+			fswalktest.AssignProject(t, victimDir, fswalktest.KubeletFirstProjectID)
+			writeFiles(t, victimDir, 30) // 265 KiB
+			charged := fswalktest.ChargeProject(t, tenantDir, fswalktest.KubeletFirstProjectID, 4<<20, 1000, 1000)
+			fswalktest.SyncFS(t, root)
+			walk := func(dir string) int64 {
+				du, err := fswalk.MeasureDiskUsage(context.Background(), dir, fswalk.Options{Concurrency: 1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return du.UsedBytes
+			}
+			victimBytes, chargedBytes := walk(victimDir), walk(charged)
+			if quota, err := fswalk.ReadProjectQuota(victimDir); err != nil || quota.UsedBytes != victimBytes+chargedBytes || quota.UsedBytes <= limit {
+				t.Fatalf("the victim's quota: %+v, %v; want the victim's %d bytes and the tenant's %d, over the limit %d",
+					quota, err, victimBytes, chargedBytes, limit)
+			}
+
+			src := exporter.DefaultFilesystemSource()
+			src.KubeletRootDir = root
+			e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(victim, tenant)})
+			e.Refresh(context.Background())
+			used, methods := gatherVolumes(t, e)
+			if used["victim"] != float64(victimBytes) || methods["victim"] != exporter.MethodWalk {
+				t.Errorf("the victim published at %v bytes by %q, want the walk's %d", used["victim"], methods["victim"], victimBytes)
+			}
+			families := gatherFamilies(t, e)
+			if over := families["emptydir_over_limit_bytes"]; len(over) > 0 {
+				t.Errorf("emptydir_over_limit_bytes published for %v: EmptyDirOverLimit would fire for the victim", over)
+			}
+			if excess := families["emptydir_project_quota_excess_bytes"]; excess["victim"] != float64(chargedBytes) {
+				t.Errorf("emptydir_project_quota_excess_bytes %v, want the tenant's folder's %d bytes for the victim", excess, chargedBytes)
+			}
+
+			mux := http.NewServeMux()
+			mux.Handle(liveapi.Pattern, e.LiveHandler())
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			answer := liveGet(t, srv.URL+"/live/namespaces/ns/pods/victim?uid="+victim.UID)
+			if got := liveUsed(answer); got != victimBytes {
+				t.Errorf("live answer: %d bytes, want the victim's walk, %d bytes, under its limit %d", got, victimBytes, limit)
+			}
+		})
+	}
+}
+
+// TestHostTenantHelperProcess is not a test: fswalktest.ChargeProject runs it as the tenant.
+func TestHostTenantHelperProcess(t *testing.T) { fswalktest.HostTenantHelperProcess(t) }
 
 // writeFiles writes n files of 1 to 20 KiB into dir, in folders of 100.
 func writeFiles(t *testing.T, dir string, n int) {

@@ -33,6 +33,10 @@ type Measurement struct {
 	// CutShort says the walk hit its deadline before reading every folder: UsedBytes is
 	// what it counted until then.
 	CutShort bool
+	// QuotaExcessBytes is by how many bytes the volume's project quota exceeded UsedBytes, a
+	// walk that checked it: files elsewhere with the volume's project ID (another tenant's), or
+	// the volume's own deleted files still held open. 0 when the quota was not checked.
+	QuotaExcessBytes int64
 	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota,
 	// MethodStatfs, MethodFiles, MethodKubelet or MethodNone.
 	Method string
@@ -73,6 +77,15 @@ type VolumeSource interface {
 	// MeasureVolume measures one volume of a pod now, charging the CPU time its walk's
 	// threads spend to meter when it is not nil (the collection's CPU budget).
 	MeasureVolume(ctx context.Context, pod PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error)
+}
+
+// LiveVolumeSource is a VolumeSource whose periodic measurement of a volume may count more
+// than the volume holds, and which measures a live request without: the live answer is what
+// the remediator evicts on. FilesystemSource is one (a project quota's upper bound).
+type LiveVolumeSource interface {
+	VolumeSource
+	// MeasureVolumeLive is MeasureVolume for a live request.
+	MeasureVolumeLive(ctx context.Context, pod PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error)
 }
 
 // measureEach measures the volumes of pods one after another with measure, unmetered:
