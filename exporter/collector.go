@@ -29,7 +29,10 @@ var (
 		"Entries the last measurement could not read; above 0, emptydir_used_bytes is a lower bound.",
 		volumeLabels, nil)
 	incompleteDesc = prometheus.NewDesc("emptydir_measurement_incomplete",
-		"1 when the last measurement missed part of the volume (unreadable entries, folders changed while it walked, or a walk cut short), so emptydir_used_bytes is a lower bound; else 0.",
+		"1 while the last measurement of the volume is a lower bound of its usage, by reason: unreadable (entries it could not read), changed_during_walk (folders changed while it walked, even on its retry) or cut_short (the walk hit its deadline); absent while it is complete.",
+		append(volumeLabels, "reason"), nil)
+	incompleteSinceDesc = prometheus.NewDesc("emptydir_measurement_incomplete_since_timestamp_seconds",
+		"Unix time at which the first of the volume's consecutive incomplete measurements started; absent while it is complete.",
 		volumeLabels, nil)
 	quotaExcessDesc = prometheus.NewDesc("emptydir_project_quota_excess_bytes",
 		"Bytes the volume's project quota counts beyond what a walk of the volume found, when a walk checked the quota; published only while above 0.",
@@ -76,7 +79,7 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, quotaExcessDesc, measurementInfoDesc, ageDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, measurementInfoDesc, ageDesc,
 		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc,
 		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
@@ -135,9 +138,16 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			gauge(availableBytesDesc, float64(m.AvailableBytes), lv...)
 			gauge(inodesUsedDesc, float64(m.InodesUsed), lv...)
 			gauge(unreadableDesc, float64(m.UnreadableEntries), lv...)
-			gauge(incompleteDesc, boolFloat(m.LowerBound()), lv...)
 			if m.QuotaExcessBytes > 0 {
 				gauge(quotaExcessDesc, float64(m.QuotaExcessBytes), lv...)
+			}
+			// Only while incomplete, as the over-limit series: a default family then costs the
+			// few volumes a tenant keeps unmeasurable, not one series per volume.
+			for _, why := range m.IncompleteReasons() {
+				gauge(incompleteDesc, 1, append(lv, why)...)
+			}
+			if !r.IncompleteSince.IsZero() {
+				gauge(incompleteSinceDesc, unixSeconds(r.IncompleteSince), lv...)
 			}
 			if m.Method != "" {
 				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)

@@ -167,14 +167,17 @@ type Exporter struct {
 
 // snapshot is what one collection cycle produced.
 type snapshot struct {
-	volumes     []VolumeResult // each with a measurement, fresh or the last good one
-	storage     []PodVolumes   // the pods of the cycle whose ephemeral storage is measured
-	duration    time.Duration
-	success     bool
-	lastSuccess time.Time
-	pods        int
-	volumeCount int
-	cycles      int
+	volumes []VolumeResult // each with a measurement, fresh or the last good one
+	storage []PodVolumes   // the pods of the cycle whose ephemeral storage is measured
+	// podIncompleteSince is, by pod UID, since when the pod's ephemeral-storage usage has been a
+	// lower bound (pods of storage whose usage is one only).
+	podIncompleteSince map[string]time.Time
+	duration           time.Duration
+	success            bool
+	lastSuccess        time.Time
+	pods               int
+	volumeCount        int
+	cycles             int
 }
 
 type volumeKey struct{ uid, volume string }
@@ -361,6 +364,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	kept := make([]VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
+			r.IncompleteSince = incompleteSince(lastGood[volumeKey{r.UID, r.Volume.Name}].IncompleteSince, r.Measurement)
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
 			// did not measure every volume.
@@ -398,14 +402,15 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		}
 	}
 	next := snapshot{
-		volumes:     kept,
-		storage:     storage,
-		duration:    e.now().Sub(start),
-		success:     success,
-		lastSuccess: prev.lastSuccess,
-		pods:        podsWithEmptyDirs,
-		volumeCount: emptyDirs,
-		cycles:      prev.cycles + 1,
+		volumes:            kept,
+		storage:            storage,
+		podIncompleteSince: e.podIncompleteSince(prev.podIncompleteSince, storage, kept, start),
+		duration:           e.now().Sub(start),
+		success:            success,
+		lastSuccess:        prev.lastSuccess,
+		pods:               podsWithEmptyDirs,
+		volumeCount:        emptyDirs,
+		cycles:             prev.cycles + 1,
 	}
 	if success {
 		next.lastSuccess = e.now()
@@ -418,6 +423,27 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	e.mu.Unlock()
 	e.log.Debug("collection cycle done", "pods", next.pods, "volumes", next.volumeCount,
 		"success", success, "duration", next.duration)
+}
+
+// podIncompleteSince is, for each pod of storage whose usage from volumes is a lower bound,
+// since when it has been one: prev's time while it was one at the previous cycle too, else the
+// start of the earliest incomplete measurement of its parts, or now when parts only lack one.
+func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []PodVolumes, volumes []VolumeResult, now time.Time) map[string]time.Time {
+	out := map[string]time.Time{}
+	byPod := resultsByPod(volumes)
+	for _, p := range storage {
+		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem, false)
+		switch {
+		case !u.LowerBound:
+		case !prev[p.UID].IsZero():
+			out[p.UID] = prev[p.UID]
+		case !u.IncompleteSince.IsZero():
+			out[p.UID] = u.IncompleteSince
+		default:
+			out[p.UID] = now
+		}
+	}
+	return out
 }
 
 // noteMeasured counts and logs what one measurement found wrong: once per cycle

@@ -423,11 +423,11 @@ func TestCutShortWalkPublishedAsLowerBound(t *testing.T) {
 	e.Refresh(context.Background())
 
 	want := `
-# HELP emptydir_measurement_incomplete 1 when the last measurement missed part of the volume (unreadable entries, folders changed while it walked, or a walk cut short), so emptydir_used_bytes is a lower bound; else 0.
+# HELP emptydir_measurement_incomplete 1 while the last measurement of the volume is a lower bound of its usage, by reason: unreadable (entries it could not read), changed_during_walk (folders changed while it walked, even on its retry) or cut_short (the walk hit its deadline); absent while it is complete.
 # TYPE emptydir_measurement_incomplete gauge
-emptydir_measurement_incomplete{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 1
-emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 1
-emptydir_measurement_incomplete{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 0
+emptydir_measurement_incomplete{medium="disk",namespace="shop",node="node-1",pod="cart-0",reason="changed_during_walk",uid="uid-cart",volume="cache"} 1
+emptydir_measurement_incomplete{medium="disk",namespace="shop",node="node-1",pod="cart-0",reason="cut_short",uid="uid-cart",volume="cache"} 1
+emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod="front",reason="unreadable",uid="uid-front",volume="tmp"} 1
 # HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
 # TYPE emptydir_used_bytes gauge
 emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 1.0244096e+07

@@ -51,6 +51,34 @@ func (m Measurement) LowerBound() bool {
 	return m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort || m.Unlocated != ""
 }
 
+// Why a measurement is a lower bound, as the reason label of the incomplete series spells it.
+const (
+	IncompleteUnreadable = "unreadable"
+	IncompleteChanged    = "changed_during_walk"
+	IncompleteCutShort   = "cut_short"
+	IncompleteUnlocated  = "unlocated"
+	// IncompleteUnmeasured: a part of a pod has no measurement yet (pod series only).
+	IncompleteUnmeasured = "unmeasured"
+)
+
+// IncompleteReasons says why UsedBytes is a lower bound, sorted; none when it is not one.
+func (m Measurement) IncompleteReasons() []string {
+	var why []string
+	if m.ChangedFolders > 0 {
+		why = append(why, IncompleteChanged)
+	}
+	if m.CutShort {
+		why = append(why, IncompleteCutShort)
+	}
+	if m.Unlocated != "" {
+		why = append(why, IncompleteUnlocated)
+	}
+	if m.UnreadableEntries > 0 {
+		why = append(why, IncompleteUnreadable)
+	}
+	return why
+}
+
 // VolumeResult is the outcome of measuring one volume of one pod.
 type VolumeResult struct {
 	Namespace, Pod, UID string
@@ -58,6 +86,22 @@ type VolumeResult struct {
 	Measurement         Measurement
 	// Err is set when the volume could not be measured; it is a *MeasureError.
 	Err error
+	// IncompleteSince is when the first of the volume's consecutive lower-bound measurements
+	// started (incompleteSince); zero while Measurement is complete.
+	IncompleteSince time.Time
+}
+
+// incompleteSince is the IncompleteSince of m, a new measurement of a volume whose previous one
+// gave prev: kept while m is a lower bound too, m's start when m begins a run of them.
+func incompleteSince(prev time.Time, m Measurement) time.Time {
+	switch {
+	case !m.LowerBound():
+		return time.Time{}
+	case !prev.IsZero():
+		return prev
+	default:
+		return m.MeasuredAt
+	}
 }
 
 // Source measures emptyDir volumes. Implementations report per volume, so that one

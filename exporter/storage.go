@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -18,6 +20,10 @@ type StorageUsage struct {
 	// LowerBound says a part's measurement is missing (not measured yet, or failed without an
 	// earlier one) or a lower bound, so UsedBytes is one too.
 	LowerBound bool
+	// IncompleteReasons says why UsedBytes is a lower bound (the Incomplete* reasons), sorted.
+	IncompleteReasons []string
+	// IncompleteSince is the earliest VolumeResult.IncompleteSince of its parts; zero with none.
+	IncompleteSince time.Time
 	// MeasuredAt is when the oldest measurement behind UsedBytes started; zero with none.
 	MeasuredAt time.Time
 	Containers []ContainerUsage
@@ -59,6 +65,7 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 			*t = m
 		}
 	}
+	reasons := map[string]bool{}
 	for _, v := range p.Volumes {
 		if v.Kind == KindEmptyDir && v.Medium != MediumDisk {
 			continue // memory and hugepages are no local ephemeral storage (IsLocalEphemeralVolume)
@@ -69,7 +76,7 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 			c = nil
 		}
 		if !ok || r.Err != nil {
-			u.LowerBound = true
+			u.LowerBound, reasons[IncompleteUnmeasured] = true, true
 			if c != nil && (v.Kind != KindWritableLayer || !dedicatedImageFS) {
 				c.LowerBound = true
 			}
@@ -82,6 +89,12 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 		u.UsedBytes += m.UsedBytes
 		u.Parts[v.Kind.part()] += m.UsedBytes
 		u.LowerBound = u.LowerBound || m.LowerBound()
+		for _, why := range m.IncompleteReasons() {
+			reasons[why] = true
+		}
+		if !r.IncompleteSince.IsZero() {
+			older(&u.IncompleteSince, r.IncompleteSince)
+		}
 		older(&u.MeasuredAt, m.MeasuredAt)
 		if c == nil {
 			continue
@@ -99,5 +112,6 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 		c.LowerBound = c.LowerBound || m.LowerBound()
 		older(&c.MeasuredAt, m.MeasuredAt)
 	}
+	u.IncompleteReasons = slices.Sorted(maps.Keys(reasons))
 	return u
 }

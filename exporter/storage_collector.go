@@ -25,7 +25,10 @@ var (
 		"What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).",
 		append(podLabels, "part"), nil)
 	podIncompleteDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete",
-		"1 when a part of the pod's ephemeral storage has no measurement yet, or only a lower bound (a writable layer not located among them), so emptydir_pod_ephemeral_storage_used_bytes is a lower bound; else 0.",
+		"1 while the pod's ephemeral-storage usage is a lower bound, by reason: unmeasured (a part has no measurement yet), unlocated (a writable layer not located), or a part's walk unreadable, changed_during_walk or cut_short; absent while it is complete.",
+		append(podLabels, "reason"), nil)
+	podIncompleteSinceDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds",
+		"Unix time at which the pod's ephemeral-storage usage became a lower bound, for as long as it has been one since; absent while it is complete.",
 		podLabels, nil)
 	podAgeDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_age_seconds",
 		"Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.",
@@ -51,7 +54,7 @@ var (
 )
 
 func describeStorage(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{podUsedDesc, podLimitDesc, podOverLimitDesc, podPartDesc, podIncompleteDesc, podAgeDesc,
+	for _, d := range []*prometheus.Desc{podUsedDesc, podLimitDesc, podOverLimitDesc, podPartDesc, podIncompleteDesc, podIncompleteSinceDesc, podAgeDesc,
 		containerUsedDesc, containerLimitDesc, containerOverLimitDesc, containerPartDesc, layerUnlocatedDesc, dedicatedImageFSDesc} {
 		ch <- d
 	}
@@ -68,13 +71,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	if len(snap.storage) == 0 || sel&(selectTrigger|selectEphemeralStorage) == 0 {
 		return
 	}
-	byPod := map[string]map[string]VolumeResult{}
-	for _, r := range snap.volumes {
-		if byPod[r.UID] == nil {
-			byPod[r.UID] = map[string]VolumeResult{}
-		}
-		byPod[r.UID][r.Volume.Name] = r
-	}
+	byPod := resultsByPod(snap.volumes)
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 	}
@@ -100,7 +97,12 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
 			}
-			gauge(podIncompleteDesc, boolFloat(u.LowerBound), lv...)
+			for _, why := range u.IncompleteReasons {
+				gauge(podIncompleteDesc, 1, append(lv, why)...)
+			}
+			if since, ok := snap.podIncompleteSince[p.UID]; ok {
+				gauge(podIncompleteSinceDesc, unixSeconds(since), lv...)
+			}
 			if !u.MeasuredAt.IsZero() {
 				gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
 			}
@@ -119,6 +121,21 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		}
 	}
 }
+
+// resultsByPod indexes volumes by pod UID, then volume (part) name.
+func resultsByPod(volumes []VolumeResult) map[string]map[string]VolumeResult {
+	byPod := map[string]map[string]VolumeResult{}
+	for _, r := range volumes {
+		if byPod[r.UID] == nil {
+			byPod[r.UID] = map[string]VolumeResult{}
+		}
+		byPod[r.UID][r.Volume.Name] = r
+	}
+	return byPod
+}
+
+// unixSeconds is t as a timestamp series spells it.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // overLimit is how far used exceeds limit, compared as the kubelet compares them (strictly, a
 // limit of 0 being none), and whether it does: the value of the over-limit series.

@@ -68,9 +68,9 @@ emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 1.056768e+06
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="other",pod="job-1",uid="uid-job"} 4096
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 1.1534336e+07
-# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 when a part of the pod's ephemeral storage has no measurement yet, or only a lower bound (a writable layer not located among them), so emptydir_pod_ephemeral_storage_used_bytes is a lower bound; else 0.
+# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 while the pod's ephemeral-storage usage is a lower bound, by reason: unmeasured (a part has no measurement yet), unlocated (a writable layer not located), or a part's walk unreadable, changed_during_walk or cut_short; absent while it is complete.
 # TYPE emptydir_pod_ephemeral_storage_measurement_incomplete gauge
-emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1
+emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="batch",node="node-1",pod="job-1",reason="unlocated",uid="uid-job"} 1
 # HELP emptydir_pod_ephemeral_storage_measurement_age_seconds Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.
 # TYPE emptydir_pod_ephemeral_storage_measurement_age_seconds gauge
 emptydir_pod_ephemeral_storage_measurement_age_seconds{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 2

@@ -57,6 +57,11 @@ type Config struct {
 	// (unless AllowDaemonSetPods); nil: none. Any tenant allowed to create DaemonSets could
 	// otherwise run its writer as one.
 	DaemonSetNamespaceSelector labels.Selector
+	// EvictIncompleteAfter, when positive, evicts a pod whose emptyDir (or ephemeral storage) has
+	// been measurable only as a lower bound, under its limit, for this long: on an alert that
+	// says so (RemediationEvictIncomplete) and has fired this long, when the live re-check is
+	// still a lower bound. 0: never; only what is proven over its limit is evicted.
+	EvictIncompleteAfter time.Duration
 	// Cooldown: a pod UID evicted (or dry-run evicted) is not acted on again for this long.
 	Cooldown time.Duration
 	// Caps on evictions per node, per namespace and in total within Caps.Window.
@@ -135,6 +140,9 @@ func (c Config) Validate() error {
 		if msgs := validation.IsQualifiedName(c.OptOutAnnotation); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("opt-out annotation %q: %s", c.OptOutAnnotation, strings.Join(msgs, "; ")))
 		}
+	}
+	if c.EvictIncompleteAfter < 0 {
+		errs = append(errs, fmt.Errorf("evict-incomplete-after %s must not be negative (0: off)", c.EvictIncompleteAfter))
 	}
 	if c.Cooldown < 0 {
 		errs = append(errs, fmt.Errorf("cooldown %s must not be negative", c.Cooldown))

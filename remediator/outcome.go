@@ -55,12 +55,18 @@ const (
 	SkipCapNamespace = "cap_namespace"
 	SkipCapGlobal    = "cap_global"
 	SkipDuplicate    = "duplicate"
+	// SkipIncompletePolicyOff: an alert of a subject measurable only as a lower bound, without
+	// Config.EvictIncompleteAfter.
+	SkipIncompletePolicyOff = "incomplete_policy_off"
+	// SkipIncompleteTooRecent: such an alert that has not fired for EvictIncompleteAfter yet.
+	SkipIncompleteTooRecent = "incomplete_too_recent"
 )
 
 // AllSkipReasons lists every skip reason.
 var AllSkipReasons = []string{
 	SkipRecreated, SkipNotOverLimit, SkipNamespace, SkipSelector, SkipOptOut, SkipMirrorPod,
 	SkipDaemonSet, SkipCritical, SkipCooldown, SkipCapNode, SkipCapNamespace, SkipCapGlobal, SkipDuplicate,
+	SkipIncompletePolicyOff, SkipIncompleteTooRecent,
 }
 
 // Eviction API call results: the `result` label of emptydir_remediator_evictions_total.

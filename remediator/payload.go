@@ -27,7 +27,15 @@ const (
 	LabelCheck = "check"
 	// LabelContainer names the container of a CheckContainer alert.
 	LabelContainer = "container"
+	// LabelRemediation says what the alert asks for: RemediationEvictIncomplete, or (any
+	// other value, or none) an eviction of what is over its limit.
+	LabelRemediation = "remediation"
 )
+
+// RemediationEvictIncomplete marks an alert saying that its subject has been measurable only as a
+// lower bound for as long as the alert has fired (EmptyDirMeasurementIncomplete): acted on only
+// with Config.EvictIncompleteAfter.
+const RemediationEvictIncomplete = "evict_incomplete"
 
 // The limits an alert can be about, as label check spells them: the kubelet's three
 // local-storage checks (localStorageEviction in pkg/kubelet/eviction/eviction_manager.go).
@@ -80,15 +88,19 @@ type Target struct {
 	Check     string `json:"check"`
 	Volume    string `json:"volume,omitempty"`
 	Container string `json:"container,omitempty"`
+	// Incomplete says the alert is RemediationEvictIncomplete: the subject has been measurable
+	// only as a lower bound, not (necessarily) over its limit.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // Target returns the pod and limit the alert names. Call it on validated alerts only.
 func (a Alert) Target() Target {
 	t := Target{
-		Namespace: a.Labels[LabelNamespace],
-		Pod:       a.Labels[LabelPod],
-		UID:       a.Labels[LabelUID],
-		Check:     checkOf(a.Labels),
+		Namespace:  a.Labels[LabelNamespace],
+		Pod:        a.Labels[LabelPod],
+		UID:        a.Labels[LabelUID],
+		Check:      checkOf(a.Labels),
+		Incomplete: a.Labels[LabelRemediation] == RemediationEvictIncomplete,
 	}
 	switch t.Check {
 	case CheckEmptyDir:

@@ -182,6 +182,27 @@ func kubeletMessage(subject Subject, limit int64) string {
 	}
 }
 
+// incompleteDecline decides an alert saying that its subject has been measurable only as a
+// lower bound since firingSince, before anything is asked of the API server or the exporter: the
+// policy must be on and the alert must have fired for EvictIncompleteAfter. The duration is
+// Prometheus's, from the exporter's series; the live re-check then decides whether it still holds.
+func incompleteDecline(cfg Config, firingSince, now time.Time) (string, string) {
+	switch {
+	case cfg.EvictIncompleteAfter <= 0:
+		return SkipIncompletePolicyOff, "measurable only as a lower bound, but --policy.evict-incomplete-after is off: only what is proven over its limit is evicted"
+	case firingSince.IsZero() || now.Sub(firingSince) < cfg.EvictIncompleteAfter:
+		return SkipIncompleteTooRecent, fmt.Sprintf("measurable only as a lower bound since %s (the alert's start), less than --policy.evict-incomplete-after=%s ago",
+			firingSince.UTC().Format(time.RFC3339), cfg.EvictIncompleteAfter)
+	}
+	return "", ""
+}
+
+// incompleteMessage says why a subject under its limit as far as it could be measured is evicted.
+func incompleteMessage(subject Subject, firing, after time.Duration) string {
+	return fmt.Sprintf("Usage of %s could be measured only as a lower bound for %s (--policy.evict-incomplete-after=%s).",
+		subject, firing.Round(time.Second), after)
+}
+
 // quantity spells n bytes as the kubelet spells sizes in its eviction messages and as a
 // sizeLimit is written: 1Mi, 10004Ki, 1536.
 func quantity(n int64) string {

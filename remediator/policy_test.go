@@ -284,6 +284,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative cap", func(c *Config) { c.Caps.PerNode = -1 }, true},
 		{"cap without window", func(c *Config) { c.Caps.Window = 0 }, true},
 		{"no caps no window", func(c *Config) { c.Caps = Caps{} }, false},
+		{"evict incomplete after an hour", func(c *Config) { c.EvictIncompleteAfter = time.Hour }, false},
+		{"evict incomplete after a negative time", func(c *Config) { c.EvictIncompleteAfter = -time.Hour }, true},
 	}
 	for _, tt := range tests {
 		c := DefaultConfig()

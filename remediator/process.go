@@ -24,7 +24,7 @@ func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult 
 	} else {
 		// One alert per pod UID at a time: duplicates wait, then see the first one's eviction.
 		unlock := s.locks.lock(res.Target.UID)
-		err = s.remediate(ctx, &res)
+		err = s.remediate(ctx, &res, a.StartsAt)
 		unlock()
 	}
 	s.metrics.alerts.WithLabelValues(string(res.Outcome)).Inc()
@@ -74,12 +74,22 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 	s.logger.LogAttrs(ctx, level, "alert handled", attrs...)
 }
 
-// remediate runs the documented steps for one firing alert and fills res. The returned error
-// is the cause of an error or pdb_blocked outcome, for the audit line.
-func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
+// remediate runs the documented steps for one firing alert, which has fired since firingSince,
+// and fills res. The returned error is the cause of an error or pdb_blocked outcome, for the
+// audit line.
+func (s *Server) remediate(ctx context.Context, res *AlertResult, firingSince time.Time) error {
 	t := res.Target
 	set := func(o Outcome, reason, format string, args ...any) {
 		res.Outcome, res.Reason, res.Message = o, reason, fmt.Sprintf(format, args...)
+	}
+
+	// 0. An alert that says its subject has been measurable only as a lower bound is decided by
+	// the configuration and its age alone first: off by default, it costs no request at all.
+	if t.Incomplete {
+		if reason, why := incompleteDecline(s.cfg, firingSince, s.now()); reason != "" {
+			set(OutcomeSkipped, reason, "pod %s/%s: %s", t.Namespace, t.Pod, why)
+			return nil
+		}
 	}
 
 	// 1. What the ledger already knows of the alert's pod UID (a read of the watch cache): a
@@ -194,15 +204,21 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	usage := s.recordUsage(res, subject, m, limit)
 
 	// 3. Over the pod's current limit? A lower bound above the limit proves it; a lower bound
-	// at or below the limit proves nothing.
+	// at or below the limit proves nothing, unless it has been all there is for
+	// EvictIncompleteAfter (an incomplete alert that step 0 let through) and still is.
+	kubeletSays := kubeletMessage(subject, limit)
 	if !overLimit(used, limit, s.cfg.ThresholdRatio) {
-		if m.LowerBound() {
+		switch {
+		case m.LowerBound() && t.Incomplete:
+			kubeletSays = incompleteMessage(subject, s.now().Sub(firingSince), s.cfg.EvictIncompleteAfter)
+		case m.LowerBound():
 			s.metrics.measureErrors.WithLabelValues(MeasureIncomplete).Inc()
 			set(OutcomeError, "measurement_"+MeasureIncomplete, "%s: cannot decide whether it is over the limit; nothing done, retry", usage)
 			return measureErr(MeasureIncomplete, "%s measured a lower bound only: %s", subject, m.incompleteWhy())
+		default:
+			set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
+			return nil
 		}
-		set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
-		return nil
 	}
 
 	// 4. The cooldown (the pod's own policies decided above), then the caps.
@@ -252,7 +268,6 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 		defer cancel()
 	}
 	// The kubelet's own words first: an eviction reads the same whoever made it.
-	kubeletSays := kubeletMessage(subject, limit)
 	result, err := s.evict(evictCtx, pod, types.UID(t.UID), kubeletSays+" "+usage, false)
 	s.metrics.evictions.WithLabelValues(result).Inc()
 	switch result {

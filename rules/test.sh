@@ -66,3 +66,6 @@ route_test human alertname=PodEphemeralStorageNearLimit severity=warning namespa
 route_test human alertname=ContainerEphemeralStorageFillingUp severity=warning horizon=1h namespace=default pod=p uid=u container=c
 route_test human alertname=ContainerEphemeralStorageLayerUnlocated severity=warning namespace=default pod=p uid=u container=c reason=no_rootfs_mount node=node-1
 route_test human alertname=EmptyDirExporterDown severity=warning
+# Acted on by the remediator only with --policy.evict-incomplete-after and a route of its own.
+route_test human alertname=EmptyDirMeasurementIncomplete remediation=evict_incomplete severity=warning \
+  namespace=default pod=p uid=u volume=v node=node-1

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,7 +213,11 @@ func (c *config) metricFilter() (*metricfilter.Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--metric-allowlist/--metric-denylist: %w", err)
 	}
-	f, err = f.WithOptIn(exporter.OptInFamilies, splitList(c.metricOptInList))
+	// Families that were opt-in are published by default now: naming them changes nothing.
+	optIn := slices.DeleteFunc(splitList(c.metricOptInList), func(item string) bool {
+		return slices.Contains(exporter.FormerOptInFamilies, item)
+	})
+	f, err = f.WithOptIn(exporter.OptInFamilies, optIn)
 	if err != nil {
 		return nil, fmt.Errorf("--metric-opt-in-list: %w", err)
 	}

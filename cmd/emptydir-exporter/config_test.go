@@ -128,6 +128,8 @@ func TestValidate(t *testing.T) {
 			[]string{"--metric-allowlist", "mutually exclusive"}},
 		{"metric denylist with a bad expression", []string{"--node.name=n", "--metric-denylist=go_(.*"}, []string{"--metric-denylist", "go_(.*"}},
 		{"metric opt-in list", []string{"--node.name=n", "--metric-opt-in-list=emptydir_inodes_used,emptydir_.*_part_bytes"}, nil},
+		{"metric opt-in list naming families published by default now", []string{"--node.name=n",
+			"--metric-opt-in-list=emptydir_measurement_incomplete,emptydir_inodes_used,emptydir_pod_ephemeral_storage_measurement_incomplete"}, nil},
 		{"metric opt-in list naming no opt-in family", []string{"--node.name=n", "--metric-opt-in-list=emptydir_used_bytes"},
 			[]string{"--metric-opt-in-list", `"emptydir_used_bytes" matches none of the opt-in families`}},
 

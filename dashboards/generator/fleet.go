@@ -62,8 +62,8 @@ func fleet() *dashboard.DashboardBuilder {
 			steps("green", 1.0, "orange"), containersNearLimit)).
 		WithPanel(statPanel("Pods with a limit", "Pods with an ephemeral-storage limit (at least one container with limits.ephemeral-storage): the pods the exporter measures every part of.", units.Short, 4, 4,
 			steps("blue"), `count(`+podLimit("")+`) or vector(0)`)).
-		WithPanel(statPanel("Lower-bound usages", "Pods whose ephemeral-storage usage is only a lower bound now: a part not measured yet or only in part, or a writable layer not located (see \"Writable layers not located\"). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete")+"; without it 0.", units.Short, 4, 4,
-			steps("green", 1.0, "orange"), `count(max by (uid) (emptydir_pod_ephemeral_storage_measurement_incomplete) == 1) or vector(0)`)).
+		WithPanel(statPanel("Lower-bound usages", "Pods whose ephemeral-storage usage is only a lower bound now: a part not measured yet or only in part, or a writable layer not located (see \"Writable layers not located\").", units.Short, 4, 4,
+			steps("green", 1.0, "orange"), `count(max by (uid) (emptydir_pod_ephemeral_storage_measurement_incomplete)) or vector(0)`)).
 		WithPanel(limitTable("Top pods by ephemeral storage usage / limit",
 			"The 20 pods closest to (or over) their ephemeral-storage limit: everything that counts toward it (disk emptyDirs, writable layers, logs, other) against their containers' limits added up. Click a row for the pod drill-down.", 24, 8,
 			[]string{"namespace", "pod"},

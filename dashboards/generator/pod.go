@@ -92,8 +92,8 @@ func podEphemeralStorage(b *dashboard.DashboardBuilder) *dashboard.DashboardBuil
 			steps("blue"), `max(`+podUsedSel+`)`)).
 		WithPanel(statPanel("Pod limit", "The pod's ephemeral-storage limit: its containers' limits.ephemeral-storage added up, restartable init containers included.", units.BytesIEC, 4, 4,
 			steps("blue"), `max(`+podLimitSel+`)`)).
-		WithPanel(statPanel("Pod measurement", "lower bound: a part has no measurement yet, was read only in part, or is a writable layer not located (see \"Incomplete measurement, and why\"). A lower bound above the limit proves the pod over it; at or below it proves nothing. Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete")+".", units.Short, 4, 4,
-			steps("green"), `max(emptydir_pod_ephemeral_storage_measurement_incomplete{`+nsPod+`})`).
+		WithPanel(statPanel("Pod measurement", "lower bound: a part has no measurement yet, was read only in part, or is a writable layer not located (see \"Incomplete measurement, and why\"). A lower bound above the limit proves the pod over it; at or below it proves nothing.", units.Short, 4, 4,
+			steps("green"), `max(emptydir_pod_ephemeral_storage_measurement_incomplete{`+nsPod+`}) or (max(`+podUsedSel+`) * 0)`).
 			GraphMode(common.BigValueGraphModeNone).
 			Mappings(mapping("complete", "green", "lower bound", "orange"))).
 		WithPanel(statPanel("Pod measurement age", "Seconds since the oldest measurement behind the pod's usage started. With source filesystem every part counting toward a limit is due every --collection.interval, and more means walks deferred (CPU budget, busy walk slots) or slow, or a writable layer the kubelet's figure stands in for; with source kubelet it is as old as the kubelet's stats (1-2 minutes by design). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_age_seconds")+".", units.Seconds, 4, 4,
@@ -126,11 +126,14 @@ func podEphemeralStorage(b *dashboard.DashboardBuilder) *dashboard.DashboardBuil
 				column{"writable layer", units.BytesIEC, `max by (` + containerLabels + `) (emptydir_container_ephemeral_storage_part_bytes{` + nsPod + `, part="writable_layer"})`},
 				column{"logs", units.BytesIEC, `max by (` + containerLabels + `) (emptydir_container_ephemeral_storage_part_bytes{` + nsPod + `, part="logs"})`}),
 			[]string{"node", "uid"})).
-		WithPanel(timeseriesPanel("Incomplete measurement, and why", "1 when the pod's usage is a lower bound, and why: a container's writable layer not located (reason other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; it counts as the kubelet's own figure where the exporter may ask the kubelet, else as 0; the line is 0 when located), or a disk emptyDir read only in part (unreadable entries, folders changed during the walk, a walk cut short). A part not measured yet shows in the pod's line alone. The pod's and the emptyDirs' lines are opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_incomplete", "emptydir_measurement_incomplete")+".", units.Short, 12, 7,
-			query(`max(emptydir_pod_ephemeral_storage_measurement_incomplete{`+nsPod+`})`, "pod usage is a lower bound"),
+		WithPanel(timeseriesPanel("Incomplete measurement, and why", "1 while the pod's usage is a lower bound, by reason: unmeasured (a part not measured yet), unlocated (a container's writable layer not located: reason other_runtime, no_rootfs_mount, not_overlay or outside_snapshotter; it counts as the kubelet's own figure where the exporter may ask the kubelet, else as 0; that line is 0 when located), or a part read only in part (unreadable, changed_during_walk, cut_short), each disk emptyDir's own line beside it. No line: measured completely. Measurable only as a lower bound for 10 minutes, a volume or pod with a limit raises EmptyDirMeasurementIncomplete.", units.Short, 12, 7,
+			query(`max by (reason) (emptydir_pod_ephemeral_storage_measurement_incomplete{`+nsPod+`})`, "pod usage is a lower bound: {{reason}}"),
 			query(`max by (container, reason) (emptydir_container_writable_layer_unlocated{`+nsPod+`}) or on (container) (max by (container) (emptydir_container_ephemeral_storage_used_bytes{`+nsPod+`}) * 0)`, "{{container}} writable layer not located {{reason}}"),
-			query(`max by (volume) (emptydir_measurement_incomplete{`+nsPod+`, medium="disk"})`, "emptyDir {{volume}} is a lower bound")).
+			query(`max by (volume, reason) (emptydir_measurement_incomplete{`+nsPod+`, medium="disk"})`, "emptyDir {{volume}} is a lower bound: {{reason}}")).
 			Min(0).Max(1)).
 		WithPanel(timeseriesPanel("Ephemeral storage measurement age", "Seconds since the oldest measurement behind the pod's usage started (the emptyDir volumes' own ages are in \"Measurement age\" above). Opt-in: "+optIn("emptydir_pod_ephemeral_storage_measurement_age_seconds")+".", units.Seconds, 12, 7,
-			query(`max(emptydir_pod_ephemeral_storage_measurement_age_seconds{`+nsPod+`})`, "pod (oldest part)")))
+			query(`max(emptydir_pod_ephemeral_storage_measurement_age_seconds{`+nsPod+`})`, "pod (oldest part)"))).
+		WithPanel(timeseriesPanel("Lower bound for how long", "Seconds since the pod's usage, or a disk emptyDir's, has been measurable only as a lower bound, at every measurement (the since series of \"Incomplete measurement, and why\"; a restarted exporter starts anew). No line: measured completely. The remediator evicts on it only with --policy.evict-incomplete-after.", units.Seconds, 24, 6,
+			query(`time() - max(emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds{`+nsPod+`})`, "pod usage"),
+			query(`time() - max by (volume) (emptydir_measurement_incomplete_since_timestamp_seconds{`+nsPod+`, medium="disk"})`, "emptyDir {{volume}}")))
 }
