@@ -37,6 +37,9 @@ var (
 	quotaExcessDesc = prometheus.NewDesc("emptydir_project_quota_excess_bytes",
 		"Bytes the volume's project quota counts beyond what a walk of the volume found, when a walk checked the quota; published only while above 0.",
 		volumeLabels, nil)
+	unexplainedDesc = prometheus.NewDesc("emptydir_unexplained_bytes",
+		"Bytes of the volume's own filesystem (a memory volume's tmpfs) that no name in it leads to: files deleted but held open, which its walk cannot see; published only above 1MiB, never for a disk volume (its filesystem is the node's).",
+		volumeLabels, nil)
 	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
 		"How the volume's values were measured, in label method: walk, project_quota, statfs (a memory volume on a tmpfs of its own) or kubelet. Always 1.",
 		append(volumeLabels, "method"), nil)
@@ -79,7 +82,7 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, measurementInfoDesc, ageDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, unexplainedDesc, measurementInfoDesc, ageDesc,
 		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc,
 		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
@@ -148,6 +151,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			}
 			if !r.IncompleteSince.IsZero() {
 				gauge(incompleteSinceDesc, unixSeconds(r.IncompleteSince), lv...)
+			}
+			if m.UnexplainedBytes >= unexplainedThreshold {
+				gauge(unexplainedDesc, float64(m.UnexplainedBytes), lv...)
 			}
 			if m.Method != "" {
 				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)

@@ -171,6 +171,7 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 	var method string
 	var quotaExcess int64
 	var err error
+	var named *fswalk.DiskUsage // what names lead to, on a filesystem of the volume's own
 	switch {
 	case v.Kind == KindWritableLayer:
 		if s.Layers == nil {
@@ -197,6 +198,7 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 		var ok bool
 		if du, ok, err = fswalk.OwnTmpfsUsage(ctx, dir, s.walkOptions(meter)); ok {
 			method = MethodStatfs
+			named = s.namedUsage(ctx, dir, meter)
 			break
 		}
 		du, method, quotaExcess, err = s.diskUsage(ctx, dir, p, v, live, meter)
@@ -223,6 +225,7 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 		Method:            method,
 		CapacityBytes:     space.CapacityBytes,
 		AvailableBytes:    space.AvailableBytes,
+		UnexplainedBytes:  unexplainedBytes(du, space, named),
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil

@@ -43,6 +43,10 @@ type Measurement struct {
 	// Unlocated is set for a writable layer that could not be located, to the reason (a
 	// LayerError's): UsedBytes is 0 or the kubelet's figure (Method MethodKubelet), a lower bound.
 	Unlocated string
+	// UnexplainedBytes is the part of the usage of the volume's own filesystem (a memory
+	// volume's tmpfs) that no name in it leads to: files deleted but held open. 0 where it is
+	// not known: a volume on a shared filesystem, or a walk that was itself a lower bound.
+	UnexplainedBytes int64
 }
 
 // LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, folders

@@ -952,4 +952,8 @@ func TestMeasureDiskUsageCountsTmpfsXattrs(t *testing.T) {
 		t.Errorf("used %d bytes (%d of attributes) with the attributes, %d without; want %d (the user.* names and values, the hard-linked file's once)",
 			got.UsedBytes, got.XattrBytes, before.UsedBytes, want)
 	}
+	// What blocks hold is still told apart: the usage statfs sees is compared with it.
+	if got.XattrBytes != want-before.UsedBytes || before.XattrBytes != 0 {
+		t.Errorf("xattr bytes %d (before the attributes %d), want %d", got.XattrBytes, before.XattrBytes, want-before.UsedBytes)
+	}
 }
