@@ -238,23 +238,37 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	seed := framework.RunPod(ctx, t, c, c.SeedPod(nsRace, "empty-test1"))
 	kub := framework.RunPod(ctx, t, c, c.SeedPod(nsKubelet, "empty-test1"))
 	under := framework.RunPod(ctx, t, c, c.SeedPod(nsRace, "under-limit"))
+	// Twins of both that write below 25 folders of 200-byte names (past PATH_MAX): the
+	// kubelet's walk fails on them (pathmax_test.go).
+	deepOurs := framework.RunPod(ctx, t, c, deepPod(c, nsRace))
+	deepKub := framework.RunPod(ctx, t, c, deepPod(c, nsKubelet))
 	trSeed, trKub, trUnder := framework.TrackPod(ctx, c, seed), framework.TrackPod(ctx, c, kub), framework.TrackPod(ctx, c, under)
+	trDeepOurs, trDeepKub := framework.TrackPod(ctx, c, deepOurs), framework.TrackPod(ctx, c, deepKub)
 	defer trSeed.Stop()
 	defer trKub.Stop()
 	defer trUnder.Stop()
+	defer trDeepOurs.Stop()
+	defer trDeepKub.Stop()
+	sw := watchSummary(ctx, c)
+	defer sw.Stop()
 
-	// Both writes at once, so both enforcers face the same node state.
+	// All writes at once, so both enforcers face the same node state.
 	var wg sync.WaitGroup
-	var ws [2]framework.SeedWrite
-	var errs [2]error
+	var ws [4]framework.SeedWrite
+	var errs [4]error
 	for i, x := range []struct {
-		p  *corev1.Pod
-		tr *framework.PodTracker
-	}{{seed, trSeed}, {kub, trKub}} {
+		p    *corev1.Pod
+		tr   *framework.PodTracker
+		deep bool
+	}{{seed, trSeed, false}, {kub, trKub, false}, {deepOurs, trDeepOurs, true}, {deepKub, trDeepKub, true}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ws[i], errs[i] = framework.WriteSeed(ctx, c, x.p, x.tr, 10000)
+			if x.deep {
+				ws[i], errs[i] = framework.WriteDeep(ctx, c, x.p, x.tr, 10000)
+			} else {
+				ws[i], errs[i] = framework.WriteSeed(ctx, c, x.p, x.tr, 10000)
+			}
 		}()
 	}
 	wg.Wait()
@@ -262,6 +276,9 @@ func scenarioBothEnforce(t *testing.T) []timing {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, w := range ws {
+		sw.wrote(w)
 	}
 	if _, err := framework.WriteSeed(ctx, c, under, trUnder, 512); err != nil {
 		t.Fatal(err)
@@ -284,6 +301,10 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	default:
 		t.Errorf("seed pod: terminating=%v failed=%v reason=%q message=%q: evicted by nobody known", term, failed, reason, msg)
 	}
+	// The deep twin in our namespace: only emptyDir guard can see it over its limit, and does.
+	deep := oursTimeline(ctx, t, c, s, ws[2], am, true)
+	deep.cluster = "isolation=true"
+	deep.enforcer = "emptyDir guard (path > PATH_MAX)"
 
 	// The kubelet on its own, at its defaults: the e2e package's one pin of the kubelet
 	// behaviour the project stands in for (Failed/Evicted with its own message, no API call).
@@ -319,8 +340,24 @@ func scenarioBothEnforce(t *testing.T) []timing {
 			}
 		}
 	}
+	// The deep twin in the kubelet's namespace: never evicted, its volume gone from the Summary.
+	blind := requireKubeletBlind(ctx, t, c, sw, ws[1], ws[3], failed)
 	requireNotEvicted(ctx, t, c, under, trUnder)
-	return []timing{ours, kubRow}
+	// Exactly the pods with our Event were evicted by us: the race pod if we won, the deep one.
+	ourEvictions := 0
+	for _, p := range []*corev1.Pod{seed, deepOurs} {
+		if len(framework.PodEvents(ctx, t, c, p, remediator.EventEvicted)) > 0 {
+			ourEvictions++
+		}
+	}
+	fams, err := framework.Scrape(ctx, c, "http://"+framework.StackRemediatorAddr+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := framework.Sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"}); int(n) != ourEvictions {
+		t.Errorf("remediator evictions_total{result=evicted} = %v, want %d (the pods with its %s Event)", n, ourEvictions, remediator.EventEvicted)
+	}
+	return []timing{ours, kubRow, deep, blind}
 }
 
 // startIsolatedCluster starts a cluster of its own whose kubelet enforces sizeLimit at its

@@ -36,6 +36,30 @@ func WriteSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *Pod
 	return w, err
 }
 
+// DeepLevels and DeepNameLen shape WriteDeep's tree: 25 folders of 200-byte names, about
+// 5 KB of path below the volume, past PATH_MAX (4096) on the node and in the container.
+const (
+	DeepLevels  = 25
+	DeepNameLen = 200
+)
+
+// WriteDeep nests DeepLevels folders of DeepNameLen-byte names in the seed pod's volume
+// "empty" and writes kib KiB at the bottom, as a tenant can: each level is entered by a
+// relative, physical cd (busybox's logical cd builds the full path and fails past PATH_MAX),
+// so no call ever names the whole path. It measures the volume with du like WriteSeed.
+func WriteDeep(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *PodTracker, kib int) (SeedWrite, error) {
+	script := fmt.Sprintf(`set -e; cd /test; n=$(printf '%%0%dd' 0 | tr 0 d); i=0
+while [ $i -lt %d ]; do mkdir "$n"; cd -P "$n"; i=$((i+1)); done
+dd if=/dev/zero of=deep.file bs=1K count=%d conv=fsync`, DeepNameLen, DeepLevels, kib)
+	if _, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "test2", "sh", "-c", script); err != nil {
+		return SeedWrite{}, fmt.Errorf("deep write in %s/%s: %w (%s)", pod.Namespace, pod.Name, err, stderr)
+	}
+	w := SeedWrite{Pod: pod, T0: time.Now(), Tracker: tr}
+	out, err := DuOf(exporter.Dir(c.KubeletRootDir(), string(pod.UID), "empty"))
+	w.Du = out
+	return w, err
+}
+
 // Fill writes kib KiB into the seed pod's volume "empty" (/test/fill), failing the test on error.
 func Fill(ctx context.Context, t TB, c *cluster.Cluster, pod *corev1.Pod, kib int) {
 	t.Helper()
