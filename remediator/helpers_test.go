@@ -280,7 +280,7 @@ func (e *env) evictions() int {
 }
 
 // evictionKinds counts the Eviction API calls made on the fake clientset: real ones and dry runs.
-func (e *env) evictionKinds() (real, dryRun int) {
+func (e *env) evictionKinds() (evicted, dryRun int) {
 	for _, a := range e.client.Actions() {
 		if a.GetVerb() != "create" || a.GetResource().Resource != "pods" || a.GetSubresource() != "eviction" {
 			continue
@@ -288,10 +288,10 @@ func (e *env) evictionKinds() (real, dryRun int) {
 		if ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction); ev.DeleteOptions != nil && len(ev.DeleteOptions.DryRun) > 0 {
 			dryRun++
 		} else {
-			real++
+			evicted++
 		}
 	}
-	return real, dryRun
+	return evicted, dryRun
 }
 
 // events drains the recorded events.

@@ -39,10 +39,10 @@ func TestProjectQuotaChargeEvictsNobody(t *testing.T) {
 				Volumes: []exporter.Volume{{Name: "scratch", Medium: exporter.MediumDisk}}}
 			victimDir, tenantDir := exporter.Dir(root, victim.UID, "empty"), exporter.Dir(root, tenant.UID, "scratch")
 			for _, dir := range []string{victimDir, tenantDir} {
-				if err := os.MkdirAll(dir, 0o755); err == nil {
-					err = os.Chmod(dir, 0o777) // as the kubelet makes emptyDir folders
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
 				}
-				if err != nil {
+				if err := os.Chmod(dir, 0o777); err != nil { // as the kubelet makes emptyDir folders
 					t.Fatal(err)
 				}
 			}

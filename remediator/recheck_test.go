@@ -214,8 +214,8 @@ func TestPDBBlockedRetriesDoNotWalkAgain(t *testing.T) {
 			if e.measurer.calls != 1 {
 				t.Errorf("%d walks for 6 deliveries within a minute of a blocked eviction, want 1", e.measurer.calls)
 			}
-			if real, dry := e.evictionKinds(); real != 1 || dry != 5 {
-				t.Errorf("%d evictions and %d dry-run evictions, want 1 and 5 (each retry asks whether the budget still blocks)", real, dry)
+			if evicted, dry := e.evictionKinds(); evicted != 1 || dry != 5 {
+				t.Errorf("%d evictions and %d dry-run evictions, want 1 and 5 (each retry asks whether the budget still blocks)", evicted, dry)
 			}
 			if got := testutil.ToFloat64(e.srv.metrics.measureReused); got != 5 {
 				t.Errorf("live_measurements_reused_total = %g, want 5", got)

@@ -280,10 +280,10 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 					id := fswalktest.KubeletFirstProjectID + uint32(i)
 					victim := quotaVolume(t, root, 0, id)
 					own := filepath.Join(root, "pods", "uid-host-users", "volumes", "kubernetes.io~empty-dir", "vol")
-					if err := os.MkdirAll(own, 0o755); err == nil {
-						err = os.Chmod(own, 0o777)
+					if err := os.MkdirAll(own, 0o755); err != nil {
+						t.Fatal(err)
 					}
-					if err != nil {
+					if err := os.Chmod(own, 0o777); err != nil {
 						t.Fatal(err)
 					}
 					charged := fswalktest.ChargeProject(t, own, id, 3<<20, uid, uid)
