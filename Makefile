@@ -177,7 +177,7 @@ deps:
 	./hack/install-deps.sh
 
 k8s-binaries:
-	./test/k8sbin/build.sh kube-apiserver kubelet
+	./test/k8sbin/build.sh kube-apiserver kubelet kubectl
 
 # The pinned Prometheus Operator, its CRDs (test/promoperator) and the Prometheus it configures
 # (test/prometheus), which the operator-path install test runs against the cluster; cached
@@ -264,7 +264,7 @@ test-helm:
 # image are built first: TestReleaseFromRegistry runs `make release` inside the cluster's network
 # namespace, which has no route to a module proxy.
 test-cluster: deps k8s-binaries prometheus-operator build release-tools image
-	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet kubectl)" \
 	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
 	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
 

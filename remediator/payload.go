@@ -30,6 +30,11 @@ const (
 	// LabelRemediation says what the alert asks for: RemediationEvictIncomplete, or (any
 	// other value, or none) an eviction of what is over its limit.
 	LabelRemediation = "remediation"
+	// LabelPodNamespace, when an alert has it, is the namespace of the pod the alert names, and
+	// label namespace is not: the chart's routing copies of the triggers carry the remediator's
+	// own namespace there, the one an AlertmanagerConfig under the Prometheus Operator's default
+	// matcher strategy (OnNamespace) routes.
+	LabelPodNamespace = "pod_namespace"
 )
 
 // RemediationEvictIncomplete marks an alert saying that its subject has been measurable only as a
@@ -96,7 +101,7 @@ type Target struct {
 // Target returns the pod and limit the alert names. Call it on validated alerts only.
 func (a Alert) Target() Target {
 	t := Target{
-		Namespace:  a.Labels[LabelNamespace],
+		Namespace:  a.Labels[namespaceLabel(a.Labels)],
 		Pod:        a.Labels[LabelPod],
 		UID:        a.Labels[LabelUID],
 		Check:      checkOf(a.Labels),
@@ -114,6 +119,15 @@ func (a Alert) Target() Target {
 // Subject is what of the pod the alert says is over its limit.
 func (t Target) Subject() Subject {
 	return Subject{Check: t.Check, Volume: t.Volume, Container: t.Container}
+}
+
+// namespaceLabel is the label that holds the namespace of the pod an alert names:
+// LabelPodNamespace where the alert has it, else LabelNamespace.
+func namespaceLabel(l map[string]string) string {
+	if _, ok := l[LabelPodNamespace]; ok {
+		return LabelPodNamespace
+	}
+	return LabelNamespace
 }
 
 // checkOf is the check an alert's labels name: CheckEmptyDir without the check label.
@@ -155,7 +169,7 @@ const maxLabelValueLen = 1024
 
 // DecodePayload reads at most maxBytes from r and decodes a version 4 Alertmanager webhook
 // payload. It validates every alert: status firing or resolved, and firing alerts must carry
-// non-empty namespace, pod and uid labels, and the volume label (check emptydir, the
+// non-empty namespace (pod_namespace where set), pod and uid labels, and the volume label (check emptydir, the
 // default) or the container label (check container). Errors are *PayloadError with the HTTP
 // status to answer: 413 for a body over maxBytes, 400 for unreadable JSON or another
 // version, 422 for malformed alerts.
@@ -209,7 +223,8 @@ func validateAlert(a Alert) error {
 		return fmt.Errorf("status %q is neither %q nor %q", a.Status, StatusFiring, StatusResolved)
 	}
 	check := checkOf(a.Labels)
-	required := []string{LabelNamespace, LabelPod, LabelUID}
+	nsLabel := namespaceLabel(a.Labels)
+	required := []string{nsLabel, LabelPod, LabelUID}
 	switch check {
 	case CheckEmptyDir:
 		required = append(required, LabelVolume)
@@ -234,7 +249,7 @@ func validateAlert(a Alert) error {
 		return fmt.Errorf("firing alert lacks label(s) %s", strings.Join(missing, ", "))
 	}
 	checks := []labelCheck{
-		{LabelNamespace, validation.IsDNS1123Label(a.Labels[LabelNamespace])},
+		{nsLabel, validation.IsDNS1123Label(a.Labels[nsLabel])},
 		{LabelPod, validation.IsDNS1123Subdomain(a.Labels[LabelPod])},
 	}
 	switch check {

@@ -94,6 +94,16 @@ func TestDecodePayload(t *testing.T) {
 		{name: "bad namespace", body: withAlert(`{"status":"firing","labels":{"namespace":"../etc","pod":"b","uid":"c","volume":"v"}}`), wantCode: 422, wantErr: "namespace"},
 		{name: "bad uid", body: withAlert(`{"status":"firing","labels":{"namespace":"a","pod":"b","uid":"c/../d","volume":"v"}}`), wantCode: 422, wantErr: "uid"},
 		{name: "unknown status", body: withAlert(`{"status":"pending","labels":{"namespace":"a","pod":"b","uid":"c","volume":"v"}}`), wantCode: 422, wantErr: "pending"},
+		// The chart's routing copy (OnNamespace): namespace is the remediator's, pod_namespace the pod's.
+		{name: "routing copy names the pod's namespace in pod_namespace", body: withAlert(`{"status":"firing","labels":{"namespace":"emptydir-guard","pod_namespace":"tenant-a","pod":"p","uid":"5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d","check":"pod"}}`),
+			check: func(t *testing.T, p *Payload) {
+				want := Target{Namespace: "tenant-a", Pod: "p", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Check: CheckPod}
+				if got := p.Alerts[0].Target(); got != want {
+					t.Errorf("target %+v, want %+v", got, want)
+				}
+			}},
+		{name: "blank pod_namespace", body: withAlert(`{"status":"firing","labels":{"namespace":"emptydir-guard","pod_namespace":"","pod":"b","uid":"c","volume":"v"}}`), wantCode: 422, wantErr: "lacks label(s) pod_namespace"},
+		{name: "bad pod_namespace", body: withAlert(`{"status":"firing","labels":{"namespace":"emptydir-guard","pod_namespace":"../etc","pod":"b","uid":"5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d","volume":"v"}}`), wantCode: 422, wantErr: "label pod_namespace="},
 		{name: "resolved without labels", body: withAlert(`{"status":"resolved","labels":{}}`)},
 	}
 	for _, tt := range tests {

@@ -56,6 +56,13 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 			localizeNodePaths(c, spec)
 		})
 	ns := in.ns
+	// What the remediator makes as it runs (its Lease, its ledger at the flags' default names)
+	// goes with the install, like the applied objects: the README's Helm release, named like
+	// the base, later starts in this namespace as a fresh install would.
+	t.Cleanup(func() {
+		_ = c.Client().CoordinationV1().Leases(ns).Delete(context.Background(), "emptydir-remediator", metav1.DeleteOptions{})
+		_ = c.Client().CoreV1().ConfigMaps(ns).Delete(context.Background(), "emptydir-remediator-ledger", metav1.DeleteOptions{})
+	})
 	seed := in.startSeed(ctx, t, "dep")
 	expPod, remPods := in.createPods(ctx, t)
 	expPod = in.checkExporter(ctx, t, expPod, seed)

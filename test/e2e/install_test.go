@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,14 +60,7 @@ type install struct {
 // objs, each DaemonSet and Deployment pod template passed through localize first.
 func installObjects(ctx context.Context, t *testing.T, c *cluster.Cluster, in install, objs []runtime.Object, localize func(*corev1.PodSpec)) *install {
 	t.Helper()
-	static := t.TempDir()
-	files := map[string]string{
-		"/usr/local/bin/emptydir-exporter":   deployStaticBinary(t, "emptydir-exporter", static),
-		"/usr/local/bin/emptydir-remediator": deployStaticBinary(t, "emptydir-remediator", static),
-	}
-	if err := c.ImportImage(ctx, deployImage, files, []string{"/usr/local/bin/emptydir-exporter"}); err != nil {
-		t.Fatal(err)
-	}
+	importDeployImage(ctx, t, c)
 	for _, o := range objs {
 		switch w := o.(type) {
 		case *appsv1.DaemonSet:
@@ -83,6 +77,20 @@ func installObjects(ctx context.Context, t *testing.T, c *cluster.Cluster, in in
 	in.c = c
 	deployApply(ctx, t, c, objs)
 	return &in
+}
+
+// importDeployImage imports deployImage, the project's binaries as the Dockerfile lays them
+// out, into the cluster's containerd.
+func importDeployImage(ctx context.Context, t *testing.T, c *cluster.Cluster) {
+	t.Helper()
+	static := t.TempDir()
+	files := map[string]string{
+		"/usr/local/bin/emptydir-exporter":   deployStaticBinary(t, "emptydir-exporter", static),
+		"/usr/local/bin/emptydir-remediator": deployStaticBinary(t, "emptydir-remediator", static),
+	}
+	if err := c.ImportImage(ctx, deployImage, files, []string{"/usr/local/bin/emptydir-exporter"}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // seedPod is a pod over its 1Mi emptyDir limit, in a namespace of its own.
@@ -379,7 +387,10 @@ func deployAPIEnv(t *testing.T, c *cluster.Cluster) func(*corev1.PodSpec) {
 	}
 }
 
-// deployApply server-side applies objs, as `kubectl apply --server-side -k deploy/` would.
+// deployApply server-side applies objs, as `kubectl apply --server-side -k deploy/` would, and
+// deletes them when the test ends (Namespaces excepted: without a namespace controller one never
+// finishes terminating), so that a later install of the same names, such as the README's Helm
+// release named like the kustomize base, starts from a cluster without them.
 func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []runtime.Object) {
 	t.Helper()
 	cfg := c.RESTConfig()
@@ -421,6 +432,13 @@ func deployApply(ctx context.Context, t *testing.T, c *cluster.Cluster, objs []r
 		}
 		if _, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "emptydir-guard-e2e", Force: &force}); err != nil {
 			t.Fatalf("apply %s %s/%s: %v", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+		}
+		if gvk.Kind != "Namespace" {
+			t.Cleanup(func() {
+				if err := ri.Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					t.Logf("deleting %s %s/%s: %v", gvk.Kind, u.GetNamespace(), u.GetName(), err)
+				}
+			})
 		}
 	}
 }

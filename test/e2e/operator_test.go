@@ -11,14 +11,13 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/dynamic"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
@@ -28,19 +27,16 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
 
-// The labels a kube-prometheus-stack release named "kps" selects its PodMonitors,
-// PrometheusRules and AlertmanagerConfigs by (its Prometheus' podMonitorSelector etc.).
-var kpsSelector = map[string]string{"release": "kps"}
-
-// TestOperatorInstallEvicts is the install most users take, run for real: the Helm chart
-// with its PodMonitors, PrometheusRule and AlertmanagerConfig beside the real Prometheus
-// Operator (pinned in test/promoperator) and a Prometheus and Alertmanager configured as a
-// kube-prometheus-stack release configures them. The configuration Prometheus and
-// Alertmanager run is the one the operator generated from the chart's objects (read from
-// the StatefulSets and Secrets it made, see monitoring.StartFromOperator); nothing in this
-// test posts a webhook. The seed pod must be evicted through that path, every series must
-// carry the measured pod's namespace, pod and uid, and the dashboards and recording rules
-// must work on the series scraped that way.
+// TestOperatorInstallEvicts is the install most users take, run for real: the README's own
+// install commands, read from README.md and run with sh, beside a kube-prometheus-stack release
+// at its defaults (its Prometheus selects monitors and rules labelled release=<its release name>;
+// kps_test.go) and the real Prometheus Operator (pinned in test/promoperator). The
+// configuration Prometheus and Alertmanager run is the one the operator generated from the
+// chart's PodMonitors, PrometheusRule and AlertmanagerConfig (read from the StatefulSets and
+// Secrets it made, see monitoring.StartFromOperator); nothing in this test posts a webhook. The
+// seed pod must be evicted through that path, every series must carry the measured pod's
+// namespace, pod and uid, and the dashboards and recording rules must work on the series
+// scraped that way.
 func TestOperatorInstallEvicts(t *testing.T) {
 	c := sharedCluster(t)
 	dir := os.Getenv(monitoring.OperatorDirEnv)
@@ -52,22 +48,18 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	if err := monitoring.StartOperator(ctx, c, dir); err != nil {
 		t.Fatal(err)
 	}
+	promBin, promVersion, err := monitoring.OperatorPrometheus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 
-	// The guard, as a chart user beside kube-prometheus-stack installs it.
-	in, objs := chartInstall(t, c, "edg", "operator-guard", "", `
-podMonitor:
-  enabled: true
-  labels: {release: kps}
+	// kube-prometheus-stack as its users install it, then the guard as the README installs it
+	// beside it. The exporter's PodMonitor sampleLimit is the test's, checked below.
+	h := newHelmTool(t, c)
+	installKubePrometheusStack(ctx, t, h, promVersion)
+	installed := runReadmeInstall(ctx, t, c, h, `podMonitor:
   exporterSampleLimit: 5000
-prometheusRule:
-  enabled: true
-  labels: {release: kps}
-alertmanagerConfig:
-  enabled: true
-  labels: {release: kps}
 `)
-	requireKinds(t, objs, "PodMonitor", "PrometheusRule", "AlertmanagerConfig")
-	installed := installObjects(ctx, t, c, in, objs, deployAPIEnv(t, c))
 	seed := installed.startSeed(ctx, t, "operator")
 	// Pods that stay, for the dashboards' per-pod panels and the per-namespace rules after the
 	// eviction: one near its limit (950 KiB of 1 MiB), one over it in kube-system, a namespace
@@ -104,7 +96,7 @@ alertmanagerConfig:
 	}
 
 	// The monitoring side, as kube-prometheus-stack sets it up.
-	mon := startOperatorMonitoring(ctx, t, c, dir, rems[0])
+	mon := startOperatorMonitoring(ctx, t, c, promBin, installed, rems[0])
 
 	// The exporter's PodMonitor sampleLimit reaches the scrape configuration the operator
 	// generates, and (the eviction below shows it) the node's scrape stays within it.
@@ -150,6 +142,16 @@ alertmanagerConfig:
 		return p.UID != s.UID || p.DeletionTimestamp != nil, "still running; alertmanager log:\n" + c.LogTail("alertmanager", 1500)
 	})
 	requireEvent(ctx, t, c, s, remediator.EventEvicted)
+	// Through the routing copy: at the stack's matcher strategy nothing else reaches the remediator.
+	framework.Eventually(t, time.Minute, time.Second, "the seed pod's EmptyDirRemediationRoute fired in the operator's Prometheus", func() (bool, string) {
+		q := fmt.Sprintf(`max_over_time(ALERTS{alertname="EmptyDirRemediationRoute", alertstate="firing", namespace=%q, pod_namespace=%q, uid=%q}[10m])`,
+			installed.ns, s.Namespace, string(s.UID))
+		res, err := mon.Query(ctx, q)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(res) == 1 && res[0].Value == 1, fmt.Sprintf("%s: %v", q, res)
+	})
 
 	// The writable layer, now that the chain is up: 11 MiB past a 10Mi limit.
 	if _, stderr, err := c.ExecInPod(ctx, layer.Namespace, layer.Name, "test2", "dd", "if=/dev/zero", "of=/fill", "bs=1M", "count=11", "conv=fsync"); err != nil {
@@ -166,7 +168,7 @@ alertmanagerConfig:
 	requireEventSays(ctx, t, c, layer, remediator.EventEvicted, lsciPodMsg)
 
 	// Every emptydir_* series carries the measured pod's labels: none renamed to exported_*.
-	checkOperatorSeries(ctx, t, mon, seed, stay, in.ns)
+	checkOperatorSeries(ctx, t, mon, seed, stay, installed.ns)
 	// The remediator's own series arrive through its PodMonitor, and count this eviction.
 	framework.Eventually(t, 90*time.Second, time.Second, "the remediator's evictions in the operator's Prometheus", func() (bool, string) {
 		res, err := mon.Query(ctx, `sum(emptydir_remediator_alerts_total{outcome="evicted"})`)
@@ -190,68 +192,25 @@ alertmanagerConfig:
 	checkDashboards(ctx, t, mon, map[string]string{"namespace": stay.Namespace, "pod": stay.Name}, false)
 }
 
-// requireKinds fails unless objs hold an object of each kind.
-func requireKinds(t *testing.T, objs []runtime.Object, kinds ...string) {
-	t.Helper()
-	have := map[string]bool{}
-	for _, o := range objs {
-		have[o.GetObjectKind().GroupVersionKind().Kind] = true
-	}
-	for _, k := range kinds {
-		if !have[k] {
-			t.Fatalf("the chart rendered no %s with these values", k)
-		}
-	}
-}
-
-// startOperatorMonitoring creates what a kube-prometheus-stack release "kps" would in
-// namespace "monitoring" (a Prometheus and an Alertmanager selecting objects labelled
-// release=kps in every namespace, Prometheus' ServiceAccount and RBAC, the Alertmanager
-// Service), waits for the operator's output and runs it, Prometheus from operatorDir.
+// startOperatorMonitoring runs what the operator made of the kube-prometheus-stack release
+// (installKubePrometheusStack), Prometheus from promBin, once its output has taken in guard's
+// objects, and stands in for what this cluster lacks around it (the Endpoints of the
+// Alertmanager Service, the Prometheus pod's ServiceAccount token, cluster DNS).
 // remediatorPod is where the remediator Service's name resolves for Alertmanager.
-func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Cluster, operatorDir string, remediatorPod *corev1.Pod) *monitoring.Stack {
+func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Cluster, promBin string, guard *install, remediatorPod *corev1.Pod) *monitoring.Stack {
 	t.Helper()
-	const ns = "monitoring"
-	if err := c.EnsureNamespace(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	const ns = kpsNamespace
+	prom, am := kpsRelease+"-prometheus", kpsRelease+"-alertmanager"
 	cs := c.Client()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kps-prometheus", Namespace: ns}}
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	// kube-prometheus-stack's Prometheus ClusterRole: service discovery reads, nothing more.
-	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "kps-prometheus"}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"nodes", "nodes/metrics", "services", "endpoints", "pods"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}},
-		{NonResourceURLs: []string{"/metrics", "/metrics/cadvisor"}, Verbs: []string{"get"}},
-	}}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "kps-prometheus"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: ns}}}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	exp := int64(3600)
-	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, prom, &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	// The Alertmanager's Service, and the Endpoints the endpoints controller would write for
-	// its one pod, which runs here at the node's address (no controller-manager here).
-	amSvc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "kps-alertmanager", Namespace: ns}, Spec: corev1.ServiceSpec{
-		Selector: map[string]string{"app.kubernetes.io/name": "alertmanager", "alertmanager": "main"},
-		Ports:    []corev1.ServicePort{{Name: "http-web", Port: 9093, TargetPort: intstr.FromInt32(9093)}}}}
-	if _, err := cs.CoreV1().Services(ns).Create(ctx, amSvc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	// The Endpoints the endpoints controller would write for the Alertmanager Service's one
+	// pod, which runs here at the node's address (no controller-manager here).
 	//nolint:staticcheck // Prometheus' endpoints role (the operator's default) reads Endpoints.
-	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: amSvc.Name, Namespace: ns},
+	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: am, Namespace: ns},
 		Subsets: []corev1.EndpointSubset{{ //nolint:staticcheck // as above
 			Addresses: []corev1.EndpointAddress{{IP: c.NodeIP()}},              //nolint:staticcheck // as above
 			Ports:     []corev1.EndpointPort{{Name: "http-web", Port: 9093}}}}} //nolint:staticcheck // as above
@@ -259,49 +218,47 @@ func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Clust
 		t.Fatal(err)
 	}
 
-	// kube-prometheus-stack's defaults, at the versions that run here: the Prometheus built
-	// beside the operator, the Alertmanager of the Debian package.
-	promBin, promVersion, err := monitoring.OperatorPrometheus(operatorDir)
-	if err != nil {
-		t.Fatal(err)
+	owner := metav1.GetControllerOf(remediatorPod)
+	if owner == nil {
+		t.Fatalf("remediator pod %s has no controller", remediatorPod.Name)
 	}
-	selector := map[string]any{"matchLabels": toAny(kpsSelector)}
-	applyUnstructured(ctx, t, c, "monitoring.coreos.com/v1", "Prometheus", ns, "kps", map[string]any{
-		"version":                         promVersion,
-		"serviceAccountName":              sa.Name,
-		"podMonitorSelector":              selector,
-		"podMonitorNamespaceSelector":     map[string]any{},
-		"serviceMonitorSelector":          selector,
-		"serviceMonitorNamespaceSelector": map[string]any{},
-		"ruleSelector":                    selector,
-		"ruleNamespaceSelector":           map[string]any{},
-		"alerting": map[string]any{"alertmanagers": []any{map[string]any{
-			"namespace": ns, "name": amSvc.Name, "port": "http-web", "apiVersion": "v2"}}},
-	})
-	applyUnstructured(ctx, t, c, "monitoring.coreos.com/v1", "Alertmanager", ns, "kps", map[string]any{
-		"version":                             "v0.25.0",
-		"alertmanagerConfigSelector":          selector,
-		"alertmanagerConfigNamespaceSelector": map[string]any{},
-		// The guard's alerts carry the tenant's namespace, not the AlertmanagerConfig's: the
-		// operator's default matcher (namespace=<its namespace>) would never match them
-		// (docs/deploy.md).
-		"alertmanagerConfigMatcherStrategy": map[string]any{"type": "None"},
-	})
-
-	remSvc := remediatorPod.Labels["app.kubernetes.io/instance"] + "-emptydir-remediator"
+	remSvc := owner.Name // the chart names the Service like the Deployment
+	amPod := "alertmanager-" + am + "-0.alertmanager-operated"
 	hosts := map[string]string{
-		remSvc + "." + remediatorPod.Namespace + ".svc":                         remediatorPod.Status.PodIP,
-		remSvc + "." + remediatorPod.Namespace + ".svc.cluster.local":           remediatorPod.Status.PodIP,
-		"alertmanager-kps-0.alertmanager-operated":                              c.NodeIP(),
-		"alertmanager-kps-0.alertmanager-operated." + ns + ".svc":               c.NodeIP(),
-		"alertmanager-kps-0.alertmanager-operated." + ns + ".svc.cluster.local": c.NodeIP(),
+		remSvc + "." + remediatorPod.Namespace + ".svc":               remediatorPod.Status.PodIP,
+		remSvc + "." + remediatorPod.Namespace + ".svc.cluster.local": remediatorPod.Status.PodIP,
+		amPod:                                   c.NodeIP(),
+		amPod + "." + ns + ".svc":               c.NodeIP(),
+		amPod + "." + ns + ".svc.cluster.local": c.NodeIP(),
 	}
 	mon, err := monitoring.StartFromOperator(ctx, c, monitoring.OperatorStackOptions{
-		Prometheus:                    types.NamespacedName{Namespace: ns, Name: "kps"},
-		Alertmanager:                  types.NamespacedName{Namespace: ns, Name: "kps"},
+		Prometheus:                    types.NamespacedName{Namespace: ns, Name: prom},
+		Alertmanager:                  types.NamespacedName{Namespace: ns, Name: am},
 		PrometheusServiceAccountToken: tok.Status.Token,
 		Hosts:                         hosts,
 		PrometheusBin:                 promBin,
+		// The chart's scrape jobs (the operator names them podMonitor/<namespace>/<name>/<n>)
+		// and rules in what Prometheus loads.
+		PrometheusReady: func(files string) error {
+			if !strings.Contains(files, "podMonitor/"+guard.ns+"/") || !strings.Contains(files, "alert: EmptyDirOverLimit") ||
+				!strings.Contains(files, "alert: EmptyDirRemediationRoute") {
+				return fmt.Errorf("no scrape job of a PodMonitor in %s, or no EmptyDirOverLimit or EmptyDirRemediationRoute rule, in the operator's configuration of %s "+
+					"(it selects PodMonitors and PrometheusRules labelled release=%s)", guard.ns, prom, kpsRelease)
+			}
+			return nil
+		},
+		// The chart's receiver (named <namespace>/<AlertmanagerConfig>/<receiver>), behind the
+		// matcher the operator's default strategy (OnNamespace) adds: only the routing copies
+		// (EmptyDirRemediationRoute) can reach it.
+		AlertmanagerReady: func(files string) error {
+			if !strings.Contains(files, guard.ns+"/"+guard.remediator+"/") {
+				return fmt.Errorf("no receiver of the AlertmanagerConfig %s/%s in the operator's configuration of %s", guard.ns, guard.remediator, am)
+			}
+			if !strings.Contains(files, `namespace="`+guard.ns+`"`) {
+				return fmt.Errorf("no matcher namespace=%q (the matcher strategy OnNamespace, kube-prometheus-stack's default) in the operator's configuration of %s:\n%s", guard.ns, am, files)
+			}
+			return reconciled(ctx, c, ns, am)
+		},
 	})
 	if err != nil {
 		t.Fatalf("%v\noperator log:\n%s", err, c.LogTail("prometheus-operator", 3000))
@@ -310,20 +267,29 @@ func startOperatorMonitoring(ctx context.Context, t *testing.T, c *cluster.Clust
 	return mon
 }
 
-func toAny(m map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
+// reconciled says whether the operator has reconciled the Alertmanager ns/name at its current
+// generation (its Reconciled condition's observedGeneration).
+func reconciled(ctx context.Context, c *cluster.Cluster, ns, name string) error {
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return err
 	}
-	return out
-}
-
-// applyUnstructured server-side applies one object of a custom resource.
-func applyUnstructured(ctx context.Context, t *testing.T, c *cluster.Cluster, apiVersion, kind, ns, name string, spec map[string]any) {
-	t.Helper()
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
-		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec}}
-	deployApply(ctx, t, c, []runtime.Object{u})
+	u, err := dyn.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "alertmanagers"}).
+		Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, x := range conds {
+		cond, _ := x.(map[string]any)
+		if cond["type"] == "Reconciled" {
+			if g, _ := cond["observedGeneration"].(int64); g == u.GetGeneration() && cond["status"] == "True" {
+				return nil
+			}
+			return fmt.Errorf("Alertmanager %s/%s: generation %d, Reconciled %v", ns, name, u.GetGeneration(), cond)
+		}
+	}
+	return fmt.Errorf("Alertmanager %s/%s: no Reconciled condition yet", ns, name)
 }
 
 // checkOperatorSeries: the seed pod's volume series name it by namespace, pod and uid; no

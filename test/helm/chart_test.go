@@ -192,6 +192,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{"metric list entry with a comma", "exporter: {metricDenylist: ['go_.*,process_.*']}", "metricDenylist"},
 		{"metric allowlist and denylist", "exporter: {metricAllowlist: [a], metricDenylist: [b]}", "mutually exclusive"},
 		{"namespace not a name", "exporter: {namespaces: [Shop]}", "namespaces"},
+		{"AlertmanagerConfig at OnNamespace without the PrometheusRule", "alertmanagerConfig: {enabled: true}", "needs prometheusRule.enabled"},
 		{"ServiceMonitor without the Service", "{serviceMonitor: {enabled: true}, exporter: {service: {enabled: false}}}", "needs exporter.service.enabled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -180,7 +180,8 @@ func TestMonitorsHonorTheExporterLabels(t *testing.T) {
 // Secret the remediator reads and a webhook timeout above one alert's worst case.
 func TestAlertmanagerConfig(t *testing.T) {
 	r := release("guard")
-	r.Values = map[string]any{"alertmanagerConfig": map[string]any{"enabled": true, "labels": map[string]any{"alertmanagerConfig": "emptydir-guard"}}}
+	r.Values = map[string]any{"alertmanagerConfig": map[string]any{"enabled": true, "labels": map[string]any{"alertmanagerConfig": "emptydir-guard"}},
+		"prometheusRule": map[string]any{"enabled": true}}
 	rendered := render(t, r)
 	u := find[*unstructured.Unstructured](rendered, "guard-emptydir-remediator")
 	for _, o := range rendered.objs {
@@ -223,11 +224,13 @@ func TestAlertmanagerConfig(t *testing.T) {
 	if err := json.Unmarshal(js, &spec); err != nil {
 		t.Fatal(err)
 	}
-	// The example's route: the same matcher, grouping and timers.
+	// The example's route: the same matcher, grouping and timers; the grouping also by
+	// pod_namespace, which the routing copies (EmptyDirRemediationRoute) carry.
 	example := exampleRemediatorRoute(t)
 	rt := spec.Route
 	if len(rt.Matchers) != 1 || fmt.Sprintf("%s%s%q", rt.Matchers[0].Name, rt.Matchers[0].MatchType, rt.Matchers[0].Value) != example.Matchers[0] ||
-		!slices.Equal(rt.GroupBy, example.GroupBy) || rt.GroupWait != example.GroupWait || rt.GroupInterval != example.GroupInterval ||
+		!slices.Equal(slices.DeleteFunc(slices.Clone(rt.GroupBy), func(l string) bool { return l == "pod_namespace" }), example.GroupBy) ||
+		!slices.Contains(rt.GroupBy, "pod_namespace") || rt.GroupWait != example.GroupWait || rt.GroupInterval != example.GroupInterval ||
 		rt.RepeatInterval != example.RepeatInterval {
 		t.Errorf("route %+v, the example's %+v", rt, example)
 	}
@@ -260,7 +263,7 @@ func TestAlertmanagerConfig(t *testing.T) {
 	}
 
 	// TLS on the remediator: https, with the client TLS the values give.
-	r.Values = map[string]any{"alertmanagerConfig": map[string]any{"enabled": true, "tlsConfig": map[string]any{"serverName": "remediator"}},
+	r.Values = map[string]any{"alertmanagerConfig": map[string]any{"enabled": true, "matcherStrategy": "None", "tlsConfig": map[string]any{"serverName": "remediator"}},
 		"remediator": map[string]any{"webConfig": map[string]any{"tls_server_config": map[string]any{"cert_file": "/c", "key_file": "/k"}}}}
 	js, _ = json.Marshal(find[*unstructured.Unstructured](render(t, r), "guard-emptydir-remediator").Object["spec"])
 	if !strings.Contains(string(js), `"url":"https://guard-emptydir-remediator.guard.svc:9732/webhook"`) || !strings.Contains(string(js), `"tlsConfig":{"serverName":"remediator"}`) {

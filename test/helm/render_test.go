@@ -223,7 +223,9 @@ func TestRender(t *testing.T) {
 			for _, o := range r.objs {
 				switch v := o.(type) {
 				case *unstructured.Unstructured:
-					if v.GetLabels()["release"] != "kube-prometheus-stack" {
+					// Its Alertmanager selects every AlertmanagerConfig; its Prometheus only
+					// the monitors and rules labelled release=<its release>.
+					if v.GetKind() != "AlertmanagerConfig" && v.GetLabels()["release"] != "kube-prometheus-stack" {
 						t.Errorf("%s %s lacks the operator's selector label", v.GetKind(), v.GetName())
 					}
 					switch v.GetKind() {
@@ -233,9 +235,11 @@ func TestRender(t *testing.T) {
 						amConfigs++
 					case "PrometheusRule":
 						rules++
-						if !reflect.DeepEqual(v.Object["spec"], rulesWant(t)) {
-							t.Error("the PrometheusRule's spec differs from rules/prometheusrule.yaml")
+						spec, route := withoutRoutingCopy(t, v.Object["spec"])
+						if !reflect.DeepEqual(spec, rulesWant(t)) {
+							t.Error("the PrometheusRule's spec, but for EmptyDirRemediationRoute, differs from rules/prometheusrule.yaml")
 						}
+						checkRoutingCopy(t, route, "guard")
 					}
 				case *corev1.ConfigMap:
 					if v.Labels["grafana_dashboard"] != "1" || v.Annotations["grafana_folder"] != "emptyDir guard" {
@@ -370,7 +374,8 @@ func TestToggles(t *testing.T) {
 			[]string{"PodDisruptionBudget/guard-emptydir-remediator", "Service/guard-emptydir-exporter"}},
 		{"{remediator: {serviceAccount: {create: false, name: byo}}}", nil, []string{"ServiceAccount/guard-emptydir-remediator"}},
 		{"{}", []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
-		{"alertmanagerConfig: {enabled: true}", []string{"AlertmanagerConfig/guard-emptydir-remediator"}, nil},
+		{"alertmanagerConfig: {enabled: true, matcherStrategy: None}", []string{"AlertmanagerConfig/guard-emptydir-remediator"}, nil},
+		{"{alertmanagerConfig: {enabled: true}, prometheusRule: {enabled: true}}", []string{"AlertmanagerConfig/guard-emptydir-remediator", "PrometheusRule/guard-emptydir-guard"}, nil},
 		{"{alertmanagerConfig: {enabled: true}, remediator: {enabled: false}}", nil, []string{"AlertmanagerConfig/guard-emptydir-remediator"}},
 		{"networkPolicy: {enabled: false}", nil, []string{"NetworkPolicy/guard-emptydir-exporter", "NetworkPolicy/guard-emptydir-remediator"}},
 		{"{serviceMonitor: {enabled: true}, prometheusRule: {enabled: true}, dashboards: {enabled: true}}",

@@ -137,6 +137,12 @@ type OperatorStackOptions struct {
 	// ReadyTimeout bounds the wait for the operator's output and for both to be ready;
 	// default 2m.
 	ReadyTimeout time.Duration
+	// PrometheusReady and AlertmanagerReady, if set, hold each start until the operator's
+	// output satisfies them: they get the text of every file laid out for the pod (generated
+	// configuration, rule files) and name what is missing. Objects created after the operator
+	// first reconciled reach its output seconds later, and these processes do not reload as
+	// the config-reloader would.
+	PrometheusReady, AlertmanagerReady func(files string) error
 }
 
 // StartFromOperator runs Prometheus and Alertmanager exactly as the Prometheus Operator
@@ -165,13 +171,13 @@ func StartFromOperator(ctx context.Context, c *cluster.Cluster, o OperatorStackO
 	wctx, cancel := context.WithTimeout(ctx, o.ReadyTimeout)
 	defer cancel()
 
-	am, err := preparePod(wctx, c, filepath.Join(dir, "alertmanager"), o.Alertmanager.Namespace, "alertmanager-"+o.Alertmanager.Name, "alertmanager")
-	if err != nil {
-		return nil, fmt.Errorf("the operator's Alertmanager: %w", err)
-	}
-	prom, err := preparePod(wctx, c, filepath.Join(dir, "prometheus"), o.Prometheus.Namespace, "prometheus-"+o.Prometheus.Name, "prometheus")
+	prom, err := preparePodWhen(wctx, c, filepath.Join(dir, "prometheus"), o.Prometheus.Namespace, "prometheus-"+o.Prometheus.Name, "prometheus", o.PrometheusReady)
 	if err != nil {
 		return nil, fmt.Errorf("the operator's Prometheus: %w", err)
+	}
+	am, err := preparePodWhen(wctx, c, filepath.Join(dir, "alertmanager"), o.Alertmanager.Namespace, "alertmanager-"+o.Alertmanager.Name, "alertmanager", o.AlertmanagerReady)
+	if err != nil {
+		return nil, fmt.Errorf("the operator's Alertmanager: %w", err)
 	}
 
 	hosts, err := hostsFile(dir, o.Hosts)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +99,51 @@ func preparePod(ctx context.Context, c *cluster.Cluster, root, ns, sts, containe
 		pod.args = append(pod.args, rewrite(expandVars(a, env)))
 	}
 	return pod, nil
+}
+
+// preparePodWhen is preparePod, repeated every second until ready (if set) accepts the text of
+// the files laid out under root or ctx ends; the error then says what ready last said.
+func preparePodWhen(ctx context.Context, c *cluster.Cluster, root, ns, sts, container string, ready func(files string) error) (*operatorPod, error) {
+	for {
+		// Laid out afresh each time: a subPath mount is a file where a folder may be made.
+		if err := os.RemoveAll(root); err != nil {
+			return nil, err
+		}
+		pod, err := preparePod(ctx, c, root, ns, sts, container)
+		if err != nil || ready == nil {
+			return pod, err
+		}
+		files, err := readTree(root)
+		if err != nil {
+			return nil, err
+		}
+		notReady := ready(files)
+		if notReady == nil {
+			return pod, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("the operator's output for %s/%s: %w (%w)", ns, sts, notReady, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// readTree is the text of every regular file under root, each after its path.
+func readTree(root string) (string, error) {
+	var b strings.Builder
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "--- %s\n%s\n", path, data)
+		return nil
+	})
+	return b.String(), err
 }
 
 // pathRewriter moves every mount path that starts a path (not one inside another path, as

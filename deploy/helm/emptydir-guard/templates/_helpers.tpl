@@ -180,3 +180,12 @@ one endpoint with every series at exporterInterval.
     {{- end }}
 {{- end }}
 {{- end }}
+
+{{/*
+"true" when the PrometheusRule carries EmptyDirRemediationRoute, the copy of the remediation
+triggers in the release namespace that the AlertmanagerConfig routes under the Alertmanager's
+matcher strategy OnNamespace (alertmanagerConfig.matcherStrategy).
+*/}}
+{{- define "emptydir-guard.routingCopies" -}}
+{{- and .Values.prometheusRule.enabled .Values.alertmanagerConfig.enabled .Values.remediator.enabled (eq .Values.alertmanagerConfig.matcherStrategy "OnNamespace") -}}
+{{- end }}

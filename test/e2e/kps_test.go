@@ -1,0 +1,219 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
+	"github.com/emptydir-guard/emptydir-guard/test/framework"
+)
+
+// The install most users take, as the README gives it: beside a kube-prometheus-stack release
+// at its defaults. kube-prometheus-stack itself is a stand-in chart (testdata/): the objects of
+// its release that decide what its Prometheus and Alertmanager pick up, from the same values keys
+// with the same defaults, served from a chart repository named as its own instructions name it
+// (prometheus-community), so that the README's commands, Helm ones included, run as written.
+
+const (
+	// kpsRelease and kpsNamespace are where the test installs the stand-in, as kube-prometheus-stack's
+	// instructions install it.
+	kpsRelease   = "kube-prometheus-stack"
+	kpsNamespace = "monitoring"
+	// readmeInstallMarker precedes the README's fenced block of the install beside it.
+	readmeInstallMarker = "<!-- TestOperatorInstallEvicts (test/e2e/operator_test.go) runs the next block as written. -->"
+	// readmeChartRef is the chart's registry reference in the README; from a checkout, the
+	// README says, the chart's folder takes its place.
+	readmeChartRef = "oci://ghcr.io/emptydir-guard/charts/emptydir-guard"
+)
+
+// helmTool runs the pinned Helm (test/helm's tool) with its state (repositories, cache) in
+// one folder of the test, inside the cluster's network namespace.
+type helmTool struct {
+	c   *cluster.Cluster
+	bin string
+	env []string
+}
+
+func newHelmTool(t *testing.T, c *cluster.Cluster) *helmTool {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "helm")
+	build := exec.Command("go", "build", "-o", bin, "helm.sh/helm/v4/cmd/helm")
+	build.Dir = "../helm"
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building Helm: %v\n%s", err, out)
+	}
+	env := append(os.Environ(), "KUBECONFIG="+c.KubeconfigPath())
+	return &helmTool{c: c, bin: bin, env: append(env, helmHomeEnv(t.TempDir())...)}
+}
+
+// run runs helm with args in the cluster's network namespace (where the API server is).
+func (h *helmTool) run(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := h.c.Command(ctx, h.bin, args...)
+	cmd.Env = h.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// installKubePrometheusStack serves the stand-in chart from a repository inside the cluster's
+// namespace, adds it as prometheus-community and installs the release kube-prometheus-stack
+// into monitoring at its defaults; only the versions of Prometheus and Alertmanager are the
+// ones this test runs.
+func installKubePrometheusStack(ctx context.Context, t *testing.T, h *helmTool, promVersion string) {
+	t.Helper()
+	repo := t.TempDir()
+	pkg := exec.Command(h.bin, "package", "testdata/kube-prometheus-stack", "-d", repo)
+	pkg.Env = h.env
+	if out, err := pkg.CombinedOutput(); err != nil {
+		t.Fatalf("helm package of the stand-in: %v\n%s", err, out)
+	}
+	l, err := h.c.Listen("tcp", net.JoinHostPort(h.c.NodeIP(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(repo))}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	repoURL := "http://" + l.Addr().String()
+	index := exec.Command(h.bin, "repo", "index", repo, "--url", repoURL)
+	index.Env = h.env
+	if out, err := index.CombinedOutput(); err != nil {
+		t.Fatalf("helm repo index: %v\n%s", err, out)
+	}
+	if err := h.c.EnsureNamespace(ctx, kpsNamespace); err != nil {
+		t.Fatal(err)
+	}
+	h.run(ctx, t, "repo", "add", "prometheus-community", repoURL)
+	h.run(ctx, t, "install", kpsRelease, "prometheus-community/kube-prometheus-stack", "--namespace", kpsNamespace,
+		"--set", "prometheus.prometheusSpec.version="+promVersion, "--set", "alertmanager.alertmanagerSpec.version=v0.25.0")
+	t.Cleanup(func() {
+		cmd := h.c.Command(context.Background(), h.bin, "uninstall", kpsRelease, "--namespace", kpsNamespace)
+		cmd.Env = h.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("helm uninstall %s: %v\n%s", kpsRelease, err, out)
+		}
+	})
+}
+
+// readmeInstallScript is the README's shell block after readmeInstallMarker, with the chart's
+// folder in place of its registry reference (as the README says for a checkout).
+func readmeInstallScript(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(framework.RepoPath("README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), readmeInstallMarker)
+	if !ok {
+		t.Fatalf("README.md has no %q", readmeInstallMarker)
+	}
+	m := regexp.MustCompile("(?s)^\\s*```sh\n(.*?)\n```").FindStringSubmatch(after)
+	if m == nil {
+		t.Fatal("README.md: no ```sh block right after the install marker")
+	}
+	script := m[1]
+	if n := strings.Count(script, readmeChartRef); n != 1 {
+		t.Fatalf("README.md's install block names %s %d times, want once:\n%s", readmeChartRef, n, script)
+	}
+	return strings.Replace(script, readmeChartRef, framework.RepoPath("deploy/helm/emptydir-guard"), 1)
+}
+
+// runReadmeInstall runs the README's install block with sh -e, Helm on its PATH. The one
+// addition is the values this cluster needs (its image, kubelet root, pod logs and containerd
+// folders, the API server's address: no kube-proxy here) and extraValues, given to the block's
+// `helm install` of emptyDir guard as one more --values file by a wrapper named helm; they
+// touch nothing that decides what the stack picks up. Returns the install as the pod-creating
+// helpers need it (no controllers run here: the test makes the pods from the templates).
+func runReadmeInstall(ctx context.Context, t *testing.T, c *cluster.Cluster, h *helmTool, extraValues string) *install {
+	t.Helper()
+	script := readmeInstallScript(t)
+	m := regexp.MustCompile(`helm install (\S+) \S+.*?--namespace (\S+)`).FindStringSubmatch(strings.ReplaceAll(script, "\\\n", " "))
+	if m == nil {
+		t.Fatalf("README.md's install block has no `helm install <release> <chart> ... --namespace <ns>`:\n%s", script)
+	}
+	release, ns := m[1], m[2]
+	importDeployImage(ctx, t, c)
+	// What kube-controller-manager would do for the namespace Helm creates: its default
+	// ServiceAccount and kube-root-ca.crt, which the pods' token volumes mount.
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	u, err := url.Parse(c.APIServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := fmt.Sprintf(`
+  extraEnv:
+    - {name: KUBERNETES_SERVICE_HOST, value: %q}
+    - {name: KUBERNETES_SERVICE_PORT, value: %q}`, u.Hostname(), u.Port())
+	dir := t.TempDir()
+	values := filepath.Join(dir, "cluster-values.yaml")
+	if err := os.WriteFile(values, []byte(`image:
+  repository: localhost/emptydir-guard
+  tag: test
+  pullPolicy: Never
+`+nodeValues(c, env, env)+extraValues), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf(`#!/bin/sh
+# helm, with this cluster's values added to the install of %s.
+if [ "$1" = install ] && [ "$2" = %s ]; then exec %s "$@" --values %s; fi
+exec %s "$@"
+`, release, release, h.bin, values, h.bin)
+	if err := os.WriteFile(filepath.Join(dir, "helm"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// kubectl: the cluster's own version, built beside its API server (make test-cluster).
+	k8sBin := os.Getenv("K8S_BIN_DIR")
+	if _, err := os.Stat(filepath.Join(k8sBin, "kubectl")); err != nil {
+		t.Fatalf("the README's install block runs kubectl: none in K8S_BIN_DIR %q (test/k8sbin/build.sh kubectl; make test-cluster builds it): %v", k8sBin, err)
+	}
+	cmd := c.Command(ctx, "sh", "-ec", script)
+	cmd.Env = append(append([]string{}, h.env...), "PATH="+dir+":"+k8sBin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README's install block: %v\n%s\n--- output:\n%s", err, script, out)
+	}
+	t.Logf("the README's install block:\n%s\n--- output:\n%s", script, framework.Tail(string(out), 2000))
+	t.Cleanup(func() {
+		cmd := c.Command(context.Background(), h.bin, "uninstall", release, "--namespace", ns)
+		cmd.Env = h.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("helm uninstall %s: %v\n%s", release, err, out)
+		}
+	})
+
+	// The objects' names are the chart's, for this release.
+	in := &install{c: c, ns: ns}
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release}
+	dss, err := c.Client().AppsV1().DaemonSets(ns).List(ctx, sel)
+	if err != nil || len(dss.Items) != 1 {
+		t.Fatalf("the README's install made %v DaemonSets of release %s (%v), want the exporter's", len(dss.Items), release, err)
+	}
+	deps, err := c.Client().AppsV1().Deployments(ns).List(ctx, sel)
+	if err != nil || len(deps.Items) != 1 {
+		t.Fatalf("the README's install made %v Deployments of release %s (%v), want the remediator's", len(deps.Items), release, err)
+	}
+	in.exporter, in.remediator = dss.Items[0].Name, deps.Items[0].Name
+	sec, err := c.Client().CoreV1().Secrets(ns).Get(ctx, in.remediator+"-webhook", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the chart's webhook token Secret: %v", err)
+	}
+	in.token = string(sec.Data["token"])
+	return in
+}
