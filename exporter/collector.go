@@ -46,6 +46,9 @@ var (
 	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
 		"Seconds between the measurement behind this volume's values and this scrape.",
 		volumeLabels, nil)
+	unchangedDesc = prometheus.NewDesc("emptydir_measurement_unchanged_timestamp_seconds",
+		"Unix time of the last collection cycle that found the pod's change mark unchanged since the measurement behind this volume's values began (--collection.change-signal): nothing of the pod's had grown by a write of its processes then, though emptydir_measurement_age_seconds grows. Absent while none has.",
+		volumeLabels, nil)
 	filesystemCapacityDesc = prometheus.NewDesc("emptydir_filesystem_capacity_bytes",
 		"Size of the filesystem holding the node's disk-medium emptyDir volumes (the kubelet's root dir): emptydir_capacity_bytes once per node instead of once per volume.",
 		[]string{"node"}, nil)
@@ -83,7 +86,7 @@ var (
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, unexplainedDesc, measurementInfoDesc, ageDesc,
-		filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
+		unchangedDesc, filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
 		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc,
 		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
 		ch <- d
@@ -97,6 +100,10 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	e.watchErrors.Describe(ch)
 	e.liveRequests.Describe(ch)
 	e.liveRefusals.Describe(ch)
+	if e.changeMarks != nil {
+		e.changeMarks.Describe(ch)
+		e.unchangedWalks.Describe(ch)
+	}
 }
 
 // Collect implements prometheus.Collector from the latest snapshot; it never
@@ -159,6 +166,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
 			}
 			gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
+			if !r.UnchangedAt.IsZero() {
+				gauge(unchangedDesc, unixSeconds(r.UnchangedAt), lv...)
+			}
 		}
 	}
 	if sel&selectVolumes != 0 {
@@ -204,6 +214,10 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	e.watchErrors.Collect(ch)
 	e.liveRequests.Collect(ch)
 	e.liveRefusals.Collect(ch)
+	if e.changeMarks != nil {
+		e.changeMarks.Collect(ch)
+		e.unchangedWalks.Collect(ch)
+	}
 }
 
 func boolFloat(b bool) float64 {

@@ -51,7 +51,7 @@ var TriggerFamilies = []string{
 // per node (emptydir_exporter_oldest_trigger_measurement_age_seconds).
 var OptInFamilies = []string{
 	"emptydir_capacity_bytes", "emptydir_available_bytes", "emptydir_inodes_used",
-	"emptydir_measurement_info", "emptydir_measurement_age_seconds",
+	"emptydir_measurement_info", "emptydir_measurement_age_seconds", "emptydir_measurement_unchanged_timestamp_seconds",
 	"emptydir_pod_ephemeral_storage_part_bytes",
 	"emptydir_pod_ephemeral_storage_measurement_age_seconds", "emptydir_container_ephemeral_storage_part_bytes",
 }

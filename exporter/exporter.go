@@ -67,6 +67,10 @@ type Config struct {
 	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
 	// run back to back; the command leaves it so.
 	CPUBudgetCapacity time.Duration
+	// ChangeSignal, when set, spares a VolumeSource's collection the walks of parts whose pod
+	// has written nothing since their last complete walk began, for at most UnlimitedInterval
+	// (--collection.change-signal); nil: every part is walked at its cadence.
+	ChangeSignal ChangeSignal
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -163,6 +167,11 @@ type Exporter struct {
 	liveRequests   *prometheus.CounterVec
 	liveRefusals   *prometheus.CounterVec
 	liveSlots      chan struct{}
+	// changeMarks and unchangedWalks are set with Config.ChangeSignal.
+	changeMarks    *prometheus.CounterVec
+	unchangedWalks prometheus.Counter
+	// markWarned holds the reasons for a missing change mark already logged at warning level.
+	markWarned sync.Map
 }
 
 // snapshot is what one collection cycle produced.
@@ -260,7 +269,7 @@ func New(cfg Config) (*Exporter, error) {
 		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
 			e.deferredWalks.WithLabelValues(r)
 		}
-		e.walks = newVolumeWalks(vs, cfg, walkHooks{
+		hooks := walkHooks{
 			now:  now,
 			done: e.noteMeasured,
 			deferred: func(reason string, n int) {
@@ -273,9 +282,38 @@ func New(cfg Config) (*Exporter, error) {
 				}
 				return cur, ok
 			},
-		})
+		}
+		if cfg.ChangeSignal != nil {
+			e.changeMarks = prometheus.NewCounterVec(prometheus.CounterOpts{
+				Name:        "emptydir_exporter_change_marks_total",
+				Help:        "Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.",
+				ConstLabels: constLabels,
+			}, []string{"outcome"})
+			e.changeMarks.WithLabelValues(ChangeMarkRead)
+			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
+				Name:        "emptydir_exporter_walks_unchanged_total",
+				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.",
+				ConstLabels: constLabels,
+			})
+			hooks.marked, hooks.unchanged = e.noteMark, func(n int) { e.unchangedWalks.Add(float64(n)) }
+		}
+		e.walks = newVolumeWalks(vs, cfg, hooks)
 	}
 	return e, nil
+}
+
+// noteMark counts the outcome of reading a pod's change mark, and logs the first failure of
+// each reason as a warning: the node then walks those pods as without a signal.
+func (e *Exporter) noteMark(outcome string, err error) {
+	e.changeMarks.WithLabelValues(outcome).Inc()
+	if err == nil || e.cfg.Logger == nil {
+		return
+	}
+	if _, seen := e.markWarned.LoadOrStore(outcome, true); !seen {
+		e.cfg.Logger.Warn("a pod has no change mark: its parts are walked at their cadence (further ones at debug level)", "reason", outcome, "err", err)
+		return
+	}
+	e.cfg.Logger.Debug("a pod has no change mark", "reason", outcome, "err", err)
 }
 
 // Run refreshes the snapshot once the pod informer has synced (or one Config.Interval has

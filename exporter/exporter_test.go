@@ -206,7 +206,9 @@ func TestMetricsMatchDocs(t *testing.T) {
 	}
 
 	pods, _, src, now := fixture()
-	e := newTestExporter(t, pods, src, now)
+	// With every optional part: the change signal's series exist only with one.
+	e := newTestExporterWith(t, exporter.Config{Source: src, Pods: pods, Now: func() time.Time { return *now },
+		ChangeSignal: &fakeSignal{}})
 	ch := make(chan *prometheus.Desc, 64)
 	e.Describe(ch)
 	close(ch)

@@ -18,6 +18,9 @@ type volumeState struct {
 	measured  bool
 	// cost is the CPU time attributed to its last completed walk.
 	cost time.Duration
+	// unchanged: its pod's change mark now is the one read before its last complete walk
+	// began (ChangeSignal): nothing of the pod's can have grown by a write of its processes.
+	unchanged bool
 }
 
 // dueWalk is a volume to walk in this cycle.
@@ -39,6 +42,9 @@ type dueWalk struct {
 	floor floorUse
 	// cheap: a few stats, no walk (logs, etc-hosts): started whatever the budget holds.
 	cheap bool
+	// mark is its pod's change mark read at the cycle's start (nil: none), which a complete
+	// walk of it vouches for.
+	mark any
 }
 
 // floorUse is how a due walk may draw on its namespace's part of the floor.
@@ -102,6 +108,11 @@ const (
 //     debt the bucket forgives beyond one bucket after a walk on credit that cost more than
 //     expected (a costly volume's, on a full bucket, at most once per cost/share).
 //
+// A part walked, not read by a few stats, whose pod's change mark is still the one read before
+// its last complete walk began (volumeState.unchanged) is not due until its last walk started
+// unlimitedInterval ago: the kernel vouches that nothing of the pod's has grown by a write of its
+// processes, and the interval bounds what the mark cannot see (ChangeSignal).
+//
 // costly 0: no budget, no floor.
 func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
 	type candidate struct {
@@ -129,6 +140,11 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			k := volumeKey{p.UID, v.Name}
 			s := state(k)
 			if s.inFlight {
+				continue
+			}
+			// Vouched unchanged by the kernel: not walked before it is overdue, which bounds
+			// what the change marks cannot see (ChangeSignal).
+			if s.unchanged && s.measured && unlimitedInterval > 0 && !v.Kind.cheap() && !since(s, unlimitedInterval) {
 				continue
 			}
 			limit := v.guard()

@@ -93,6 +93,9 @@ type VolumeResult struct {
 	// IncompleteSince is when the first of the volume's consecutive lower-bound measurements
 	// started (incompleteSince); zero while Measurement is complete.
 	IncompleteSince time.Time
+	// UnchangedAt is when a cycle last found the pod's change mark unchanged since Measurement
+	// began (ChangeSignal): its values still stood then. Zero: none since.
+	UnchangedAt time.Time
 }
 
 // incompleteSince is the IncompleteSince of m, a new measurement of a volume whose previous one

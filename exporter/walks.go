@@ -54,6 +54,8 @@ type volumeWalks struct {
 	unlimitedInterval time.Duration
 	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
 	budget *cpuBudget
+	// signal is Config.ChangeSignal; nil: every part is due at its cadence.
+	signal ChangeSignal
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
 	floor *floorShares
@@ -90,6 +92,11 @@ type namespaceWalks struct {
 type volumeRecord struct {
 	volumeState
 	latest *VolumeResult // nil until a walk completes
+	// mark is its pod's change mark read before its last complete walk began; nil: none
+	// (no signal, a failed or lower-bound walk, a live one).
+	mark any
+	// unchangedAt is when a cycle last found the pod's mark still mark; zero: none since.
+	unchangedAt time.Time
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
@@ -124,13 +131,18 @@ type walkHooks struct {
 	podNow func(PodVolumes) (PodVolumes, bool)
 	// informerLag is how long absent waits for podNow to show a deletion (0: defaultInformerLag).
 	informerLag time.Duration
+	// marked receives the outcome of reading each pod's change mark (ChangeMarkRead, or the
+	// reason there is none, with its error); unchanged, the walks a cycle did not start because
+	// their pod's mark vouched the part unchanged. Both set with a ChangeSignal.
+	marked    func(outcome string, err error)
+	unchanged func(n int)
 }
 
 // newVolumeWalks walks the volumes of source with the walk settings of cfg.
 func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
 	w := &volumeWalks{
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
-		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
+		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval, signal: cfg.ChangeSignal,
 		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{}, walkEnded: make(chan struct{}),
 		namespaces: map[string]*namespaceWalks{},
 	}
@@ -193,6 +205,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 				rec := w.record(k)
 				rec.latest = &r
 				rec.usedBytes, rec.measured = r.Measurement.UsedBytes, true
+				rec.mark, rec.unchangedAt = nil, time.Time{} // no mark was read before it
 			}
 		}
 		for k, f := range mine {
@@ -216,6 +229,9 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 // tolerance is how early a slow-cadence walk may come (half a cycle).
 func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
+	// Before now: a walk started this cycle begins after its pod's mark was read, so a write
+	// in between changes the next mark, or the walk sees it.
+	marks := w.readMarks(pods)
 	now := w.now()
 	current := map[volumeKey]bool{}
 	namespaces := map[string]bool{}
@@ -226,8 +242,12 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 		for _, v := range p.Volumes {
 			k := volumeKey{p.UID, v.Name}
 			current[k] = true
-			if rec := w.record(k); rec.seen.IsZero() {
+			rec := w.record(k)
+			if rec.seen.IsZero() {
 				rec.seen = now
+			}
+			if rec.unchanged = unchangedSince(rec.mark, marks, p.UID); rec.unchanged {
+				rec.unchangedAt = now
 			}
 		}
 	}
@@ -247,6 +267,12 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 		costly, share = w.budget.capacity, w.budget.share
 	}
 	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
+	if w.signal != nil {
+		w.unchanged(w.vouched(pods, due))
+		for i := range due {
+			due[i].mark = marks[due[i].pod.UID]
+		}
+	}
 	w.mu.Unlock()
 
 	if w.floor != nil {
@@ -297,6 +323,9 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 				rec.latest = nil
 			default:
 				r = *rec.latest
+				if rec.unchangedAt.After(r.Measurement.MeasuredAt) {
+					r.UnchangedAt = rec.unchangedAt
+				}
 			}
 			// The spec (limit) may have changed since the walk; the numbers have not.
 			r.Namespace, r.Pod, r.UID, r.Volume = p.Namespace, p.Pod, p.UID, v
@@ -524,6 +553,25 @@ func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
 	return n
 }
 
+// vouched counts the parts of pods that their change marks kept from being due now: vouched
+// unchanged, not in flight, not in due. Callers hold w.mu.
+func (w *volumeWalks) vouched(pods []PodVolumes, due []dueWalk) int {
+	isDue := make(map[volumeKey]bool, len(due))
+	for _, d := range due {
+		isDue[d.key] = true
+	}
+	n := 0
+	for _, p := range pods {
+		for _, v := range p.Volumes {
+			k := volumeKey{p.UID, v.Name}
+			if s := w.state(k); s.unchanged && !s.inFlight && !isDue[k] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // state is what dueWalks needs to know of volume k. Callers hold w.mu.
 func (w *volumeWalks) state(k volumeKey) volumeState {
 	var s volumeState
@@ -568,6 +616,11 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *f
 	rec.latest = &r
 	if r.Err == nil {
 		rec.cost, rec.usedBytes, rec.measured = spent, r.Measurement.UsedBytes, true
+	}
+	// Only a complete walk's mark vouches for what it found: a lower bound is walked again.
+	rec.mark, rec.unchangedAt = nil, time.Time{}
+	if r.Err == nil && !r.Measurement.LowerBound() {
+		rec.mark = d.mark
 	}
 	w.mu.Unlock()
 	w.done(r)

@@ -1,0 +1,83 @@
+package exporter
+
+import "errors"
+
+// ChangeSignal tells, without walking, whether a pod's own processes may have grown its files
+// since a moment: a mark of what its cgroup's counters say it has written (internal/podcgroup).
+// A guarded part whose pod's mark is still the one read before its last complete walk began is
+// not walked again before Config.UnlimitedInterval has passed since that walk: the kernel says
+// nothing of the pod's can have grown by a write of the pod's. What the marks cannot see (space
+// allocated without a write, writes by processes outside the pod's cgroup) is bounded by that
+// interval, as every part is walked at least that often whatever the marks say
+// (docs/change-signal.md).
+type ChangeSignal interface {
+	// Mark reads pod p's mark now: a comparable value that differs from an earlier one of the
+	// same pod whenever the pod's processes may have written in between. An error: no mark
+	// vouches for the pod (its cgroup not found or unreadable, or no sound counter here), which
+	// is then walked as without a signal; errors.As to a *ChangeSignalError gives the reason.
+	Mark(p PodVolumes) (any, error)
+}
+
+// ChangeSignalError is why a pod has no mark.
+type ChangeSignalError struct {
+	// Reason is the value of the reason label of emptydir_exporter_change_marks_total.
+	Reason string
+	Err    error
+}
+
+func (e *ChangeSignalError) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *ChangeSignalError) Unwrap() error { return e.Err }
+
+// Outcomes of reading a pod's mark (reason label of emptydir_exporter_change_marks_total):
+// ChangeMarkRead, or a ChangeSignalError's Reason.
+const (
+	ChangeMarkRead = "read"
+	// ChangeMarkUnknown: an error that is no *ChangeSignalError.
+	ChangeMarkUnknown = "error"
+)
+
+// readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
+// a pod without one is missing, and counted by reason.
+func (w *volumeWalks) readMarks(pods []PodVolumes) map[string]any {
+	if w.signal == nil {
+		return nil
+	}
+	marks := make(map[string]any, len(pods))
+	for _, p := range pods {
+		if !walksSomething(p) {
+			continue
+		}
+		m, err := w.signal.Mark(p)
+		if err != nil {
+			reason := ChangeMarkUnknown
+			if se := (*ChangeSignalError)(nil); errors.As(err, &se) {
+				reason = se.Reason
+			}
+			w.marked(reason, err)
+			continue
+		}
+		w.marked(ChangeMarkRead, nil)
+		marks[p.UID] = m
+	}
+	return marks
+}
+
+// walksSomething reports whether a part of p is measured by a walk, not a few stats.
+func walksSomething(p PodVolumes) bool {
+	for _, v := range p.Volumes {
+		if !v.Kind.cheap() {
+			return true
+		}
+	}
+	return false
+}
+
+// unchangedSince reports whether a part whose last complete walk began after mark was read
+// is vouched unchanged by the pod's mark now: both read, and equal.
+func unchangedSince(mark any, marks map[string]any, uid string) bool {
+	if mark == nil || marks == nil {
+		return false
+	}
+	now, ok := marks[uid]
+	return ok && now == mark
+}

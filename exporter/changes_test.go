@@ -1,0 +1,99 @@
+package exporter_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+)
+
+// fakeSignal hands out each pod's mark as its cgroup would: a write count, changed by write;
+// a pod in broken has no mark.
+type fakeSignal struct {
+	mu     sync.Mutex
+	writes map[string]int
+	broken map[string]error
+}
+
+func (f *fakeSignal) Mark(p exporter.PodVolumes) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.broken[p.UID]; err != nil {
+		return nil, err
+	}
+	return f.writes[p.UID], nil
+}
+
+func (f *fakeSignal) write(uid string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes[uid]++
+}
+
+// TestChangeSignalSkipsUnchangedParts: a pod whose mark says it wrote nothing since its part's
+// last complete walk began is not walked again until that walk is UnlimitedInterval old; a pod
+// that writes, one without a mark, and one whose last walk was a lower bound are walked every
+// cycle; the skips, the marks and when each part was last vouched unchanged are published.
+func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
+	clk := exportertest.NewClock(t0)
+	lowerBound := map[string]bool{"racing": true}
+	src := exportertest.NewSource(func(_ context.Context, _ exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+		at := clk.Now()
+		m := exporter.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
+		if lowerBound[v.Name] {
+			m.ChangedFolders = 1
+		}
+		return m, nil
+	}).VolumeSource()
+	limits := map[string]int64{"quiet": 100, "busy": 100, "nocgroup": 100, "racing": 100}
+	pods := exportertest.NewPods(exporter.TestVolumes(limits, "quiet", "busy", "nocgroup", "racing")...)
+	signal := &fakeSignal{writes: map[string]int{}, broken: map[string]error{
+		"uid-nocgroup": &exporter.ChangeSignalError{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
+	}}
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
+		UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cycles at 0, 10, ..., 70 s; busy writes between any two.
+	walked := walkCycles(t, e, src, clk, 8, func() { signal.write("uid-busy") })
+	every := "busy,nocgroup,racing"
+	want := []string{"busy,nocgroup,quiet,racing", every, every, every, every, every, "quiet," + every, every}
+	if strings.Join(walked, " ") != strings.Join(want, " ") {
+		t.Errorf("walks per cycle\n%q, want\n%q", walked, want)
+	}
+
+	// At 80 s: quiet was walked at 60 s and vouched unchanged at 70 and 80 s.
+	e.Refresh(context.Background())
+	e.WaitForWalks()
+	wantMetrics := `
+# HELP emptydir_exporter_change_marks_total Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.
+# TYPE emptydir_exporter_change_marks_total counter
+emptydir_exporter_change_marks_total{node="node-1",outcome="not_found"} 9
+emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 27
+# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.
+# TYPE emptydir_exporter_walks_unchanged_total counter
+emptydir_exporter_walks_unchanged_total{node="node-1"} 7
+# HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
+# TYPE emptydir_measurement_age_seconds gauge
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-busy",uid="uid-busy",volume="busy"} 0
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-nocgroup",uid="uid-nocgroup",volume="nocgroup"} 0
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-quiet",uid="uid-quiet",volume="quiet"} 20
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-racing",uid="uid-racing",volume="racing"} 0
+# HELP emptydir_measurement_unchanged_timestamp_seconds Unix time of the last collection cycle that found the pod's change mark unchanged since the measurement behind this volume's values began (--collection.change-signal): nothing of the pod's had grown by a write of its processes then, though emptydir_measurement_age_seconds grows. Absent while none has.
+# TYPE emptydir_measurement_unchanged_timestamp_seconds gauge
+emptydir_measurement_unchanged_timestamp_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-quiet",uid="uid-quiet",volume="quiet"} ` + strconv.FormatInt(t0.Add(80*time.Second).Unix(), 10) + `
+`
+	if err := testutil.CollectAndCompare(e, strings.NewReader(wantMetrics), "emptydir_exporter_change_marks_total",
+		"emptydir_exporter_walks_unchanged_total", "emptydir_measurement_age_seconds", "emptydir_measurement_unchanged_timestamp_seconds"); err != nil {
+		t.Error(err)
+	}
+}
