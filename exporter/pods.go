@@ -238,7 +238,7 @@ func trimPod(obj any) (any, error) {
 	} else {
 		p.Annotations = nil
 	}
-	p.Status = corev1.PodStatus{Phase: p.Status.Phase,
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase, QOSClass: p.Status.QOSClass,
 		InitContainerStatuses:      trimStatuses(p.Status.InitContainerStatuses),
 		ContainerStatuses:          trimStatuses(p.Status.ContainerStatuses),
 		EphemeralContainerStatuses: trimStatuses(p.Status.EphemeralContainerStatuses)}

@@ -73,6 +73,9 @@ type PodVolumes struct {
 	// Storage is the pod's ephemeral-storage limits and containers; nil when the exporter
 	// measures emptyDir volumes only (the pod has no such limit, or the measurement is off).
 	Storage *PodStorage
+	// QOSClass is the pod's status.qosClass, set by the API server: which of the kubelet's QoS
+	// cgroups holds the pod's (ChangeSignal).
+	QOSClass string
 	// UserNamespace is set for a pod with hostUsers: false: its root is no root of the node,
 	// and cannot change the project IDs the kubelet put its volumes under.
 	UserNamespace bool
@@ -114,7 +117,7 @@ func podBase(pod *corev1.Pod) (PodVolumes, bool) {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return PodVolumes{}, false
 	}
-	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID),
+	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
 		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
 		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
