@@ -16,6 +16,9 @@ type ChangeSignal interface {
 	// vouches for the pod (its cgroup not found or unreadable, or no sound counter here), which
 	// is then walked as without a signal; errors.As to a *ChangeSignalError gives the reason.
 	Mark(p PodVolumes) (any, error)
+	// Vouches reports whether equal marks may spare the walk of part v: whether the counters
+	// behind them see every write that takes new space where v lives.
+	Vouches(v Volume) bool
 }
 
 // ChangeSignalError is why a pod has no mark.

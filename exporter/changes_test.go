@@ -32,6 +32,9 @@ func (f *fakeSignal) Mark(p exporter.PodVolumes) (any, error) {
 	return f.writes[p.UID], nil
 }
 
+// Vouches for every part but those named unvouched.
+func (f *fakeSignal) Vouches(v exporter.Volume) bool { return !strings.HasPrefix(v.Name, "unvouched") }
+
 func (f *fakeSignal) write(uid string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -41,7 +44,7 @@ func (f *fakeSignal) write(uid string) {
 // TestChangeSignalSkipsUnchangedParts: a pod whose mark says it wrote nothing since its part's
 // last complete walk began is not walked again until that walk is UnlimitedInterval old; a pod
 // that writes, one without a mark, and one whose last walk was a lower bound are walked every
-// cycle; the skips, the marks and when each part was last vouched unchanged are published.
+// cycle, and so is a part the marks do not vouch for (a memory volume under cgroup v2); the skips, the marks and when each part was last vouched unchanged are published.
 func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	lowerBound := map[string]bool{"racing": true}
@@ -53,8 +56,8 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 		}
 		return m, nil
 	}).VolumeSource()
-	limits := map[string]int64{"quiet": 100, "busy": 100, "nocgroup": 100, "racing": 100}
-	pods := exportertest.NewPods(exporter.TestVolumes(limits, "quiet", "busy", "nocgroup", "racing")...)
+	limits := map[string]int64{"quiet": 100, "busy": 100, "nocgroup": 100, "racing": 100, "unvouched": 100}
+	pods := exportertest.NewPods(exporter.TestVolumes(limits, "quiet", "busy", "nocgroup", "racing", "unvouched")...)
 	signal := &fakeSignal{writes: map[string]int{}, broken: map[string]error{
 		"uid-nocgroup": &exporter.ChangeSignalError{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
 	}}
@@ -65,8 +68,8 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	}
 	// Cycles at 0, 10, ..., 70 s; busy writes between any two.
 	walked := walkCycles(t, e, src, clk, 8, func() { signal.write("uid-busy") })
-	every := "busy,nocgroup,racing"
-	want := []string{"busy,nocgroup,quiet,racing", every, every, every, every, every, "quiet," + every, every}
+	every := "busy,nocgroup,racing,unvouched"
+	want := []string{"busy,nocgroup,quiet,racing,unvouched", every, every, every, every, every, "quiet," + every, every}
 	if strings.Join(walked, " ") != strings.Join(want, " ") {
 		t.Errorf("walks per cycle\n%q, want\n%q", walked, want)
 	}
@@ -78,7 +81,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 # HELP emptydir_exporter_change_marks_total Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.
 # TYPE emptydir_exporter_change_marks_total counter
 emptydir_exporter_change_marks_total{node="node-1",outcome="not_found"} 9
-emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 27
+emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 36
 # HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.
 # TYPE emptydir_exporter_walks_unchanged_total counter
 emptydir_exporter_walks_unchanged_total{node="node-1"} 7
@@ -88,6 +91,7 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-nocgroup",uid="uid-nocgroup",volume="nocgroup"} 0
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-quiet",uid="uid-quiet",volume="quiet"} 20
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-racing",uid="uid-racing",volume="racing"} 0
+emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-unvouched",uid="uid-unvouched",volume="unvouched"} 0
 # HELP emptydir_measurement_unchanged_timestamp_seconds Unix time of the last collection cycle that found the pod's change mark unchanged since the measurement behind this volume's values began (--collection.change-signal): nothing of the pod's had grown by a write of its processes then, though emptydir_measurement_age_seconds grows. Absent while none has.
 # TYPE emptydir_measurement_unchanged_timestamp_seconds gauge
 emptydir_measurement_unchanged_timestamp_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-quiet",uid="uid-quiet",volume="quiet"} ` + strconv.FormatInt(t0.Add(80*time.Second).Unix(), 10) + `

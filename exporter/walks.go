@@ -246,7 +246,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 			if rec.seen.IsZero() {
 				rec.seen = now
 			}
-			if rec.unchanged = unchangedSince(rec.mark, marks, p.UID); rec.unchanged {
+			if rec.unchanged = unchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.unchanged {
 				rec.unchangedAt = now
 			}
 		}
