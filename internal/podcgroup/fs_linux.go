@@ -1,0 +1,56 @@
+package podcgroup
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// detectHierarchy tells v2 (mount is a cgroup2 filesystem) from v1 (mount holds a v1
+// memory hierarchy, with or without a v2 one beside it at unified/, which then has no memory
+// controller) by the filesystems' magic numbers, and returns the folder pods are below.
+func detectHierarchy(mount string) (Version, string, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(mount, &st); err != nil {
+		return 0, "", fmt.Errorf("statfs %s: %w", mount, err)
+	}
+	if st.Type == unix.CGROUP2_SUPER_MAGIC {
+		return V2, mount, nil
+	}
+	memory := filepath.Join(mount, "memory")
+	if err := unix.Statfs(memory, &st); err != nil {
+		return 0, "", fmt.Errorf("%s is no cgroup2 filesystem, and statfs %s: %w", mount, memory, err)
+	}
+	if st.Type != unix.CGROUP_SUPER_MAGIC {
+		return 0, "", fmt.Errorf("%s is no cgroup2 filesystem, and %s no cgroup v1 hierarchy (magic %#x)", mount, memory, st.Type)
+	}
+	return V1, memory, nil
+}
+
+// dirID is the inode number of a cgroup's folder (its kernfs node: a new cgroup gets a new one).
+func dirID(dir string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		return 0, &os.PathError{Op: "lstat", Path: dir, Err: err}
+	}
+	return st.Ino, nil
+}
+
+// WritebackCharged reports whether the filesystem holding dir charges a dirty page's
+// writeback to the cgroup that owns the file's inode (cgroup writeback, SB_I_CGROUPWB), as
+// ext2/ext4, XFS, Btrfs and F2FS do (cgroup-v2.rst, "Writeback"); elsewhere v2's io.stat
+// sees only direct I/O. ext4 mounted data=journal does not (ext4_fill_super), which statfs
+// cannot tell: check the mount options.
+func WritebackCharged(dir string) (bool, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC:
+		return true, nil
+	}
+	return false, nil
+}
