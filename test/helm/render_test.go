@@ -803,3 +803,24 @@ func TestKubeletSourceEphemeralStorageOff(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnPodsHaveTheLimits: the chart's own pods carry the local-storage limits every pod
+// should have, an ephemeral-storage limit on every container (and no emptyDir without a
+// sizeLimit), with a request of 0, which a kubelet without local storage capacity isolation
+// admits.
+func TestOwnPodsHaveTheLimits(t *testing.T) {
+	for name, spec := range deploytest.PodSpecs(render(t, release("guard")).objs) {
+		for _, v := range spec.Volumes {
+			if v.EmptyDir != nil && v.EmptyDir.Medium == "" && (v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0) {
+				t.Errorf("%s: emptyDir %s without a sizeLimit", name, v.Name)
+			}
+		}
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			limit, ok := c.Resources.Limits["ephemeral-storage"]
+			request, requested := c.Resources.Requests["ephemeral-storage"]
+			if !ok || limit.Sign() <= 0 || !requested || !request.IsZero() {
+				t.Errorf("%s/%s: ephemeral-storage limit %v (set %v), request %v; want a limit and a request of 0", name, c.Name, &limit, ok, &request)
+			}
+		}
+	}
+}
