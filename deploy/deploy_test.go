@@ -935,7 +935,8 @@ func TestKustomizeBuild(t *testing.T) {
 	got := strings.Join(deploytest.KindNames(full), " ")
 	collection := ""
 	for _, want := range []string{"PodMonitor/emptydir-exporter", "PodMonitor/emptydir-remediator", "PrometheusRule/emptydir-guard",
-		"ClusterRole/emptydir-exporter-kubelet", "ClusterRoleBinding/emptydir-exporter-kubelet"} {
+		"ClusterRole/emptydir-exporter-kubelet", "ClusterRoleBinding/emptydir-exporter-kubelet",
+		"ValidatingAdmissionPolicy/emptydir-limits", "ValidatingAdmissionPolicyBinding/emptydir-limits"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("with all components: %s missing from %s", want, got)
 		}

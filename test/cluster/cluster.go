@@ -393,7 +393,36 @@ func (c *Cluster) waitEtcd(ctx context.Context) error {
 	})
 }
 
+// auditPolicy records, at level Metadata (which carries the admission annotations, such as a
+// ValidatingAdmissionPolicy's Audit action), the writes of pods and of the workloads with pod
+// templates, and nothing else: the tests read only those, and the log stays small.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch]
+    resources:
+      - group: ""
+        resources: [pods, replicationcontrollers]
+      - group: apps
+        resources: [deployments, replicasets, statefulsets, daemonsets]
+      - group: batch
+        resources: [jobs, cronjobs]
+  - level: None
+`
+
+// AuditLogPath is the API server's audit log (auditPolicy), one JSON event per line.
+func (c *Cluster) AuditLogPath() string { return c.LogPath("kube-apiserver-audit") }
+
 func (c *Cluster) startAPIServer() error {
+	policy := filepath.Join(c.workDir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(c.AuditLogPath()), 0o755); err != nil {
+		return err
+	}
 	args := []string{
 		"--etcd-servers=" + etcdClientURL,
 		"--bind-address=0.0.0.0",
@@ -419,6 +448,10 @@ func (c *Cluster) startAPIServer() error {
 		// Saves CPU on 2-core machines; tests do not exercise fairness.
 		"--enable-priority-and-fairness=false",
 		"--profiling=false",
+		"--audit-policy-file=" + policy,
+		"--audit-log-path=" + c.AuditLogPath(),
+		"--audit-log-maxsize=100", // MB; one old file is kept
+		"--audit-log-maxbackup=1",
 	}
 	args = append(args, c.opts.ExtraAPIServerArgs...)
 	return c.startBinary("kube-apiserver", &c.apiserver, args)

@@ -43,6 +43,8 @@ var renderings = []rendering{
 		[]string{"templates/monitoring/podmonitor.yaml"}},
 	{"deploy/components/kubelet-source/rbac.yaml", map[string]any{"exporter": map[string]any{"source": "kubelet"}},
 		[]string{"templates/exporter/kubelet-rbac.yaml"}},
+	{"deploy/components/limit-policy/limitpolicy.yaml", map[string]any{"limitPolicy": map[string]any{"enabled": true}},
+		[]string{"templates/limitpolicy.yaml"}},
 }
 
 // LargeClusterValuesPath is the chart's profile for clusters of 1,000+ nodes, relative to the

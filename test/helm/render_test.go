@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -60,7 +61,8 @@ func checkWiring(t *testing.T, r rendered, ns, exp, rem string) {
 		if m.GetLabels()["app.kubernetes.io/part-of"] != "emptydir-guard" {
 			t.Errorf("%T %s lacks app.kubernetes.io/part-of", o, m.GetName())
 		}
-		if _, isNS := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true}[o.GetObjectKind().GroupVersionKind().Kind]; !isNS && m.GetNamespace() != ns {
+		if _, isNS := map[string]bool{"ClusterRole": true, "ClusterRoleBinding": true,
+			"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true}[o.GetObjectKind().GroupVersionKind().Kind]; !isNS && m.GetNamespace() != ns {
 			t.Errorf("%T %s in namespace %q, want %q", o, m.GetName(), m.GetNamespace(), ns)
 		}
 		switch v := o.(type) {
@@ -335,6 +337,10 @@ func TestRender(t *testing.T) {
 				"--policy.allow-daemonset-pods", "--log.level=debug", "--exporter.scheme=https")
 			if *d.Spec.Replicas != 3 || d.Spec.Template.Spec.PriorityClassName != "system-cluster-critical" {
 				t.Errorf("replicas %d, priorityClassName %q", *d.Spec.Replicas, d.Spec.Template.Spec.PriorityClassName)
+			}
+			if _, b := limitPolicy(t, r); b == nil || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{"Deny", "Audit"}) ||
+				b.Spec.MatchResources.NamespaceSelector.MatchLabels["team-namespace"] != "true" {
+				t.Errorf("limit policy binding %+v, want Deny and Audit in the namespaces labelled team-namespace", b)
 			}
 			for _, o := range r.objs {
 				if o.(metav1.Object).GetLabels()["team"] != "platform" {
@@ -800,6 +806,27 @@ func TestKubeletSourceEphemeralStorageOff(t *testing.T) {
 		args := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec.Containers[0].Args
 		if got := deploytest.ArgValues(args, "no-collection.ephemeral-storage"); !slices.Equal(got, want) {
 			t.Errorf("%s: --no-collection.ephemeral-storage %q, want %q", values, got, want)
+		}
+	}
+}
+
+// TestOwnPodsHaveTheLimits: the chart's own pods carry the local-storage limits every pod
+// should have, and limitPolicy asks for (TestLimitPolicyOnRealAPIServer applies them under it):
+// an ephemeral-storage limit on every container (and no emptyDir without a sizeLimit), with a
+// request of 0, which a kubelet without local storage capacity isolation admits.
+func TestOwnPodsHaveTheLimits(t *testing.T) {
+	for name, spec := range deploytest.PodSpecs(render(t, release("guard")).objs) {
+		for _, v := range spec.Volumes {
+			if v.EmptyDir != nil && v.EmptyDir.Medium == "" && (v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.Sign() <= 0) {
+				t.Errorf("%s: emptyDir %s without a sizeLimit", name, v.Name)
+			}
+		}
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
+			limit, ok := c.Resources.Limits["ephemeral-storage"]
+			request, requested := c.Resources.Requests["ephemeral-storage"]
+			if !ok || limit.Sign() <= 0 || !requested || !request.IsZero() {
+				t.Errorf("%s/%s: ephemeral-storage limit %v (set %v), request %v; want a limit and a request of 0", name, c.Name, &limit, ok, &request)
+			}
 		}
 	}
 }

@@ -189,3 +189,11 @@ matcher strategy OnNamespace (alertmanagerConfig.matcherStrategy).
 {{- define "emptydir-guard.routingCopies" -}}
 {{- and .Values.prometheusRule.enabled .Values.alertmanagerConfig.enabled .Values.remediator.enabled (eq .Values.alertmanagerConfig.matcherStrategy "OnNamespace") -}}
 {{- end }}
+
+{{/*
+A CEL string literal of the given string, single-quoted (the policy's expressions are YAML
+folded blocks, where a value is pasted as it is).
+*/}}
+{{- define "emptydir-guard.celString" -}}
+{{- printf "'%s'" (. | replace "\\" "\\\\" | replace "'" "\\'" | replace "\n" "\\n") -}}
+{{- end }}
