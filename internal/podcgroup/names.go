@@ -51,7 +51,8 @@ func validUID(uid string) bool {
 		return false
 	}
 	for _, c := range uid {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-') {
+		ok := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-'
+		if !ok {
 			return false
 		}
 	}
