@@ -26,6 +26,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
 const (
@@ -59,6 +60,10 @@ type config struct {
 	exporter exporter.Config
 	// fs is the source of --collection.source=filesystem.
 	fs exporter.FilesystemSource
+	// changeSignal spares the walks of parts whose pod's cgroup says it wrote nothing
+	// (--collection.change-signal), found as cgroup says.
+	changeSignal bool
+	cgroup       podcgroup.Config
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -77,6 +82,7 @@ func defaultConfig() config {
 		source:           sourceFilesystem,
 		exporter:         exporter.DefaultConfig(),
 		fs:               exporter.DefaultFilesystemSource(),
+		cgroup:           podcgroup.DefaultConfig(),
 		kubeletTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		kubeletTimeout:   10 * time.Second,
 	}
@@ -140,6 +146,14 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.UnlimitedInterval)).DurationVar(&ec.UnlimitedInterval)
 	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
 		Default(def(ec.CPUBudget)).Float64Var(&ec.CPUBudget)
+	app.Flag("collection.change-signal", "Skip the walk of a part (an emptyDir or a writable layer) whose pod's cgroup says, by its write counters, that the pod wrote nothing since the part's last complete walk began; every part is still walked at least every --collection.unlimited-interval, which bounds what the counters cannot see (docs/change-signal.md). Needs the node's cgroups read-only at --cgroup.mount (source filesystem); where they cannot be read, every part is walked at its cadence and emptydir_exporter_change_marks_total says why.").
+		Default(def(cfg.changeSignal)).BoolVar(&cfg.changeSignal)
+	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal).").
+		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
+	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form (--collection.change-signal).").
+		Default(cfg.cgroup.Root).StringVar(&cfg.cgroup.Root)
+	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto (a pod's cgroup in whichever layout has it; a pod in both is walked as without the signal) (--collection.change-signal).").
+		Default(string(cfg.cgroup.Driver)).StringVar((*string)(&cfg.cgroup.Driver))
 	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver; source filesystem: optional, the Summary API's figure for a writable layer it cannot locate); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get); with source filesystem, for the writable layers it cannot locate.").
@@ -185,6 +199,17 @@ func (c *config) validate() error {
 			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 				errs = append(errs, fmt.Errorf("%s: %q is not a namespace name: %s", flag, ns, strings.Join(msgs, "; ")))
 			}
+		}
+	}
+	if c.changeSignal {
+		if c.source != sourceFilesystem {
+			errs = append(errs, fmt.Errorf("--collection.change-signal needs --collection.source=%s: it spares walks", sourceFilesystem))
+		}
+		if err := c.cgroup.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--cgroup.root/--cgroup.driver: %w", err))
+		}
+		if !filepath.IsAbs(c.cgroup.Mount) {
+			errs = append(errs, fmt.Errorf("--cgroup.mount=%q must be an absolute path", c.cgroup.Mount))
 		}
 	}
 	if len(c.telemetryPath) == 0 || c.telemetryPath[0] != '/' {

@@ -68,6 +68,10 @@ func TestParseDefaults(t *testing.T) {
 		{"--kubelet.timeout", cfg.kubeletTimeout, 10 * time.Second},
 		{"--live.concurrency", cfg.exporter.LiveConcurrency, 4},
 		{"--live.max-wait", cfg.exporter.LiveMaxWait, 10 * time.Second},
+		{"--collection.change-signal", cfg.changeSignal, false},
+		{"--cgroup.mount", cfg.cgroup.Mount, "/sys/fs/cgroup"},
+		{"--cgroup.root", cfg.cgroup.Root, "/"},
+		{"--cgroup.driver", string(cfg.cgroup.Driver), "auto"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -133,6 +137,20 @@ func TestValidate(t *testing.T) {
 		{"metric opt-in list naming no opt-in family", []string{"--node.name=n", "--metric-opt-in-list=emptydir_used_bytes"},
 			[]string{"--metric-opt-in-list", `"emptydir_used_bytes" matches none of the opt-in families`}},
 
+		{"change signal", []string{"--node.name=n", "--collection.change-signal", "--cgroup.mount=/host/sys/fs/cgroup",
+			"--cgroup.root=/edg", "--cgroup.driver=systemd"}, nil},
+		{"cgroup flags unchecked without the change signal", []string{"--node.name=n", "--cgroup.driver=runc", "--cgroup.mount=x"}, nil},
+
+		{"change signal with source kubelet", append(kubelet, "--kubelet.via-apiserver", "--collection.change-signal"),
+			[]string{"--collection.change-signal", "--collection.source=filesystem"}},
+		{"change signal: unknown cgroup driver", []string{"--node.name=n", "--collection.change-signal", "--cgroup.driver=runc"},
+			[]string{"--cgroup.driver", `"runc"`}},
+		{"change signal: relative cgroup root", []string{"--node.name=n", "--collection.change-signal", "--cgroup.root=kubepods"},
+			[]string{"--cgroup.root", `"kubepods"`}},
+		{"change signal: cgroup root the kubelet refuses", []string{"--node.name=n", "--collection.change-signal", "--cgroup.root=/a_b"},
+			[]string{"--cgroup.root", `"a_b"`}},
+		{"change signal: relative cgroup mount", []string{"--node.name=n", "--collection.change-signal", "--cgroup.mount=sys/fs/cgroup"},
+			[]string{"--cgroup.mount"}},
 		{"missing node name", []string{}, []string{"--node.name"}},
 		{"unknown source", []string{"--node.name=n", "--collection.source=cadvisor"}, []string{"--collection.source", "cadvisor"}},
 		{"interval below 1s", []string{"--node.name=n", "--collection.interval=999ms"}, []string{"--collection.interval"}},

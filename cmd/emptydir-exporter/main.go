@@ -95,6 +95,9 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		pods.SetEphemeralStorage(true)
 		ec.DedicatedImageFilesystem = dedicatedImageFilesystem(ctx, cfg, source, logger)
 	}
+	if cfg.changeSignal {
+		ec.ChangeSignal = changeSignal(cfg, logger)
+	}
 	ec.Source, ec.Pods, ec.Logger = source, pods, logger
 	exp, err := exporter.New(ec)
 	if err != nil {
@@ -148,7 +151,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 
 	server := newServer(mux, defaultServerTimeouts, logger)
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
-		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget)
+		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget, "change_signal", cfg.changeSignal)
 	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
 }
 
@@ -173,6 +176,18 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, source exporter.
 		return false
 	}
 	return dedicated
+}
+
+// changeSignal opens the pods' cgroups; a node where they cannot be read keeps today's
+// schedule, which the warning and emptydir_exporter_change_marks_total{outcome="unavailable"} say.
+func changeSignal(cfg *config, logger *slog.Logger) exporter.ChangeSignal {
+	s, err := exporter.NewCgroupSignal(cfg.cgroup, &cfg.fs)
+	if err != nil {
+		logger.Warn("the change signal cannot read the node's cgroups; every part is walked at its cadence (mount the host's /sys/fs/cgroup read-only at --cgroup.mount)", "err", err)
+		return exporter.UnavailableSignal{Err: err}
+	}
+	logger.Info("change signal on", s.Describe()...)
+	return s
 }
 
 // warnMissingPaths says which folder the ephemeral-storage measurement needs is not there. No

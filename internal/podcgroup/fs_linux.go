@@ -54,3 +54,16 @@ func WritebackCharged(dir string) (bool, error) {
 	}
 	return false, nil
 }
+
+// MediumOf is the medium of the filesystem holding dir: Memory for a tmpfs (a kubelet root
+// dir or a snapshotter root on one puts disk emptyDirs or writable layers in memory), else Disk.
+func MediumOf(dir string) (Medium, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return Disk, fmt.Errorf("statfs %s: %w", dir, err)
+	}
+	if st.Type == unix.TMPFS_MAGIC {
+		return Memory, nil
+	}
+	return Disk, nil
+}

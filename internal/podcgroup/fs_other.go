@@ -21,3 +21,8 @@ func dirID(dir string) (uint64, error) {
 func WritebackCharged(dir string) (bool, error) {
 	return false, fmt.Errorf("statfs %s: %w", dir, errors.ErrUnsupported)
 }
+
+// MediumOf needs Linux.
+func MediumOf(dir string) (Medium, error) {
+	return Disk, fmt.Errorf("statfs %s: %w", dir, errors.ErrUnsupported)
+}

@@ -52,19 +52,29 @@ func Open(cfg Config) (*Locator, error) {
 	return newLocator(cfg, v, base)
 }
 
+// Validate checks Root and Driver without touching the system.
+func (c Config) Validate() error {
+	if _, err := parseRoot(c.Root); err != nil {
+		return err
+	}
+	switch c.Driver {
+	case DriverCgroupfs, DriverSystemd, DriverAuto, "":
+		return nil
+	default:
+		return fmt.Errorf("cgroup driver %q is none of cgroupfs, systemd, auto", c.Driver)
+	}
+}
+
 func newLocator(cfg Config, v Version, base string) (*Locator, error) {
-	root, err := parseRoot(cfg.Root)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	root, _ := parseRoot(cfg.Root)
 	l := &Locator{version: v, base: base, root: root}
-	switch cfg.Driver {
-	case DriverCgroupfs, DriverSystemd:
+	if cfg.Driver == DriverCgroupfs || cfg.Driver == DriverSystemd {
 		l.drivers = []Driver{cfg.Driver}
-	case DriverAuto, "":
+	} else {
 		l.drivers = []Driver{DriverCgroupfs, DriverSystemd}
-	default:
-		return nil, fmt.Errorf("cgroup driver %q is none of cgroupfs, systemd, auto", cfg.Driver)
 	}
 	return l, nil
 }

@@ -830,3 +830,38 @@ func TestOwnPodsHaveTheLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeSignal: exporter.changeSignal renders --collection.change-signal with the kubelet's
+// cgroup root and driver, and the node's /sys/fs/cgroup mounted read-only where --cgroup.mount
+// says; off (the default) or with the kubelet source, which walks nothing, neither.
+func TestChangeSignal(t *testing.T) {
+	with := func(v string) corev1.PodSpec {
+		r := release("guard")
+		if err := yaml.Unmarshal([]byte(v), &r.Values); err != nil {
+			t.Fatal(err)
+		}
+		return deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec
+	}
+	spec := with("exporter: {changeSignal: {enabled: true, cgroupRoot: /edg, cgroupDriver: systemd}}")
+	args := spec.Containers[0].Args
+	wantArgs(t, "exporter", args, "--collection.change-signal", "--cgroup.root=/edg", "--cgroup.driver=systemd")
+	mounts := deploytest.ArgValues(args, "cgroup.mount")
+	if len(mounts) != 1 {
+		t.Fatalf("exporter args %v: want one --cgroup.mount", args)
+	}
+	m, v := mountAt(spec, mounts[0])
+	if m == nil || v == nil || v.HostPath == nil || v.HostPath.Path != "/sys/fs/cgroup" || !m.ReadOnly {
+		t.Errorf("at --cgroup.mount=%s: mount %+v of volume %+v, want the node's /sys/fs/cgroup read-only", mounts[0], m, v)
+	}
+	for _, off := range []string{"{}", "exporter: {source: kubelet, changeSignal: {enabled: true}}"} {
+		spec := with(off)
+		for _, a := range spec.Containers[0].Args {
+			if strings.Contains(a, "change-signal") || strings.HasPrefix(a, "--cgroup.") {
+				t.Errorf("%s: exporter arg %s", off, a)
+			}
+		}
+		if slices.Contains(hostPaths(spec), "/sys/fs/cgroup") {
+			t.Errorf("%s: the node's cgroups are mounted", off)
+		}
+	}
+}

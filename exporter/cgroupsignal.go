@@ -1,0 +1,116 @@
+package exporter
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
+)
+
+// ChangeMarkUnavailable is the reason of every pod's missing mark on a node whose cgroups
+// cannot be read at all (UnavailableSignal).
+const ChangeMarkUnavailable = "unavailable"
+
+// CgroupSignal is the ChangeSignal of the pods' cgroups: a pod's mark is the podcgroup.Snapshot
+// of its cgroup, found from its UID and QoS class where the kubelet made it.
+type CgroupSignal struct {
+	locator *podcgroup.Locator
+	// vouches tells, by Kind and medium, whether equal snapshots may spare a walk: decided at
+	// start from the cgroup version and the filesystems the parts live on.
+	emptyDirDisk, emptyDirMemory, layers bool
+}
+
+// NewCgroupSignal opens the node's cgroups as cfg says and judges, from the filesystems of
+// the kubelet's root dir and of containerd's snapshotter (layers), which parts the snapshots
+// can vouch for: a disk emptyDir on a tmpfs root dir is in memory (so not under cgroup v2),
+// and under cgroup v2 a disk part only where that filesystem charges writeback to the
+// writer's cgroup (ext4, XFS, Btrfs, F2FS): elsewhere io.stat does not see it and a pod
+// under a memory limit could write while its page cache stays level.
+func NewCgroupSignal(cfg podcgroup.Config, fs *FilesystemSource) (*CgroupSignal, error) {
+	loc, err := podcgroup.Open(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cgroups at %s: %w", cfg.Mount, err)
+	}
+	s := &CgroupSignal{locator: loc}
+	snap := podcgroup.Snapshot{Version: loc.Version()}
+	s.emptyDirMemory = snap.Vouches(podcgroup.Memory)
+	if s.emptyDirDisk, err = vouchesFor(snap, filepath.Join(fs.KubeletRootDir, "pods")); err != nil {
+		return nil, err
+	}
+	if fs.Layers.SnapshotterRoot != "" {
+		if s.layers, err = vouchesFor(snap, fs.Layers.SnapshotterRoot); err != nil {
+			// No layer to measure is no reason to refuse the signal: layers are then walked
+			// at their cadence.
+			s.layers = false
+		}
+	}
+	return s, nil
+}
+
+// vouchesFor reports whether equal snapshots vouch for files in dir, by dir's filesystem.
+func vouchesFor(snap podcgroup.Snapshot, dir string) (bool, error) {
+	m, err := podcgroup.MediumOf(dir)
+	if err != nil {
+		return false, err
+	}
+	if !snap.Vouches(m) {
+		return false, nil
+	}
+	if snap.Version == podcgroup.V2 && m == podcgroup.Disk {
+		return podcgroup.WritebackCharged(dir)
+	}
+	return true, nil
+}
+
+// Version is the cgroup version the signal reads.
+func (s *CgroupSignal) Version() podcgroup.Version { return s.locator.Version() }
+
+// Mark reads the pod's snapshot; an error is a *ChangeSignalError with podcgroup's reason.
+func (s *CgroupSignal) Mark(p PodVolumes) (any, error) {
+	snap, err := s.locator.Mark(p.KubeletUID(), p.QOSClass)
+	if err != nil {
+		reason := ChangeMarkUnknown
+		if pe := (*podcgroup.Error)(nil); errors.As(err, &pe) {
+			reason = pe.Reason
+		}
+		return nil, &ChangeSignalError{Reason: reason, Err: err}
+	}
+	return snap, nil
+}
+
+// Vouches reports whether equal snapshots spare a walk of v: emptyDirs and writable layers
+// by their medium; configMap and gitRepo volumes are written by the kubelet, outside the
+// pod's cgroup, so never.
+func (s *CgroupSignal) Vouches(v Volume) bool {
+	switch v.Kind {
+	case KindEmptyDir:
+		if v.Medium == MediumMemory {
+			return s.emptyDirMemory
+		}
+		return s.emptyDirDisk
+	case KindWritableLayer:
+		return s.layers
+	default:
+		return false
+	}
+}
+
+// Describe names what the signal vouches for, for the start-up log.
+func (s *CgroupSignal) Describe() []any {
+	return []any{"cgroup_version", int(s.locator.Version()), "vouches_disk_emptydirs", s.emptyDirDisk,
+		"vouches_memory_emptydirs", s.emptyDirMemory, "vouches_writable_layers", s.layers}
+}
+
+// UnavailableSignal stands for the change signal on a node whose cgroups cannot be read: no
+// pod gets a mark, each read counted with reason unavailable (and the first logged), so the
+// node keeps today's schedule and says why.
+type UnavailableSignal struct{ Err error }
+
+// Mark fails for every pod.
+func (u UnavailableSignal) Mark(PodVolumes) (any, error) {
+	return nil, &ChangeSignalError{Reason: ChangeMarkUnavailable, Err: u.Err}
+}
+
+// Vouches for nothing.
+func (UnavailableSignal) Vouches(Volume) bool { return false }

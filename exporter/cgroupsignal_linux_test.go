@@ -1,0 +1,106 @@
+package exporter_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
+)
+
+// openNodeCgroups opens this machine's cgroups as the exporter's signal does, for a kubelet
+// root dir and a snapshotter root in dir.
+func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
+	t.Helper()
+	fs := exporter.DefaultFilesystemSource()
+	fs.KubeletRootDir = filepath.Join(dir, "kubelet")
+	fs.Layers.SnapshotterRoot = filepath.Join(dir, "snapshots")
+	for _, d := range []string{filepath.Join(fs.KubeletRootDir, "pods"), fs.Layers.SnapshotterRoot} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := exporter.NewCgroupSignal(podcgroup.DefaultConfig(), &fs)
+	if err != nil {
+		t.Skipf("this machine's cgroups cannot be read: %v", err)
+	}
+	return s
+}
+
+// TestCgroupSignalMarkReasons: a pod the kubelet made no cgroup for has no mark, with
+// podcgroup's reason as the outcome label; a QoS class no kubelet names is invalid.
+func TestCgroupSignalMarkReasons(t *testing.T) {
+	s := openNodeCgroups(t, t.TempDir())
+	for _, tc := range []struct {
+		pod    exporter.PodVolumes
+		reason string
+	}{
+		{exporter.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
+		{exporter.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
+		{exporter.PodVolumes{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
+		// A static pod is found by its config hash, which no cgroup has here either.
+		{exporter.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
+	} {
+		m, err := s.Mark(tc.pod)
+		se := (*exporter.ChangeSignalError)(nil)
+		if !errors.As(err, &se) || se.Reason != tc.reason || m != nil {
+			t.Errorf("Mark(%+v) = %v, %v; want no mark, reason %s", tc.pod, m, err, tc.reason)
+		}
+	}
+}
+
+// TestCgroupSignalVouches: equal marks never spare a configMap's walk (the kubelet writes it,
+// outside the pod's cgroup), and spare the rest only as the cgroup version and the
+// filesystems allow: under v1 every page a pod charges counts (total_pgpgin); under v2 a
+// tmpfs's pages only in gauges.
+func TestCgroupSignalVouches(t *testing.T) {
+	dir := t.TempDir()
+	s := openNodeCgroups(t, dir)
+	medium, err := podcgroup.MediumOf(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk := s.Version() == podcgroup.V1 || medium == podcgroup.Disk
+	if s.Version() == podcgroup.V2 && medium == podcgroup.Disk {
+		if disk, err = podcgroup.WritebackCharged(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		v    exporter.Volume
+		want bool
+	}{
+		{exporter.Volume{Name: "cache", Kind: exporter.KindEmptyDir, Medium: exporter.MediumDisk}, disk},
+		{exporter.Volume{Name: "shm", Kind: exporter.KindEmptyDir, Medium: exporter.MediumMemory}, s.Version() == podcgroup.V1},
+		{exporter.Volume{Kind: exporter.KindWritableLayer, Container: "app"}, disk},
+		{exporter.Volume{Name: "config", Kind: exporter.KindConfigMap}, false},
+		{exporter.Volume{Name: "repo", Kind: exporter.KindGitRepo}, false},
+	} {
+		if got := s.Vouches(tc.v); got != tc.want {
+			t.Errorf("Vouches(%+v) = %v, want %v (cgroup v%d, test folder on %v)", tc.v, got, tc.want, s.Version(), medium)
+		}
+	}
+}
+
+// TestCgroupSignalUnavailable: a mount that is no cgroup filesystem gives no signal; the
+// stand-in the command then uses gives every pod the reason unavailable and vouches for nothing.
+func TestCgroupSignalUnavailable(t *testing.T) {
+	fs := exporter.DefaultFilesystemSource()
+	fs.KubeletRootDir = t.TempDir()
+	cfg := podcgroup.DefaultConfig()
+	cfg.Mount = t.TempDir()
+	_, err := exporter.NewCgroupSignal(cfg, &fs)
+	if err == nil {
+		t.Fatalf("NewCgroupSignal(%s) passed, want an error: it is no cgroup filesystem", cfg.Mount)
+	}
+	u := exporter.UnavailableSignal{Err: err}
+	se := (*exporter.ChangeSignalError)(nil)
+	if _, err := u.Mark(exporter.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != exporter.ChangeMarkUnavailable {
+		t.Errorf("UnavailableSignal.Mark: %v, want reason %s", err, exporter.ChangeMarkUnavailable)
+	}
+	if u.Vouches(exporter.Volume{Kind: exporter.KindEmptyDir, Medium: exporter.MediumDisk}) {
+		t.Error("UnavailableSignal vouches for a disk emptyDir")
+	}
+}
