@@ -283,6 +283,9 @@ func (c *Cluster) NodeName() string { return c.nodeName }
 // NodeIP is the node's InternalIP inside the namespace.
 func (c *Cluster) NodeIP() string { return c.nodeIP.String() }
 
+// CgroupRoot is the kubelet's cgroupRoot (cgroupfs driver), a cgroup of this cluster's own.
+func (c *Cluster) CgroupRoot() string { return "/" + c.cgroupName }
+
 // KubeletRootDir is the kubelet's --root-dir; pod volumes live under pods/<uid>/volumes.
 func (c *Cluster) KubeletRootDir() string { return c.kubeletRoot }
 
