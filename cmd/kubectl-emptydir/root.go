@@ -70,8 +70,8 @@ as kubectl does, with your kubeconfig and your RBAC.`,
 		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		PersistentPreRunE: func(*cobra.Command, []string) error {
-			return o.Validate()
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return o.Validate(cmd)
 		},
 	}
 	root.SetIn(streams.In)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -26,8 +27,11 @@ type Options struct {
 	PrometheusURL string
 	// GuardNamespace is the namespace of the emptyDir guard release whose exporters answer.
 	GuardNamespace string
-	// Output is "", "wide", "json" or "yaml".
+	// Output is "", "wide", "json", "yaml" or a format the running command adds
+	// (OutputsAnnotation).
 	Output string
+	// outputs are the formats the running command adds, set by Validate.
+	outputs []string
 	// NoHeaders leaves out the table's header line.
 	NoHeaders bool
 
@@ -54,9 +58,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Print tables without their header line.")
 }
 
-// Validate checks the shared flags.
-func (o *Options) Validate() error {
-	if _, err := ParseOutput(o.Output); err != nil {
+// Validate checks the shared flags for the command cmd runs, whose OutputsAnnotation adds
+// output formats (nil: none).
+func (o *Options) Validate(cmd *cobra.Command) error {
+	o.outputs = nil
+	if cmd != nil && cmd.Annotations[OutputsAnnotation] != "" {
+		o.outputs = strings.Split(cmd.Annotations[OutputsAnnotation], ",")
+	}
+	if _, err := ParseOutput(o.Output, o.outputs...); err != nil {
 		return err
 	}
 	if o.GuardNamespace == "" {
@@ -96,12 +105,16 @@ func (o *Options) Clientset() (kubernetes.Interface, error) {
 
 // Print writes v as o.Output asks: the table t for "" and "wide", v itself as JSON or YAML.
 func (o *Options) Print(t *Table, v any) error {
-	f, err := ParseOutput(o.Output)
+	f, err := o.Format()
 	if err != nil {
 		return err
 	}
 	return Print(o.Out, f, o.NoHeaders, t, v)
 }
+
+// Format is the output format -o chose: FormatCustom for one the running command adds, which
+// it prints itself.
+func (o *Options) Format() (Format, error) { return ParseOutput(o.Output, o.outputs...) }
 
 // Warnf writes one warning line to the error stream, as kubectl writes its warnings.
 func (o *Options) Warnf(format string, args ...any) {

@@ -2,8 +2,10 @@ package plugin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -21,8 +23,21 @@ const (
 	FormatYAML
 )
 
-// ParseOutput reads the value of -o.
-func ParseOutput(s string) (Format, error) {
+// FormatCustom is an output format one command adds and prints itself (OutputsAnnotation).
+const FormatCustom Format = -1
+
+// OutputsAnnotation, on a command, lists the output formats (comma-separated) that the command
+// prints itself beside the shared ones, for example "patch": -o accepts them for that command
+// only, and ParseOutput returns FormatCustom for them.
+const OutputsAnnotation = "kubectl-emptydir.emptydir-guard.io/outputs"
+
+// ParseOutput reads the value of -o; extra are the formats the command adds (OutputsAnnotation).
+func ParseOutput(s string, extra ...string) (Format, error) {
+	for _, e := range extra {
+		if e != "" && s == e {
+			return FormatCustom, nil
+		}
+	}
 	switch s {
 	case "":
 		return FormatTable, nil
@@ -33,7 +48,9 @@ func ParseOutput(s string) (Format, error) {
 	case "yaml":
 		return FormatYAML, nil
 	}
-	return 0, UsageError(fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: json, wide, yaml", s))
+	allowed := append([]string{"json", "wide", "yaml"}, extra...)
+	slices.Sort(allowed)
+	return 0, UsageError(fmt.Errorf("unable to match a printer suitable for the output format %q, allowed formats are: %s", s, strings.Join(slices.Compact(allowed), ", ")))
 }
 
 // Column is one column of a Table.
@@ -57,6 +74,8 @@ func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
 // carry everything; a table leaves the wide columns out unless asked for them.
 func Print(w io.Writer, f Format, noHeaders bool, t *Table, v any) error {
 	switch f {
+	case FormatCustom:
+		return errors.New("an output format of the command's own reached the shared printer")
 	case FormatJSON:
 		b, err := json.MarshalIndent(v, "", "    ")
 		if err != nil {

@@ -45,3 +45,20 @@ func TestParseOutputRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestParseOutputExtra(t *testing.T) {
+	if f, err := ParseOutput("patch", "patch"); err != nil || f != FormatCustom {
+		t.Errorf("-o patch with patch added: %v, %v; want FormatCustom", f, err)
+	}
+	if f, err := ParseOutput("json", "patch"); err != nil || f != FormatJSON {
+		t.Errorf("-o json with patch added: %v, %v; want FormatJSON", f, err)
+	}
+	_, err := ParseOutput("patch")
+	if err == nil || err.Error() != `unable to match a printer suitable for the output format "patch", allowed formats are: json, wide, yaml` {
+		t.Errorf("-o patch without it: %v", err)
+	}
+	_, err = ParseOutput("name", "patch")
+	if err == nil || err.Error() != `unable to match a printer suitable for the output format "name", allowed formats are: json, patch, wide, yaml` {
+		t.Errorf("-o name with patch added: %v", err)
+	}
+}
