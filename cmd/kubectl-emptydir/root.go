@@ -18,6 +18,8 @@ import (
 // subcommands are the commands under kubectl-emptydir, in the order --help lists them. A new
 // one is a file with its constructor and one line here.
 var subcommands = []func(*plugin.Options) *cobra.Command{
+	newTopCmd,
+	newExplainCmd,
 	newVersionCmd,
 }
 

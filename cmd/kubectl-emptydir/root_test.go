@@ -32,6 +32,12 @@ func TestExitCodes(t *testing.T) {
 		{args: []string{"--bogus"}, code: 1, stderr: "error: unknown flag: --bogus", usageHint: true},
 		{args: []string{"version", "-o", "name"}, code: 1, stderr: `output format "name"`, usageHint: true},
 		{args: []string{"version", "extra"}, code: 1, stderr: "unknown command", usageHint: true},
+		{args: []string{"top", "extra"}, code: 1, stderr: `unknown command "extra"`, usageHint: true},
+		{args: []string{"explain"}, code: 1, stderr: "accepts 1 arg(s), received 0", usageHint: true},
+		{args: []string{"explain", "a", "b"}, code: 1, stderr: "accepts 1 arg(s), received 2", usageHint: true},
+		{args: []string{"top", "--concurrency", "0"}, code: 1, stderr: "--concurrency must be at least 1", usageHint: true},
+		{args: []string{"explain", "web", "--prometheus-url", "http://p:9090"}, code: 1, stderr: "does not read Prometheus", usageHint: true},
+		{args: []string{"top", "--help"}, code: 0, stdout: "kubectl emptydir top -A -l app=web"},
 		{args: []string{"no-such-command"}, code: 1, stderr: `unknown command "no-such-command"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
