@@ -232,7 +232,7 @@ vet:
 GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
   deploy/helm/emptydir-guard/README.md docs/flags.md
-FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator
+FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator ./cmd/kubectl-emptydir
 generate:
 	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
 	cd test/helm && $(GO) run ./cmd/gen-deploy
