@@ -118,8 +118,8 @@ func TestValidateRejects(t *testing.T) {
 	}
 }
 
-// edit replaces the first old of the manifest by new.
-func edit(old, new string) func(*testing.T, string, string) {
+// edit replaces the first old of the manifest by repl.
+func edit(old, repl string) func(*testing.T, string, string) {
 	return func(t *testing.T, _, path string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -128,7 +128,7 @@ func edit(old, new string) func(*testing.T, string, string) {
 		if !bytes.Contains(b, []byte(old)) {
 			t.Fatalf("manifest lacks %q", old)
 		}
-		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(repl), 1), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
