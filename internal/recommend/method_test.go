@@ -134,7 +134,7 @@ func TestCoverPod(t *testing.T) {
 	if Format(ss[0].Limit) != "2Gi" || !ss[0].RaisedForPod || ss[1].Limit != 64*mi || ss[1].RaisedForPod {
 		t.Errorf("after CoverPod: %s raised %v, %s raised %v; want 2Gi (1984Mi rounded up) raised, 64Mi", Format(ss[0].Limit), ss[0].RaisedForPod, Format(ss[1].Limit), ss[1].RaisedForPod)
 	}
-	covered := []Suggestion{c("app", 2048 * mi), {Target: pod, Limit: 2048 * mi}}
+	covered := []Suggestion{c("app", 2048*mi), {Target: pod, Limit: 2048 * mi}}
 	CoverPod(covered)
 	if covered[0].RaisedForPod {
 		t.Error("raised a limit that covers the pod")
