@@ -25,6 +25,11 @@ const (
 	SourceRaw Source = "raw"
 )
 
+// Querier is the part of the Prometheus HTTP API Recommend uses (promv1.API has it).
+type Querier interface {
+	Query(ctx context.Context, query string, ts time.Time, opts ...promv1.Option) (model.Value, promv1.Warnings, promv1.Infos, error)
+}
+
 // Query is one run of Recommend.
 type Query struct {
 	Config
@@ -38,7 +43,7 @@ type Query struct {
 
 // Recommend reads the usage of the workloads q selects from Prometheus and suggests their
 // limits; sorted by namespace, workload, then volumes, containers and the pod.
-func Recommend(ctx context.Context, api promv1.API, q Query) ([]Suggestion, error) {
+func Recommend(ctx context.Context, api Querier, q Query) ([]Suggestion, error) {
 	if err := q.Config.Validate(); err != nil {
 		return nil, err
 	}
@@ -96,7 +101,7 @@ func Recommend(ctx context.Context, api promv1.API, q Query) ([]Suggestion, erro
 }
 
 // stepPoints are the pooled points of every target of kind k over the window ending at at.
-func stepPoints(ctx context.Context, api promv1.API, k Kind, q Query, window string, at time.Time) (map[Target][]float64, error) {
+func stepPoints(ctx context.Context, api Querier, k Kind, q Query, window string, at time.Time) (map[Target][]float64, error) {
 	exprs := map[Source]string{
 		SourceRecorded: selector(kinds[k].step, q.Filter.matchers(true)...) + "[" + window + "]",
 		// Subquery steps are aligned to multiples of Step since the epoch, as the rules'
@@ -136,7 +141,7 @@ func stepPoints(ctx context.Context, api promv1.API, k Kind, q Query, window str
 }
 
 // instant runs expr at at and returns its vector.
-func instant(ctx context.Context, api promv1.API, expr string, at time.Time) (model.Vector, error) {
+func instant(ctx context.Context, api Querier, expr string, at time.Time) (model.Vector, error) {
 	res, _, _, err := api.Query(ctx, expr, at)
 	if err != nil {
 		return nil, fmt.Errorf("query %s: %w", expr, err)

@@ -93,7 +93,9 @@ type Target struct {
 type Usage struct {
 	// Points is how many steps had a measurement; History is Points × Step.
 	Points  int           `json:"points"`
-	History time.Duration `json:"history"`
+	History time.Duration `json:"-"`
+	// HistorySeconds is History for JSON and YAML.
+	HistorySeconds float64 `json:"historySeconds"`
 	// Peak is the largest usage seen, Quantile the Config's quantile of the points, in bytes.
 	Peak     float64 `json:"peakBytes"`
 	Quantile float64 `json:"quantileBytes"`
@@ -125,6 +127,7 @@ type Suggestion struct {
 // Summarize computes Usage from the pooled points of one target (any order).
 func Summarize(values []float64, quantile float64) Usage {
 	u := Usage{Points: len(values), History: time.Duration(len(values)) * Step}
+	u.HistorySeconds = u.History.Seconds()
 	if len(values) == 0 {
 		return u
 	}
