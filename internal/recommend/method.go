@@ -157,7 +157,7 @@ func hours(d time.Duration) string {
 	h := int(d / time.Hour)
 	switch {
 	case d < time.Hour:
-		return d.Round(time.Minute).String()
+		return fmt.Sprintf("%dm", int(d/time.Minute))
 	case h < 24:
 		return fmt.Sprintf("%dh", h)
 	case h%24 == 0:

@@ -75,7 +75,7 @@ func TestTooLittleHistory(t *testing.T) {
 	if enough.Insufficient != "" || Format(enough.Limit) != "160Mi" || enough.Request != 0 {
 		t.Errorf("288 points: %+v (100Mi+30%% is 130Mi, on the ladder 160Mi; a volume has no request)", enough)
 	}
-	if got := Suggest(volume, Summarize(nil, c.Quantile), c); !strings.Contains(got.Insufficient, "only 0s of history") {
+	if got := Suggest(volume, Summarize(nil, c.Quantile), c); !strings.Contains(got.Insufficient, "only 0m of history") {
 		t.Errorf("no points: %q", got.Insufficient)
 	}
 }
@@ -166,7 +166,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestHours(t *testing.T) {
-	for d, want := range map[time.Duration]string{5 * time.Minute: "5m0s", 3 * time.Hour: "3h", 26 * time.Hour: "1d2h", 7*24*time.Hour + 5*time.Minute: "7d"} {
+	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", 3 * time.Hour: "3h", 26 * time.Hour: "1d2h", 7*24*time.Hour + 5*time.Minute: "7d"} {
 		if got := Hours(d); got != want {
 			t.Errorf("Hours(%s) = %s, want %s", d, got, want)
 		}
