@@ -44,7 +44,7 @@ type Query struct {
 // Recommend reads the usage of the workloads q selects from Prometheus and suggests their
 // limits; sorted by namespace, workload, then volumes, containers and the pod.
 func Recommend(ctx context.Context, api Querier, q Query) ([]Suggestion, error) {
-	if err := q.Config.Validate(); err != nil {
+	if err := q.Validate(); err != nil {
 		return nil, err
 	}
 	at := q.At
@@ -103,7 +103,7 @@ func Recommend(ctx context.Context, api Querier, q Query) ([]Suggestion, error) 
 // stepPoints are the pooled points of every target of kind k over the window ending at at.
 func stepPoints(ctx context.Context, api Querier, k Kind, q Query, window string, at time.Time) (map[Target][]float64, error) {
 	exprs := map[Source]string{
-		SourceRecorded: selector(kinds[k].step, q.Filter.matchers(true)...) + "[" + window + "]",
+		SourceRecorded: selector(kinds[k].step, q.matchers(true)...) + "[" + window + "]",
 		// Subquery steps are aligned to multiples of Step since the epoch, as the rules'
 		// evaluations are not: the same method, its points at other instants.
 		SourceRaw: "(" + stepExpr(k, q.Filter) + ")[" + window + ":" + model.Duration(Step).String() + "]",

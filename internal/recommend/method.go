@@ -206,7 +206,7 @@ func CoverPod(ss []Suggestion) {
 		}
 	}
 	for k, pi := range pods {
-		sum, largest := 0.0, -1
+		sum, largest, largestLimit := 0.0, -1, 0.0
 		for i, s := range ss {
 			if s.Kind != KindContainer || (key{s.Namespace, s.WorkloadKind, s.Workload}) != k {
 				continue
@@ -216,8 +216,8 @@ func CoverPod(ss []Suggestion) {
 				break
 			}
 			sum += s.Limit
-			if largest < 0 || s.Limit > ss[largest].Limit {
-				largest = i
+			if largest < 0 || s.Limit > largestLimit {
+				largest, largestLimit = i, s.Limit
 			}
 		}
 		if largest < 0 || sum >= ss[pi].Limit {

@@ -319,7 +319,8 @@ func TestRecommendRulesMatchTheMethod(t *testing.T) {
 		clear(recorded)
 		for _, s := range v.(model.Vector) {
 			name := string(s.Metric[model.MetricNameLabel])
-			k := kindOf[name[:strings.Index(name, ":")]]
+			level, _, _ := strings.Cut(name, ":")
+			k := kindOf[level]
 			fig := ""
 			for suffix, f := range figures {
 				if strings.HasSuffix(name, suffix) {
