@@ -123,8 +123,8 @@ func (p RESTProxy) Get(ctx context.Context, e Exporter, path string, query url.V
 // not the Go runtime's and the process's series.
 var scrapeCollectors = []string{"trigger", "volumes", "ephemeral_storage", "exporter"}
 
-// Scrape reads e's /metrics through p.
-func Scrape(ctx context.Context, p Proxy, e Exporter) ([]sample, error) {
+// scrape reads e's /metrics through p.
+func scrape(ctx context.Context, p Proxy, e Exporter) ([]sample, error) {
 	status, ct, body, err := p.Get(ctx, e, "metrics", url.Values{"collect[]": scrapeCollectors}, string(expfmt.NewFormat(expfmt.TypeTextPlain)))
 	if err != nil {
 		return nil, fmt.Errorf("exporter %s/%s on node %s: %w", e.Namespace, e.Pod, e.Node, err)

@@ -3,8 +3,10 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
+	"github.com/prometheus/common/version"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -90,7 +92,8 @@ func (o *Options) REST() (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	rc = rest.CopyConfig(rc)
-	rc.UserAgent = "kubectl-emptydir/" + rest.DefaultKubernetesUserAgent()
+	// The API server's audit log names the plugin and its version, as it names kubectl's.
+	rc.UserAgent = fmt.Sprintf("kubectl-emptydir/%s (%s/%s)", version.Version, runtime.GOOS, runtime.GOARCH)
 	return rc, nil
 }
 

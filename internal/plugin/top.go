@@ -236,7 +236,7 @@ func (s *scraper) scrape(ctx context.Context, nodes []string) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done(); prog.step() }()
-			samples, err := Scrape(ctx, s.proxy, s.exporters[n])
+			samples, err := scrape(ctx, s.proxy, s.exporters[n])
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if err != nil {
