@@ -43,7 +43,14 @@ type recommendOptions struct {
 // durationValue is a flag of Prometheus durations (7d, 1w, 36h).
 type durationValue struct{ d *time.Duration }
 
-func (v durationValue) String() string { return model.Duration(*v.d).String() }
+// String writes whole days as days (7d, as the docs and the rules' names say), else as
+// Prometheus does.
+func (v durationValue) String() string {
+	if d := *v.d; d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	}
+	return model.Duration(*v.d).String()
+}
 func (v durationValue) Type() string   { return "duration" }
 func (v durationValue) Set(s string) error {
 	d, err := model.ParseDuration(s)
