@@ -51,7 +51,7 @@ func (v durationValue) String() string {
 	}
 	return model.Duration(*v.d).String()
 }
-func (v durationValue) Type() string   { return "duration" }
+func (v durationValue) Type() string { return "duration" }
 func (v durationValue) Set(s string) error {
 	d, err := model.ParseDuration(s)
 	if err != nil {
