@@ -20,6 +20,7 @@ import (
 var subcommands = []func(*plugin.Options) *cobra.Command{
 	newTopCmd,
 	newExplainCmd,
+	newRecommendCmd,
 	newVersionCmd,
 }
 
