@@ -83,7 +83,7 @@ func Recommend(ctx context.Context, api Querier, q Query) ([]Suggestion, error) 
 			current[target(s.Metric, k, kinds[k].label)] = float64(s.Value)
 		}
 		for t, values := range points {
-			s := Suggest(t, Summarize(values, q.Quantile), q.Config)
+			s := Suggest(t, SummarizeEvery(values, q.Quantile, q.step()), q.Config)
 			s.Pods = pods[Target{Namespace: t.Namespace, WorkloadKind: t.WorkloadKind, Workload: t.Workload, Kind: KindPod}]
 			if c, ok := current[t]; ok {
 				s.Current = &c
@@ -102,13 +102,21 @@ func Recommend(ctx context.Context, api Querier, q Query) ([]Suggestion, error) 
 
 // stepPoints are the pooled points of every target of kind k over the window ending at at.
 func stepPoints(ctx context.Context, api Querier, k Kind, q Query, window string, at time.Time) (map[Target][]float64, error) {
+	step := model.Duration(q.step()).String()
 	exprs := map[Source]string{
 		SourceRecorded: selector(kinds[k].step, q.matchers(true)...) + "[" + window + "]",
-		// Subquery steps are aligned to multiples of Step since the epoch, as the rules'
+		// Subquery steps are aligned to multiples of the step since the epoch, as the rules'
 		// evaluations are not: the same method, its points at other instants.
-		SourceRaw: "(" + stepExpr(k, q.Filter) + ")[" + window + ":" + model.Duration(Step).String() + "]",
+		SourceRaw: "(" + stepExpr(k, q.Filter, step) + ")[" + window + ":" + step + "]",
 	}
 	try := []Source{SourceRecorded, SourceRaw}
+	if q.step() != Step {
+		// The rules record 5-minute points only.
+		if q.Source == SourceRecorded {
+			return nil, fmt.Errorf("the recorded series have a step of %s, not %s: use the source raw", model.Duration(Step), step)
+		}
+		try = []Source{SourceRaw}
+	}
 	switch q.Source {
 	case SourceRecorded, SourceRaw:
 		try = []Source{q.Source}

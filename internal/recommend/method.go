@@ -41,21 +41,35 @@ type Config struct {
 	Headroom float64
 	// MinHistory is the least history (points × Step) that backs a suggestion.
 	MinHistory time.Duration
+	// Step is the resolution of the pooled points; zero is Step, the only one the recording
+	// rules record. A finer one (the exporter's series only) suits a short window.
+	Step time.Duration
+}
+
+// step is c.Step, or Step when unset.
+func (c Config) step() time.Duration {
+	if c.Step == 0 {
+		return Step
+	}
+	return c.Step
 }
 
 // DefaultConfig is what the recording rules compute (rules/emptydir-guard.rules.yml, group
 // emptydir-guard.recommendations): a change here is a change there (TestRulesUseDefaults).
 func DefaultConfig() Config {
-	return Config{Window: 7 * 24 * time.Hour, Quantile: 0.95, Headroom: 0.3, MinHistory: 24 * time.Hour}
+	return Config{Window: 7 * 24 * time.Hour, Quantile: 0.95, Headroom: 0.3, MinHistory: 24 * time.Hour, Step: Step}
 }
 
 // Validate reports a Config no suggestion can come from.
 func (c Config) Validate() error {
+	step := c.step()
 	switch {
-	case c.Window < Step:
-		return fmt.Errorf("window %s is shorter than one step (%s)", c.Window, Step)
-	case c.Window%Step != 0:
-		return fmt.Errorf("window %s is not a whole number of steps (%s)", c.Window, Step)
+	case step < time.Second || step%time.Second != 0 || step > Step:
+		return fmt.Errorf("step %s is not a whole number of seconds from 1s to %s", step, Step)
+	case c.Window < step:
+		return fmt.Errorf("window %s is shorter than one step (%s)", c.Window, step)
+	case c.Window%step != 0:
+		return fmt.Errorf("window %s is not a whole number of steps (%s)", c.Window, step)
 	case math.IsNaN(c.Quantile) || c.Quantile < 0 || c.Quantile > 1:
 		return fmt.Errorf("quantile %v is not between 0 and 1", c.Quantile)
 	case math.IsNaN(c.Headroom) || c.Headroom < 0:
@@ -124,9 +138,14 @@ type Suggestion struct {
 	RaisedForPod bool `json:"raisedForPod,omitempty"`
 }
 
-// Summarize computes Usage from the pooled points of one target (any order).
+// Summarize computes Usage from the pooled points of one target (any order), one per Step.
 func Summarize(values []float64, quantile float64) Usage {
-	u := Usage{Points: len(values), History: time.Duration(len(values)) * Step}
+	return SummarizeEvery(values, quantile, Step)
+}
+
+// SummarizeEvery is Summarize of points one per step.
+func SummarizeEvery(values []float64, quantile float64, step time.Duration) Usage {
+	u := Usage{Points: len(values), History: time.Duration(len(values)) * step}
 	u.HistorySeconds = u.History.Seconds()
 	if len(values) == 0 {
 		return u

@@ -1,10 +1,15 @@
 package recommend
 
 import (
+	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 )
 
 const mi = 1 << 20
@@ -156,6 +161,9 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Quantile = 1.5 },
 		func(c *Config) { c.Headroom = -0.1 },
 		func(c *Config) { c.MinHistory = 8 * 24 * time.Hour },
+		func(c *Config) { c.Step = 10 * time.Minute },
+		func(c *Config) { c.Step = 1500 * time.Millisecond },
+		func(c *Config) { c.Step, c.Window = 7*time.Second, time.Hour },
 	} {
 		c := DefaultConfig()
 		bad(&c)
@@ -163,6 +171,45 @@ func TestValidate(t *testing.T) {
 			t.Errorf("%+v validates", c)
 		}
 	}
+}
+
+// TestStep: a finer step than the rules' is valid for a window of whole steps, counts history
+// by its own points, and reads the exporter's series only (the rules record 5m points).
+func TestStep(t *testing.T) {
+	c := Config{Window: 30 * time.Minute, Quantile: 0.95, Headroom: 0.3, MinHistory: 5 * time.Minute, Step: 30 * time.Second}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if u := SummarizeEvery(points(10, mi), c.Quantile, c.Step); u.History != 5*time.Minute {
+		t.Errorf("10 points every 30s: history %s, want 5m", u.History)
+	}
+	var asked []string
+	q := querierFunc(func(query string) { asked = append(asked, query) })
+	if _, err := Recommend(context.Background(), q, Query{Config: c, Source: SourceAuto}); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range asked {
+		if strings.Contains(a, ":max5m") {
+			t.Errorf("step 30s read the recorded 5m series: %s", a)
+		}
+	}
+	if !slices.ContainsFunc(asked, func(a string) bool { return strings.Contains(a, "[30s]") && strings.HasSuffix(a, "[30m:30s]") }) {
+		t.Errorf("no subquery at a 30s step among %q", asked)
+	}
+	if _, err := Recommend(context.Background(), q, Query{Config: c, Source: SourceRecorded}); err == nil {
+		t.Error("step 30s from the recorded series: no error")
+	}
+}
+
+// querierFunc answers every query with nothing, telling f what was asked.
+type querierFunc func(query string)
+
+func (f querierFunc) Query(_ context.Context, query string, _ time.Time, _ ...promv1.Option) (model.Value, promv1.Warnings, promv1.Infos, error) {
+	f(query)
+	if strings.HasSuffix(query, "]") {
+		return model.Matrix{}, nil, nil, nil
+	}
+	return model.Vector{}, nil, nil, nil
 }
 
 func TestHours(t *testing.T) {

@@ -3,6 +3,8 @@ package recommend
 import (
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/common/model"
 )
 
 // The pooled series, one point per Step: the recording rules record them under these names
@@ -88,21 +90,21 @@ func selector(metric string, matchers ...string) string {
 
 // workloadJoin is the right-hand side that names each pod's workload, over the step: a pod
 // deleted within it has a stale marker at the instant but its usage still in the step.
-func workloadJoin(f Filter) string {
+func workloadJoin(f Filter, step string) string {
 	return "max by (namespace, uid, workload_kind, workload) (max_over_time(" +
-		selector(WorkloadInfo, f.matchers(true)...) + "[5m]))"
+		selector(WorkloadInfo, f.matchers(true)...) + "[" + step + "]))"
 }
 
 // stepExpr is one point of the Kind's pooled series at an evaluation time: each pod's
 // largest usage within the step, joined to its workload by uid, the largest across the
-// workload's pods. The recording rules record stepExpr(k, Filter{}) every Step.
-func stepExpr(k Kind, f Filter) string {
+// workload's pods. The recording rules record stepExpr(k, Filter{}, "5m") every Step.
+func stepExpr(k Kind, f Filter, step string) string {
 	s := kinds[k]
 	used := selector(s.used, append([]string{s.matchers}, f.matchers(false)...)...)
 	return "max by (" + s.by() + ") (" +
-		"max by (" + s.perPod() + ") (max_over_time(" + used + "[5m]))" +
+		"max by (" + s.perPod() + ") (max_over_time(" + used + "[" + step + "]))" +
 		" * on (namespace, uid) group_left (workload_kind, workload) " +
-		workloadJoin(f) + ")"
+		workloadJoin(f, step) + ")"
 }
 
 // currentExpr is the largest limit in force among each workload's pods now.
@@ -112,7 +114,7 @@ func currentExpr(k Kind, f Filter) string {
 	return "max by (" + s.by() + ") (" +
 		"max by (" + s.perPod() + ") (" + limit + " > 0)" +
 		" * on (namespace, uid) group_left (workload_kind, workload) " +
-		workloadJoin(f) + ")"
+		workloadJoin(f, model.Duration(Step).String()) + ")"
 }
 
 // podsExpr counts each workload's pods measured over window.
@@ -122,7 +124,7 @@ func podsExpr(f Filter, window string) string {
 }
 
 // StepExpr is stepExpr for the rules' generator and tests.
-func StepExpr(k Kind) string { return stepExpr(k, Filter{}) }
+func StepExpr(k Kind) string { return stepExpr(k, Filter{}, model.Duration(Step).String()) }
 
 // CurrentExpr is currentExpr for the rules' generator and tests.
 func CurrentExpr(k Kind) string { return currentExpr(k, Filter{}) }

@@ -38,6 +38,10 @@ const recommendHash = "6b8f9d7c5"
 // cache (no sizeLimit) at start; its container app has an ephemeral-storage limit of 1Gi (and
 // a request of 0, which a node without local storage capacity isolation admits), so that the
 // exporter measures the container too.
+
+// recommendStep is the resolution of the points TestRecommend asks for (--step).
+const recommendStep = 30 * time.Second
+
 func webPod(c *cluster.Cluster, rs *appsv1.ReplicaSet, name string, mib int) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: rs.Namespace, Name: name,
@@ -145,10 +149,11 @@ func TestRecommend(t *testing.T) {
 	}
 	recreated := framework.RunPod(ctx, t, c, webPod(c, rs, "web-"+recommendHash+"-ccccc", 60))
 	last := measured(recreated, 60)
-	// Every point of the pooled series is a 5-minute step at a multiple of 5 minutes: wait for
+	// Every point of the pooled series is a step at a multiple of the step (--step: 30s here,
+	// from the exporter's series, rather than the rules' 5m, to keep the test short): wait for
 	// the step that holds the recreated pod's usage to end and its samples to be scraped.
-	step := last.Truncate(recommend.Step).Add(recommend.Step)
-	t.Logf("waiting %s for the 5-minute step ending %s", time.Until(step.Add(10*time.Second)).Round(time.Second), step.Format(time.TimeOnly))
+	step := last.Truncate(recommendStep).Add(recommendStep)
+	t.Logf("waiting %s for the %s step ending %s", time.Until(step.Add(10*time.Second)).Round(time.Second), recommendStep, step.Format(time.TimeOnly))
 	select {
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
@@ -186,7 +191,7 @@ func TestRecommend(t *testing.T) {
 		}
 		return string(out)
 	}
-	rec := []string{"kubectl", "emptydir", "recommend", "-n", ns, "--prometheus-url", mon.PrometheusURL(), "--window", "30m", "--min-history", "5m"}
+	rec := []string{"kubectl", "emptydir", "recommend", "-n", ns, "--prometheus-url", mon.PrometheusURL(), "--window", "30m", "--step", recommendStep.String(), "--min-history", recommendStep.String()}
 
 	table := user(rec...)
 	t.Logf("kubectl emptydir recommend:\n%s", table)
@@ -204,7 +209,7 @@ func TestRecommend(t *testing.T) {
 	cache, app, pod := got["volume/cache"], got["container/app"], got["pod/"]
 	wantLimit := recommend.Round(peak * 1.3)
 	if cache.Peak != peak || cache.Limit != wantLimit || recommend.Format(cache.Limit) != "80Mi" || cache.Pods != 3 ||
-		cache.Current != nil || cache.HistorySeconds < recommend.Step.Seconds() || cache.Insufficient != "" {
+		cache.Current != nil || cache.HistorySeconds < recommendStep.Seconds() || cache.Insufficient != "" {
 		t.Errorf("volume cache: %+v; want the peak %v, limit %s (80Mi), 3 pods, no current sizeLimit, at least a step of history",
 			cache, peak, recommend.Format(wantLimit))
 	}
