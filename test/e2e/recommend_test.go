@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	kplugin "github.com/emptydir-guard/emptydir-guard/internal/plugin"
 	"github.com/emptydir-guard/emptydir-guard/internal/recommend"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -192,6 +193,25 @@ func TestRecommend(t *testing.T) {
 		return string(out)
 	}
 	rec := []string{"kubectl", "emptydir", "recommend", "-n", ns, "--prometheus-url", mon.PrometheusURL(), "--window", "30m", "--step", recommendStep.String(), "--min-history", recommendStep.String()}
+
+	// top from the same Prometheus: the recreated pod against its pod limit, the deleted one gone.
+	var top kplugin.UsageList
+	if err := json.Unmarshal([]byte(user("kubectl", "emptydir", "top", "-n", ns, "--prometheus-url", mon.PrometheusURL(), "-o", "json")), &top); err != nil {
+		t.Fatal(err)
+	}
+	var podRow *kplugin.Usage
+	for i, u := range top.Items {
+		if u.UID == string(a.UID) {
+			t.Errorf("top --prometheus-url lists the deleted pod %s: %+v", a.Name, u)
+		}
+		if u.UID == string(recreated.UID) && u.Kind == kplugin.KindPod {
+			podRow = &top.Items[i]
+		}
+	}
+	if top.Source != kplugin.SourcePrometheus || podRow == nil || podRow.UsedBytes < 60<<20 || podRow.UsedBytes > 62<<20 ||
+		podRow.LimitBytes == nil || *podRow.LimitBytes != 1<<30 {
+		t.Errorf("top --prometheus-url: source %q, the recreated pod's row %+v; want its 60 MiB (and a few blocks) against its 1Gi limit", top.Source, podRow)
+	}
 
 	table := user(rec...)
 	t.Logf("kubectl emptydir recommend:\n%s", table)
