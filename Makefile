@@ -264,7 +264,8 @@ fuzz:
 	GO=$(GO) ./hack/fuzz.sh $(FUZZTIME)
 
 # The tests that need kernel features this host may lack (XFS and ext4 project quotas), inside
-# a VM booting a pinned stock Debian kernel under QEMU (docs/kernel-lane.md); a skip there
+# a VM booting a pinned stock Debian kernel under QEMU (docs/kernel-lane.md), and the change
+# signal's cgroup v2 tests (internal/podcgroup) in a v2-only boot of it; a skip there
 # fails. Where the host kernel has the features, `make unit` runs them natively too.
 KERNEL_LANE_TESTS ?= ProjectQuota
 .PHONY: test-kernel-lane
