@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/grafana/grafana-foundation-sdk/go/cog"
-	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
@@ -14,36 +12,9 @@ import (
 // history behind them, sorted by the first column. A row without a suggestion has too little
 // history; one without a current value has no limit.
 func suggestionTable(title, description string, w, h uint32, lead []string, cols []column) *table.PanelBuilder {
-	index := map[string]any{}
-	rename := map[string]any{}
-	for _, l := range lead {
-		index[l] = len(index)
-	}
-	p := table.NewPanelBuilder().
-		Title(title).
-		Description(description).
-		Datasource(datasource()).
-		Span(w).Height(h)
-	for i, c := range cols {
-		ref := refID(i)
-		p = p.WithTarget(instantTable(c.expr, ref))
-		index["Value #"+ref] = len(index)
-		rename["Value #"+ref] = c.name
-	}
-	p = p.WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
-		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
-			"excludeByName": map[string]any{"Time": true, "namespace": true},
-			"indexByName":   index,
-			"renameByName":  rename,
-		}}).
-		SortBy([]cog.Builder[common.TableSortByFieldState]{
-			common.NewTableSortByFieldStateBuilder().DisplayName(cols[0].name).Desc(true),
-		}).
-		Filterable(true)
-	for _, c := range cols {
-		p = p.OverrideByName(c.name, []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}})
-	}
-	return p
+	return mergedTable(title, description, w, h, lead, cols, nil, []string{"Time", "namespace"}, func(c column) []dashboard.DynamicConfigValue {
+		return []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+	})
 }
 
 // suggestionColumns are the columns of a suggestionTable of the series recorded at level
