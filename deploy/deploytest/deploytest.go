@@ -120,13 +120,15 @@ type ExporterPrivileges struct {
 
 // ExporterHostPaths are the node's folders the filesystem source mounts, each read-only: the
 // kubelet's pods folder and, with --collection.ephemeral-storage, the kubelet's pod logs
-// folder and containerd's runtime v2 task folder and overlayfs snapshotter root. An empty
-// field is a folder that must not be mounted.
+// folder and containerd's runtime v2 task folder and overlayfs snapshotter root, and with
+// --collection.change-signal the node's cgroups. An empty field is a folder that must not be
+// mounted.
 type ExporterHostPaths struct {
 	Pods                string // <kubelet-root>/pods
 	PodLogs             string // the kubelet's podLogsDir; "" without --collection.ephemeral-storage
 	ContainerdTasks     string // <containerd state>/io.containerd.runtime.v2.task; "" without containerd
 	ContainerdSnapshots string // <containerd root>/io.containerd.snapshotter.v1.overlayfs; "" without containerd
+	Cgroups             string // /sys/fs/cgroup; "" without --collection.change-signal
 }
 
 // DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
@@ -143,7 +145,7 @@ func DefaultExporterHostPaths(kubeletRoot string) ExporterHostPaths {
 // List is the non-empty paths, in the order the chart mounts them.
 func (h ExporterHostPaths) List() []string {
 	var out []string
-	for _, p := range []string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots} {
+	for _, p := range []string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots, h.Cgroups} {
 		if p != "" {
 			out = append(out, p)
 		}
@@ -274,6 +276,9 @@ func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, n
 			source = v
 		}
 		viaAPIServer = viaAPIServer || a == "--kubelet.via-apiserver"
+		if a == "--collection.change-signal" {
+			paths.Cgroups = "/sys/fs/cgroup"
+		}
 	}
 	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, paths)
 	if !reflect.DeepEqual(got, want) {
