@@ -334,12 +334,13 @@ bench-detect: deps k8s-binaries build
 
 # One busy node (110 pods × 3 emptyDirs, a container's writable layer, logs and etc-hosts each;
 # 1M files, cached under /var/tmp/emptydir-guard-bench): ours at the defaults against the
-# exporter's every-part-every-cycle schedule and the kubelet's and containerd's walks;
-# writes docs/performance.md, section node. About 11 minutes (the first run also generates the tree).
+# exporter's every-part-every-cycle schedule and the kubelet's and containerd's walks, and with
+# the change signal at 0, 10, 50 and 100 % of the pods writing; writes docs/performance.md,
+# section node. About 25 minutes (the first run also generates the tree, a few more).
 .PHONY: bench-node
 bench: bench-node
 bench-node:
-	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 30m -v ./node/
+	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 50m -v ./node/
 
 # BenchmarkNode's node with every emptyDir under a project quota (pods with hostUsers: false),
 # its cycles measured in the kernel lane against the same node walked, and natively walked
