@@ -548,9 +548,9 @@ func TestSignalV2Vouches(t *testing.T) {
 		{"tmpfs", "", "", "write", Memory, false, false},
 		// The journal thread writes the data: nothing is charged to the pod.
 		{"ext4 data=journal", "ext4", "data=journal", "write", Disk, false, false},
-		// The same per file, by chattr +j: it takes CAP_SYS_RESOURCE (ext4_ioctl_setflags),
-		// which the container runtimes do not grant by default. The mount cannot tell.
-		{"ext4, file chattr +j", "ext4", "", "jwrite", Disk, true, false},
+		// The same per file, by chattr +j (CAP_SYS_RESOURCE, ext4_ioctl_setflags): measured,
+		// the flag is accepted and the writeback is still charged to the pod.
+		{"ext4, file chattr +j", "ext4", "", "jwrite", Disk, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := tmp
