@@ -29,7 +29,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
     go build -trimpath \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION} -X github.com/prometheus/common/version.Revision=${REVISION} -X github.com/prometheus/common/version.Branch=${BRANCH}" \
-      -o /out/ ./cmd/...
+      -o /out/ ./cmd/emptydir-exporter ./cmd/emptydir-remediator
 
 # Static binaries only: no shell, no package manager, user nonroot (65532).
 FROM gcr.io/distroless/static-debian12:nonroot

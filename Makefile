@@ -23,7 +23,7 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build image test-image release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build image test-image plugin-release release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
 # Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
 # only pins the tools; tools/ocimage builds the image); golangci-lint also reads the test-only ones.
@@ -62,8 +62,11 @@ image: $(IMAGE_BUILDS)
 
 # One platform's commands (not .PHONY: make skips pattern rules for phony targets; no file of
 # that name ever exists, so it always runs, and the go command's cache makes a rerun cheap).
+# The image holds the two servers only: kubectl-emptydir runs on the user's machine
+# (plugin-release), and a cluster's pods have no use for it.
+IMAGE_COMMANDS  := ./cmd/emptydir-exporter ./cmd/emptydir-remediator
 image-build-%:
-	CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$*)) GOARCH=$(word 2,$(subst _, ,$*)) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$*/ ./cmd/...
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$*)) GOARCH=$(word 2,$(subst _, ,$*)) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$*/ $(IMAGE_COMMANDS)
 
 # tools/ocimage's tests on `make image`'s builds (without OCIMAGE_TEST_BINARIES they build their
 # own, about a minute more): reproducibility, contents, SBOM referrers, flag checks.
@@ -158,13 +161,36 @@ registry-login: release-tools
 	  printf '%s\n' "$$pw" | $(COSIGN) login '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin && \
 	  printf '%s\n' "$$pw" | $(HELM) registry login $(plain_http) '$(REGISTRY_HOST)' -u '$(REGISTRY_USER)' --password-stdin
 
-# The forge's release of the tag (gh, on its runners): the chart package, with the CHANGELOG's
+# kubectl-emptydir for a release (docs/kubectl-plugin.md): built as `build` builds it (LDFLAGS)
+# for each of PLUGIN_PLATFORMS into $(PLUGIN_DIR)/<os>_<arch>/, then hack/pluginrelease writes
+# into $(PLUGIN_RELEASE_DIR) one tar.gz per platform (the binary and LICENSE, every timestamp
+# SOURCE_DATE_EPOCH: the same commit and toolchain give the same sha256), SHA256SUMS and the
+# krew manifest emptydir.yaml naming each archive by its release download URL and sha256, and
+# validates the manifest against the archives (as internal/krew's tests do). github-release
+# uploads them; the manifest goes to the krew index by hand (docs/release.md).
+PLUGIN_PLATFORMS   ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+PLUGIN_DIR         := $(BIN)/plugin
+PLUGIN_RELEASE_DIR := $(RELEASE_DIR)/plugin
+PLUGIN_URL_BASE    ?= https://github.com/emptydir-guard/emptydir-guard/releases/download/$(VERSION)
+PLUGIN_BUILDS      := $(addprefix plugin-build-,$(subst /,_,$(PLUGIN_PLATFORMS)))
+
+plugin-release: $(PLUGIN_BUILDS)
+	rm -rf $(PLUGIN_RELEASE_DIR)
+	$(GO) run ./hack/pluginrelease --version '$(VERSION)' --builds $(PLUGIN_DIR) --out $(PLUGIN_RELEASE_DIR) \
+	  --platforms '$(PLUGIN_PLATFORMS)' --source-date-epoch '$(SOURCE_DATE_EPOCH)' --url-base '$(PLUGIN_URL_BASE)'
+
+# One platform's plugin (not .PHONY, as image-build-%).
+plugin-build-%:
+	CGO_ENABLED=0 GOOS=$(word 1,$(subst _, ,$*)) GOARCH=$(word 2,$(subst _, ,$*)) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(PLUGIN_DIR)/$*/ ./cmd/kubectl-emptydir
+
+# The forge's release of the tag (gh, on its runners): the chart package and the plugin's
+# archives, SHA256SUMS and krew manifest (plugin-release), with the CHANGELOG's
 # section of this version as notes; a pre-release for a version with a pre-release part.
-github-release: chart
+github-release: chart plugin-release
 	mkdir -p $(RELEASE_DIR)
 	awk -v v='[$(CHART_VERSION)]' '/^## /{p = index($$0, v) > 0; next} p' CHANGELOG.md > $(RELEASE_DIR)/notes.md
 	@test -s $(RELEASE_DIR)/notes.md || { echo "github-release: CHANGELOG.md has no section [$(CHART_VERSION)]" >&2; exit 1; }
-	gh release create '$(VERSION)' $(CHART_PACKAGE) --verify-tag --title '$(VERSION)' --notes-file $(RELEASE_DIR)/notes.md \
+	gh release create '$(VERSION)' $(CHART_PACKAGE) $(PLUGIN_RELEASE_DIR)/* --verify-tag --title '$(VERSION)' --notes-file $(RELEASE_DIR)/notes.md \
 	  $(if $(findstring -,$(VERSION)),--prerelease)
 
 version:
@@ -206,7 +232,7 @@ vet:
 GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
   deploy/helm/emptydir-guard/README.md docs/flags.md
-FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator
+FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator ./cmd/kubectl-emptydir
 generate:
 	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
 	cd test/helm && $(GO) run ./cmd/gen-deploy
@@ -320,6 +346,13 @@ bench-node:
 # its cycles measured in the kernel lane against the same node walked, and natively walked
 # here: writes docs/performance.md, section node-quota. Root; about 30 minutes (the first run
 # also generates the 16 GiB sparse XFS image, kept under /var/tmp/emptydir-guard-bench).
+# What reading one pod's change mark costs against the cheapest walk it spares (a folder of one
+# file), on this host's cgroups: docs/change-signal.md, "What it costs". Needs root.
+.PHONY: bench-change-signal
+bench: bench-change-signal
+bench-change-signal:
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkMarkAgainstWalk$$' -benchtime=20000x ./internal/podcgroup/
+
 .PHONY: bench-node-quota
 bench: bench-node-quota
 bench-node-quota: deps

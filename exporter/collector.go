@@ -93,6 +93,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	}
 	describeAlignment(ch)
 	describeStorage(ch)
+	ch <- workloadInfoDesc
 	e.collections.Describe(ch)
 	e.deferredWalks.Describe(ch)
 	e.measureErrors.Describe(ch)
@@ -179,6 +180,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 
 	e.collectStorage(ch, snap, now, sel)
+	e.collectWorkloads(ch, snap, sel)
 
 	if sel&selectExporter == 0 {
 		return

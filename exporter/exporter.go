@@ -178,6 +178,8 @@ type Exporter struct {
 type snapshot struct {
 	volumes []VolumeResult // each with a measurement, fresh or the last good one
 	storage []PodVolumes   // the pods of the cycle whose ephemeral storage is measured
+	// workloads are the pods of the cycle with their workloads (collectWorkloads).
+	workloads []PodVolumes
 	// podIncompleteSince is, by pod UID, since when the pod's ephemeral-storage usage has been a
 	// lower bound (pods of storage whose usage is one only).
 	podIncompleteSince map[string]time.Time
@@ -442,6 +444,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	next := snapshot{
 		volumes:            kept,
 		storage:            storage,
+		workloads:          podWorkloads(pods),
 		podIncompleteSince: e.podIncompleteSince(prev.podIncompleteSince, storage, kept, start),
 		duration:           e.now().Sub(start),
 		success:            success,

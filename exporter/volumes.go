@@ -83,6 +83,8 @@ type PodVolumes struct {
 	// (Pending) or may have torn them down already (deletion requested): a volume
 	// that is not there then holds nothing, and is no failure to measure it.
 	Settling bool
+	// Workload is the pod's controller, as recommendations pool pods (workload.go).
+	Workload Workload
 }
 
 // KubeletUID is the UID the kubelet knows the pod by: the name of its folder below
@@ -119,7 +121,7 @@ func podBase(pod *corev1.Pod) (PodVolumes, bool) {
 	}
 	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
 		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
-		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers}
+		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers, Workload: podWorkload(pod)}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
 		// Anyone who may create pods may set this annotation, and it becomes a folder
 		// name: accept only what a kubelet writes there (a hex hash, or a manifest's

@@ -66,6 +66,7 @@ route_test human alertname=PodEphemeralStorageNearLimit severity=warning namespa
 route_test human alertname=ContainerEphemeralStorageFillingUp severity=warning horizon=1h namespace=default pod=p uid=u container=c
 route_test human alertname=ContainerEphemeralStorageLayerUnlocated severity=warning namespace=default pod=p uid=u container=c reason=no_rootfs_mount node=node-1
 route_test human alertname=EmptyDirExporterDown severity=warning
+route_test human alertname=EmptyDirGrowingWithoutLimit severity=info namespace=logs workload_kind=StatefulSet workload=spool volume=spool
 # Acted on by the remediator only with --policy.evict-incomplete-after and a route of its own.
 route_test human alertname=EmptyDirMeasurementIncomplete remediation=evict_incomplete severity=warning \
   namespace=default pod=p uid=u volume=v node=node-1

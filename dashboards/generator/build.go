@@ -238,6 +238,29 @@ type column struct {
 // first value column, descending. A column named "used / limit" is coloured by ratioThresholds.
 // Each row links to the pod drill-down.
 func limitTable(title, description string, w, h uint32, lead []string, cols []column, tail []string) *table.PanelBuilder {
+	p := mergedTable(title, description, w, h, lead, cols, tail, []string{"Time"}, func(c column) []dashboard.DynamicConfigValue {
+		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
+		if c.name == ratioColumn {
+			props = append(props,
+				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
+				dashboard.DynamicConfigValue{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []any{
+					map[string]any{"color": "green", "value": nil},
+					map[string]any{"color": "orange", "value": 0.9},
+					map[string]any{"color": "red", "value": 1},
+				}}})
+		}
+		return props
+	})
+	return p.Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"})).
+		DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("${__data.fields.namespace}", "${__data.fields.pod}")})
+}
+
+// mergedTable is an instant table of one query per value column, merged into one row per
+// series of the label columns lead (first, in that order), the value columns next (renamed to
+// their names, with the field overrides props gives), then the label columns tail; the fields
+// exclude hidden; sorted by the first value column, descending, and filterable.
+func mergedTable(title, description string, w, h uint32, lead []string, cols []column, tail, exclude []string,
+	props func(column) []dashboard.DynamicConfigValue) *table.PanelBuilder {
 	index := map[string]any{}
 	rename := map[string]any{}
 	for _, l := range lead {
@@ -257,31 +280,24 @@ func limitTable(title, description string, w, h uint32, lead []string, cols []co
 	for _, l := range tail {
 		index[l] = len(index)
 	}
+	hidden := map[string]any{}
+	for _, e := range exclude {
+		hidden[e] = true
+	}
 	p = p.WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
 		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
-			"excludeByName": map[string]any{"Time": true},
+			"excludeByName": hidden,
 			"indexByName":   index,
 			"renameByName":  rename,
 		}}).
 		SortBy([]cog.Builder[common.TableSortByFieldState]{
 			common.NewTableSortByFieldStateBuilder().DisplayName(cols[0].name).Desc(true),
 		}).
-		Filterable(true).
-		Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{"sum"}))
+		Filterable(true)
 	for _, c := range cols {
-		props := []dashboard.DynamicConfigValue{{Id: "unit", Value: c.unit}}
-		if c.name == ratioColumn {
-			props = append(props,
-				dashboard.DynamicConfigValue{Id: "custom.cellOptions", Value: map[string]any{"type": "color-background", "mode": "basic"}},
-				dashboard.DynamicConfigValue{Id: "thresholds", Value: map[string]any{"mode": "absolute", "steps": []any{
-					map[string]any{"color": "green", "value": nil},
-					map[string]any{"color": "orange", "value": 0.9},
-					map[string]any{"color": "red", "value": 1},
-				}}})
-		}
-		p = p.OverrideByName(c.name, props)
+		p = p.OverrideByName(c.name, props(c))
 	}
-	return p.DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("${__data.fields.namespace}", "${__data.fields.pod}")})
+	return p
 }
 
 const ratioColumn = "used / limit"

@@ -38,5 +38,8 @@ func namespaceDashboard() *dashboard.DashboardBuilder {
 			DataLinks([]cog.Builder[dashboard.DashboardLink]{podLink("$namespace", "${__field.labels.pod}")})).
 		WithPanel(timeseriesPanel("Namespace total", "Bytes used against the sum of the sizeLimits.", units.BytesIEC, 24, 7,
 			query(`namespace:emptydir_used_bytes:sum{`+ns+`}`, "used"),
-			query(`namespace:emptydir_limit_bytes:sum{`+ns+`}`, "sum of sizeLimits")))
+			query(`namespace:emptydir_limit_bytes:sum{`+ns+`}`, "sum of sizeLimits"))).
+		WithRow(row("Suggested vs current limits")).
+		WithPanel(suggestedVolumeLimits()).
+		WithPanel(suggestedContainerLimits())
 }

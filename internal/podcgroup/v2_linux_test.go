@@ -171,16 +171,17 @@ type v2Case struct {
 
 // runV2Cases has the writer, in pod's cgroup, run each case, with every earlier write on
 // disk and the memory controller's counters flushed before and after it, and checks the
-// snapshot as the kernel's code says v2 counts it (docs/change-signal.md). Unlike v1's, the
+// snapshot as the kernel's code says v2 counts it. fs is the filesystem written, the only
+// one synced: other subtests write other filesystems meanwhile (docs/change-signal.md). Unlike v1's, the
 // v2 snapshot holds no counter of anonymous memory, so the writer's own heap cannot pass for
 // a write: "unseen" is asserted as snapshots equal.
-func runV2Cases(t *testing.T, pod Pod, w *writer, cases []v2Case) {
+func runV2Cases(t *testing.T, pod Pod, w *writer, fs string, cases []v2Case) {
 	t.Helper()
 	for _, op := range cases {
 		for _, s := range op.setup {
 			w.do(t, s[0], s[1:]...)
 		}
-		unix.Sync() // no earlier write's writeback may land during this one
+		syncFS(t, fs) // no earlier write's writeback may land during this one
 		time.Sleep(settle)
 		before, used, anon := readPod(t, pod), allocated(t, op.target), v2Anon(t, pod.Dir)
 		w.do(t, op.op[0], op.op[1:]...)
@@ -215,76 +216,108 @@ func runV2Cases(t *testing.T, pod Pod, w *writer, cases []v2Case) {
 // without changing it (the holes the caller bounds).
 func TestSignalV2Writes(t *testing.T) {
 	requireV2(t)
-	const mib, mibN = "1048576", 1 << 20
+	// The filesystems run side by side, each with a pod cgroup, a writer and a disk of its
+	// own and syncing only its own filesystem: the lane's time goes to the settles, not to
+	// its one CPU.
+	t.Run("writes", func(t *testing.T) {
+		for _, fs := range []string{"ext4", "xfs"} {
+			t.Run(fs, func(t *testing.T) {
+				t.Parallel()
+				v2DiskWrites(t, fs)
+			})
+		}
+		t.Run("tmpfs", func(t *testing.T) {
+			t.Parallel()
+			v2TmpfsWrites(t)
+		})
+	})
+	// rotateV2 changes the node's writeback settings: alone, after the others.
 	for _, fs := range []string{"ext4", "xfs"} {
-		t.Run(fs, func(t *testing.T) {
+		t.Run("rotate/"+fs, func(t *testing.T) {
 			disk := diskFS(t, fs, "")
-			pod := v2Pod(t, "writes-"+fs)
+			pod := v2Pod(t, "rotate-"+fs)
 			w := startWriter(t)
 			w.join(t, pod.Dir)
-			d := func(name string) string { return filepath.Join(disk, name) }
-			runV2Cases(t, pod, w, []v2Case{
-				{"nothing (control)", nil, []string{"noop"}, disk, unseen, false, 0},
-				{"disk: new file, 1 MiB, buffered", nil, []string{"write", d("new"), mib}, d("new"), seen, true, 0},
-				{"disk: new file, 1 MiB, fsync", nil, []string{"syncwrite", d("synced"), mib}, d("synced"), seen, true, mibN},
-				{"disk: append 64 KiB, fsync", [][]string{{"syncwrite", d("log"), "65536"}}, []string{"append", d("log"), "65536"}, d("log"), seen, true, 65536},
-				// Nothing grows, yet the page written back is the pod's I/O: an extra walk.
-				{"disk: overwrite 64 KiB in place, fsync", [][]string{{"syncwrite", d("db"), "65536"}}, []string{"overwrite", d("db"), "65536"}, d("db"), seen, false, 65536},
-				{"disk: fill 1 MiB of cached hole, fsync", [][]string{{"sparse", d("sparse"), mib}}, []string{"overwrite", d("sparse"), mib}, d("sparse"), seen, true, mibN},
-				// No data page, no write: a hole, but for a metadata page (the extent tree's, the
-				// bitmap's) the fallocate may read into the page cache first, as ext4's did here.
-				{"disk: fallocate 1 MiB", nil, []string{"fallocate", d("falloc"), mib}, d("falloc"), either, true, 0},
-				{"disk: new file, 1 MiB, O_DIRECT", nil, []string{"direct", d("direct"), mib}, d("direct"), seen, true, mibN},
-				{"disk: 2000 empty files", nil, []string{"touch", d("files"), "2000"}, d("files"), either, true, 0},
-				{"disk: 200 empty folders", nil, []string{"mkdir", d("folders"), "200"}, d("folders"), either, true, 0},
-				{"disk: 3000-byte xattr", nil, []string{"xattr", d("xattr"), "3000"}, d("xattr"), either, true, 0},
-				{"nothing (control, again)", nil, []string{"noop"}, disk, unseen, false, 0},
-			})
-			balancedV2(t, pod, w, disk)
+			rotateV2(t, pod, w, disk)
 		})
 	}
-	t.Run("tmpfs", func(t *testing.T) {
-		tmpA, tmpB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-		for _, d := range []string{tmpA, tmpB} {
-			if err := os.Mkdir(d, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			fswalktest.MountTmpfs(t, d, "size=16m")
-		}
-		pod := v2Pod(t, "writes-tmpfs")
-		w := startWriter(t)
-		w.join(t, pod.Dir)
-		a, b := func(n string) string { return filepath.Join(tmpA, n) }, func(n string) string { return filepath.Join(tmpB, n) }
-		cases := []v2Case{
-			{"tmpfs: new file, 1 MiB", nil, []string{"write", a("new"), mib}, tmpA, seen, true, 0},
-			{"tmpfs: fallocate 1 MiB", nil, []string{"fallocate", a("falloc"), mib}, tmpA, seen, true, 0},
-			// shmem is a gauge: the copy charges what the removal uncharges. The hole for which
-			// no v2 snapshot vouches for Memory.
-			{"tmpfs: move 1 MiB to another tmpfs", [][]string{{"syncwrite", a("mv"), mib}}, []string{"move", a("mv"), "to", b("mv")}, tmpB, unseen, true, 0},
-			{"tmpfs: 2000 empty files", nil, []string{"touch", a("files"), "2000"}, tmpA, unseen, false, 0},
-		}
-		// A tmpfs keeps user.* attributes from Linux 6.6 on; before, it refuses them, and
-		// there is nothing for a walk to count.
-		probe := a("probe")
-		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+}
+
+// v2DiskWrites runs the writes table on a disk filesystem fs and the writes it sees only at
+// their writeback (balancedV2).
+func v2DiskWrites(t *testing.T, fs string) {
+	const mib, mibN = "1048576", 1 << 20
+	disk := diskFS(t, fs, "")
+	pod := v2Pod(t, "writes-"+fs)
+	w := startWriter(t)
+	w.join(t, pod.Dir)
+	d := func(name string) string { return filepath.Join(disk, name) }
+	runV2Cases(t, pod, w, disk, []v2Case{
+		{"nothing (control)", nil, []string{"noop"}, disk, unseen, false, 0},
+		{"disk: new file, 1 MiB, buffered", nil, []string{"write", d("new"), mib}, d("new"), seen, true, 0},
+		{"disk: new file, 1 MiB, fsync", nil, []string{"syncwrite", d("synced"), mib}, d("synced"), seen, true, mibN},
+		{"disk: append 64 KiB, fsync", [][]string{{"syncwrite", d("log"), "65536"}}, []string{"append", d("log"), "65536"}, d("log"), seen, true, 65536},
+		// Nothing grows, yet the page written back is the pod's I/O: an extra walk.
+		{"disk: overwrite 64 KiB in place, fsync", [][]string{{"syncwrite", d("db"), "65536"}}, []string{"overwrite", d("db"), "65536"}, d("db"), seen, false, 65536},
+		{"disk: fill 1 MiB of cached hole, fsync", [][]string{{"sparse", d("sparse"), mib}}, []string{"overwrite", d("sparse"), mib}, d("sparse"), seen, true, mibN},
+		// No data page, no write: a hole, but for a metadata page (the extent tree's, the
+		// bitmap's) the fallocate may read into the page cache first, as ext4's did here.
+		{"disk: fallocate 1 MiB", nil, []string{"fallocate", d("falloc"), mib}, d("falloc"), either, true, 0},
+		{"disk: new file, 1 MiB, O_DIRECT", nil, []string{"direct", d("direct"), mib}, d("direct"), seen, true, mibN},
+		{"disk: 2000 empty files", nil, []string{"touch", d("files"), "2000"}, d("files"), either, true, 0},
+		{"disk: 200 empty folders", nil, []string{"mkdir", d("folders"), "200"}, d("folders"), either, true, 0},
+		{"disk: 3000-byte xattr", nil, []string{"xattr", d("xattr"), "3000"}, d("xattr"), either, true, 0},
+		{"nothing (control, again)", nil, []string{"noop"}, disk, unseen, false, 0},
+	})
+	balancedV2(t, pod, w, disk)
+
+}
+
+// v2TmpfsWrites runs the writes table on two tmpfs, as two memory volumes of a pod.
+func v2TmpfsWrites(t *testing.T) {
+	const mib = "1048576"
+	tmpA, tmpB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	for _, d := range []string{tmpA, tmpB} {
+		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		switch err := unix.Setxattr(probe, "user.probe", []byte("x"), 0); {
-		case err == nil:
-			cases = append(cases, v2Case{"tmpfs: 3000-byte xattr", nil, []string{"xattr", a("xattr"), "3000"}, tmpA, unseen, false, 0})
-		case errors.Is(err, unix.EOPNOTSUPP):
-			t.Logf("tmpfs: user.* xattrs refused by this kernel (before 6.6): %v; no xattr for a walk to count", err)
-		default:
-			t.Fatalf("setxattr user.probe on tmpfs: %v", err)
-		}
-		runV2Cases(t, pod, w, append(cases, v2Case{"nothing (control)", nil, []string{"noop"}, tmpA, unseen, false, 0}))
-	})
+		fswalktest.MountTmpfs(t, d, "size=16m")
+	}
+	pod := v2Pod(t, "writes-tmpfs")
+	w := startWriter(t)
+	w.join(t, pod.Dir)
+	a, b := func(n string) string { return filepath.Join(tmpA, n) }, func(n string) string { return filepath.Join(tmpB, n) }
+	cases := []v2Case{
+		{"tmpfs: new file, 1 MiB", nil, []string{"write", a("new"), mib}, tmpA, seen, true, 0},
+		{"tmpfs: fallocate 1 MiB", nil, []string{"fallocate", a("falloc"), mib}, tmpA, seen, true, 0},
+		// shmem is a gauge: the copy charges what the removal uncharges. The hole for which
+		// no v2 snapshot vouches for Memory.
+		{"tmpfs: move 1 MiB to another tmpfs", [][]string{{"syncwrite", a("mv"), mib}}, []string{"move", a("mv"), "to", b("mv")}, tmpB, unseen, true, 0},
+		{"tmpfs: 2000 empty files", nil, []string{"touch", a("files"), "2000"}, tmpA, unseen, false, 0},
+	}
+	// A tmpfs keeps user.* attributes from Linux 6.6 on; before, it refuses them, and
+	// there is nothing for a walk to count.
+	probe := a("probe")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	switch err := unix.Setxattr(probe, "user.probe", []byte("x"), 0); {
+	case err == nil:
+		cases = append(cases, v2Case{"tmpfs: 3000-byte xattr", nil, []string{"xattr", a("xattr"), "3000"}, tmpA, unseen, false, 0})
+	case errors.Is(err, unix.EOPNOTSUPP):
+		t.Logf("tmpfs: user.* xattrs refused by this kernel (before 6.6): %v; no xattr for a walk to count", err)
+	default:
+		t.Fatalf("setxattr user.probe on tmpfs: %v", err)
+	}
+	runV2Cases(t, pod, w, tmpA, append(cases, v2Case{"nothing (control)", nil, []string{"noop"}, tmpA, unseen, false, 0}))
+
 }
 
 // balancedV2 checks the writes a v2 snapshot sees only at their writeback: a new file whose
 // pages the pod balances by truncating as many dirty ones (file and file_dirty stay level)
 // moves nothing until written back, and io.stat's wbytes then; and a new file whose dirty
 // pages are dropped by FALLOC_FL_ZERO_RANGE, which keeps the blocks allocated.
+// rotateV2 (run apart: it changes the node's writeback settings) is the third such write.
 func balancedV2(t *testing.T, pod Pod, w *writer, disk string) {
 	t.Helper()
 	const mib, mibN = "1048576", 1 << 20
@@ -301,7 +334,7 @@ func balancedV2(t *testing.T, pod Pod, w *writer, disk string) {
 		time.Sleep(settle)
 		mid := readPod(t, pod)
 		grew := allocated(t, target) - used
-		unix.Sync()
+		syncFS(t, disk)
 		time.Sleep(settle)
 		after := readPod(t, pod)
 		t.Logf("%-42s before writeback: %s  changed %v", name, delta(before, mid), mid != before)
@@ -324,7 +357,7 @@ func balancedV2(t *testing.T, pod Pod, w *writer, disk string) {
 	before := readPod(t, pod)
 	w.do(t, "write", d("zeroed"), mib)
 	w.do(t, "zerorange", d("zeroed"), mib)
-	unix.Sync()
+	syncFS(t, disk)
 	time.Sleep(settle)
 	after := readPod(t, pod)
 	kept := allocated(t, d("zeroed"))
@@ -348,7 +381,6 @@ func balancedV2(t *testing.T, pod Pod, w *writer, disk string) {
 			t.Errorf("xfs: wbytes grew by %d B, want the range written back before it is zeroed", wrote)
 		}
 	}
-	rotateV2(t, pod, w, disk)
 }
 
 // rotateV2: a pod keeps bytes dirty, never written back, by copying them into a new file and
@@ -586,5 +618,18 @@ func TestSignalV2Vouches(t *testing.T) {
 					tc.charged, got)
 			}
 		})
+	}
+}
+
+// syncFS writes back the filesystem holding dir, and only that one (syncfs(2)).
+func syncFS(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		t.Fatalf("syncfs %s: %v", dir, err)
 	}
 }

@@ -343,7 +343,8 @@ func checkOperatorSeries(ctx context.Context, t *testing.T, mon *monitoring.Stac
 // the test.
 func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack, ns string) {
 	t.Helper()
-	framework.Eventually(t, time.Minute, 2*time.Second, "the recording rules produce the namespace of the pods that stay", func() (bool, string) {
+	const within = time.Minute
+	framework.Eventually(t, within, 2*time.Second, "the recording rules produce the namespace of the pods that stay", func() (bool, string) {
 		groups, err := mon.Rules(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -351,12 +352,16 @@ func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack,
 		var bad, missing []string
 		n := 0
 		for _, g := range groups {
+			// A group slower than the wait (the recommendations', every 5m) may not have been
+			// evaluated yet: its rules may be "unknown", never "err", and its series (which need
+			// a day of history) are proven by TestRecommendRulesMatchTheMethod and promtool.
+			slow := time.Duration(g.Interval*float64(time.Second)) > within
 			for _, r := range g.Rules {
 				var name, health, lastErr string
 				switch r := r.(type) {
 				case promv1.RecordingRule:
 					name, health, lastErr = r.Name, string(r.Health), r.LastError
-					if strings.HasPrefix(name, "namespace") {
+					if strings.HasPrefix(name, "namespace") && !slow {
 						// At some point of the test: the over-limit count has data only
 						// until the eviction.
 						res, err := mon.Query(ctx, fmt.Sprintf(`last_over_time(%s{namespace=%q}[15m])`, name, ns))
@@ -368,7 +373,7 @@ func checkRulesHealthy(ctx context.Context, t *testing.T, mon *monitoring.Stack,
 					name, health, lastErr = r.Name, string(r.Health), r.LastError
 				}
 				n++
-				if health != "ok" {
+				if health != "ok" && (!slow || health != "unknown") {
 					bad = append(bad, fmt.Sprintf("%s/%s: %s %s", g.Name, name, health, lastErr))
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,9 @@ type countingSource struct {
 	exporter.FilesystemSource
 	walks [numClasses]atomic.Int64
 	cpu   [numClasses]atomic.Int64 // nanoseconds, as the budget charged them
+
+	// signal is the run's change signal; nil without one.
+	signal *benchSignal
 
 	mu sync.Mutex
 	// measured is when the latest completed measurement of each part ("uid/volume") started,
@@ -81,6 +85,8 @@ func (s *countingSource) ages(pods fixedPods, now, since time.Time, out *[numCla
 			at, ok := s.measured[p.UID+"/"+v.Name]
 			if !ok {
 				at = since
+			} else if s.signal != nil && s.signal.Vouches(v) {
+				at = s.signal.freshAt(p.UID, at)
 			}
 			c := classOf(v)
 			out[c] = append(out[c], now.Sub(at).Seconds())
@@ -105,6 +111,10 @@ type schedule struct {
 	name              string
 	unlimitedInterval time.Duration
 	cpuBudget         float64
+	// signal runs the exporter with a change signal (benchSignal), writers the share of pods
+	// writing in each cycle.
+	signal  bool
+	writers float64
 }
 
 // shipped is the exporter's defaults (exporter.DefaultConfig, which the command's flags
@@ -117,15 +127,35 @@ var (
 	defaults      = schedule{name: "ours at the defaults (others every 1m, budget 5 %)", unlimitedInterval: shipped.UnlimitedInterval, cpuBudget: shipped.CPUBudget}
 	lowerBudget   = schedule{name: "ours, budget 4 %", unlimitedInterval: shipped.UnlimitedInterval, cpuBudget: 0.04}
 	everyInterval = schedule{name: "before: every volume every interval, no budget"}
+	// The defaults with the change signal, by the share of pods writing in each cycle.
+	signalRuns = []schedule{
+		withSignal(0), withSignal(0.1), withSignal(0.5), withSignal(1),
+	}
 	defaultCycle  = shipped.Interval
 	defaultScrape = 5 * time.Second // the shipped PodMonitor's and ServiceMonitor's exporterInterval
 )
+
+func withSignal(writers float64) schedule {
+	s := defaults
+	s.name = fmt.Sprintf("ours, change signal, %.0f %% of pods writing", 100*writers)
+	s.signal, s.writers = true, writers
+	return s
+}
 
 func newNode(t tree, pods fixedPods, s schedule) (*node, error) {
 	src := &countingSource{FilesystemSource: t.source()}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, exportertest.NewPods(pods...)
 	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget
+	if s.signal {
+		_, path, err := overLimitTarget(t, pods)
+		if err != nil {
+			return nil, err
+		}
+		pv, _, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
+		src.signal = newBenchSignal(s.writers, pv.UID, path)
+		cfg.ChangeSignal = src.signal
+	}
 	exp, err := exporter.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("exporter: %w", err)
@@ -280,4 +310,22 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// overLimitPod is the pod whose scratch volume the benchmark writes past its sizeLimit while
+// ours runs: far from its limit until then, so that nearest-to-limit first walks it late.
+const overLimitPod = "app-077"
+
+// overLimitTarget is the volume writeOverLimit fills and the file it writes there.
+func overLimitTarget(t tree, pods fixedPods) (exporter.Volume, string, error) {
+	pv, ok, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
+	if !ok {
+		return exporter.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
+	}
+	for _, v := range pv.Volumes {
+		if v.Name == limitedVolume {
+			return v, filepath.Join(exporter.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit"), nil
+		}
+	}
+	return exporter.Volume{}, "", fmt.Errorf("pod %s has no volume %s", overLimitPod, limitedVolume)
 }

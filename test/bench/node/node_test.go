@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
-	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 )
 
@@ -72,10 +71,6 @@ const (
 	containerdPeriod = 10 * time.Second
 )
 
-// overLimitPod is the pod whose scratch volume the benchmark writes past its sizeLimit while
-// ours runs: far from its limit until then, so that nearest-to-limit first walks it late.
-const overLimitPod = "app-077"
-
 // BenchmarkNode measures the exporter on one generated busy node (layout.go) against its
 // peers in the same run, and writes the tables into docs/performance.md, section node:
 //
@@ -120,7 +115,8 @@ func BenchmarkNode(b *testing.B) {
 			b.Fatal(err)
 		}
 		var runs []runResult
-		for _, s := range []schedule{defaults, lowerBudget, everyInterval} {
+		schedules := append(append([]schedule{defaults, lowerBudget}, signalRuns...), everyInterval)
+		for _, s := range schedules {
 			r, err := run(b, t, pods, s, pr, s != everyInterval)
 			if err != nil {
 				b.Fatal(err)
@@ -136,6 +132,13 @@ func BenchmarkNode(b *testing.B) {
 		b.ReportMetric(ours.published.Seconds(), "over-limit-published-s")
 		b.ReportMetric(percentile(ours.ages[classLayer], 0.9), "layer-age-p90-s")
 		b.ReportMetric(percentile(ours.podAges, 0.9), "pod-total-age-p90-s")
+		for _, r := range runs {
+			if r.schedule.signal && r.schedule.writers == 0.1 {
+				b.ReportMetric(r.share*100, "signal-10%writers-%core")
+				b.ReportMetric(r.share/ours.share, "signal-10%writers/ours-cpu")
+				b.ReportMetric(percentile(r.ages[classLayer], 0.9), "signal-10%writers-layer-age-p90-s")
+			}
+		}
 		body := report(statsOf(layout), pass, runs, pr)
 		b.Log("\n" + body)
 		if !b.Failed() && pr.writeDoc {
@@ -472,20 +475,6 @@ func (n *node) cyclesRun() (float64, error) {
 
 // seriesBound bounds the metrics one Collect of the exporter emits for pods.
 func (n *node) seriesBound(pods fixedPods) int { return 16*pods.volumes() + 256 }
-
-// overLimitTarget is the volume writeOverLimit fills and the file it writes there.
-func overLimitTarget(t tree, pods fixedPods) (exporter.Volume, string, error) {
-	pv, ok, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
-	if !ok {
-		return exporter.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
-	}
-	for _, v := range pv.Volumes {
-		if v.Name == limitedVolume {
-			return v, filepath.Join(exporter.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit"), nil
-		}
-	}
-	return exporter.Volume{}, "", fmt.Errorf("pod %s has no volume %s", overLimitPod, limitedVolume)
-}
 
 // writeOverLimit writes 8 MiB more than its sizeLimit into the scratch volume of overLimitPod
 // and returns how long the exporter takes to publish usage above the limit (-1: not within

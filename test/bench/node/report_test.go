@@ -151,7 +151,54 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 			return fmt.Sprintf("%.0f of %.0f, %s", float64(r.walks[c])/r.wall.Minutes(), due, pct(r.walkCPU[c].Seconds()/r.wall.Seconds()))
 		}, peerWalks[c])
 	}
+	signalReport(&w, st, runs)
 	return w.String()
+}
+
+// signalReport is the change signal's table: the runs with a signal by the share of pods
+// writing in each cycle, against the same schedule without one (the first run).
+func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
+	ours := runs[0]
+	var sig []runResult
+	for _, r := range runs {
+		if r.schedule.signal {
+			sig = append(sig, r)
+		}
+	}
+	if len(sig) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nWith the change signal (`--collection.change-signal`): the shipped schedule, each part whose pod wrote nothing since its last walk began skipped until that walk is %s old (the sweep); a share of the pods writes in each %s cycle, chosen afresh each cycle (a stand-in of the pods' cgroups, each mark read paying a real `memory.stat` read; the pod of the over-limit write changes its mark when the file grows, as its cgroup's counters would). Age: since the part's walk began, or, when its pod's mark vouched it unchanged since then, since that mark was read (`emptydir_measurement_unchanged_timestamp_seconds`). Ratios against the same schedule without the signal (the first column above):\n\n",
+		dur(defaults.unlimitedInterval), dur(defaultCycle))
+	fmt.Fprintf(w, "| pods writing per cycle | CPU, share of one core | against no signal | walks per minute | sizeLimit emptyDirs age p90 / max | pod-limit emptyDirs age p90 / max | writable layers age p90 / max | write past a sizeLimit → published |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	pct := func(v float64) string { return fmt.Sprintf("%.1f %%", 100*v) }
+	age := func(xs []float64) string { return fmt.Sprintf("%.0f / %.0f s", percentile(xs, 0.9), percentile(xs, 1)) }
+	walks := func(r runResult) float64 {
+		var n int64
+		for c := range numClasses {
+			n += r.walks[c]
+		}
+		return float64(n) / r.wall.Minutes()
+	}
+	published := func(r runResult) string {
+		if r.published < 0 {
+			return fmt.Sprintf("**not within %s**", dur(publishBound))
+		}
+		return seconds(r.published.Seconds())
+	}
+	fmt.Fprintf(w, "| no signal | %s | 1.00 | %.0f | %s | %s | %s | %s |\n", pct(ours.share), walks(ours),
+		age(ours.ages[classSizeLimit]), age(ours.ages[classPodLimit]), age(ours.ages[classLayer]), published(ours))
+	for _, r := range sig {
+		fmt.Fprintf(w, "| %.0f %% | %s | %.2f | %.0f | %s | %s | %s | %s |\n", 100*r.schedule.writers, pct(r.share), r.share/ours.share, walks(r),
+			age(r.ages[classSizeLimit]), age(r.ages[classPodLimit]), age(r.ages[classLayer]), published(r))
+	}
+	// The cost against the share writing: a line through the 0 % and 100 % runs.
+	first, last := sig[0], sig[len(sig)-1]
+	if last.schedule.writers > first.schedule.writers {
+		slope := (last.share - first.share) / (last.schedule.writers - first.schedule.writers)
+		fmt.Fprintf(w, "\nThe cost grows with the share of pods writing by about %s of a core per 10 %% of the %d pods (the 0 %% and 100 %% runs), from %s with none writing: each writing pod costs its parts' walks every cycle, the others one walk per sweep.\n",
+			pct(slope/10), st.pods, pct(first.share))
+	}
 }
 
 func sumInts(xs []int) int {

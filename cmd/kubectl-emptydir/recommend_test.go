@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/plugin"
+	"github.com/emptydir-guard/emptydir-guard/internal/recommend"
+)
+
+// cannedPrometheus answers each query by the first key it contains.
+type cannedPrometheus map[string]model.Value
+
+func (c cannedPrometheus) Query(_ context.Context, q string, _ time.Time, _ ...promv1.Option) (model.Value, promv1.Warnings, promv1.Infos, error) {
+	for _, key := range []string{recommend.VolumeStepSeries, recommend.ContainerStepSeries, recommend.PodStepSeries,
+		"emptydir_limit_bytes", "emptydir_container_ephemeral_storage_limit_bytes", "count by"} {
+		if strings.Contains(q, key) {
+			if v, ok := c[key]; ok {
+				return v, nil, nil, nil
+			}
+			break
+		}
+	}
+	if strings.Contains(q, "[") && strings.HasSuffix(q, "]") {
+		return model.Matrix{}, nil, nil, nil
+	}
+	return model.Vector{}, nil, nil, nil
+}
+
+const mi = 1 << 20
+
+// points is a series of n points of v, labelled.
+func points(n int, v float64, labels ...string) *model.SampleStream {
+	m := model.Metric{}
+	for i := 0; i+1 < len(labels); i += 2 {
+		m[model.LabelName(labels[i])] = model.LabelValue(labels[i+1])
+	}
+	s := &model.SampleStream{Metric: m}
+	for i := range n {
+		s.Values = append(s.Values, model.SamplePair{Timestamp: model.Time(int64(i) * 300000), Value: model.SampleValue(v)})
+	}
+	return s
+}
+
+// shop is a Deployment web with an emptyDir cache (no sizeLimit) and containers app and an
+// init container sidecar, and a Job: what the canned Prometheus below measured.
+func shopFixture() (cannedPrometheus, *fake.Clientset) {
+	web := []string{"namespace", "shop", "workload_kind", "Deployment", "workload", "web"}
+	job := []string{"namespace", "shop", "workload_kind", "Job", "workload", "backup-1"}
+	prom := cannedPrometheus{
+		recommend.VolumeStepSeries: model.Matrix{
+			points(2016, 300*mi, append(web, "volume", "cache")...),
+			points(12, 5*mi, append(job, "volume", "work")...),
+		},
+		recommend.ContainerStepSeries: model.Matrix{
+			points(2016, 50*mi, append(web, "container", "app")...),
+			points(2016, 20*mi, append(web, "container", "sidecar")...),
+		},
+		"emptydir_container_ephemeral_storage_limit_bytes": model.Vector{
+			{Metric: model.Metric{"namespace": "shop", "workload_kind": "Deployment", "workload": "web", "container": "app"}, Value: 1 << 30},
+		},
+		"count by": model.Vector{{Metric: model.Metric{"namespace": "shop", "workload_kind": "Deployment", "workload": "web"}, Value: 3}},
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{"app": "web"}},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Volumes:        []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers:     []corev1.Container{{Name: "app"}},
+			InitContainers: []corev1.Container{{Name: "sidecar"}},
+		}}}}
+	return prom, fake.NewClientset(d)
+}
+
+// runRecommend runs recommend with args against prom and client, as the root command runs it.
+func runRecommend(t *testing.T, prom cannedPrometheus, client *fake.Clientset, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	o := plugin.NewOptions(genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	r := &recommendOptions{Options: o, Config: recommend.DefaultConfig(), Source: string(recommend.SourceAuto), Requests: true,
+		Prometheus: prom, Client: client}
+	root := &cobra.Command{Use: "kubectl-emptydir", SilenceUsage: true, SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) }}
+	o.AddFlags(root.PersistentFlags())
+	root.AddCommand(recommendCmd(r))
+	root.SetArgs(append([]string{"recommend"}, args...))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestRecommendTable(t *testing.T) {
+	prom, client := shopFixture()
+	out, _, err := runRecommend(t, prom, client, "-n", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 300Mi + 30 % = 390Mi: 448Mi (a step of 64Mi there); 50Mi + 30 % = 65Mi: 80Mi; 20Mi +
+	// 30 % = 26Mi: 28Mi; requests 50Mi: 56Mi, 20Mi on the ladder.
+	want := `WORKLOAD         TARGET              CURRENT   REQUEST   LIMIT   PEAK    P95     HISTORY   NOTE
+job/backup-1     volume/work         <none>    -         -       5Mi     5Mi     1h        only 1h of history, 1d needed
+deployment/web   volume/cache        <none>    -         448Mi   300Mi   300Mi   7d        
+deployment/web   container/app       1Gi       56Mi      80Mi    50Mi    50Mi    7d        
+deployment/web   container/sidecar   <none>    20Mi      28Mi    20Mi    20Mi    7d        
+`
+	if out != want {
+		t.Errorf("table\n%s\nwant\n%s", out, want)
+	}
+}
+
+func TestRecommendPatch(t *testing.T) {
+	prom, client := shopFixture()
+	out, _, err := runRecommend(t, prom, client, "-n", "shop", "-o", "patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"# Job shop/backup-1: 1h of history, 0 pods\n#   volume work left out: only 1h of history, 1d needed\n#   not patched: a Job's pod template cannot change",
+		"# Deployment shop/web: 7d of history, 3 pods\n",
+		`kubectl patch deployment web -n shop --type strategic -p '{"spec":{"template":{"spec":{"containers":[{"name":"app","resources":{"limits":{"ephemeral-storage":"80Mi"},"requests":{"ephemeral-storage":"56Mi"}}}],"initContainers":[{"name":"sidecar","resources":{"limits":{"ephemeral-storage":"28Mi"},"requests":{"ephemeral-storage":"20Mi"}}}],"volumes":[{"name":"cache","emptyDir":{"sizeLimit":"448Mi"}}]}}}}'`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("patch output\n%s\nwants\n%s", out, want)
+		}
+	}
+	// The patch applies as kubectl applies it: strategic merge by name sets these and keeps
+	// the template's containers, init containers and volumes where they are.
+	patch := out[strings.Index(out, "-p '")+4 : strings.LastIndex(out, "'")]
+	d, err := client.AppsV1().Deployments("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := json.Marshal(d)
+	patched, err := strategicpatch.StrategicMergePatch(orig, []byte(patch), appsv1.Deployment{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after appsv1.Deployment
+	if err := json.Unmarshal(patched, &after); err != nil {
+		t.Fatal(err)
+	}
+	spec := after.Spec.Template.Spec
+	if len(spec.Containers) != 1 || len(spec.InitContainers) != 1 || len(spec.Volumes) != 1 ||
+		spec.Containers[0].Resources.Limits.StorageEphemeral().String() != "80Mi" ||
+		spec.InitContainers[0].Resources.Requests.StorageEphemeral().String() != "20Mi" ||
+		spec.Volumes[0].EmptyDir.SizeLimit.String() != "448Mi" {
+		t.Errorf("patched template: %+v", spec)
+	}
+	out, _, err = runRecommend(t, prom, client, "-n", "shop", "-o", "patch", "--requests=false")
+	if err != nil || strings.Contains(out, "requests") {
+		t.Errorf("--requests=false: %v\n%s", err, out)
+	}
+}
+
+func TestRecommendSelectorAndJSON(t *testing.T) {
+	prom, client := shopFixture()
+	out, _, err := runRecommend(t, prom, client, "-n", "shop", "-l", "app=web", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Kind  string
+		Items []recommend.Suggestion
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	if list.Kind != "RecommendationList" || len(list.Items) != 3 {
+		t.Fatalf("%s", out)
+	}
+	for _, s := range list.Items {
+		if s.Workload != "web" || s.HistorySeconds != 2016*300 {
+			t.Errorf("%+v", s)
+		}
+	}
+}
+
+func TestRecommendUsage(t *testing.T) {
+	prom, client := shopFixture()
+	for args, want := range map[string]string{
+		"--quantile 2":      "quantile 2 is not between 0 and 1",
+		"--window 7d1m":     "not a whole number of steps",
+		"--window x":        "invalid argument",
+		"-o name":           `allowed formats are: json, patch, wide, yaml`,
+		"--source whatever": "unknown source",
+	} {
+		_, _, err := runRecommend(t, prom, client, strings.Fields(args)...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
+		}
+	}
+	var out bytes.Buffer
+	o := plugin.NewOptions(genericiooptions.IOStreams{Out: &out, ErrOut: &out})
+	err := (&recommendOptions{Options: o, Config: recommend.DefaultConfig()}).Run(context.Background())
+	if err == nil || !plugin.IsUsageError(err) || !strings.Contains(err.Error(), "--prometheus-url") {
+		t.Errorf("without --prometheus-url: %v", err)
+	}
+}

@@ -1,0 +1,65 @@
+package exporter
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Workload names the controller a pod belongs to, as recommendations pool pods
+// (internal/recommend): Kind is Deployment, StatefulSet, DaemonSet, Job, ReplicaSet (one no
+// Deployment manages), another controller's kind, or Pod for a pod without a controller (and
+// a static pod, whose controller is its Node).
+type Workload struct {
+	Kind, Name string
+}
+
+// podWorkload is the workload of p from its controller reference alone, without a request
+// to the API server: a ReplicaSet whose name is its pods' pod-template-hash label appended
+// to another name was made by the Deployment of that name (the Deployment controller names
+// its ReplicaSets so, and sets the label on their pods). A Job stays a Job: whether a
+// CronJob made it is on the Job, not on its pods (a name ending in a number is no proof).
+func podWorkload(p *corev1.Pod) Workload {
+	ref := metav1.GetControllerOfNoCopy(p)
+	if ref == nil || ref.Kind == "Node" {
+		return Workload{Kind: "Pod", Name: p.Name}
+	}
+	if ref.Kind == "ReplicaSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
+		if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; hash != "" {
+			if name, ok := strings.CutSuffix(ref.Name, "-"+hash); ok && name != "" {
+				return Workload{Kind: "Deployment", Name: name}
+			}
+		}
+	}
+	return Workload{Kind: ref.Kind, Name: ref.Name}
+}
+
+var workloadInfoDesc = prometheus.NewDesc("emptydir_pod_workload_info",
+	"The workload the pod belongs to, from its controller reference (workload_kind Deployment, StatefulSet, DaemonSet, Job, ReplicaSet, another controller's kind, or Pod without one). Always 1.",
+	append(podLabels, "workload_kind", "workload"), nil)
+
+// collectWorkloads publishes one workload info series per pod the exporter measures (with the
+// volumes collector: it changes only with the pod).
+func (e *Exporter) collectWorkloads(ch chan<- prometheus.Metric, snap snapshot, sel selection) {
+	if sel&selectVolumes == 0 {
+		return
+	}
+	for _, p := range snap.workloads {
+		ch <- prometheus.MustNewConstMetric(workloadInfoDesc, prometheus.GaugeValue, 1,
+			e.cfg.NodeName, p.Namespace, p.Pod, p.UID, p.Workload.Kind, p.Workload.Name)
+	}
+}
+
+// podWorkloads keeps of pods what collectWorkloads publishes.
+func podWorkloads(pods []PodVolumes) []PodVolumes {
+	out := make([]PodVolumes, 0, len(pods))
+	for _, p := range pods {
+		if p.Workload.Kind != "" {
+			out = append(out, PodVolumes{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Workload: p.Workload})
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package node
+
+import (
+	"hash/fnv"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter"
+)
+
+// benchSignal stands in for the pods' cgroups (exporter.CgroupSignal) on the generated node,
+// whose pods have no processes: a share of the pods "writes" in each cycle-long generation,
+// chosen afresh per generation by a hash of the pod's UID, and the pod holding the over-limit
+// write changes its mark when that file does, as its cgroup's counters would. Each Mark reads
+// this machine's own memory.stat, as CgroupSignal reads a pod's, so the runs pay a real read.
+type benchSignal struct {
+	writers  float64
+	start    time.Time
+	overPath string
+	overUID  string
+	statPath string
+
+	mu sync.Mutex
+	// readAt is when each pod's mark was last read, by UID.
+	readAt map[string]time.Time
+}
+
+func newBenchSignal(writers float64, overUID, overPath string) *benchSignal {
+	s := &benchSignal{writers: writers, start: time.Now(), overUID: overUID, overPath: overPath, readAt: map[string]time.Time{}}
+	for _, p := range []string{"/sys/fs/cgroup/memory/memory.stat", "/sys/fs/cgroup/memory.stat"} {
+		if _, err := os.Stat(p); err == nil {
+			s.statPath = p
+			break
+		}
+	}
+	return s
+}
+
+// benchMark is a pod's mark: the last generation it wrote in, and the size of the over-limit
+// file for its pod.
+type benchMark struct {
+	wrote    int64
+	overSize int64
+}
+
+func (s *benchSignal) generation(at time.Time) int64 { return int64(at.Sub(s.start) / defaultCycle) }
+
+// writes reports whether the pod writes in generation g.
+func (s *benchSignal) writes(uid string, g int64) bool {
+	if s.writers <= 0 {
+		return false
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(uid))
+	_, _ = h.Write([]byte{byte(g), byte(g >> 8), byte(g >> 16), byte(g >> 24)})
+	return float64(h.Sum64()%10000) < s.writers*10000
+}
+
+// lastWrite is the start of the last generation up to at in which the pod wrote; zero: never.
+func (s *benchSignal) lastWrite(uid string, at time.Time) time.Time {
+	for g := s.generation(at); g >= 0 && g > s.generation(at)-100000; g-- {
+		if s.writes(uid, g) {
+			return s.start.Add(time.Duration(g) * defaultCycle)
+		}
+	}
+	return time.Time{}
+}
+
+func (s *benchSignal) Mark(p exporter.PodVolumes) (any, error) {
+	now := time.Now()
+	if s.statPath != "" {
+		if _, err := os.ReadFile(s.statPath); err != nil {
+			return nil, &exporter.ChangeSignalError{Reason: "unreadable", Err: err}
+		}
+	}
+	m := benchMark{wrote: -1}
+	if w := s.lastWrite(p.UID, now); !w.IsZero() {
+		m.wrote = s.generation(w)
+	}
+	if p.UID == s.overUID {
+		if fi, err := os.Stat(s.overPath); err == nil {
+			m.overSize = fi.Size()
+		}
+	}
+	s.mu.Lock()
+	s.readAt[p.UID] = now
+	s.mu.Unlock()
+	return m, nil
+}
+
+// Vouches as CgroupSignal does under cgroup v1 on a disk root: emptyDirs and writable layers.
+func (s *benchSignal) Vouches(v exporter.Volume) bool {
+	return v.Kind == exporter.KindEmptyDir || v.Kind == exporter.KindWritableLayer
+}
+
+// freshAt is since when a part's figure, walked from walked on, is known to stand: the last
+// read of its pod's mark when the pod has not written since the walk began (what
+// emptydir_measurement_unchanged_timestamp_seconds publishes), else the walk's start.
+func (s *benchSignal) freshAt(uid string, walked time.Time) time.Time {
+	s.mu.Lock()
+	read := s.readAt[uid]
+	s.mu.Unlock()
+	if read.After(walked) && s.lastWrite(uid, read).Before(walked) {
+		return read
+	}
+	return walked
+}
