@@ -273,7 +273,7 @@ test-kernel-lane: deps
 	GO=$(GO) ./test/kernellane/lane.sh ./internal/fswalk -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./exporter -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./remediator -test.run '$(KERNEL_LANE_TESTS)'
-	GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=2 ./test/kernellane/lane.sh ./internal/podcgroup -test.run 'V2'
+	GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=2 ./test/kernellane/lane.sh ./internal/podcgroup -test.run 'V2' -test.parallel 3
 
 test-rules:
 	./rules/test.sh
