@@ -265,14 +265,15 @@ fuzz:
 
 # The tests that need kernel features this host may lack (XFS and ext4 project quotas), inside
 # a VM booting a pinned stock Debian kernel under QEMU (docs/kernel-lane.md), and the change
-# signal's cgroup v2 tests (internal/podcgroup) in a v2-only boot of it; a skip there
-# fails. Where the host kernel has the features, `make unit` runs them natively too.
+# signal's cgroup v2 tests (internal/podcgroup) in a v2-only boot of it; a skip there fails.
+# Where the host kernel has the features, `make unit` runs them natively too.
 KERNEL_LANE_TESTS ?= ProjectQuota
 .PHONY: test-kernel-lane
 test-kernel-lane: deps
 	GO=$(GO) ./test/kernellane/lane.sh ./internal/fswalk -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./exporter -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./remediator -test.run '$(KERNEL_LANE_TESTS)'
+	GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=2 ./test/kernellane/lane.sh ./internal/podcgroup -test.run 'V2' -test.parallel 3
 
 test-rules:
 	./rules/test.sh

@@ -24,6 +24,9 @@ import (
 // moves into a cgroup of its own, as a container's, and tells what to write, one line each.
 const writerEnv = "PODCGROUP_TEST_WRITER"
 
+// fsJournalDataFl is FS_JOURNAL_DATA_FL of linux/fs.h (chattr +j), which x/sys/unix lacks.
+const fsJournalDataFl = 0x00004000
+
 // writer is the test's side of a writer process.
 type writer struct {
 	cmd *exec.Cmd
@@ -174,6 +177,44 @@ func writerOp(buf []byte, op string, a []string) error {
 			return err
 		}
 		return unix.Setxattr(a[0], "user.big", buf[:n], 0)
+	case "balance": // a new file a[0] of n bytes, buffered, and a[2] truncated to nothing
+		if err := writeFile(a[0], os.O_CREATE|os.O_TRUNC|os.O_WRONLY, buf[:n], 0, false); err != nil {
+			return err
+		}
+		return os.Truncate(a[2], 0)
+	case "zerorange": // the first n bytes of a[0] zeroed by FALLOC_FL_ZERO_RANGE (blocks kept)
+		fd, err := unix.Open(a[0], unix.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return unix.Fallocate(fd, unix.FALLOC_FL_ZERO_RANGE|unix.FALLOC_FL_KEEP_SIZE, 0, int64(n))
+	case "bigwrite": // a new file of n bytes, buffered, written a buffer at a time (n may exceed it)
+		f, err := os.OpenFile(a[0], os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		for n > 0 {
+			k, err := f.Write(buf[:min(n, len(buf))])
+			if err != nil {
+				return errors.Join(err, f.Close())
+			}
+			n -= k
+		}
+		return f.Close()
+	case "jwrite": // a new file of n bytes, buffered, its data journaled (chattr +j, CAP_SYS_RESOURCE)
+		f, err := os.OpenFile(a[0], os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+		if err == nil {
+			err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags|fsJournalDataFl))
+		}
+		if err == nil {
+			_, err = f.Write(buf[:n])
+		}
+		return errors.Join(err, f.Close())
 	case "move": // a[0] to a[2], as a copy and a removal
 		b, err := os.ReadFile(a[0])
 		if err != nil {

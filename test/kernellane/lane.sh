@@ -12,6 +12,12 @@
 #   KERNEL_LANE_DISK_MOUNT  its mount arguments (default "-t xfs -o prjquota")
 #   KERNEL_LANE_ENV      VAR=value words exported to the test binary
 #   KERNEL_LANE_MEMORY   the VM's memory (default 3G); KERNEL_LANE_TIMEOUT its seconds (default 900)
+#   KERNEL_LANE_CGROUP2  1: a cgroup v2-only VM (cgroup_no_v1=all): cgroup2 mounted at /sys/fs/cgroup
+#                        with nsdelegate, +memory +io enabled in the root's subtree_control, and
+#                        KERNEL_LANE_CGROUP2=1 exported to the tests (they fail, not skip, without v2)
+#   KERNEL_LANE_SCRATCH  a number of blank 1 GiB virtio disks for the tests to mkfs and mount (a
+#                        filesystem on a real block device, not a loop file on the VM's tmpfs); their
+#                        device names go to the tests in KERNEL_LANE_SCRATCH_DEVICES
 #
 # The kernel is fetched by package name and version, unpacked (never installed as the
 # host's kernel) and cached. The test binary is built static on the host and runs as the
@@ -28,6 +34,9 @@ pkg="${1:?usage: lane.sh <package> [go test flags]}"; shift
 module="${KERNEL_LANE_MODULE:-.}"
 disk="${KERNEL_LANE_DISK:-}"
 disk_mount="${KERNEL_LANE_DISK_MOUNT:--t xfs -o prjquota}"
+cgroup2="${KERNEL_LANE_CGROUP2:-}"
+scratch="${KERNEL_LANE_SCRATCH:-0}"
+[[ "$scratch" =~ ^[0-9]$ ]] || { echo "lane.sh: KERNEL_LANE_SCRATCH=$scratch is not a number of disks (0-9)" >&2; exit 1; }
 if [ -n "$disk" ] && [ ! -f "$disk" ]; then echo "lane.sh: KERNEL_LANE_DISK=$disk is not a file" >&2; exit 1; fi
 for kv in ${KERNEL_LANE_ENV:-}; do
   [[ "$kv" =~ ^[A-Za-z_][A-Za-z0-9_]*=[^\'\"]*$ ]] || { echo "lane.sh: KERNEL_LANE_ENV: $kv is not VAR=value" >&2; exit 1; }
@@ -88,14 +97,35 @@ CGO_ENABLED=0 "$GO" test -C "$module" -c -o "$initrd/test.bin" "$pkg"
 args=""
 for a in "$@"; do args+=" '${a//\'/}'"; done
 modules="crc32c_generic loop xfs ext4 quota_v2"
-mount_disk="" umount_disk="" exports=""
+mount_disk="" umount_disk="" exports="" cgroups="" append='console=ttyS0 quiet panic=-1'
+if [ -n "$disk" ] || ((scratch)); then modules+=" virtio_pci virtio_blk"; fi
 if [ -n "$disk" ]; then
-  modules+=" virtio_pci virtio_blk"
   mount_disk="for i in 1 2 3 4 5 6 7 8 9 10; do [ -b /dev/vda ] && break; sleep 1; done
 mkdir -p /disk && mount $disk_mount /dev/vda /disk || { echo 'lane: mount $disk_mount /dev/vda /disk failed'; echo KERNEL-LANE-EXIT 97; poweroff -f; }"
   umount_disk="umount /disk || { echo 'lane: umount /disk failed'; code=98; }"
 fi
 for kv in ${KERNEL_LANE_ENV:-}; do exports+="export '$kv'"$'\n'; done
+# Scratch disks come after KERNEL_LANE_DISK on the virtio bus: vda is that disk when given.
+drive=()
+[ -n "$disk" ] && drive=(-drive "file=$disk,if=virtio,format=raw,cache=unsafe")
+devices="" letters=abcdefghijk first=0
+[ -n "$disk" ] && first=1
+for ((i = 0; i < scratch; i++)); do
+  truncate -s 1G "$work/scratch$i.img"
+  drive+=(-drive "file=$work/scratch$i.img,if=virtio,format=raw,cache=unsafe")
+  devices+=" /dev/vd${letters:first+i:1}"
+done
+if ((scratch)); then
+  exports+="export KERNEL_LANE_SCRATCH_DEVICES='${devices# }'"$'\n'
+  # The disks appear asynchronously once virtio_blk is loaded.
+  exports+="for d in ${devices# }; do for i in 1 2 3 4 5 6 7 8 9 10; do [ -b \$d ] && break; sleep 1; done; done"$'\n'
+fi
+if [ "$cgroup2" = 1 ]; then
+  # v2 only: no v1 hierarchy can take a controller, as on a node booted with cgroup v2.
+  append+=' cgroup_no_v1=all'
+  cgroups="mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup && echo '+memory +io' > /sys/fs/cgroup/cgroup.subtree_control || { echo 'lane: cgroup2 mount or +memory +io failed'; echo KERNEL-LANE-EXIT 96; poweroff -f; }"
+  exports+="export KERNEL_LANE_CGROUP2=1"$'\n'
+fi
 cat > "$initrd/init" <<INIT
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
@@ -104,6 +134,7 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; m
 ifconfig lo 127.0.0.1 up
 # crc32c is only a soft dependency of the filesystems, and the kernel has no modprobe to call.
 for m in $modules; do modprobe \$m || echo "modprobe \$m failed"; done
+$cgroups
 $mount_disk
 $exports
 cd /tmp && TMPDIR=/tmp /test.bin -test.v$args
@@ -116,11 +147,9 @@ chmod +x "$initrd/init"
 (cd "$initrd" && find . | cpio -o -H newc --quiet) > "$work/initrd.cpio"
 
 log="$work/console.log"
-drive=()
-[ -n "$disk" ] && drive=(-drive "file=$disk,if=virtio,format=raw,cache=unsafe")
 timeout "${KERNEL_LANE_TIMEOUT:-900}" qemu-system-x86_64 -nographic -no-reboot -M q35 -cpu max -accel tcg -smp 1 \
   -m "${KERNEL_LANE_MEMORY:-3G}" "${drive[@]}" -kernel "$CACHE/vmlinux" -initrd "$work/initrd.cpio" \
-  -append 'console=ttyS0 quiet panic=-1' </dev/null | tr -d '\r' | tee "$log" || true
+  -append "$append" </dev/null | tr -d '\r' | tee "$log" || true
 
 code=$(grep -ao 'KERNEL-LANE-EXIT [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 if [ -z "$code" ]; then echo "lane.sh: the VM never reported an exit code (panic, hang or timeout)" >&2; exit 1; fi
