@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -54,6 +55,15 @@ func TestChangeSignalOnRealCgroups(t *testing.T) {
 	writer := framework.RunPod(ctx, t, c, signalPod(c, ns, "writer",
 		`while true; do dd if=/dev/zero bs=64k count=1 >>/test/log 2>/dev/null; sleep 1; done`))
 	idle := framework.RunPod(ctx, t, c, signalPod(c, ns, "idle", `exec sleep 2147483647`))
+	// Two more pods, idle until the test opens a FIFO in their emptyDir (a blocked read
+	// charges nothing): one then writes 2 MiB and exits, to be restarted (its container's
+	// cgroup removed), the other creates 3000 empty files (metadata only).
+	restarter := signalPod(c, ns, "restarter", `if [ -e /test/big ]; then exec sleep 2147483647; fi
+mkfifo /test/go && read x < /test/go && dd if=/dev/zero of=/test/big bs=1M count=2 2>/dev/null; exit 1`)
+	restarter.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	restarter = framework.RunPod(ctx, t, c, restarter)
+	meta := framework.RunPod(ctx, t, c, signalPod(c, ns, "meta", `mkfifo /test/go /test/hold && read x < /test/go && mkdir /test/m && cd /test/m &&
+i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 	labels := func(p *corev1.Pod) map[string]string {
 		return map[string]string{"namespace": ns, "pod": p.Name, "volume": "data"}
 	}
@@ -68,11 +78,15 @@ func TestChangeSignalOnRealCgroups(t *testing.T) {
 	sample := func(fams map[string]*dto.MetricFamily, name string, p *corev1.Pod) (float64, bool) {
 		return framework.Sample(fams, name, labels(p))
 	}
-	framework.Eventually(t, 90*time.Second, time.Second, "both pods measured and the idle one vouched unchanged", func() (bool, string) {
+	framework.Eventually(t, 90*time.Second, time.Second, "the pods measured and the idle ones vouched unchanged", func() (bool, string) {
 		fams := scrape()
 		_, w := sample(fams, "emptydir_used_bytes", writer)
-		_, i := sample(fams, "emptydir_measurement_unchanged_timestamp_seconds", idle)
-		return w && i, fmt.Sprintf("writer measured %v, idle vouched unchanged %v; marks %v", w, i, marksByOutcome(fams))
+		vouched := map[string]bool{}
+		for _, p := range []*corev1.Pod{idle, restarter, meta} {
+			_, vouched[p.Name] = sample(fams, "emptydir_measurement_unchanged_timestamp_seconds", p)
+		}
+		return w && vouched[idle.Name] && vouched[restarter.Name] && vouched[meta.Name],
+			fmt.Sprintf("writer measured %v, vouched unchanged %v; marks %v", w, vouched, marksByOutcome(fams))
 	})
 
 	// Over two sweeps: the writer's age stays within a cycle or two, the idle pod's grows past
@@ -156,6 +170,77 @@ func TestChangeSignalOnRealCgroups(t *testing.T) {
 			t.Errorf("%s: in 3 tries no cycle vouched the idle pod unchanged after the write: the hole was never exercised", hole.name)
 		}
 	}
+
+	// A container restart: the container writes 2 MiB and exits at once, and the runtime
+	// removes its cgroup, usually before the next cycle reads the pod's mark. Were the
+	// container's counts gone with its cgroup, the mark would be back at its value before the
+	// write and every cycle would vouch the stale figure unchanged until the sweep; they stay
+	// in the pod's cgroup, so the mark moves and the next cycle walks.
+	at := trigger(t, c, restarter)
+	var vouchedStale bool
+	framework.Eventually(t, signalSweep+2*signalInterval+5*time.Second, 200*time.Millisecond, "the restarted container's 2 MiB published", func() (bool, string) {
+		fams := scrape()
+		used, _ := sample(fams, "emptydir_used_bytes", restarter)
+		if ts, ok := sample(fams, "emptydir_measurement_unchanged_timestamp_seconds", restarter); ok && ts > float64(at.Add(time.Second).UnixNano())/1e9 && used < 2<<20 {
+			vouchedStale = true
+		}
+		return used >= 2<<20, fmt.Sprintf("used %v", used)
+	})
+	published := time.Since(at)
+	restarted, err := c.Client().CoreV1().Pods(ns).Get(ctx, restarter.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exited := time.Duration(-1)
+	if st := restarted.Status.ContainerStatuses; len(st) == 1 && st[0].LastTerminationState.Terminated != nil {
+		exited = st[0].LastTerminationState.Terminated.FinishedAt.Sub(at)
+	}
+	t.Logf("container restart: 2 MiB written and the container exited %v after the trigger, published after %.1f s (restarts %d)",
+		exited, published.Seconds(), restarted.Status.ContainerStatuses[0].RestartCount)
+	if vouchedStale {
+		t.Errorf("after the container wrote 2 MiB and exited, a cycle vouched its pod's stale figure unchanged: the removed cgroup took its counts")
+	}
+	if limit := 2*signalInterval + 2*time.Second; published > limit {
+		t.Errorf("the restarted container's write was published after %v, want within %v: the pod's mark did not move", published, limit)
+	}
+
+	// Metadata only: 3000 empty files. Whether the mark moves (directory blocks charged to
+	// the pod) or not, the figure is published within the sweep bound of the last file.
+	metaDir := exporter.Dir(c.KubeletRootDir(), string(meta.UID), "data")
+	trigger(t, c, meta)
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "3000 empty files created", func() (bool, string) {
+		entries, err := os.ReadDir(filepath.Join(metaDir, "m"))
+		return err == nil && len(entries) == 3000, fmt.Sprintf("%d files, %v", len(entries), err)
+	})
+	created := time.Now()
+	want := framework.DuBytes(t, metaDir)
+	framework.Eventually(t, signalSweep+2*signalInterval+5*time.Second, 500*time.Millisecond, "3000 empty files published", func() (bool, string) {
+		used, _ := sample(scrape(), "emptydir_used_bytes", meta)
+		return int64(used) == want, fmt.Sprintf("used %v, du %d", used, want)
+	})
+	t.Logf("metadata only: 3000 empty files (%d B with their folder) published %.1f s after the last", want, time.Since(created).Seconds())
+}
+
+// trigger opens pod's /test/go FIFO (in its emptyDir, from the node) and writes a line,
+// which the pod's script waits for; it returns when the line was written.
+func trigger(t *testing.T, c *cluster.Cluster, pod *corev1.Pod) time.Time {
+	t.Helper()
+	fifo := filepath.Join(exporter.Dir(c.KubeletRootDir(), string(pod.UID), "data"), "go")
+	var at time.Time
+	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "a reader on "+fifo, func() (bool, string) {
+		// O_NONBLOCK: ENXIO until the pod's read has the FIFO open.
+		f, err := os.OpenFile(fifo, os.O_WRONLY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer f.Close()
+		if _, err := f.WriteString("go\n"); err != nil {
+			return false, err.Error()
+		}
+		at = time.Now()
+		return true, ""
+	})
+	return at
 }
 
 // signalPod is a pod on the node with a disk emptyDir "data" (sizeLimit 64Mi: guarded, so
