@@ -196,7 +196,7 @@ func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 	first, last := sig[0], sig[len(sig)-1]
 	if last.schedule.writers > first.schedule.writers {
 		slope := (last.share - first.share) / (last.schedule.writers - first.schedule.writers)
-		fmt.Fprintf(w, "\nThe cost grows with the share of pods writing by about %s of a core per 10 %% of the %d pods (the 0 %% and 100 %% runs), from %s with none writing: each writing pod costs its parts' walks every cycle, the others one walk per sweep.\n",
+		fmt.Fprintf(w, "\nThe cost grows with the share of pods writing by about %s of a core per 10 %% of the %d pods (the 0 %% and 100 %% runs), from %s with none writing: each writing pod costs its parts' walks every cycle, the others one walk per sweep. Where those walks exceed the CPU budget (the walks deferred per minute above), the budget holds the cost and the ages grow instead.\n",
 			pct(slope/10), st.pods, pct(first.share))
 	}
 }
