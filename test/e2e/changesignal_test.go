@@ -187,16 +187,20 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 		return used >= 2<<20, fmt.Sprintf("used %v", used)
 	})
 	published := time.Since(at)
-	restarted, err := c.Client().CoreV1().Pods(ns).Get(ctx, restarter.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	exited := time.Duration(-1)
-	if st := restarted.Status.ContainerStatuses; len(st) == 1 && st[0].LastTerminationState.Terminated != nil {
-		exited = st[0].LastTerminationState.Terminated.FinishedAt.Sub(at)
-	}
-	t.Logf("container restart: 2 MiB written and the container exited %v after the trigger, published after %.1f s (restarts %d)",
-		exited, published.Seconds(), restarted.Status.ContainerStatuses[0].RestartCount)
+	// The container must have exited (and been restarted) for the case to be the one meant.
+	var restarts int32
+	framework.Eventually(t, 30*time.Second, 200*time.Millisecond, "the container exited with 1", func() (bool, string) {
+		p, err := c.Client().CoreV1().Pods(ns).Get(ctx, restarter.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if st := p.Status.ContainerStatuses; len(st) == 1 && st[0].LastTerminationState.Terminated != nil {
+			restarts = st[0].RestartCount
+			return st[0].LastTerminationState.Terminated.ExitCode == 1, fmt.Sprintf("exit code %d", st[0].LastTerminationState.Terminated.ExitCode)
+		}
+		return false, fmt.Sprintf("statuses %+v", p.Status.ContainerStatuses)
+	})
+	t.Logf("container restart: 2 MiB written, the container exited, published %.1f s after the trigger (restarts %d)", published.Seconds(), restarts)
 	if vouchedStale {
 		t.Errorf("after the container wrote 2 MiB and exited, a cycle vouched its pod's stale figure unchanged: the removed cgroup took its counts")
 	}
