@@ -3,6 +3,7 @@ package exporter
 import (
 	"errors"
 	"fmt"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"path/filepath"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
@@ -67,7 +68,7 @@ func vouchesFor(snap podcgroup.Snapshot, dir string) (bool, error) {
 func (s *CgroupSignal) Version() podcgroup.Version { return s.locator.Version() }
 
 // Mark reads the pod's snapshot; an error is a *ChangeSignalError with podcgroup's reason.
-func (s *CgroupSignal) Mark(p PodVolumes) (any, error) {
+func (s *CgroupSignal) Mark(p volume.PodVolumes) (any, error) {
 	snap, err := s.locator.Mark(p.KubeletUID(), p.QOSClass)
 	if err != nil {
 		reason := ChangeMarkUnknown
@@ -82,14 +83,14 @@ func (s *CgroupSignal) Mark(p PodVolumes) (any, error) {
 // Vouches reports whether equal snapshots spare a walk of v: emptyDirs and writable layers
 // by their medium; configMap and gitRepo volumes are written by the kubelet, outside the
 // pod's cgroup, so never.
-func (s *CgroupSignal) Vouches(v Volume) bool {
+func (s *CgroupSignal) Vouches(v volume.Volume) bool {
 	switch v.Kind {
-	case KindEmptyDir:
-		if v.Medium == MediumMemory {
+	case volume.KindEmptyDir:
+		if v.Medium == volume.MediumMemory {
 			return s.emptyDirMemory
 		}
 		return s.emptyDirDisk
-	case KindWritableLayer:
+	case volume.KindWritableLayer:
 		return s.layers
 	default:
 		return false
@@ -108,9 +109,9 @@ func (s *CgroupSignal) Describe() []any {
 type UnavailableSignal struct{ Err error }
 
 // Mark fails for every pod.
-func (u UnavailableSignal) Mark(PodVolumes) (any, error) {
+func (u UnavailableSignal) Mark(volume.PodVolumes) (any, error) {
 	return nil, &ChangeSignalError{Reason: ChangeMarkUnavailable, Err: u.Err}
 }
 
 // Vouches for nothing.
-func (UnavailableSignal) Vouches(Volume) bool { return false }
+func (UnavailableSignal) Vouches(volume.Volume) bool { return false }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -34,14 +35,14 @@ func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
 func TestCgroupSignalMarkReasons(t *testing.T) {
 	s := openNodeCgroups(t, t.TempDir())
 	for _, tc := range []struct {
-		pod    exporter.PodVolumes
+		pod    volume.PodVolumes
 		reason string
 	}{
-		{exporter.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
-		{exporter.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
-		{exporter.PodVolumes{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
+		{volume.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
+		{volume.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
+		{volume.PodVolumes{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
 		// A static pod is found by its config hash, which no cgroup has here either.
-		{exporter.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
+		{volume.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
 	} {
 		m, err := s.Mark(tc.pod)
 		se := (*exporter.ChangeSignalError)(nil)
@@ -69,14 +70,14 @@ func TestCgroupSignalVouches(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		v    exporter.Volume
+		v    volume.Volume
 		want bool
 	}{
-		{exporter.Volume{Name: "cache", Kind: exporter.KindEmptyDir, Medium: exporter.MediumDisk}, disk},
-		{exporter.Volume{Name: "shm", Kind: exporter.KindEmptyDir, Medium: exporter.MediumMemory}, s.Version() == podcgroup.V1},
-		{exporter.Volume{Kind: exporter.KindWritableLayer, Container: "app"}, disk},
-		{exporter.Volume{Name: "config", Kind: exporter.KindConfigMap}, false},
-		{exporter.Volume{Name: "repo", Kind: exporter.KindGitRepo}, false},
+		{volume.Volume{Name: "cache", Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}, disk},
+		{volume.Volume{Name: "shm", Kind: volume.KindEmptyDir, Medium: volume.MediumMemory}, s.Version() == podcgroup.V1},
+		{volume.Volume{Kind: volume.KindWritableLayer, Container: "app"}, disk},
+		{volume.Volume{Name: "config", Kind: volume.KindConfigMap}, false},
+		{volume.Volume{Name: "repo", Kind: volume.KindGitRepo}, false},
 	} {
 		if got := s.Vouches(tc.v); got != tc.want {
 			t.Errorf("Vouches(%+v) = %v, want %v (cgroup v%d, test folder on %v)", tc.v, got, tc.want, s.Version(), medium)
@@ -97,10 +98,10 @@ func TestCgroupSignalUnavailable(t *testing.T) {
 	}
 	u := exporter.UnavailableSignal{Err: err}
 	se := (*exporter.ChangeSignalError)(nil)
-	if _, err := u.Mark(exporter.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != exporter.ChangeMarkUnavailable {
+	if _, err := u.Mark(volume.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != exporter.ChangeMarkUnavailable {
 		t.Errorf("UnavailableSignal.Mark: %v, want reason %s", err, exporter.ChangeMarkUnavailable)
 	}
-	if u.Vouches(exporter.Volume{Kind: exporter.KindEmptyDir, Medium: exporter.MediumDisk}) {
+	if u.Vouches(volume.Volume{Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}) {
 		t.Error("UnavailableSignal vouches for a disk emptyDir")
 	}
 }

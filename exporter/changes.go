@@ -1,6 +1,9 @@
 package exporter
 
-import "errors"
+import (
+	"errors"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+)
 
 // ChangeSignal tells, without walking, whether a pod's own processes may have grown its files
 // since a moment: a mark of what its cgroup's counters say it has written (internal/podcgroup).
@@ -15,10 +18,10 @@ type ChangeSignal interface {
 	// same pod whenever the pod's processes may have written in between. An error: no mark
 	// vouches for the pod (its cgroup not found or unreadable, or no sound counter here), which
 	// is then walked as without a signal; errors.As to a *ChangeSignalError gives the reason.
-	Mark(p PodVolumes) (any, error)
+	Mark(p volume.PodVolumes) (any, error)
 	// Vouches reports whether equal marks may spare the walk of part v: whether the counters
 	// behind them see every write that takes new space where v lives.
-	Vouches(v Volume) bool
+	Vouches(v volume.Volume) bool
 }
 
 // ChangeSignalError is why a pod has no mark.
@@ -41,7 +44,7 @@ const (
 
 // readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
 // a pod without one is missing, and counted by reason.
-func (w *volumeWalks) readMarks(pods []PodVolumes) map[string]any {
+func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
 	if w.signal == nil {
 		return nil
 	}
@@ -66,9 +69,9 @@ func (w *volumeWalks) readMarks(pods []PodVolumes) map[string]any {
 }
 
 // walksSomething reports whether a part of p is measured by a walk, not a few stats.
-func walksSomething(p PodVolumes) bool {
+func walksSomething(p volume.PodVolumes) bool {
 	for _, v := range p.Volumes {
-		if !v.Kind.cheap() {
+		if !v.Kind.Cheap() {
 			return true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // fakeSignal hands out each pod's mark as its cgroup would: a write count, changed by write;
@@ -23,7 +24,7 @@ type fakeSignal struct {
 	broken map[string]error
 }
 
-func (f *fakeSignal) Mark(p exporter.PodVolumes) (any, error) {
+func (f *fakeSignal) Mark(p volume.PodVolumes) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.broken[p.UID]; err != nil {
@@ -33,7 +34,7 @@ func (f *fakeSignal) Mark(p exporter.PodVolumes) (any, error) {
 }
 
 // Vouches for every part but those named unvouched.
-func (f *fakeSignal) Vouches(v exporter.Volume) bool { return !strings.HasPrefix(v.Name, "unvouched") }
+func (f *fakeSignal) Vouches(v volume.Volume) bool { return !strings.HasPrefix(v.Name, "unvouched") }
 
 func (f *fakeSignal) write(uid string) {
 	f.mu.Lock()
@@ -48,9 +49,9 @@ func (f *fakeSignal) write(uid string) {
 func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	lowerBound := map[string]bool{"racing": true}
-	src := exportertest.NewSource(func(_ context.Context, _ exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+	src := exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 		at := clk.Now()
-		m := exporter.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
+		m := volume.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
 		if lowerBound[v.Name] {
 			m.ChangedFolders = 1
 		}

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -125,7 +126,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 	if sel&(selectTrigger|selectVolumes) != 0 {
 		for _, r := range snap.volumes {
-			if r.Volume.Kind != KindEmptyDir {
+			if r.Volume.Kind != volume.KindEmptyDir {
 				continue // published added up, per pod and container (collectStorage)
 			}
 			lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
@@ -136,7 +137,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
-				if over, ok := overLimit(m.UsedBytes, r.Volume.LimitBytes); ok && r.Volume.Medium != MediumMemory {
+				if over, ok := overLimit(m.UsedBytes, r.Volume.LimitBytes); ok && r.Volume.Medium != volume.MediumMemory {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
 			} else if !limited && sel&selectVolumes != 0 {

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"time"
 
@@ -58,7 +59,7 @@ func (e *Exporter) RefreshWalks(ctx, walksCtx context.Context) { e.refresh(ctx, 
 
 // WalkCycle runs the walks of one cycle over pods, as Refresh does after listing them, and
 // returns what the cycle publishes; the walks run under ctx.
-func (e *Exporter) WalkCycle(ctx context.Context, pods []PodVolumes) []VolumeResult {
+func (e *Exporter) WalkCycle(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
 	return e.walks.cycle(ctx, ctx, pods, 0)
 }
 
@@ -88,13 +89,13 @@ func (e *Exporter) WaitForWalks() { e.walks.wait() }
 
 // LatestWalk returns the result of the volume's last completed walk, which the next cycle
 // publishes; false when none has completed.
-func (e *Exporter) LatestWalk(uid, volume string) (VolumeResult, bool) {
+func (e *Exporter) LatestWalk(uid, name string) (volume.VolumeResult, bool) {
 	e.walks.mu.Lock()
 	defer e.walks.mu.Unlock()
-	if rec := e.walks.volumes[volumeKey{uid, volume}]; rec != nil && rec.latest != nil {
+	if rec := e.walks.volumes[volumeKey{uid, name}]; rec != nil && rec.latest != nil {
 		return *rec.latest, true
 	}
-	return VolumeResult{}, false
+	return volume.VolumeResult{}, false
 }
 
 // SnapshotUIDs returns the pod UID of each volume the last cycle published, in order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -21,7 +22,7 @@ type Config struct {
 	// NodeName is the value of the node label (--node.name).
 	NodeName string
 	// Source measures volumes, for the periodic collection and the live endpoint.
-	Source Source
+	Source volume.Source
 	// Pods tells which pods on the node have emptyDir volumes (and, with
 	// PodWatcher.SetEphemeralStorage, the other parts of pods with an ephemeral-storage limit).
 	Pods PodLister
@@ -120,7 +121,7 @@ func (c Config) Validate() error {
 	if c.LiveMaxWait <= 0 || c.LiveMaxWait >= LiveTimeout {
 		errs = append(errs, fmt.Errorf("--live.max-wait=%s must be positive and below the live endpoint's %s timeout, which it is part of", c.LiveMaxWait, LiveTimeout))
 	}
-	if _, walks := c.Source.(VolumeSource); walks {
+	if _, walks := c.Source.(volume.VolumeSource); walks {
 		if c.VolumeConcurrency < 1 || c.VolumeConcurrency > MaxVolumeConcurrency {
 			errs = append(errs, fmt.Errorf("--collection.concurrency=%d must be between 1 and %d", c.VolumeConcurrency, MaxVolumeConcurrency))
 		}
@@ -176,10 +177,10 @@ type Exporter struct {
 
 // snapshot is what one collection cycle produced.
 type snapshot struct {
-	volumes []VolumeResult // each with a measurement, fresh or the last good one
-	storage []PodVolumes   // the pods of the cycle whose ephemeral storage is measured
+	volumes []volume.VolumeResult // each with a measurement, fresh or the last good one
+	storage []volume.PodVolumes   // the pods of the cycle whose ephemeral storage is measured
 	// workloads are the pods of the cycle with their workloads (collectWorkloads).
-	workloads []PodVolumes
+	workloads []volume.PodVolumes
 	// podIncompleteSince is, by pod UID, since when the pod's ephemeral-storage usage has been a
 	// lower bound (pods of storage whose usage is one only).
 	podIncompleteSince map[string]time.Time
@@ -189,6 +190,12 @@ type snapshot struct {
 	pods               int
 	volumeCount        int
 	cycles             int
+}
+
+// sourceReasons lists the reasons each source can report.
+var sourceReasons = map[string][]string{
+	"filesystem": {volume.ReasonNotFound, volume.ReasonPermission, volume.ReasonIO, volume.ReasonTimeout},
+	"kubelet":    {volume.ReasonNotFound, volume.ReasonKubeletUnreachable, volume.ReasonKubeletError},
 }
 
 type volumeKey struct{ uid, volume string }
@@ -267,7 +274,7 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.AlignToScrapes {
 		e.aligner = newScrapeAligner(cfg.Logger)
 	}
-	if vs, ok := cfg.Source.(VolumeSource); ok {
+	if vs, ok := cfg.Source.(volume.VolumeSource); ok {
 		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
 			e.deferredWalks.WithLabelValues(r)
 		}
@@ -277,7 +284,7 @@ func New(cfg Config) (*Exporter, error) {
 			deferred: func(reason string, n int) {
 				e.deferredWalks.WithLabelValues(reason).Add(float64(n))
 			},
-			podNow: func(p PodVolumes) (PodVolumes, bool) {
+			podNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {
 					return p, true // judged by the cycle's list
@@ -365,7 +372,7 @@ func (e *Exporter) Refresh(ctx context.Context) { e.refresh(ctx, context.Without
 func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duration) {
 	start := e.now()
 	success := true
-	var pods []PodVolumes
+	var pods []volume.PodVolumes
 	if !e.cfg.Pods.HasSynced() {
 		success = false
 		e.log.Warn("pod informer has not synced yet; publishing no volumes")
@@ -378,40 +385,40 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	}
 
 	e.mu.RLock()
-	lastGood := make(map[volumeKey]VolumeResult, len(e.snap.volumes))
+	lastGood := make(map[volumeKey]volume.VolumeResult, len(e.snap.volumes))
 	for _, v := range e.snap.volumes {
 		lastGood[volumeKey{v.UID, v.Volume.Name}] = v
 	}
 	prev := e.snap
 	e.mu.RUnlock()
 
-	var results []VolumeResult
+	var results []volume.VolumeResult
 	if e.walks != nil {
 		results = e.walks.cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended
 	} else {
 		results = e.cfg.Source.Measure(ctx, pods)
-		settling := map[string]PodVolumes{}
+		settling := map[string]volume.PodVolumes{}
 		for _, p := range pods {
 			if p.Settling {
 				settling[p.UID] = p
 			}
 		}
 		for i, r := range results {
-			results[i].Err = absentWhileSettling(settling[r.UID], r.Err)
+			results[i].Err = volume.AbsentWhileSettling(settling[r.UID], r.Err)
 			e.noteMeasured(results[i])
 		}
 	}
-	kept := make([]VolumeResult, 0, len(results))
+	kept := make([]volume.VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
-			r.IncompleteSince = incompleteSince(lastGood[volumeKey{r.UID, r.Volume.Name}].IncompleteSince, r.Measurement)
+			r.IncompleteSince = volume.IncompleteSince(lastGood[volumeKey{r.UID, r.Volume.Name}].IncompleteSince, r.Measurement)
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
 			// did not measure every volume.
 			success = success && !r.Measurement.CutShort
 			continue
 		}
-		if errors.Is(r.Err, errVolumeAbsent) {
+		if errors.Is(r.Err, volume.ErrVolumeAbsent) {
 			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
 		if errors.Is(r.Err, errAwaitingSlowWalk) {
@@ -424,7 +431,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		}
 	}
 
-	var storage []PodVolumes
+	var storage []volume.PodVolumes
 	emptyDirs, podsWithEmptyDirs := 0, 0
 	for _, p := range pods {
 		if p.Storage != nil {
@@ -432,7 +439,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		}
 		n := 0
 		for _, v := range p.Volumes {
-			if v.Kind == KindEmptyDir {
+			if v.Kind == volume.KindEmptyDir {
 				n++
 			}
 		}
@@ -469,7 +476,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 // podIncompleteSince is, for each pod of storage whose usage from volumes is a lower bound,
 // since when it has been one: prev's time while it was one at the previous cycle too, else the
 // start of the earliest incomplete measurement of its parts, or now when parts only lack one.
-func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []PodVolumes, volumes []VolumeResult, now time.Time) map[string]time.Time {
+func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []volume.PodVolumes, volumes []volume.VolumeResult, now time.Time) map[string]time.Time {
 	out := map[string]time.Time{}
 	byPod := resultsByPod(volumes)
 	for _, p := range storage {
@@ -489,13 +496,13 @@ func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []PodVo
 
 // noteMeasured counts and logs what one measurement found wrong: once per cycle
 // for a Source, once per completed walk for a VolumeSource.
-func (e *Exporter) noteMeasured(r VolumeResult) {
-	if errors.Is(r.Err, errVolumeAbsent) {
+func (e *Exporter) noteMeasured(r volume.VolumeResult) {
+	if errors.Is(r.Err, volume.ErrVolumeAbsent) {
 		return
 	}
 	if r.Err == nil && r.Measurement.CutShort {
 		// The walk timed out as before; what it counted is published as a lower bound.
-		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), ReasonTimeout).Inc()
+		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonTimeout).Inc()
 		e.log.Warn("walk cut short by its deadline; publishing what it counted as a lower bound",
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
 			"used_bytes", r.Measurement.UsedBytes)
@@ -515,14 +522,14 @@ func (e *Exporter) noteMeasured(r VolumeResult) {
 		return
 	}
 	source := e.cfg.Source.Name()
-	reason := reasonOf(r.Err)
+	reason := volume.ReasonOf(r.Err)
 	e.measureErrors.WithLabelValues(source, reason).Inc()
 	e.log.Warn("measuring volume", "namespace", r.Namespace, "pod", r.Pod, "uid", r.UID,
 		"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
 }
 
 // noteQuotaExcess logs a volume whose project quota counted more than its walk found.
-func (e *Exporter) noteQuotaExcess(r VolumeResult) {
+func (e *Exporter) noteQuotaExcess(r volume.VolumeResult) {
 	if n := r.Measurement.QuotaExcessBytes; r.Err == nil && n > 0 {
 		e.log.Warn("the volume's project quota counts more than the volume holds: files elsewhere with its project ID, or deleted files held open; published from the walk",
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,8 +14,8 @@ import (
 // TestProjectQuotaOff: with ProjectQuotas unset the volume is walked whatever it is under.
 func TestProjectQuotaOff(t *testing.T) {
 	root := t.TempDir()
-	pod, vol := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, Volume{Name: "vol", Medium: MediumDisk}
-	if err := os.MkdirAll(Dir(root, pod.UID, vol.Name), 0o755); err != nil {
+	pod, vol := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, volume.Volume{Name: "vol", Medium: volume.MediumDisk}
+	if err := os.MkdirAll(volume.Dir(root, pod.UID, vol.Name), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	m, err := (&FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol, nil)
@@ -39,9 +40,9 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			pod := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
-			vol := Volume{Name: "vol", Medium: MediumDisk}
-			dir := Dir(root, pod.UID, vol.Name)
+			pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
+			vol := volume.Volume{Name: "vol", Medium: volume.MediumDisk}
+			dir := volume.Dir(root, pod.UID, vol.Name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -69,8 +70,8 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 // what the quota counts beyond it is QuotaExcessBytes.
 func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 	root := t.TempDir()
-	pod := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
-	dir := Dir(root, pod.UID, "vol")
+	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
+	dir := volume.Dir(root, pod.UID, "vol")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod
 			p.UserNamespace = !tc.hostUsers
-			v := Volume{Name: "vol", Medium: MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
+			v := volume.Volume{Name: "vol", Medium: volume.MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
 			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
 				readQuota: func(string) (fswalk.DiskUsage, error) {
 					return fswalk.DiskUsage{UsedBytes: walked.UsedBytes + tc.excess, Inodes: walked.Inodes + 3}, nil
@@ -133,8 +134,8 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 // the deadline is still known to hold at least that much.
 func TestWalkCutShortIsALowerBound(t *testing.T) {
 	root := t.TempDir()
-	pod, vol := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, Volume{Name: "vol", Medium: MediumDisk}
-	dir := Dir(root, pod.UID, vol.Name)
+	pod, vol := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, volume.Volume{Name: "vol", Medium: volume.MediumDisk}
+	dir := volume.Dir(root, pod.UID, vol.Name)
 	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}

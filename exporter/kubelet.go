@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"io"
 	"net/http"
 	"os"
@@ -69,28 +70,28 @@ func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource 
 	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats/summary", nil)
 		if err != nil {
-			return nil, &MeasureError{Reason: ReasonKubeletError, Err: err}
+			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError, Err: err}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: err}
+			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletUnreachable, Err: err}
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
 			if err != nil {
-				return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
+				return nil, &volume.MeasureError{Reason: volume.ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
 			}
-			return nil, &MeasureError{Reason: ReasonKubeletError,
+			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError,
 				Err: fmt.Errorf("kubelet answered %s: %s", resp.Status, truncate(body, 200))}
 		}
 		sum, err := kubeletsummary.Decode(resp.Body)
 		if err != nil {
-			reason := ReasonKubeletUnreachable
+			reason := volume.ReasonKubeletUnreachable
 			if errors.Is(err, kubeletsummary.ErrMalformed) {
-				reason = ReasonKubeletError
+				reason = volume.ReasonKubeletError
 			}
-			return nil, &MeasureError{Reason: reason, Err: err}
+			return nil, &volume.MeasureError{Reason: reason, Err: err}
 		}
 		return sum, nil
 	}}
@@ -104,12 +105,12 @@ func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSou
 		if err != nil {
 			// The error carries the API server's Status message (e.g. why the kubelet is
 			// unreachable), not a generic one.
-			reason := ReasonKubeletError
+			reason := volume.ReasonKubeletError
 			var netErr interface{ Timeout() bool }
 			if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-				reason = ReasonKubeletUnreachable
+				reason = volume.ReasonKubeletUnreachable
 			}
-			return nil, &MeasureError{Reason: reason, Err: err}
+			return nil, &volume.MeasureError{Reason: reason, Err: err}
 		}
 		return sum, nil
 	}}
@@ -147,18 +148,18 @@ func (s *KubeletSource) Name() string { return "kubelet" }
 // Measure implements Source with one Summary request for all pods: each emptyDir from its
 // volume stats and, for pods whose ephemeral storage is measured, each part from the figure
 // the kubelet adds up itself (kubeletPart).
-func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+func (s *KubeletSource) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
 	stats, fetchErr := s.summary(ctx)
-	var out []VolumeResult
+	var out []volume.VolumeResult
 	for _, p := range pods {
 		ps, found := stats[p.KubeletUID()]
 		for _, v := range p.Volumes {
-			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			r := volume.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 			switch {
 			case fetchErr != nil:
 				r.Err = fetchErr
 			case !found:
-				r.Err = &MeasureError{Reason: ReasonNotFound,
+				r.Err = &volume.MeasureError{Reason: volume.ReasonNotFound,
 					Err: fmt.Errorf("kubelet summary has no stats for pod %s/%s yet", p.Namespace, p.Pod)}
 			default:
 				r.Measurement, r.Err = kubeletPart(ps, p, v)
@@ -173,21 +174,21 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 // configMap, gitRepo), a container's rootfs or logs, and for the pod's own files what its
 // ephemeral-storage total holds beyond everything else it adds up (calcEphemeralStorage:
 // etc-hosts and the pod's log files).
-func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, error) {
-	fromFs := func(what string, fs *statsapi.FsStats) (Measurement, error) {
+func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	fromFs := func(what string, fs *statsapi.FsStats) (volume.Measurement, error) {
 		if fs == nil {
-			return Measurement{}, &MeasureError{Reason: ReasonNotFound,
+			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonNotFound,
 				Err: fmt.Errorf("kubelet summary has no stats for %s of pod %s/%s yet", what, p.Namespace, p.Pod)}
 		}
 		if fs.UsedBytes == nil { // never to be read as 0 bytes
-			return Measurement{}, &MeasureError{Reason: ReasonKubeletError,
+			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonKubeletError,
 				Err: fmt.Errorf("kubelet summary gives no usedBytes for %s of pod %s/%s", what, p.Namespace, p.Pod)}
 		}
-		return Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
+		return volume.Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
 			AvailableBytes: int64(deref(fs.AvailableBytes)), InodesUsed: int64(deref(fs.InodesUsed)),
 			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: MethodKubelet}, nil
 	}
-	volume := func(name string) *statsapi.FsStats {
+	volumeStats := func(name string) *statsapi.FsStats {
 		for _, vs := range ps.VolumeStats {
 			if vs.Name == name {
 				return &vs.FsStats
@@ -205,20 +206,20 @@ func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, err
 	}
 	_, name, _ := strings.Cut(v.Name, "/")
 	switch v.Kind {
-	case KindEmptyDir:
-		return fromFs(fmt.Sprintf("volume %q", v.Name), volume(v.Name))
-	case KindConfigMap, KindGitRepo:
-		return fromFs(fmt.Sprintf("volume %q", name), volume(name))
-	case KindWritableLayer, KindContainerLogs:
+	case volume.KindEmptyDir:
+		return fromFs(fmt.Sprintf("volume %q", v.Name), volumeStats(v.Name))
+	case volume.KindConfigMap, volume.KindGitRepo:
+		return fromFs(fmt.Sprintf("volume %q", name), volumeStats(name))
+	case volume.KindWritableLayer, volume.KindContainerLogs:
 		c := container(v.Container)
 		if c == nil {
-			return Measurement{}, &MeasureError{Reason: ReasonNotFound,
+			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonNotFound,
 				Err: fmt.Errorf("kubelet summary has no container %q of pod %s/%s (yet)", v.Container, p.Namespace, p.Pod)}
 		}
-		if v.Kind == KindWritableLayer {
-			return fromFs(v.describe(), c.Rootfs)
+		if v.Kind == volume.KindWritableLayer {
+			return fromFs(v.Describe(), c.Rootfs)
 		}
-		return fromFs(v.describe(), c.Logs)
+		return fromFs(v.Describe(), c.Logs)
 	default: // KindPodFiles
 		m, err := fromFs("the ephemeral storage", ps.EphemeralStorage)
 		if err != nil {
@@ -234,12 +235,12 @@ func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, err
 			}
 		}
 		for _, pv := range p.Volumes {
-			counted := pv.Kind == KindConfigMap || pv.Kind == KindGitRepo || (pv.Kind == KindEmptyDir && pv.Medium == MediumDisk)
+			counted := pv.Kind == volume.KindConfigMap || pv.Kind == volume.KindGitRepo || (pv.Kind == volume.KindEmptyDir && pv.Medium == volume.MediumDisk)
 			_, vname, _ := strings.Cut(pv.Name, "/")
-			if pv.Kind == KindEmptyDir {
+			if pv.Kind == volume.KindEmptyDir {
 				vname = pv.Name
 			}
-			if fs := volume(vname); counted && fs != nil {
+			if fs := volumeStats(vname); counted && fs != nil {
 				rest -= int64(deref(fs.UsedBytes))
 			}
 		}

@@ -3,6 +3,7 @@ package exporter
 import (
 	"bufio"
 	"fmt"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"io"
 	"os"
 	"path/filepath"
@@ -81,7 +82,7 @@ var (
 // WritableLayer locates the folder that holds the writable layer of the container with
 // runtime ID id ("containerd://…").
 func (l *LayerLocator) WritableLayer(id string) (string, error) {
-	runtime, cid, _ := runtimeID(id)
+	runtime, cid, _ := volume.RuntimeID(id)
 	if runtime != "containerd" || !containerIDPattern.MatchString(cid) {
 		return "", &LayerError{Reason: LayerOtherRuntime, Err: fmt.Errorf("container ID %q is not containerd's", id)}
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 const (
@@ -205,8 +206,8 @@ func TestNativeSnapshotMeasuresLikeDu(t *testing.T) {
 	writeFile(t, filepath.Join(snapshot, "tmp", "written"), 2<<20)
 	writeFile(t, filepath.Join(nativeRoot, "snapshots", "4", "other"), 1<<20) // another container's
 	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: l}
-	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
-	m, err := src.MeasureVolume(context.Background(), exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
+	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
+	m, err := src.MeasureVolume(context.Background(), volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +239,8 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator}
-	pod := exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
+	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
+	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
 	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +260,7 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 // the folder by its blocks, rotated ones included, subfolders left out, links not followed.
 func TestLogsAndPodFiles(t *testing.T) {
 	root, logs := t.TempDir(), t.TempDir()
-	pod := exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
+	pod := volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
 	podLogs := filepath.Join(logs, "shop_cart-0_"+pod.UID)
 	main := filepath.Join(podLogs, "main")
 	counted := []string{
@@ -276,7 +277,7 @@ func TestLogsAndPodFiles(t *testing.T) {
 		want += duBytes(t, f)
 	}
 	src := &exporter.FilesystemSource{KubeletRootDir: root, PodLogsDir: logs, WalkConcurrency: 2}
-	m, err := src.MeasureVolume(context.Background(), pod, exporter.Volume{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main"}, nil)
+	m, err := src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestLogsAndPodFiles(t *testing.T) {
 		t.Errorf("logs: %d bytes, %d inodes, method %s; want %d (the three files by du, the link as itself), 4", m.UsedBytes, m.InodesUsed, m.Method, want)
 	}
 
-	files := exporter.Volume{Name: "pod/files", Kind: exporter.KindPodFiles}
+	files := volume.Volume{Name: "pod/files", Kind: volume.KindPodFiles}
 	if err := os.MkdirAll(filepath.Join(root, "pods", pod.UID), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -299,9 +300,9 @@ func TestLogsAndPodFiles(t *testing.T) {
 		t.Errorf("pod files: %d bytes, %v; want etc-hosts and the file beside the container folders, %d", m.UsedBytes, err, want)
 	}
 
-	_, err = src.MeasureVolume(context.Background(), pod, exporter.Volume{Name: "container/gone/logs", Kind: exporter.KindContainerLogs, Container: "gone"}, nil)
-	var me *exporter.MeasureError
-	if !errors.As(err, &me) || me.Reason != exporter.ReasonNotFound {
+	_, err = src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/gone/logs", Kind: volume.KindContainerLogs, Container: "gone"}, nil)
+	var me *volume.MeasureError
+	if !errors.As(err, &me) || me.Reason != volume.ReasonNotFound {
 		t.Errorf("logs of a container without a folder: %v, want a not_found error", err)
 	}
 }
@@ -333,8 +334,8 @@ func TestUnlocatedLayerFromTheKubeletSummary(t *testing.T) {
 	n := newLayerNode(t)
 	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator,
 		LayerFallback: exporter.NewKubeletDirectSource(ts.URL, ts.Client())}
-	pod := exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
+	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
+	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
 	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)

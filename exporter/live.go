@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"math"
 	"net/http"
 	"regexp"
@@ -95,7 +96,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		return http.StatusBadRequest, liveapi.Error{Error: err.Error()}
 	}
 	ns, name := r.PathValue(liveapi.PathNamespace), r.PathValue(liveapi.PathPod)
-	uid, volume := r.URL.Query().Get(liveapi.QueryUID), r.URL.Query().Get(liveapi.QueryVolume)
+	uid, volName := r.URL.Query().Get(liveapi.QueryUID), r.URL.Query().Get(liveapi.QueryVolume)
 	if !e.cfg.Pods.HasSynced() {
 		return http.StatusServiceUnavailable, liveapi.Error{Error: "pod informer has not synced yet"}
 	}
@@ -109,15 +110,15 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 	if pv.UID != uid {
 		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
 	}
-	if volume != "" {
-		var only []Volume
+	if volName != "" {
+		var only []volume.Volume
 		for _, v := range pv.Volumes {
-			if v.Name == volume {
+			if v.Name == volName {
 				only = append(only, v)
 			}
 		}
 		if len(only) == 0 {
-			return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volume)}
+			return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volName)}
 		}
 		pv.Volumes = only
 	}
@@ -155,7 +156,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
-	done := make(chan []VolumeResult, 1)
+	done := make(chan []volume.VolumeResult, 1)
 	go func() {
 		defer release()
 		defer func() { <-e.liveSlots }()
@@ -164,15 +165,15 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		results := e.measureLive(ctx, pv, budget.meter())
 		for _, res := range results {
 			if res.Err != nil {
-				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
+				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonOf(res.Err)).Inc()
 			}
 			e.noteQuotaExcess(res)
 		}
-		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,
+		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volName,
 			"duration", e.now().Sub(started))
 		done <- results
 	}()
-	var results []VolumeResult
+	var results []volume.VolumeResult
 	select {
 	case results = <-done:
 	case <-r.Context().Done():
@@ -182,9 +183,9 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
 	for _, res := range results {
 		if res.Err != nil {
-			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Volume.describe(), res.Err)}
+			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Volume.Describe(), res.Err)}
 		}
-		if res.Volume.Kind != KindEmptyDir {
+		if res.Volume.Kind != volume.KindEmptyDir {
 			continue // in EphemeralStorage
 		}
 		m := res.Measurement
@@ -195,15 +196,15 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
-	if volume == "" && pv.Storage != nil {
+	if volName == "" && pv.Storage != nil {
 		resp.EphemeralStorage = e.liveStorage(pv, results)
 	}
 	return http.StatusOK, resp
 }
 
 // liveStorage adds up the pod's ephemeral storage from the live results of all its parts.
-func (e *Exporter) liveStorage(pv PodVolumes, results []VolumeResult) *liveapi.PodStorage {
-	byName := make(map[string]VolumeResult, len(results))
+func (e *Exporter) liveStorage(pv volume.PodVolumes, results []volume.VolumeResult) *liveapi.PodStorage {
+	byName := make(map[string]volume.VolumeResult, len(results))
 	var completed time.Time
 	for _, r := range results {
 		byName[r.Volume.Name] = r
@@ -225,20 +226,20 @@ func (e *Exporter) liveStorage(pv PodVolumes, results []VolumeResult) *liveapi.P
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
 // place of their periodic walks (volumeWalks.beginLive) and its results are published too.
 // Its walks' CPU goes to meter.
-func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes, meter *fswalk.CPUMeter) []VolumeResult {
+func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter *fswalk.CPUMeter) []volume.VolumeResult {
 	if e.walks == nil {
-		return e.cfg.Source.Measure(ctx, []PodVolumes{pv})
+		return e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
 	}
 	keys := make([]volumeKey, 0, len(pv.Volumes))
 	for _, v := range pv.Volumes {
 		keys = append(keys, volumeKey{pv.UID, v.Name})
 	}
 	measure := e.walks.source.MeasureVolume
-	if live, ok := e.walks.source.(LiveVolumeSource); ok {
+	if live, ok := e.walks.source.(volume.LiveVolumeSource); ok {
 		measure = live.MeasureVolumeLive
 	}
 	end := e.walks.beginLive(keys)
-	results := measureEach(ctx, []PodVolumes{pv}, func(ctx context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
+	results := volume.MeasureEach(ctx, []volume.PodVolumes{pv}, func(ctx context.Context, p volume.PodVolumes, v volume.Volume, _ *fswalk.CPUMeter) (volume.Measurement, error) {
 		return measure(ctx, p, v, meter)
 	})
 	end(results)

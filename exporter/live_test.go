@@ -19,6 +19,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
@@ -32,11 +33,11 @@ const (
 
 // livePods: empty-test1 has a disk volume with a sizeLimit and a memory volume
 // without one, both with folders; no-folder's volume folder does not exist.
-func livePods() []exporter.PodVolumes {
-	return []exporter.PodVolumes{
+func livePods() []volume.PodVolumes {
+	return []volume.PodVolumes{
 		podWith("default", "empty-test1", liveUID,
-			volLimit("empty", exporter.MediumDisk, liveLimitBytes), vol("cache", exporter.MediumMemory)),
-		podWith("default", "no-folder", liveNoDirUID, vol("data", exporter.MediumDisk)),
+			volLimit("empty", volume.MediumDisk, liveLimitBytes), vol("cache", volume.MediumMemory)),
+		podWith("default", "no-folder", liveNoDirUID, vol("data", volume.MediumDisk)),
 	}
 }
 
@@ -85,7 +86,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	return f
 }
 
-func (f *liveFixture) dir(uid, volume string) string { return exporter.Dir(f.root, uid, volume) }
+func (f *liveFixture) dir(uid, name string) string { return volume.Dir(f.root, uid, name) }
 
 // get requests path and returns the status and body; it checks the headers every
 // answer must carry.
@@ -260,8 +261,8 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		name, medium string
 		limit        *int64
 	}{
-		{"empty", exporter.MediumDisk, volLimit("", "", liveLimitBytes).LimitBytes},
-		{"cache", exporter.MediumMemory, nil},
+		{"empty", volume.MediumDisk, volLimit("", "", liveLimitBytes).LimitBytes},
+		{"cache", volume.MediumMemory, nil},
 	} {
 		v := r.Volumes[i]
 		dir := f.dir(liveUID, want.name)

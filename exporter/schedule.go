@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"cmp"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"time"
 )
@@ -25,8 +26,8 @@ type volumeState struct {
 
 // dueWalk is a volume to walk in this cycle.
 type dueWalk struct {
-	pod PodVolumes
-	vol Volume
+	pod volume.PodVolumes
+	vol volume.Volume
 	key volumeKey
 	// cost is what the CPU budget must hold to start it: 0 (any credit) for a volume with
 	// a sizeLimit or an overdue one, the cost of its last walk for the others.
@@ -114,7 +115,7 @@ const (
 // processes, and the interval bounds what the mark cannot see (ChangeSignal).
 //
 // costly 0: no budget, no floor.
-func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
+func dueWalks(pods []volume.PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
 	type candidate struct {
 		dueWalk
 		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
@@ -144,15 +145,15 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 			}
 			// Vouched unchanged by the kernel: not walked before it is overdue, which bounds
 			// what the change marks cannot see (ChangeSignal).
-			if s.unchanged && s.measured && unlimitedInterval > 0 && !v.Kind.cheap() && !since(s, unlimitedInterval) {
+			if s.unchanged && s.measured && unlimitedInterval > 0 && !v.Kind.Cheap() && !since(s, unlimitedInterval) {
 				continue
 			}
-			limit := v.guard()
+			limit := v.Guard()
 			// A part guarded only by a pod or container limit that its pod is far from (by the
 			// last walks) goes behind the rest, walked every cycle on credit that covers it (and
 			// at least every 2×unlimitedInterval, as overdue): under a budget too small for every
 			// walk, the volumes with a sizeLimit and the pods near their limits keep their cadence.
-			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.measured && float64(podUsed) < farShare*float64(*limit) && !v.Kind.cheap()
+			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.measured && float64(podUsed) < farShare*float64(*limit) && !v.Kind.Cheap()
 			if far {
 				limit = nil
 			}
@@ -174,7 +175,7 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 				default:
 					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*limit)
 				}
-				if v.Kind.cheap() {
+				if v.Kind.Cheap() {
 					c.cheap = costly > 0 // a few stats, no walk: never held for credit
 					limited = append(limited, c)
 					continue
@@ -215,13 +216,13 @@ const farShare = 0.5
 // storageUsedBefore adds up what the last walks of pod p's parts found, the parts its
 // ephemeral-storage usage counts (memory and huge-page volumes left out): an upper estimate of
 // a container's usage too, since it holds the pod's.
-func storageUsedBefore(p PodVolumes, state func(volumeKey) volumeState) int64 {
+func storageUsedBefore(p volume.PodVolumes, state func(volumeKey) volumeState) int64 {
 	if p.Storage == nil {
 		return 0
 	}
 	var used int64
 	for _, v := range p.Volumes {
-		if v.Kind == KindEmptyDir && v.Medium != MediumDisk {
+		if v.Kind == volume.KindEmptyDir && v.Medium != volume.MediumDisk {
 			continue
 		}
 		if s := state(volumeKey{p.UID, v.Name}); s.measured {

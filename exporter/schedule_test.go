@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"testing"
 	"time"
@@ -12,14 +13,14 @@ func limit(b int64) *int64 { return &b }
 var t0 = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
 
 // volumes builds one pod per volume name; a name in limits gets that sizeLimit.
-func volumes(limits map[string]int64, names ...string) []PodVolumes {
-	var out []PodVolumes
+func volumes(limits map[string]int64, names ...string) []volume.PodVolumes {
+	var out []volume.PodVolumes
 	for _, n := range names {
-		v := Volume{Name: n, Medium: MediumDisk}
+		v := volume.Volume{Name: n, Medium: volume.MediumDisk}
 		if l, ok := limits[n]; ok {
 			v.LimitBytes = limit(l)
 		}
-		out = append(out, PodVolumes{Namespace: "ns", Pod: "pod-" + n, UID: "uid-" + n, Volumes: []Volume{v}})
+		out = append(out, volume.PodVolumes{Namespace: "ns", Pod: "pod-" + n, UID: "uid-" + n, Volumes: []volume.Volume{v}})
 	}
 	return out
 }
@@ -29,7 +30,7 @@ func TestDueWalks(t *testing.T) {
 	limits := map[string]int64{"full": 100, "half": 100, "empty": 100, "new": 100, "busy": 100}
 	tests := []struct {
 		name           string
-		pods           []PodVolumes
+		pods           []volume.PodVolumes
 		state          map[string]volumeState
 		unlimitedEvery time.Duration
 		tolerance      time.Duration
@@ -144,13 +145,13 @@ func TestDueWalks(t *testing.T) {
 // they are guarded as a sizeLimit is.
 func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	now := t0
-	pod := func(uid string, used int64) (PodVolumes, map[volumeKey]volumeState) {
+	pod := func(uid string, used int64) (volume.PodVolumes, map[volumeKey]volumeState) {
 		l := limit(100)
-		p := PodVolumes{Namespace: "ns", Pod: uid, UID: uid, Storage: &PodStorage{LimitBytes: l}, Volumes: []Volume{
-			{Name: "data", Medium: MediumDisk, BudgetBytes: l},
-			{Name: "shm", Medium: MediumMemory}, // no ephemeral storage: not counted
-			{Name: "container/app/writable-layer", Kind: KindWritableLayer, Container: "app", BudgetBytes: l},
-			{Name: "container/app/logs", Kind: KindContainerLogs, Container: "app", BudgetBytes: l},
+		p := volume.PodVolumes{Namespace: "ns", Pod: uid, UID: uid, Storage: &volume.PodStorage{LimitBytes: l}, Volumes: []volume.Volume{
+			{Name: "data", Medium: volume.MediumDisk, BudgetBytes: l},
+			{Name: "shm", Medium: volume.MediumMemory}, // no ephemeral storage: not counted
+			{Name: "container/app/writable-layer", Kind: volume.KindWritableLayer, Container: "app", BudgetBytes: l},
+			{Name: "container/app/logs", Kind: volume.KindContainerLogs, Container: "app", BudgetBytes: l},
 		}}
 		st := map[volumeKey]volumeState{
 			{uid, "data"}:                         {measured: true, usedBytes: used, started: now.Add(-10 * time.Second), cost: 3 * time.Millisecond},
@@ -172,13 +173,13 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 		}
 		return volumeState{measured: true, usedBytes: 10, started: now.Add(-10 * time.Second)}
 	}
-	pods := []PodVolumes{far, near, sized}
+	pods := []volume.PodVolumes{far, near, sized}
 
 	due := dueWalks(pods, state, now, time.Minute, 0, time.Second, 0.05)
 	var order []string
 	for _, d := range due {
 		order = append(order, d.pod.UID+"/"+d.vol.Name)
-		logs := d.vol.Kind == KindContainerLogs
+		logs := d.vol.Kind == volume.KindContainerLogs
 		if logs != d.cheap || d.floor != noFloor {
 			t.Errorf("%s/%s: cheap %v, floor %v; want the logs, a few stats, never held for credit, and nothing overdue", d.pod.UID, d.vol.Name, d.cheap, d.floor)
 		}
@@ -211,9 +212,9 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 func TestDueWalksFloor(t *testing.T) {
 	now := t0
 	podLimit := limit(100)
-	far := PodVolumes{Namespace: "far", Pod: "far", UID: "far", Storage: &PodStorage{LimitBytes: podLimit}, Volumes: []Volume{
-		{Name: "far-recent", Medium: MediumDisk, BudgetBytes: podLimit},
-		{Name: "far-overdue", Medium: MediumDisk, BudgetBytes: podLimit},
+	far := volume.PodVolumes{Namespace: "far", Pod: "far", UID: "far", Storage: &volume.PodStorage{LimitBytes: podLimit}, Volumes: []volume.Volume{
+		{Name: "far-recent", Medium: volume.MediumDisk, BudgetBytes: podLimit},
+		{Name: "far-overdue", Medium: volume.MediumDisk, BudgetBytes: podLimit},
 	}}
 	pods := append(volumes(map[string]int64{"sized": 100, "sized-slow": 100, "new": 100, "new-old": 100, "costly": 100, "costly-early": 100},
 		"sized", "sized-slow", "new", "new-old", "costly", "costly-early", "logs", "logs-overdue", "logs-new-old"), far)

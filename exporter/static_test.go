@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -32,7 +33,7 @@ const (
 // the remediator evicts by.
 func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	root := t.TempDir()
-	dir := exporter.Dir(root, configHash, "data")
+	dir := volume.Dir(root, configHash, "data")
 	writeBytes(t, filepath.Join(dir, "wal.bin"), 128<<10)
 	client := fake.NewClientset(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-node-1", UID: mirrorUID,

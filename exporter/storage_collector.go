@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,7 +95,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
 		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, lv)
 		if storage {
-			for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
+			for _, part := range []string{volume.PartEmptyDir, volume.PartWritableLayer, volume.PartLogs, volume.PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
 			}
 			for _, why := range u.IncompleteReasons {
@@ -113,8 +114,8 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			if !storage {
 				continue
 			}
-			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, PartWritableLayer)...)
-			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, PartLogs)...)
+			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, volume.PartWritableLayer)...)
+			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, volume.PartLogs)...)
 			if c.Unlocated != "" {
 				gauge(layerUnlocatedDesc, 1, append(clv, c.Unlocated, p.Storage.RuntimeClass)...)
 			}
@@ -123,11 +124,11 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 }
 
 // resultsByPod indexes volumes by pod UID, then volume (part) name.
-func resultsByPod(volumes []VolumeResult) map[string]map[string]VolumeResult {
-	byPod := map[string]map[string]VolumeResult{}
+func resultsByPod(volumes []volume.VolumeResult) map[string]map[string]volume.VolumeResult {
+	byPod := map[string]map[string]volume.VolumeResult{}
 	for _, r := range volumes {
 		if byPod[r.UID] == nil {
-			byPod[r.UID] = map[string]VolumeResult{}
+			byPod[r.UID] = map[string]volume.VolumeResult{}
 		}
 		byPod[r.UID][r.Volume.Name] = r
 	}

@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -32,8 +33,8 @@ const (
 
 // unmeasured is the error of a volume none of whose walks has completed yet: one without a
 // sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
-func (w *volumeWalks) unmeasured(v Volume) error {
-	if v.guard() == nil && w.unlimitedInterval > 0 {
+func (w *volumeWalks) unmeasured(v volume.Volume) error {
+	if v.Guard() == nil && w.unlimitedInterval > 0 {
 		return errAwaitingSlowWalk
 	}
 	return errPending
@@ -46,7 +47,7 @@ func (w *volumeWalks) unmeasured(v Volume) error {
 // completed result of each volume, whose MeasuredAt shows how old it is.
 type volumeWalks struct {
 	walkHooks
-	source  VolumeSource
+	source  volume.VolumeSource
 	timeout time.Duration // Config.VolumeTimeout
 	slots   chan struct{} // Config.VolumeConcurrency of them
 	// unlimitedInterval is Config.UnlimitedInterval: how often a volume without a sizeLimit
@@ -91,7 +92,7 @@ type namespaceWalks struct {
 // last completed walk, which every cycle publishes.
 type volumeRecord struct {
 	volumeState
-	latest *VolumeResult // nil until a walk completes
+	latest *volume.VolumeResult // nil until a walk completes
 	// mark is its pod's change mark read before its last complete walk began; nil: none
 	// (no signal, a failed or lower-bound walk, a live one).
 	mark any
@@ -124,11 +125,11 @@ type inflight struct {
 type walkHooks struct {
 	now func() time.Time
 	// done receives every completed walk, for counting and logging, once.
-	done func(VolumeResult)
+	done func(volume.VolumeResult)
 	// deferred receives the number of due walks a cycle did not start, by reason.
 	deferred func(reason string, n int)
 	// podNow is a pod as the informer knows it now; false when it is gone.
-	podNow func(PodVolumes) (PodVolumes, bool)
+	podNow func(volume.PodVolumes) (volume.PodVolumes, bool)
 	// informerLag is how long absent waits for podNow to show a deletion (0: defaultInformerLag).
 	informerLag time.Duration
 	// marked receives the outcome of reading each pod's change mark (ChangeMarkRead, or the
@@ -139,7 +140,7 @@ type walkHooks struct {
 }
 
 // newVolumeWalks walks the volumes of source with the walk settings of cfg.
-func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
+func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
 	w := &volumeWalks{
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
 		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval, signal: cfg.ChangeSignal,
@@ -181,7 +182,7 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
 // starts until the live walk ends. end records the live walk's successful results as the
 // volumes' latest measurement, which the next cycle publishes, and gives the volumes back.
-func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
+func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]volume.VolumeResult)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mine := map[volumeKey]*inflight{}
@@ -196,7 +197,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 		mine[k] = &inflight{}
 		w.running[k] = mine[k]
 	}
-	return func(results []VolumeResult) {
+	return func(results []volume.VolumeResult) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for _, r := range results {
@@ -227,7 +228,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 // (overdue ones first, in the cycle's own order) are published by the next cycle, those on
 // time started in the background until cycleCtx's deadline.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
-func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
+func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolumes, tolerance time.Duration) []volume.VolumeResult {
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
 	// Before now: a walk started this cycle begins after its pod's mark was read, so a write
 	// in between changes the next mark, or the walk sees it.
@@ -308,18 +309,18 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]VolumeResult, 0, len(current))
+	out := make([]volume.VolumeResult, 0, len(current))
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			rec := w.record(volumeKey{p.UID, v.Name})
-			var r VolumeResult
+			var r volume.VolumeResult
 			switch {
 			case rec.latest == nil:
-				r = VolumeResult{Err: w.unmeasured(v)}
+				r = volume.VolumeResult{Err: w.unmeasured(v)}
 			case p.Settling && rec.latest.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
 				// numbers would outlive the folder the kubelet has removed.
-				r = VolumeResult{Err: errVolumeAbsent}
+				r = volume.VolumeResult{Err: volume.ErrVolumeAbsent}
 				rec.latest = nil
 			default:
 				r = *rec.latest
@@ -482,9 +483,9 @@ func (w *volumeWalks) takeFloor(d dueWalk) (bool, time.Duration) {
 // deleted, and this exporter's informer may see the same deletion moments later, so a pod
 // the informer still shows running gets up to informerLag to catch up before its missing
 // folder counts as an error.
-func (w *volumeWalks) absent(ctx context.Context, p PodVolumes, err error) error {
-	if err = absentWhileSettling(p, err); err == nil || errors.Is(err, errVolumeAbsent) ||
-		reasonOf(err) != ReasonNotFound || w.podNow == nil {
+func (w *volumeWalks) absent(ctx context.Context, p volume.PodVolumes, err error) error {
+	if err = volume.AbsentWhileSettling(p, err); err == nil || errors.Is(err, volume.ErrVolumeAbsent) ||
+		volume.ReasonOf(err) != volume.ReasonNotFound || w.podNow == nil {
 		return err
 	}
 	deadline := time.NewTimer(w.informerLag)
@@ -493,7 +494,7 @@ func (w *volumeWalks) absent(ctx context.Context, p PodVolumes, err error) error
 	defer poll.Stop()
 	for {
 		if now, ok := w.podNow(p); !ok || now.UID != p.UID || now.Settling {
-			return errVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
+			return volume.ErrVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
 		}
 		select {
 		case <-poll.C:
@@ -515,11 +516,11 @@ const defaultInformerLag = 5 * time.Second
 
 // volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
 type volumeGoner interface {
-	VolumeGone(PodVolumes, Volume) bool
+	VolumeGone(volume.PodVolumes, volume.Volume) bool
 }
 
 // gone reports whether the source knows volume v of pod p to be absent.
-func (w *volumeWalks) gone(p PodVolumes, v Volume) bool {
+func (w *volumeWalks) gone(p volume.PodVolumes, v volume.Volume) bool {
 	g, ok := w.source.(volumeGoner)
 	return ok && g.VolumeGone(p, v)
 }
@@ -555,7 +556,7 @@ func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
 
 // vouched counts the parts of pods that their change marks kept from being due now: vouched
 // unchanged, not in flight, not in due. Callers hold w.mu.
-func (w *volumeWalks) vouched(pods []PodVolumes, due []dueWalk) int {
+func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []dueWalk) int {
 	isDue := make(map[volumeKey]bool, len(due))
 	for _, d := range due {
 		isDue[d.key] = true
@@ -601,7 +602,7 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *f
 	defer func() { <-w.slots }()
 	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
+	r := volume.VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
 	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol, meter)
 	r.Err = w.absent(ctx, d.pod, r.Err)
 	spent := meter.Spent()

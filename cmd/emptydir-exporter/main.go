@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/denywrites"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
@@ -159,7 +160,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 // their own: from the devices of the folders the filesystem source reads, from one Summary for
 // the kubelet source. When it cannot tell, it says so and takes them for the kubelet's (they
 // count toward their containers' limits, as on most nodes).
-func dedicatedImageFilesystem(ctx context.Context, cfg *config, source exporter.Source, logger *slog.Logger) bool {
+func dedicatedImageFilesystem(ctx context.Context, cfg *config, source volume.Source, logger *slog.Logger) bool {
 	var dedicated bool
 	var err error
 	if ks, ok := source.(*exporter.KubeletSource); ok {
@@ -244,7 +245,7 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 	return g.Wait()
 }
 
-func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {
+func newSource(cfg *config, client kubernetes.Interface) (volume.Source, error) {
 	if cfg.source == sourceFilesystem {
 		// The kubelet, when named, gives the writable layers the walk cannot locate.
 		if cfg.kubeletURL != "" || cfg.kubeletViaAPIServer {

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
@@ -122,7 +122,7 @@ func TestChangeSignalOnRealCgroups(t *testing.T) {
 	// filesystem's next journal commit and change the mark by chance (docs/change-signal.md):
 	// each hole is tried until a cycle vouched the pod unchanged after it, so that the sweep,
 	// not that chance, is what published it.
-	dir := exporter.Dir(c.KubeletRootDir(), string(idle.UID), "data")
+	dir := volume.Dir(c.KubeletRootDir(), string(idle.UID), "data")
 	for _, hole := range []struct {
 		name  string
 		write func(path string) error

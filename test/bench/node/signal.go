@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // benchSignal stands in for the pods' cgroups (exporter.CgroupSignal) on the generated node,
@@ -67,7 +68,7 @@ func (s *benchSignal) lastWrite(uid string, at time.Time) time.Time {
 	return time.Time{}
 }
 
-func (s *benchSignal) Mark(p exporter.PodVolumes) (any, error) {
+func (s *benchSignal) Mark(p volume.PodVolumes) (any, error) {
 	now := time.Now()
 	if s.statPath != "" {
 		if _, err := os.ReadFile(s.statPath); err != nil {
@@ -90,8 +91,8 @@ func (s *benchSignal) Mark(p exporter.PodVolumes) (any, error) {
 }
 
 // Vouches as CgroupSignal does under cgroup v1 on a disk root: emptyDirs and writable layers.
-func (s *benchSignal) Vouches(v exporter.Volume) bool {
-	return v.Kind == exporter.KindEmptyDir || v.Kind == exporter.KindWritableLayer
+func (s *benchSignal) Vouches(v volume.Volume) bool {
+	return v.Kind == volume.KindEmptyDir || v.Kind == volume.KindWritableLayer
 }
 
 // freshAt is since when a part's figure, walked from walked on, is known to stand: the last
