@@ -3,9 +3,10 @@ package exporter
 import (
 	"errors"
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"path/filepath"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -28,7 +29,7 @@ type CgroupSignal struct {
 // and under cgroup v2 a disk part only where that filesystem charges writeback to the
 // writer's cgroup (ext4, XFS, Btrfs, F2FS): elsewhere io.stat does not see it and a pod
 // under a memory limit could write while its page cache stays level.
-func NewCgroupSignal(cfg podcgroup.Config, fs *FilesystemSource) (*CgroupSignal, error) {
+func NewCgroupSignal(cfg podcgroup.Config, fs *source.Filesystem) (*CgroupSignal, error) {
 	loc, err := podcgroup.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cgroups at %s: %w", cfg.Mount, err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
@@ -15,7 +16,7 @@ import (
 // root dir and a snapshotter root in dir.
 func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
 	t.Helper()
-	fs := exporter.DefaultFilesystemSource()
+	fs := source.DefaultFilesystem()
 	fs.KubeletRootDir = filepath.Join(dir, "kubelet")
 	fs.Layers.SnapshotterRoot = filepath.Join(dir, "snapshots")
 	for _, d := range []string{filepath.Join(fs.KubeletRootDir, "pods"), fs.Layers.SnapshotterRoot} {
@@ -88,7 +89,7 @@ func TestCgroupSignalVouches(t *testing.T) {
 // TestCgroupSignalUnavailable: a mount that is no cgroup filesystem gives no signal; the
 // stand-in the command then uses gives every pod the reason unavailable and vouches for nothing.
 func TestCgroupSignalUnavailable(t *testing.T) {
-	fs := exporter.DefaultFilesystemSource()
+	fs := source.DefaultFilesystem()
 	fs.KubeletRootDir = t.TempDir()
 	cfg := podcgroup.DefaultConfig()
 	cfg.Mount = t.TempDir()

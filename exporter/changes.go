@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"errors"
+
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 

@@ -3,7 +3,6 @@ package exporter
 import (
 	"errors"
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"maps"
 	"net/http"
 	"slices"
@@ -12,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // The exporter's series fall into collectors that a scrape selects with the URL parameters

@@ -8,6 +8,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -15,7 +16,7 @@ import (
 // refuses the zero settings it would otherwise have to replace by defaults of its own.
 func TestDefaultConfig(t *testing.T) {
 	cfg := exporter.DefaultConfig()
-	fs := exporter.DefaultFilesystemSource()
+	fs := source.DefaultFilesystem()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", &fs, exportertest.NewPods().Unsynced()
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("DefaultConfig: %v", err)

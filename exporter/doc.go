@@ -5,13 +5,13 @@
 // One collection cycle (Run, every Config.Interval):
 //
 //  1. Exporter.refresh lists the node's pods from the PodLister (pods.go, the informer).
-//  2. With a VolumeSource (FilesystemSource, filesystem.go), volumeWalks.cycle (walks.go)
+//  2. With a volume.VolumeSource (source.Filesystem), volumeWalks.cycle (walks.go)
 //     asks dueWalks (schedule.go) which volumes are due, most urgent first, and starts their
 //     walks while a slot is free and the CPU budget (budget.go, Config.CPUBudget) allows;
 //     each walk calls MeasureVolume, which walks by fswalk.MeasureDiskUsage (or reads the
 //     project quota) and charges its CPU to the budget through an fswalk.CPUMeter. The cycle
 //     waits for the walks of volumes with a sizeLimit; the others run on in the background.
-//     A whole-node Source (KubeletSource, kubelet.go) is asked for every volume at once.
+//     A whole-node volume.Source (source.Kubelet) is asked for every volume at once.
 //  3. The cycle's snapshot (each volume's last good measurement) replaces the previous one;
 //     Collect (collector.go) builds the metrics from it at scrape time.
 //  4. nextCycle (align.go) plans the next start, aligned to a regular scraper's scrapes with

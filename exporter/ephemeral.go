@@ -1,12 +1,13 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // withStorage adds to pv (podBase of pod) the pod's other ephemeral-storage parts and its

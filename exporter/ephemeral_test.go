@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 func (b *podBuilder) limit(container, q string) *podBuilder {
@@ -223,7 +225,7 @@ func TestStorageUsage(t *testing.T) {
 		"configmap/cfg":                 ok(8192),
 		"container/main/writable-layer": ok(11 * mib),
 		"container/main/logs":           ok(mib),
-		"container/side/writable-layer": {Measurement: volume.Measurement{Unlocated: LayerNotOverlay}},
+		"container/side/writable-layer": {Measurement: volume.Measurement{Unlocated: source.LayerNotOverlay}},
 		"container/side/logs":           ok(4096),
 		"pod/files":                     ok(4096),
 	}
@@ -242,7 +244,7 @@ func TestStorageUsage(t *testing.T) {
 	if main.UsedBytes != 12*mib || main.LowerBound || main.WritableLayerBytes != 11*mib || main.LogsBytes != mib {
 		t.Errorf("main = %+v, want 12Mi used (layer 11Mi + logs 1Mi), complete", main)
 	}
-	if side.UsedBytes != 4096 || !side.LowerBound || side.Unlocated != LayerNotOverlay {
+	if side.UsedBytes != 4096 || !side.LowerBound || side.Unlocated != source.LayerNotOverlay {
 		t.Errorf("side = %+v, want 4096 used, a lower bound, unlocated not_overlay", side)
 	}
 
@@ -260,14 +262,14 @@ func TestStorageUsage(t *testing.T) {
 
 	// A layer's figure from the kubelet's Summary counts on the dashboards, never in a live
 	// answer, which decides evictions: there it is 0 and the usage a lower bound.
-	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{UsedBytes: 5 * mib, Unlocated: LayerOtherRuntime, Method: MethodKubelet}}
+	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{UsedBytes: 5 * mib, Unlocated: source.LayerOtherRuntime, Method: volume.MethodKubelet}}
 	if u := storageUsage(pv, results, false, false); u.UsedBytes != 20*mib+4*4096 || !u.LowerBound {
 		t.Errorf("published: used %d, lower bound %v; want the kubelet's 5Mi counted, still a lower bound", u.UsedBytes, u.LowerBound)
 	}
 	if u := storageUsage(pv, results, false, true); u.UsedBytes != 15*mib+4*4096 || !u.LowerBound || u.Containers[1].UsedBytes != 4096 {
 		t.Errorf("live: used %d, side %d, lower bound %v; want the kubelet's figure left out", u.UsedBytes, u.Containers[1].UsedBytes, u.LowerBound)
 	}
-	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{Unlocated: LayerNotOverlay}}
+	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{Unlocated: source.LayerNotOverlay}}
 
 	// A part not measured yet makes the pod a lower bound, not an undercount taken for exact.
 	delete(results, "pod/files")

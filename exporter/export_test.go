@@ -2,13 +2,12 @@ package exporter
 
 import (
 	"context"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // What the tests of package exporter_test reach inside an Exporter, where its fakes
@@ -37,11 +36,6 @@ func testConfig(cfg Config) Config {
 		cfg.LiveConcurrency = d.LiveConcurrency
 	}
 	return cfg
-}
-
-// SetReadQuota replaces how s reads a folder's project quota (fswalk.ReadProjectQuota).
-func (s *FilesystemSource) SetReadQuota(read func(dir string) (fswalk.DiskUsage, error)) {
-	s.readQuota = read
 }
 
 // TestVolumes builds one pod per volume name; a name in limits gets that sizeLimit.

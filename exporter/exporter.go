@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // Config is what an Exporter measures and how. DefaultConfig gives the defaults, which the
@@ -106,7 +107,7 @@ const MaxVolumeConcurrency = 16
 // Validate reports every problem of the settings at once, naming their flags. The settings
 // of the walks (VolumeConcurrency, VolumeTimeout, UnlimitedInterval, CPUBudget) are checked
 // only with a VolumeSource, the only source that uses them; a Source with its own
-// Validate method (FilesystemSource) is checked too.
+// Validate method (source.Filesystem) is checked too.
 func (c Config) Validate() error {
 	var errs []error
 	if c.NodeName == "" {

@@ -37,9 +37,9 @@ func fixture() (*exportertest.Pods, *exportertest.Table, volume.Source, *time.Ti
 	)
 	at := t0.Add(-3 * time.Second)
 	table := exportertest.NewTable()
-	table.Set("uid-cart", "cache", volume.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, QuotaExcessBytes: 3 << 20, MeasuredAt: at, Method: exporter.MethodWalk})
-	table.Set("uid-cart", "scratch", volume.Measurement{UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: exporter.MethodWalk})
-	table.Set("uid-front", "tmp", volume.Measurement{UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: exporter.MethodProjectQuota})
+	table.Set("uid-cart", "cache", volume.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, QuotaExcessBytes: 3 << 20, MeasuredAt: at, Method: volume.MethodWalk})
+	table.Set("uid-cart", "scratch", volume.Measurement{UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: volume.MethodWalk})
+	table.Set("uid-front", "tmp", volume.Measurement{UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: volume.MethodProjectQuota})
 	now := t0
 	return pods, table, exportertest.NewSource(table.Measure).VolumeSource(), &now
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
 )
@@ -125,8 +126,8 @@ func TestPodIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 		Storage: &volume.PodStorage{LimitBytes: limit(1 << 30), Containers: []volume.Container{{Name: "main", ID: "containerd://a"}}},
 	})
 	table := exportertest.NewTable()
-	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, ChangedFolders: 2, MeasuredAt: at, CompletedAt: at, Method: exporter.MethodWalk})
-	table.Set(uid, "container/main/writable-layer", volume.Measurement{Unlocated: exporter.LayerNoRootfsMount, Method: exporter.MethodNone, MeasuredAt: at, CompletedAt: at})
+	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, ChangedFolders: 2, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk})
+	table.Set(uid, "container/main/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: at, CompletedAt: at})
 	table.Fail(uid, "container/main/logs", &volume.MeasureError{Reason: volume.ReasonIO, Err: errors.New("input/output error")})
 	now := t0
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
@@ -150,10 +151,10 @@ emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds{na
 	}
 
 	// Every part complete: nothing.
-	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: exporter.MethodWalk})
-	table.Set(uid, "container/main/writable-layer", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: exporter.MethodWalk})
+	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodWalk})
+	table.Set(uid, "container/main/writable-layer", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodWalk})
 	table.Fail(uid, "container/main/logs", nil)
-	table.Set(uid, "container/main/logs", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: exporter.MethodFiles})
+	table.Set(uid, "container/main/logs", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodFiles})
 	now = now.Add(time.Minute)
 	e.Refresh(context.Background())
 	if n, err := testutil.GatherAndCount(atTheDefaults(t, e), names...); err != nil || n != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -58,7 +59,7 @@ func FuzzLiveRequest(f *testing.F) {
 	}
 	// src records which pod volumes it was asked to measure (Take): nothing outside the pod
 	// cache may ever be walked.
-	src := exportertest.NewSource(exportertest.Through(&exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}))
+	src := exportertest.NewSource(exportertest.Through(&source.Filesystem{KubeletRootDir: root, WalkConcurrency: 1}))
 	cached := livePods()
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: exportertest.NewPods(cached...)}))
 	if err != nil {

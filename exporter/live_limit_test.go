@@ -205,7 +205,7 @@ func newBudgetFixture(t *testing.T, tenants int) *budgetFixture {
 	}).Cost(3 * time.Second).VolumeSource()
 	pods := make([]volume.PodVolumes, 0, tenants)
 	for i := range tenants {
-		pods = append(pods, podWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), volLimit("data", volume.MediumDisk, 1<<20)))
+		pods = append(pods, exportertest.PodWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
 	}
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
 		Pods: exportertest.NewPods(pods...)}))

@@ -31,7 +31,7 @@ func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, contain
 	})
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"data": data, "container/main/writable-layer": layer, "container/main/logs": logs} {
-		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: exporter.MethodWalk})
+		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: volume.MethodWalk})
 	}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
 		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return t0 },

@@ -3,7 +3,6 @@ package exporter
 import (
 	"context"
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // PodLister answers which pods on this node have emptyDir volumes, from a local

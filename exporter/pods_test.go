@@ -3,7 +3,6 @@ package exporter
 import (
 	"context"
 	"errors"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"net"
 	"net/url"
 	"os"
@@ -24,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // podBuilder makes pods for table tests.

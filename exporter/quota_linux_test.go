@@ -14,6 +14,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
@@ -43,9 +44,9 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 				files      int
 				wantMethod string
 			}{
-				{volume.PodVolumes{Pod: "userns", UserNamespace: true}, fswalktest.KubeletFirstProjectID, 300, exporter.MethodProjectQuota},
-				{volume.PodVolumes{Pod: "host-users"}, fswalktest.KubeletFirstProjectID + 1, 200, exporter.MethodWalk},
-				{volume.PodVolumes{Pod: "userns-no-quota", UserNamespace: true}, 0, 100, exporter.MethodWalk},
+				{volume.PodVolumes{Pod: "userns", UserNamespace: true}, fswalktest.KubeletFirstProjectID, 300, volume.MethodProjectQuota},
+				{volume.PodVolumes{Pod: "host-users"}, fswalktest.KubeletFirstProjectID + 1, 200, volume.MethodWalk},
+				{volume.PodVolumes{Pod: "userns-no-quota", UserNamespace: true}, 0, 100, volume.MethodWalk},
 			}
 			var list []volume.PodVolumes
 			for i := range pods {
@@ -63,7 +64,7 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 			}
 			fswalktest.SyncFS(t, root)
 
-			src := exporter.DefaultFilesystemSource()
+			src := source.DefaultFilesystem()
 			src.KubeletRootDir = root
 			e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(list...)})
 			e.Refresh(context.Background())
@@ -130,12 +131,12 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 					quota, err, victimBytes, chargedBytes, limit)
 			}
 
-			src := exporter.DefaultFilesystemSource()
+			src := source.DefaultFilesystem()
 			src.KubeletRootDir = root
 			e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(victim, tenant)})
 			e.Refresh(context.Background())
 			used, methods := gatherVolumes(t, e)
-			if used["victim"] != float64(victimBytes) || methods["victim"] != exporter.MethodWalk {
+			if used["victim"] != float64(victimBytes) || methods["victim"] != volume.MethodWalk {
 				t.Errorf("the victim published at %v bytes by %q, want the walk's %d", used["victim"], methods["victim"], victimBytes)
 			}
 			families := gatherFamilies(t, e)

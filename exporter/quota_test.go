@@ -12,6 +12,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -34,11 +35,11 @@ func TestProjectQuotaChargePublishedAsExcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	const charged = 4 << 20
-	src := exporter.DefaultFilesystemSource()
+	src := source.DefaultFilesystem()
 	src.KubeletRootDir = root
-	src.SetReadQuota(func(string) (fswalk.DiskUsage, error) {
+	src.ReadQuota = func(string) (fswalk.DiskUsage, error) {
 		return fswalk.DiskUsage{UsedBytes: walked.UsedBytes + charged, Inodes: walked.Inodes + 5}, nil
-	})
+	}
 	e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(pod)})
 	e.Refresh(context.Background())
 

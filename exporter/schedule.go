@@ -2,9 +2,10 @@ package exporter
 
 import (
 	"cmp"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // volumeState is what the collection remembers of one volume between cycles.

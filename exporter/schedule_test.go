@@ -1,10 +1,11 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 func limit(b int64) *int64 { return &b }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -60,7 +61,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 	}, unlimited time.Duration) {
 		root := t.TempDir()
 		lister := exportertest.NewPods()
-		e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: lister, Source: &exporter.FilesystemSource{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
+		e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: lister, Source: &source.Filesystem{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -55,11 +57,11 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
-		Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}}))
+		Source: &source.Filesystem{KubeletRootDir: root, WalkConcurrency: 1}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := duBytes(t, dir)
+	want := exportertest.DuBytes(t, dir)
 
 	exp.Refresh(ctx)
 

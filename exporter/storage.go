@@ -1,10 +1,11 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // StorageUsage is a pod's ephemeral-storage usage as the kubelet's two ephemeral-storage
@@ -84,7 +85,7 @@ func storageUsage(p volume.PodVolumes, results map[string]volume.VolumeResult, d
 			continue
 		}
 		m := r.Measurement
-		if ownOnly && m.Unlocated != "" && m.Method == MethodKubelet {
+		if ownOnly && m.Unlocated != "" && m.Method == volume.MethodKubelet {
 			m.UsedBytes = 0 // the kubelet's figure for a layer the walk could not locate
 		}
 		u.UsedBytes += m.UsedBytes

@@ -1,10 +1,11 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 var (
@@ -83,7 +84,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
-			if over, ok := overLimit(used, limit); ok {
+			if over, ok := volume.OverLimit(used, limit); ok {
 				gauge(overDesc, float64(over), lv...)
 			}
 		} else if limit == nil && storage {
@@ -137,12 +138,3 @@ func resultsByPod(volumes []volume.VolumeResult) map[string]map[string]volume.Vo
 
 // unixSeconds is t as a timestamp series spells it.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
-// overLimit is how far used exceeds limit, compared as the kubelet compares them (strictly, a
-// limit of 0 being none), and whether it does: the value of the over-limit series.
-func overLimit(used int64, limit *int64) (int64, bool) {
-	if limit == nil || *limit <= 0 || used <= *limit {
-		return 0, false
-	}
-	return used - *limit, true
-}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -37,12 +38,12 @@ func storageFixture(dedicated bool) *exporter.Exporter {
 	set := func(name string, used int64, method string) {
 		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at, Method: method})
 	}
-	set("scratch", 3*mib, exporter.MethodWalk)
-	set("container/main/writable-layer", 11*mib, exporter.MethodWalk)
-	set("container/main/logs", mib, exporter.MethodFiles)
-	table.Set(uid, "container/side/writable-layer", volume.Measurement{Unlocated: exporter.LayerNoRootfsMount, Method: exporter.MethodNone, MeasuredAt: t0, CompletedAt: t0})
-	set("container/side/logs", 8192, exporter.MethodFiles)
-	set("pod/files", 4096, exporter.MethodFiles)
+	set("scratch", 3*mib, volume.MethodWalk)
+	set("container/main/writable-layer", 11*mib, volume.MethodWalk)
+	set("container/main/logs", mib, volume.MethodFiles)
+	table.Set(uid, "container/side/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: t0, CompletedAt: t0})
+	set("container/side/logs", 8192, volume.MethodFiles)
+	set("pod/files", 4096, volume.MethodFiles)
 	now := t0
 	src := exportertest.NewSource(table.Measure).VolumeSource()
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return now },

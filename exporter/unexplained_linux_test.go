@@ -12,6 +12,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -57,7 +58,7 @@ func TestUnlinkedOpenFilesOnOwnTmpfs(t *testing.T) {
 		held[dir] = f
 	}
 
-	src := exporter.DefaultFilesystemSource()
+	src := source.DefaultFilesystem()
 	src.KubeletRootDir = root
 	e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(pod)})
 	e.Refresh(context.Background())

@@ -1,10 +1,11 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // podVolumes extracts what the exporter needs of a pod's emptyDir volumes. It returns false

@@ -3,7 +3,6 @@ package exporter
 import (
 	"context"
 	"errors"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 

@@ -1,13 +1,14 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // podWorkload is the workload of p from its controller reference alone, without a request

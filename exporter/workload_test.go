@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // workloadPod is a pod named name controlled by kind/owner (none when kind is empty), with

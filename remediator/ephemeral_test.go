@@ -17,6 +17,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -201,7 +202,7 @@ func TestExporterMeasurerEphemeralStorage(t *testing.T) {
 	for name, used := range map[string]int64{"scratch": 2 * mib64, "container/app/writable-layer": 11 * mib64, "container/app/logs": mib64, "container/side/logs": 4096} {
 		table.Set(uid1, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
 	}
-	table.Set(uid1, "container/side/writable-layer", volume.Measurement{Unlocated: exporter.LayerOtherRuntime, MeasuredAt: at, CompletedAt: at})
+	table.Set(uid1, "container/side/writable-layer", volume.Measurement{Unlocated: source.LayerOtherRuntime, MeasuredAt: at, CompletedAt: at})
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", exportertest.NewSource(table.Measure), exportertest.NewPods(pv)
 	exp, err := exporter.New(cfg)
@@ -224,7 +225,7 @@ func TestExporterMeasurerEphemeralStorage(t *testing.T) {
 		t.Errorf("container app: %+v, %v; want 12Mi (layer and logs), exact", got, err)
 	}
 	got, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "side"})
-	if err != nil || !got.LowerBound() || got.Unlocated != exporter.LayerOtherRuntime || !strings.Contains(got.incompleteWhy(), exporter.LayerOtherRuntime) {
+	if err != nil || !got.LowerBound() || got.Unlocated != source.LayerOtherRuntime || !strings.Contains(got.incompleteWhy(), source.LayerOtherRuntime) {
 		t.Errorf("container side: %+v, %v; want a lower bound saying its layer was not located", got, err)
 	}
 	_, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "gone"})

@@ -28,7 +28,7 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 	started := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
 	completed := started.Add(2 * time.Second)
 	measured := volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3, UnreadableEntries: 2,
-		MeasuredAt: started, CompletedAt: completed, Method: exporter.MethodWalk}
+		MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}
 	tests := []struct {
 		name       string
 		pod        *podBuilder
@@ -44,7 +44,7 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 				UnreadableEntries: 2, Incomplete: true, MeasuredAt: completed}},
 		{name: "walk cut short after folders changed: a lower bound, and why", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
-				ChangedFolders: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: exporter.MethodWalk}, nil)),
+				ChangedFolders: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}, nil)),
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				ChangedFolders: 4, CutShort: true, Incomplete: true, MeasuredAt: completed}},
 		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",

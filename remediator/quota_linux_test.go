@@ -11,6 +11,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -54,7 +55,7 @@ func TestProjectQuotaChargeEvictsNobody(t *testing.T) {
 			fswalktest.ChargeProject(t, tenantDir, fswalktest.KubeletFirstProjectID, 4<<20, 1000, 1000)
 			fswalktest.SyncFS(t, root)
 
-			src := exporter.DefaultFilesystemSource()
+			src := source.DefaultFilesystem()
 			src.KubeletRootDir = root
 			cfg := exporter.DefaultConfig()
 			cfg.NodeName, cfg.Source, cfg.Pods = "node-1", &src, exportertest.NewPods(victim, tenant)

@@ -188,7 +188,7 @@ func (s *Source) answer(ctx context.Context, p volume.PodVolumes, v volume.Volum
 	return m, err
 }
 
-// contextError is the error of a walk its context ended, as FilesystemSource classifies it.
+// contextError is the error of a walk its context ended, as source.Filesystem classifies it.
 func contextError(err error) error {
 	reason := volume.ReasonIO
 	if errors.Is(err, context.DeadlineExceeded) {

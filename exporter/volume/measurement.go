@@ -49,6 +49,26 @@ type Measurement struct {
 	UnexplainedBytes int64
 }
 
+// How a volume's usage was measured, as the method label spells it.
+const (
+	// MethodWalk: the exporter walked the volume (du semantics).
+	MethodWalk = "walk"
+	// MethodProjectQuota: read in O(1) from the XFS/ext4 project quota the kubelet put the
+	// volume under (LocalStorageCapacityIsolationFSQuotaMonitoring).
+	MethodProjectQuota = "project_quota"
+	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
+	MethodKubelet = "kubelet"
+	// MethodStatfs: a medium Memory volume on a tmpfs of its own (the kubelet's layout): its
+	// bytes from the filesystem's statistics plus the user.* extended attributes a walk of it
+	// finds, which statfs does not count; its inodes the walk's (fswalk.OwnTmpfsUsage).
+	MethodStatfs = "statfs"
+	// MethodFiles: the files of a folder the kubelet or the runtime writes (logs,
+	// etc-hosts), each one's allocated blocks, as the kubelet adds them up.
+	MethodFiles = "files"
+	// MethodNone: a writable layer that could not be located (Measurement.Unlocated).
+	MethodNone = "none"
+)
+
 // LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, folders
 // changed during the walk, the walk cut short, or a writable layer not located.
 func (m Measurement) LowerBound() bool {
@@ -132,7 +152,7 @@ type VolumeSource interface {
 
 // LiveVolumeSource is a VolumeSource whose periodic measurement of a volume may count more
 // than the volume holds, and which measures a live request without: the live answer is what
-// the remediator evicts on. FilesystemSource is one (a project quota's upper bound).
+// the remediator evicts on. source.Filesystem is one (a project quota's upper bound).
 type LiveVolumeSource interface {
 	VolumeSource
 	// MeasureVolumeLive is MeasureVolume for a live request.

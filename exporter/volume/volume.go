@@ -107,3 +107,12 @@ func Dir(kubeletRootDir, podUID, volume string) string {
 type Workload struct {
 	Kind, Name string
 }
+
+// OverLimit is how far used exceeds limit, compared as the kubelet compares them (strictly, a
+// limit of 0 being none), and whether it does: the value of the over-limit series.
+func OverLimit(used int64, limit *int64) (int64, bool) {
+	if limit == nil || *limit <= 0 || used <= *limit {
+		return 0, false
+	}
+	return used - *limit, true
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
@@ -37,7 +38,7 @@ func (p fixedPods) volumes() int {
 // countingSource is the filesystem source, counting the walks of each class of part (layout.go),
 // the CPU their threads were charged, and when each part's latest measurement was made.
 type countingSource struct {
-	exporter.FilesystemSource
+	source.Filesystem
 	walks [numClasses]atomic.Int64
 	cpu   [numClasses]atomic.Int64 // nanoseconds, as the budget charged them
 
@@ -53,7 +54,7 @@ type countingSource struct {
 func (s *countingSource) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	c := classOf(v)
 	s.walks[c].Add(1)
-	m, err := s.FilesystemSource.MeasureVolume(ctx, p, v, meter)
+	m, err := s.Filesystem.MeasureVolume(ctx, p, v, meter)
 	if meter != nil {
 		s.cpu[c].Add(int64(meter.Spent()))
 	}
@@ -144,7 +145,7 @@ func withSignal(writers float64) schedule {
 }
 
 func newNode(t tree, pods fixedPods, s schedule) (*node, error) {
-	src := &countingSource{FilesystemSource: t.source()}
+	src := &countingSource{Filesystem: t.source()}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, exportertest.NewPods(pods...)
 	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget

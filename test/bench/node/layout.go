@@ -25,7 +25,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -197,10 +197,10 @@ func (t tree) logDir(p podSpec) string {
 }
 
 // source is the exporter's filesystem source over the tree, at the defaults but its paths.
-func (t tree) source() exporter.FilesystemSource {
-	src := exporter.DefaultFilesystemSource()
+func (t tree) source() source.Filesystem {
+	src := source.DefaultFilesystem()
 	src.KubeletRootDir, src.PodLogsDir = t.kubeletRoot, t.podLogsDir
-	src.Layers = &exporter.LayerLocator{TaskDir: t.taskDir, SnapshotterRoot: t.snapshotterRoot, MountInfo: t.mountInfo}
+	src.Layers = &source.LayerLocator{TaskDir: t.taskDir, SnapshotterRoot: t.snapshotterRoot, MountInfo: t.mountInfo}
 	return src
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
@@ -302,7 +301,7 @@ func sameAsWalk(pods []volume.PodVolumes, walk, quota *node) (int, error) {
 				continue
 			}
 			k := p.Pod + "/" + v.Name
-			if wm[k] != exporter.MethodWalk || qm[k] != exporter.MethodProjectQuota || wu[k] != qu[k] || wi[k] != qi[k] {
+			if wm[k] != volume.MethodWalk || qm[k] != volume.MethodProjectQuota || wu[k] != qu[k] || wi[k] != qi[k] {
 				errs = append(errs, fmt.Errorf("%s: walked by %q: %.0f bytes, %.0f inodes; with quotas by %q: %.0f bytes, %.0f inodes",
 					k, wm[k], wu[k], wi[k], qm[k], qu[k], qi[k]))
 				continue

@@ -89,9 +89,9 @@ func measureDrifting(_ context.Context, p volume.PodVolumes, v volume.Volume) (v
 	now := time.Now()
 	h := hashOf(p.UID, v.Name)
 	used := int64(h%(64<<20)) + int64(h%16+1)<<10*(now.Unix()%3600)
-	method := exporter.MethodWalk
+	method := volume.MethodWalk
 	if v.Kind == volume.KindContainerLogs || v.Kind == volume.KindPodFiles {
-		method = exporter.MethodFiles
+		method = volume.MethodFiles
 	}
 	const capacity = 200 << 30
 	return volume.Measurement{UsedBytes: used, CapacityBytes: capacity, AvailableBytes: capacity - 80<<30 - used,

@@ -1,4 +1,4 @@
-package exporter_test
+package source_test
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -98,31 +99,19 @@ func writeTokenFile(t *testing.T, token string) string {
 
 func httpClient(t *testing.T, caFile, tokenFile string, insecure bool) *http.Client {
 	t.Helper()
-	c, err := exporter.NewKubeletHTTPClient(caFile, tokenFile, insecure, 5*time.Second)
+	c, err := source.NewKubeletHTTPClient(caFile, tokenFile, insecure, 5*time.Second)
 	if err != nil {
 		t.Fatalf("NewKubeletHTTPClient: %v", err)
 	}
 	return c
 }
 
-func podWith(namespace, name, uid string, vols ...volume.Volume) volume.PodVolumes {
-	return volume.PodVolumes{Namespace: namespace, Pod: name, UID: uid, Volumes: vols}
-}
-
-func vol(name, medium string) volume.Volume { return volume.Volume{Name: name, Medium: medium} }
-
-func volLimit(name, medium string, limit int64) volume.Volume {
-	v := vol(name, medium)
-	v.LimitBytes = &limit
-	return v
-}
-
 // summaryPods are emptyDir volumes that testdata/summary.json has stats for.
 func summaryPods() []volume.PodVolumes {
 	return []volume.PodVolumes{
-		podWith("default", "empty-test1", summaryEmptyTestUID, volLimit("empty", volume.MediumDisk, 1<<20)),
-		podWith("shop", "cache-0", summaryCacheUID, vol("scratch", volume.MediumMemory)),
-		podWith("monitoring", "prometheus-0", summaryPromUID, vol("config-out", volume.MediumDisk)),
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.VolLimit("empty", volume.MediumDisk, 1<<20)),
+		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", volume.MediumMemory)),
+		exportertest.PodWith("monitoring", "prometheus-0", summaryPromUID, exportertest.Vol("config-out", volume.MediumDisk)),
 	}
 }
 
@@ -144,11 +133,11 @@ func at(h, m, s int) time.Time { return time.Date(2026, 12, 2, h, m, s, 0, time.
 // wantSummaryNumbers are the numbers testdata/summary.json holds for summaryPods.
 var wantSummaryNumbers = []wantVolume{
 	{summaryEmptyTestUID, "empty", volume.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: exporter.MethodKubelet}},
+		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: volume.MethodKubelet}},
 	{summaryCacheUID, "scratch", volume.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
-		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: exporter.MethodKubelet}},
+		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: volume.MethodKubelet}},
 	{summaryPromUID, "config-out", volume.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: exporter.MethodKubelet}},
+		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: volume.MethodKubelet}},
 }
 
 // assertAllFailed checks that every volume of summaryPods failed for reason, with an error
@@ -209,7 +198,7 @@ func assertMeasured(t *testing.T, got []volume.VolumeResult, want []wantVolume) 
 func TestKubeletDirectSourceReadsSummary(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
 	token := writeTokenFile(t, "s3cr3t-sa-token\n")
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, token, false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, token, false))
 	if src.Name() != "kubelet" {
 		t.Errorf("Name() = %q, want kubelet (the source label)", src.Name())
 	}
@@ -268,7 +257,7 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 			if tc.noCA {
 				caFile = ""
 			}
-			src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, caFile, writeTokenFile(t, "tok"), tc.insecure))
+			src := source.NewKubeletDirect(k.srv.URL, httpClient(t, caFile, writeTokenFile(t, "tok"), tc.insecure))
 			if tc.down {
 				k.srv.Close()
 			}
@@ -286,15 +275,15 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 
 func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 	pods := []volume.PodVolumes{
 		// "fresh" was just set up: the kubelet has no stats for it until its next pass.
-		podWith("default", "empty-test1", summaryEmptyTestUID, vol("empty", volume.MediumDisk), vol("fresh", volume.MediumDisk)),
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", volume.MediumDisk), exportertest.Vol("fresh", volume.MediumDisk)),
 		// A pod the kubelet does not report at all (started after its last pass).
-		podWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", vol("work", volume.MediumDisk)),
-		podWith("shop", "cache-0", summaryCacheUID, vol("scratch", volume.MediumMemory)),
+		exportertest.PodWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", exportertest.Vol("work", volume.MediumDisk)),
+		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", volume.MediumMemory)),
 		// The same name as a reported pod but another UID: stats are per pod instance.
-		podWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", vol("config-out", volume.MediumDisk)),
+		exportertest.PodWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", exportertest.Vol("config-out", volume.MediumDisk)),
 	}
 
 	got := src.Measure(context.Background(), pods)
@@ -328,10 +317,10 @@ func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 
 func TestKubeletSourceVolumeWithoutUsedBytes(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary-no-usedbytes.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 
 	got := src.Measure(context.Background(), []volume.PodVolumes{
-		podWith("default", "empty-test1", summaryEmptyTestUID, vol("empty", volume.MediumDisk)),
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", volume.MediumDisk)),
 	})
 
 	if len(got) != 1 || reasonOfErr(got[0].Err) != volume.ReasonKubeletError {
@@ -363,7 +352,7 @@ func TestNewKubeletHTTPClientFileErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := exporter.NewKubeletHTTPClient(tc.caFile, tc.tokenFile, false, time.Second)
+			c, err := source.NewKubeletHTTPClient(tc.caFile, tc.tokenFile, false, time.Second)
 			if tc.wantErr == "" {
 				if err != nil || c == nil {
 					t.Fatalf("got (%v, %v), want a client", c, err)
@@ -404,13 +393,13 @@ func fakeAPIServer(t *testing.T, code int, contentType string, body []byte) (*ht
 	}
 }
 
-func proxySource(t *testing.T, host string) *exporter.KubeletSource {
+func proxySource(t *testing.T, host string) *source.Kubelet {
 	t.Helper()
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exporter.NewKubeletProxySource(client, "node-1")
+	return source.NewKubeletProxy(client, "node-1")
 }
 
 func TestKubeletProxySourceReadsSummary(t *testing.T) {
@@ -474,8 +463,8 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 // knows it by, its config hash; the result carries the mirror pod's API UID.
 func TestKubeletSourceStaticPod(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
-	static := podWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", vol("scratch", volume.MediumMemory))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
+	static := exportertest.PodWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", exportertest.Vol("scratch", volume.MediumMemory))
 	static.ConfigHash = summaryCacheUID // as testdata/summary.json's pod reference has it
 
 	got := src.Measure(context.Background(), []volume.PodVolumes{static})
@@ -493,7 +482,7 @@ func TestKubeletSourceStaticPod(t *testing.T) {
 // holds beyond them; added up, they are the kubelet's own total.
 func TestKubeletSourceEphemeralStorageParts(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 	limit := int64(10 << 20)
 	pod := volume.PodVolumes{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Volumes: []volume.Volume{
 		{Name: "empty", Medium: volume.MediumDisk, BudgetBytes: &limit},
@@ -516,7 +505,7 @@ func TestKubeletSourceEphemeralStorageParts(t *testing.T) {
 			}
 		case r.Err != nil:
 			t.Errorf("%s: %v", r.Volume.Name, r.Err)
-		case r.Measurement.UsedBytes != w || r.Measurement.Method != exporter.MethodKubelet:
+		case r.Measurement.UsedBytes != w || r.Measurement.Method != volume.MethodKubelet:
 			t.Errorf("%s: %d bytes (%s), want %d from the kubelet", r.Volume.Name, r.Measurement.UsedBytes, r.Measurement.Method, w)
 		default:
 			sum += r.Measurement.UsedBytes

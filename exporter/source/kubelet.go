@@ -1,4 +1,4 @@
-package exporter
+package source
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"io"
 	"net/http"
 	"os"
@@ -18,14 +17,15 @@ import (
 	"k8s.io/client-go/transport"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeletsummary"
 )
 
-// KubeletSource reads volume usage from the kubelet Summary API. It needs no
+// Kubelet reads volume usage from the kubelet Summary API. It needs no
 // hostPath, but the kubelet refreshes volume stats only every
 // --volume-stats-agg-period (1m by default, up to 2m with jitter): MeasuredAt is
 // the time the kubelet stamped, so consumers can see how old the numbers are.
-type KubeletSource struct {
+type Kubelet struct {
 	fetch func(ctx context.Context) (*statsapi.Summary, error)
 
 	// The last Summary, for ContainerRootfs: one request serves a cycle's layers.
@@ -41,7 +41,7 @@ const summaryReuse = 5 * time.Second
 // ContainerRootfs is the writable-layer usage the kubelet's Summary API gives for container
 // of the pod with (kubelet) UID podUID, with the time the kubelet stamped on it; ok is false
 // when the Summary has no such figure.
-func (s *KubeletSource) ContainerRootfs(ctx context.Context, podUID, container string) (used int64, at time.Time, ok bool, err error) {
+func (s *Kubelet) ContainerRootfs(ctx context.Context, podUID, container string) (used int64, at time.Time, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil || time.Since(s.fetched) > summaryReuse {
@@ -64,10 +64,10 @@ func (s *KubeletSource) ContainerRootfs(ctx context.Context, podUID, container s
 	return 0, time.Time{}, false, nil
 }
 
-// NewKubeletDirectSource reads /stats/summary from the kubelet at baseURL (for
+// NewKubeletDirect reads /stats/summary from the kubelet at baseURL (for
 // example https://10.0.0.5:10250) with client.
-func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource {
-	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
+func NewKubeletDirect(baseURL string, client *http.Client) *Kubelet {
+	return &Kubelet{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats/summary", nil)
 		if err != nil {
 			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError, Err: err}
@@ -97,10 +97,10 @@ func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource 
 	}}
 }
 
-// NewKubeletProxySource reads the Summary API of node through the API server's
+// NewKubeletProxy reads the Summary API of node through the API server's
 // node proxy (RBAC: nodes/proxy get).
-func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSource {
-	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
+func NewKubeletProxy(client kubernetes.Interface, node string) *Kubelet {
+	return &Kubelet{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		sum, err := kubeletsummary.ThroughProxy(ctx, client.CoreV1().RESTClient(), node)
 		if err != nil {
 			// The error carries the API server's Status message (e.g. why the kubelet is
@@ -116,7 +116,7 @@ func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSou
 	}}
 }
 
-// NewKubeletHTTPClient builds the client for NewKubeletDirectSource. The token file
+// NewKubeletHTTPClient builds the client for NewKubeletDirect. The token file
 // is re-read as it rotates (projected service account tokens do, hourly).
 func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, timeout time.Duration) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // G402: off unless --kubelet.insecure-skip-tls-verify (test clusters)
@@ -143,12 +143,12 @@ func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, tim
 }
 
 // Name implements Source.
-func (s *KubeletSource) Name() string { return "kubelet" }
+func (s *Kubelet) Name() string { return "kubelet" }
 
 // Measure implements Source with one Summary request for all pods: each emptyDir from its
 // volume stats and, for pods whose ephemeral storage is measured, each part from the figure
 // the kubelet adds up itself (kubeletPart).
-func (s *KubeletSource) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
+func (s *Kubelet) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
 	stats, fetchErr := s.summary(ctx)
 	var out []volume.VolumeResult
 	for _, p := range pods {
@@ -186,7 +186,7 @@ func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (vo
 		}
 		return volume.Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
 			AvailableBytes: int64(deref(fs.AvailableBytes)), InodesUsed: int64(deref(fs.InodesUsed)),
-			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: MethodKubelet}, nil
+			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: volume.MethodKubelet}, nil
 	}
 	volumeStats := func(name string) *statsapi.FsStats {
 		for _, vs := range ps.VolumeStats {
@@ -250,7 +250,7 @@ func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (vo
 }
 
 // summary fetches and indexes the Summary by pod UID.
-func (s *KubeletSource) summary(ctx context.Context) (map[string]statsapi.PodStats, error) {
+func (s *Kubelet) summary(ctx context.Context) (map[string]statsapi.PodStats, error) {
 	sum, err := s.fetch(ctx)
 	if err != nil {
 		return nil, err
@@ -264,7 +264,7 @@ func (s *KubeletSource) summary(ctx context.Context) (map[string]statsapi.PodSta
 
 // DedicatedImageFilesystem judges from one Summary whether the node's image filesystem is
 // dedicated (kubeletsummary.DedicatedImageFs), for an exporter with no hostPath to compare.
-func (s *KubeletSource) DedicatedImageFilesystem(ctx context.Context) (bool, error) {
+func (s *Kubelet) DedicatedImageFilesystem(ctx context.Context) (bool, error) {
 	sum, err := s.fetch(ctx)
 	if err != nil {
 		return false, err

@@ -1,4 +1,4 @@
-package exporter_test
+package source_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 )
@@ -76,7 +76,7 @@ func TestMemoryVolumeCountsTmpfsXattrs(t *testing.T) {
 			used, xattrs, statfs[withXattrs.Name])
 	}
 
-	src := &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}
+	src := &source.Filesystem{KubeletRootDir: root, WalkConcurrency: 2}
 	for _, tc := range []struct {
 		vol        volume.Volume
 		want       int64
@@ -89,9 +89,9 @@ func TestMemoryVolumeCountsTmpfsXattrs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.vol.Name, err)
 		}
-		if m.UsedBytes != tc.want || m.Method != exporter.MethodStatfs || m.LowerBound() {
+		if m.UsedBytes != tc.want || m.Method != volume.MethodStatfs || m.LowerBound() {
 			t.Errorf("%s: used %d bytes (method %q, lower bound %v); want %d (method %q, complete): statfs's %d bytes plus the user.* names and values",
-				tc.vol.Name, m.UsedBytes, m.Method, m.LowerBound(), tc.want, exporter.MethodStatfs, statfs[tc.vol.Name])
+				tc.vol.Name, m.UsedBytes, m.Method, m.LowerBound(), tc.want, volume.MethodStatfs, statfs[tc.vol.Name])
 		}
 		// statfs counts a hard link as an inode, and a KiB of attributes as one more.
 		if m.InodesUsed != tc.wantInodes {

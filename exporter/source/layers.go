@@ -1,9 +1,8 @@
-package exporter
+package source
 
 import (
 	"bufio"
 	"fmt"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
