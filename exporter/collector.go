@@ -209,8 +209,8 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 	if e.walks != nil && e.walks.budget != nil {
 		b := e.walks.budget
-		gauge(budgetDesc, b.share, node)
-		gauge(budgetRemainingDesc, b.remaining().Seconds(), node)
+		gauge(budgetDesc, b.Share(), node)
+		gauge(budgetRemainingDesc, b.Remaining().Seconds(), node)
 	}
 
 	e.collectAlignment(ch)

@@ -62,7 +62,7 @@ type Config struct {
 	UnlimitedInterval time.Duration
 	// CPUBudget bounds the CPU the periodic walks of a VolumeSource spend, as a share of one
 	// core counted on the threads that walk (--collection.cpu-budget; the token bucket
-	// cpuBudget); 0 means no bound.
+	// budget.Bucket); 0 means no bound.
 	CPUBudget float64
 	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
 	// less: what a burst of walks may take at once. 0 means CPUBudget's share of

@@ -12,7 +12,7 @@ import (
 // however many volumes one namespace has, or however costly their walks, what it spends there
 // is its part of the share over time, and once its part is spent its own overdue walks wait,
 // not another namespace's. What they spend is also a debt of the bucket, which its income pays
-// first and which is never forgiven (cpuBudget): these parts, adding up to the budget's share,
+// first and which is never forgiven (budget.Bucket): these parts, adding up to the budget's share,
 // keep all the walks within that share over time.
 type floorShares struct {
 	share    float64       // Config.CPUBudget
@@ -80,7 +80,7 @@ func (f *floorShares) bucket() time.Duration {
 
 // take reports whether a walk of namespace ns expected to cost estimate may start without
 // the budget's credit: while ns's part holds credit and at least min(estimate, its bucket), as
-// cpuBudget.allows. The estimate is then set aside until the walk ends (settle), so that the
+// budget.Bucket.Allows. The estimate is then set aside until the walk ends (settle), so that the
 // walks ns starts in one cycle cannot all start on the same credit.
 func (f *floorShares) take(ns string, estimate time.Duration) bool {
 	f.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -54,7 +55,7 @@ type tenantKey struct{ caller, namespace string }
 type spendBudget struct {
 	spent  atomic.Int64 // CPU nanoseconds its live walks' threads spent
 	share  float64
-	bucket *cpuBudget
+	bucket *budget.Bucket
 }
 
 // liveBudget is what one live walk draws on: its caller's budget for the pod's namespace
@@ -83,13 +84,13 @@ func budgetIn[K comparable](m map[K]*spendBudget, key K, share float64, burst ti
 	}
 	if len(m) >= liveBudgetsKept {
 		for k, o := range m {
-			if o.bucket.remaining() >= o.bucket.capacity {
+			if o.bucket.Remaining() >= o.bucket.Capacity() {
 				delete(m, k)
 			}
 		}
 	}
 	b := &spendBudget{share: share}
-	b.bucket = newCPUBudget(share, burst, func() time.Duration { return time.Duration(b.spent.Load()) }, now)
+	b.bucket = budget.New(share, burst, func() time.Duration { return time.Duration(b.spent.Load()) }, now)
 	m[key] = b
 	return b
 }
@@ -110,9 +111,9 @@ func (b liveBudget) wait() (time.Duration, string) {
 
 // wait is how long until the bucket holds credit again; 0 when it does now.
 func (b *spendBudget) wait() time.Duration {
-	if b.bucket.allows(0) {
+	if b.bucket.Allows(0) {
 		return 0
 	}
 	// At least a nanosecond: an empty bucket (no debt) allows nothing either.
-	return max(time.Duration(float64(-b.bucket.remaining())/b.share), 1)
+	return max(time.Duration(float64(-b.bucket.Remaining())/b.share), 1)
 }

@@ -105,7 +105,7 @@ const (
 //   - over any window of T the floor walks spend at most share×T plus what the parts saved
 //     (one bucket in all) and what walks under way (at most one per slot) spend beyond their
 //     estimates, however many volumes and namespaces there are. Their cost is a debt of the
-//     bucket that its income pays first and that is never forgiven (cpuBudget), so all the
+//     bucket that its income pays first and that is never forgiven (budget.Bucket), so all the
 //     walks together spend at most share×T plus three buckets and that overdraft, but for the
 //     debt the bucket forgives beyond one bucket after a walk on credit that cost more than
 //     expected (a costly volume's, on a full bucket, at most once per cost/share).

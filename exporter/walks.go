@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
@@ -54,7 +55,7 @@ type volumeWalks struct {
 	// is walked; 0: every cycle.
 	unlimitedInterval time.Duration
 	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
-	budget *cpuBudget
+	budget *budget.Bucket
 	// signal is Config.ChangeSignal; nil: every part is due at its cadence.
 	signal ChangeSignal
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
@@ -155,7 +156,7 @@ func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *vo
 		if capacity <= 0 {
 			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
-		w.budget = newCPUBudget(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).withFloor(atomicDuration(&w.floorCPU))
+		w.budget = budget.New(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).WithFloor(atomicDuration(&w.floorCPU))
 		w.floor = newFloorShares(cfg.CPUBudget, capacity, hooks.now)
 	}
 	return w
@@ -265,7 +266,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 	var costly time.Duration
 	var share float64
 	if w.budget != nil {
-		costly, share = w.budget.capacity, w.budget.share
+		costly, share = w.budget.Capacity(), w.budget.Share()
 	}
 	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
 	if w.signal != nil {
@@ -427,7 +428,7 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 				queue = append(queue, d)
 				continue
 			}
-		case w.budget.allows(d.cost):
+		case w.budget.Allows(d.cost):
 		case d.floor == floorAfter:
 			if floor, estimate = w.takeFloor(d); !floor {
 				<-w.slots
