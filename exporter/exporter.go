@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/live"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -268,8 +269,8 @@ func New(cfg Config) (*Exporter, error) {
 	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code))
 	}
-	e.liveRefusals.WithLabelValues(BudgetScopeNamespace)
-	e.liveRefusals.WithLabelValues(BudgetScopeCaller)
+	e.liveRefusals.WithLabelValues(live.ScopeNamespace)
+	e.liveRefusals.WithLabelValues(live.ScopeCaller)
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
 	if cfg.AlignToScrapes {

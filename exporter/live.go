@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/live"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -36,13 +37,13 @@ type liveRefusal struct {
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
 // measurement at a time per pod, of at most all the global slots but one
 // (Config.LiveConcurrency - 1) pods at once, of which one namespace's pods hold all but one,
-// and a short queue; beyond that it gets 429, as when its CPU budgets (livebudget.go) are
+// and a short queue; beyond that it gets 429, as when its CPU budgets (live.Budgets) are
 // spent. The global bound keeps the node's I/O in check; as a single caller cannot hold every
 // slot, it cannot starve the remediator, and one tenant's slow pods hold some of the
 // remediator's turns, not all. Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
-	callers := newCallerQueue(e.cfg.LiveConcurrency - 1)
-	budgets := newLiveBudgets(e.now)
+	callers := live.NewQueue(e.cfg.LiveConcurrency - 1)
+	budgets := live.NewBudgets(e.now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code, body := e.live(r, callers, budgets, e.cfg.LiveMaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
@@ -91,7 +92,7 @@ func checkLiveRequest(r *http.Request) error {
 	return nil
 }
 
-func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudgets, maxWait time.Duration) (int, any) {
+func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budgets, maxWait time.Duration) (int, any) {
 	if err := checkLiveRequest(r); err != nil {
 		return http.StatusBadRequest, liveapi.Error{Error: err.Error()}
 	}
@@ -130,22 +131,22 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 	deadline := time.Now().Add(LiveTimeout) // the wait included
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
-	caller := callerOf(r)
-	budget := budgets.of(caller, ns)
-	if wait, scope := budget.wait(); wait > 0 {
+	caller := live.CallerOf(r)
+	budget := budgets.Of(caller, ns)
+	if wait, scope := budget.Wait(); wait > 0 {
 		e.liveRefusals.WithLabelValues(scope).Inc()
-		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, liveTenantShare, liveTenantBurst)
-		if scope == BudgetScopeCaller {
-			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", liveCallerShare, liveCallerBurst)
+		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, live.TenantShare, live.TenantBurst)
+		if scope == live.ScopeCaller {
+			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", live.CallerShare, live.CallerBurst)
 		}
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s has spent %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
 	}
-	release, ok := callers.acquire(waitCtx, caller, ns, uid)
+	release, ok := callers.Acquire(waitCtx, caller, ns, uid)
 	if !ok {
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per namespace, %d per caller",
-			caller, e.cfg.NodeName, callers.perTenant, callers.perCaller)},
+			caller, e.cfg.NodeName, callers.PerTenant(), callers.PerCaller())},
 			maxWait}
 	}
 	select {
@@ -162,7 +163,7 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		defer func() { <-e.liveSlots }()
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), deadline)
 		defer cancel()
-		results := e.measureLive(ctx, pv, budget.meter())
+		results := e.measureLive(ctx, pv, budget.Meter())
 		for _, res := range results {
 			if res.Err != nil {
 				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonOf(res.Err)).Inc()
