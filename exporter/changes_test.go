@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
@@ -60,7 +61,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	limits := map[string]int64{"quiet": 100, "busy": 100, "nocgroup": 100, "racing": 100, "unvouched": 100}
 	pods := exportertest.NewPods(exporter.TestVolumes(limits, "quiet", "busy", "nocgroup", "racing", "unvouched")...)
 	signal := &fakeSignal{writes: map[string]int{}, broken: map[string]error{
-		"uid-nocgroup": &exporter.ChangeSignalError{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
+		"uid-nocgroup": &change.Error{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
 	}}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
 		UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal}))

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/live"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
@@ -73,7 +74,7 @@ type Config struct {
 	// ChangeSignal, when set, spares a VolumeSource's collection the walks of parts whose pod
 	// has written nothing since their last complete walk began, for at most UnlimitedInterval
 	// (--collection.change-signal); nil: every part is walked at its cadence.
-	ChangeSignal ChangeSignal
+	ChangeSignal change.Signal
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -300,7 +301,7 @@ func New(cfg Config) (*Exporter, error) {
 				Help:        "Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.",
 				ConstLabels: constLabels,
 			}, []string{"outcome"})
-			e.changeMarks.WithLabelValues(ChangeMarkRead)
+			e.changeMarks.WithLabelValues(change.MarkRead)
 			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_walks_unchanged_total",
 				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.",

@@ -21,7 +21,7 @@ type volumeState struct {
 	// cost is the CPU time attributed to its last completed walk.
 	cost time.Duration
 	// unchanged: its pod's change mark now is the one read before its last complete walk
-	// began (ChangeSignal): nothing of the pod's can have grown by a write of its processes.
+	// began (change.Signal): nothing of the pod's can have grown by a write of its processes.
 	unchanged bool
 }
 
@@ -113,7 +113,7 @@ const (
 // A part walked, not read by a few stats, whose pod's change mark is still the one read before
 // its last complete walk began (volumeState.unchanged) is not due until its last walk started
 // unlimitedInterval ago: the kernel vouches that nothing of the pod's has grown by a write of its
-// processes, and the interval bounds what the mark cannot see (ChangeSignal).
+// processes, and the interval bounds what the mark cannot see (change.Signal).
 //
 // costly 0: no budget, no floor.
 func dueWalks(pods []volume.PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
@@ -145,7 +145,7 @@ func dueWalks(pods []volume.PodVolumes, state func(volumeKey) volumeState, now t
 				continue
 			}
 			// Vouched unchanged by the kernel: not walked before it is overdue, which bounds
-			// what the change marks cannot see (ChangeSignal).
+			// what the change marks cannot see (change.Signal).
 			if s.unchanged && s.measured && unlimitedInterval > 0 && !v.Kind.Cheap() && !since(s, unlimitedInterval) {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
@@ -57,7 +58,7 @@ type volumeWalks struct {
 	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
 	budget *budget.Bucket
 	// signal is Config.ChangeSignal; nil: every part is due at its cadence.
-	signal ChangeSignal
+	signal change.Signal
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
 	floor *floorShares
@@ -133,9 +134,9 @@ type walkHooks struct {
 	podNow func(volume.PodVolumes) (volume.PodVolumes, bool)
 	// informerLag is how long absent waits for podNow to show a deletion (0: defaultInformerLag).
 	informerLag time.Duration
-	// marked receives the outcome of reading each pod's change mark (ChangeMarkRead, or the
+	// marked receives the outcome of reading each pod's change mark (change.MarkRead, or the
 	// reason there is none, with its error); unchanged, the walks a cycle did not start because
-	// their pod's mark vouched the part unchanged. Both set with a ChangeSignal.
+	// their pod's mark vouched the part unchanged. Both set with a change.Signal.
 	marked    func(outcome string, err error)
 	unchanged func(n int)
 }
@@ -248,7 +249,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 			if rec.seen.IsZero() {
 				rec.seen = now
 			}
-			if rec.unchanged = unchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.unchanged {
+			if rec.unchanged = change.UnchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.unchanged {
 				rec.unchangedAt = now
 			}
 		}
@@ -626,4 +627,40 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *f
 	}
 	w.mu.Unlock()
 	w.done(r)
+}
+
+// readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
+// a pod without one is missing, and counted by reason.
+func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
+	if w.signal == nil {
+		return nil
+	}
+	marks := make(map[string]any, len(pods))
+	for _, p := range pods {
+		if !walksSomething(p) {
+			continue
+		}
+		m, err := w.signal.Mark(p)
+		if err != nil {
+			reason := change.MarkUnknown
+			if se := (*change.Error)(nil); errors.As(err, &se) {
+				reason = se.Reason
+			}
+			w.marked(reason, err)
+			continue
+		}
+		w.marked(change.MarkRead, nil)
+		marks[p.UID] = m
+	}
+	return marks
+}
+
+// walksSomething reports whether a part of p is measured by a walk, not a few stats.
+func walksSomething(p volume.PodVolumes) bool {
+	for _, v := range p.Volumes {
+		if !v.Kind.Cheap() {
+			return true
+		}
+	}
+	return false
 }

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
@@ -182,11 +183,11 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Sourc
 
 // changeSignal opens the pods' cgroups; a node where they cannot be read keeps today's
 // schedule, which the warning and emptydir_exporter_change_marks_total{outcome="unavailable"} say.
-func changeSignal(cfg *config, logger *slog.Logger) exporter.ChangeSignal {
-	s, err := exporter.NewCgroupSignal(cfg.cgroup, &cfg.fs)
+func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
+	s, err := change.NewCgroup(cfg.cgroup, &cfg.fs)
 	if err != nil {
 		logger.Warn("the change signal cannot read the node's cgroups; every part is walked at its cadence (mount the host's /sys/fs/cgroup read-only at --cgroup.mount)", "err", err)
-		return exporter.UnavailableSignal{Err: err}
+		return change.Unavailable{Err: err}
 	}
 	logger.Info("change signal on", s.Describe()...)
 	return s

@@ -114,7 +114,7 @@ type VolumeResult struct {
 	// started (IncompleteSince); zero while Measurement is complete.
 	IncompleteSince time.Time
 	// UnchangedAt is when a cycle last found the pod's change mark unchanged since Measurement
-	// began (ChangeSignal): its values still stood then. Zero: none since.
+	// began (Config.ChangeSignal): its values still stood then. Zero: none since.
 	UnchangedAt time.Time
 }
 

@@ -71,7 +71,7 @@ type PodVolumes struct {
 	// measures emptyDir volumes only (the pod has no such limit, or the measurement is off).
 	Storage *PodStorage
 	// QOSClass is the pod's status.qosClass, set by the API server: which of the kubelet's QoS
-	// cgroups holds the pod's (ChangeSignal).
+	// cgroups holds the pod's (Config.ChangeSignal).
 	QOSClass string
 	// UserNamespace is set for a pod with hostUsers: false: its root is no root of the node,
 	// and cannot change the project IDs the kubelet put its volumes under.

@@ -1,4 +1,4 @@
-package exporter_test
+package change_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
@@ -14,7 +14,7 @@ import (
 
 // openNodeCgroups opens this machine's cgroups as the exporter's signal does, for a kubelet
 // root dir and a snapshotter root in dir.
-func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
+func openNodeCgroups(t *testing.T, dir string) *change.Cgroup {
 	t.Helper()
 	fs := source.DefaultFilesystem()
 	fs.KubeletRootDir = filepath.Join(dir, "kubelet")
@@ -24,7 +24,7 @@ func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
 			t.Fatal(err)
 		}
 	}
-	s, err := exporter.NewCgroupSignal(podcgroup.DefaultConfig(), &fs)
+	s, err := change.NewCgroup(podcgroup.DefaultConfig(), &fs)
 	if err != nil {
 		t.Skipf("this machine's cgroups cannot be read: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestCgroupSignalMarkReasons(t *testing.T) {
 		{volume.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
 	} {
 		m, err := s.Mark(tc.pod)
-		se := (*exporter.ChangeSignalError)(nil)
+		se := (*change.Error)(nil)
 		if !errors.As(err, &se) || se.Reason != tc.reason || m != nil {
 			t.Errorf("Mark(%+v) = %v, %v; want no mark, reason %s", tc.pod, m, err, tc.reason)
 		}
@@ -93,16 +93,16 @@ func TestCgroupSignalUnavailable(t *testing.T) {
 	fs.KubeletRootDir = t.TempDir()
 	cfg := podcgroup.DefaultConfig()
 	cfg.Mount = t.TempDir()
-	_, err := exporter.NewCgroupSignal(cfg, &fs)
+	_, err := change.NewCgroup(cfg, &fs)
 	if err == nil {
-		t.Fatalf("NewCgroupSignal(%s) passed, want an error: it is no cgroup filesystem", cfg.Mount)
+		t.Fatalf("NewCgroup(%s) passed, want an error: it is no cgroup filesystem", cfg.Mount)
 	}
-	u := exporter.UnavailableSignal{Err: err}
-	se := (*exporter.ChangeSignalError)(nil)
-	if _, err := u.Mark(volume.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != exporter.ChangeMarkUnavailable {
-		t.Errorf("UnavailableSignal.Mark: %v, want reason %s", err, exporter.ChangeMarkUnavailable)
+	u := change.Unavailable{Err: err}
+	se := (*change.Error)(nil)
+	if _, err := u.Mark(volume.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != change.MarkUnavailable {
+		t.Errorf("Unavailable.Mark: %v, want reason %s", err, change.MarkUnavailable)
 	}
 	if u.Vouches(volume.Volume{Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}) {
-		t.Error("UnavailableSignal vouches for a disk emptyDir")
+		t.Error("Unavailable vouches for a disk emptyDir")
 	}
 }
