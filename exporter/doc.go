@@ -6,7 +6,7 @@
 //
 //  1. Exporter.refresh lists the node's pods from the PodLister (pods.go, the informer).
 //  2. With a volume.VolumeSource (source.Filesystem), volumeWalks.cycle (walks.go)
-//     asks dueWalks (schedule.go) which volumes are due, most urgent first, and starts their
+//     asks schedule.Due which volumes are due, most urgent first, and starts their
 //     walks while a slot is free and the CPU budget (budget.Bucket, Config.CPUBudget) allows;
 //     each walk calls MeasureVolume, which walks by fswalk.MeasureDiskUsage (or reads the
 //     project quota) and charges its CPU to the budget through an fswalk.CPUMeter. The cycle

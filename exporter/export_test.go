@@ -72,7 +72,7 @@ func (e *Exporter) WalksRunning() []string {
 	defer e.walks.mu.Unlock()
 	out := make([]string, 0, len(e.walks.running))
 	for k := range e.walks.running {
-		out = append(out, k.uid+"/"+k.volume)
+		out = append(out, k.UID+"/"+k.Volume)
 	}
 	slices.Sort(out)
 	return out
@@ -86,7 +86,7 @@ func (e *Exporter) WaitForWalks() { e.walks.wait() }
 func (e *Exporter) LatestWalk(uid, name string) (volume.VolumeResult, bool) {
 	e.walks.mu.Lock()
 	defer e.walks.mu.Unlock()
-	if rec := e.walks.volumes[volumeKey{uid, name}]; rec != nil && rec.latest != nil {
+	if rec := e.walks.volumes[volume.Key{UID: uid, Volume: name}]; rec != nil && rec.latest != nil {
 		return *rec.latest, true
 	}
 	return volume.VolumeResult{}, false

@@ -201,8 +201,6 @@ var sourceReasons = map[string][]string{
 	"kubelet":    {volume.ReasonNotFound, volume.ReasonKubeletUnreachable, volume.ReasonKubeletError},
 }
 
-type volumeKey struct{ uid, volume string }
-
 // New checks cfg and builds an Exporter.
 func New(cfg Config) (*Exporter, error) {
 	if cfg.Source == nil || cfg.Pods == nil {
@@ -388,9 +386,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	}
 
 	e.mu.RLock()
-	lastGood := make(map[volumeKey]volume.VolumeResult, len(e.snap.volumes))
+	lastGood := make(map[volume.Key]volume.VolumeResult, len(e.snap.volumes))
 	for _, v := range e.snap.volumes {
-		lastGood[volumeKey{v.UID, v.Volume.Name}] = v
+		lastGood[volume.Key{UID: v.UID, Volume: v.Volume.Name}] = v
 	}
 	prev := e.snap
 	e.mu.RUnlock()
@@ -414,7 +412,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	kept := make([]volume.VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
-			r.IncompleteSince = volume.IncompleteSince(lastGood[volumeKey{r.UID, r.Volume.Name}].IncompleteSince, r.Measurement)
+			r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
 			// did not measure every volume.
@@ -428,7 +426,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 			continue // not measured yet by design of the walk schedule (volumeWalks.unmeasured)
 		}
 		success = false
-		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {
+		if old, ok := lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}]; ok {
 			old.Volume = r.Volume // the spec (limit) may have changed; the numbers have not been re-read
 			kept = append(kept, old)
 		}

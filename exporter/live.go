@@ -231,9 +231,9 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 	if e.walks == nil {
 		return e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
 	}
-	keys := make([]volumeKey, 0, len(pv.Volumes))
+	keys := make([]volume.Key, 0, len(pv.Volumes))
 	for _, v := range pv.Volumes {
-		keys = append(keys, volumeKey{pv.UID, v.Name})
+		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
 	}
 	measure := e.walks.source.MeasureVolume
 	if live, ok := e.walks.source.(volume.LiveVolumeSource); ok {

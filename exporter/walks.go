@@ -12,6 +12,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/schedule"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
@@ -61,7 +62,7 @@ type volumeWalks struct {
 	signal change.Signal
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
-	floor *floorShares
+	floor *schedule.Floor
 	// creditCPU and floorCPU are the CPU time the periodic walks started on the budget's
 	// credit (or without a budget) and on the floor have spent, as their threads counted it.
 	creditCPU, floorCPU atomic.Int64
@@ -72,11 +73,11 @@ type volumeWalks struct {
 	walking sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[volumeKey]*inflight
+	running map[volume.Key]*inflight
 	// walkEnded is closed, and replaced, whenever a periodic walk ends.
 	walkEnded chan struct{}
 	// volumes is what the walks remember of each volume of the pods the last cycle listed.
-	volumes map[volumeKey]*volumeRecord
+	volumes map[volume.Key]*volumeRecord
 	// namespaces is what the walks of each namespace of the pods the last cycle listed (and of
 	// those with walks still under way) have spent, for the metrics.
 	namespaces map[string]*namespaceWalks
@@ -90,10 +91,10 @@ type namespaceWalks struct {
 }
 
 // volumeRecord is what the walks remember of one volume: what schedules its next walks
-// (volumeState; inFlight is not kept here but read from running) and the result of its
+// (schedule.State; InFlight is not kept here but read from running) and the result of its
 // last completed walk, which every cycle publishes.
 type volumeRecord struct {
-	volumeState
+	schedule.State
 	latest *volume.VolumeResult // nil until a walk completes
 	// mark is its pod's change mark read before its last complete walk began; nil: none
 	// (no signal, a failed or lower-bound walk, a live one).
@@ -103,7 +104,7 @@ type volumeRecord struct {
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
-func (w *volumeWalks) record(k volumeKey) *volumeRecord {
+func (w *volumeWalks) record(k volume.Key) *volumeRecord {
 	r := w.volumes[k]
 	if r == nil {
 		r = &volumeRecord{}
@@ -146,7 +147,7 @@ func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *vo
 	w := &volumeWalks{
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
 		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval, signal: cfg.ChangeSignal,
-		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{}, walkEnded: make(chan struct{}),
+		running: map[volume.Key]*inflight{}, volumes: map[volume.Key]*volumeRecord{}, walkEnded: make(chan struct{}),
 		namespaces: map[string]*namespaceWalks{},
 	}
 	if w.informerLag <= 0 {
@@ -158,7 +159,7 @@ func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *vo
 			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
 		w.budget = budget.New(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).WithFloor(atomicDuration(&w.floorCPU))
-		w.floor = newFloorShares(cfg.CPUBudget, capacity, hooks.now)
+		w.floor = schedule.NewFloor(cfg.CPUBudget, capacity, hooks.now)
 	}
 	return w
 }
@@ -184,10 +185,10 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
 // starts until the live walk ends. end records the live walk's successful results as the
 // volumes' latest measurement, which the next cycle publishes, and gives the volumes back.
-func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]volume.VolumeResult)) {
+func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResult)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	mine := map[volumeKey]*inflight{}
+	mine := map[volume.Key]*inflight{}
 	for _, k := range keys {
 		f := w.running[k]
 		if f != nil && f.cancel == nil {
@@ -203,11 +204,11 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]volume.VolumeResul
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for _, r := range results {
-			k := volumeKey{r.UID, r.Volume.Name}
+			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
 			if _, ok := mine[k]; ok && r.Err == nil {
 				rec := w.record(k)
 				rec.latest = &r
-				rec.usedBytes, rec.measured = r.Measurement.UsedBytes, true
+				rec.UsedBytes, rec.Measured = r.Measurement.UsedBytes, true
 				rec.mark, rec.unchangedAt = nil, time.Time{} // no mark was read before it
 			}
 		}
@@ -219,7 +220,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]volume.VolumeResul
 	}
 }
 
-// cycle starts, under walksCtx, the walks due now (dueWalks), most urgent first, each
+// cycle starts, under walksCtx, the walks due now (schedule.Due), most urgent first, each
 // when a slot is free and the CPU budget allows it, until cycleCtx ends; what it could not
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
@@ -236,20 +237,20 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 	// in between changes the next mark, or the walk sees it.
 	marks := w.readMarks(pods)
 	now := w.now()
-	current := map[volumeKey]bool{}
+	current := map[volume.Key]bool{}
 	namespaces := map[string]bool{}
 	w.mu.Lock()
 	for _, p := range pods {
 		namespaces[p.Namespace] = true
 		w.namespaceOf(p.Namespace) // its series from its first cycle on
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
+			k := volume.Key{UID: p.UID, Volume: v.Name}
 			current[k] = true
 			rec := w.record(k)
-			if rec.seen.IsZero() {
-				rec.seen = now
+			if rec.Seen.IsZero() {
+				rec.Seen = now
 			}
-			if rec.unchanged = change.UnchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.unchanged {
+			if rec.Unchanged = change.UnchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.Unchanged {
 				rec.unchangedAt = now
 			}
 		}
@@ -269,21 +270,21 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 	if w.budget != nil {
 		costly, share = w.budget.Capacity(), w.budget.Share()
 	}
-	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
+	due := schedule.Due(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
 	if w.signal != nil {
 		w.unchanged(w.vouched(pods, due))
 		for i := range due {
-			due[i].mark = marks[due[i].pod.UID]
+			due[i].Mark = marks[due[i].Pod.UID]
 		}
 	}
 	w.mu.Unlock()
 
 	if w.floor != nil {
-		w.floor.fill(namespaces)
+		w.floor.Fill(namespaces)
 	}
 
-	foreground, others := due, []dueWalk(nil)
-	if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.background }); i >= 0 {
+	foreground, others := due, []schedule.Walk(nil)
+	if i := slices.IndexFunc(due, func(d schedule.Walk) bool { return d.Background }); i >= 0 {
 		foreground, others = due[:i], due[i:]
 	}
 	shared := len(namespaces) > 1
@@ -314,7 +315,7 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 	out := make([]volume.VolumeResult, 0, len(current))
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			rec := w.record(volumeKey{p.UID, v.Name})
+			rec := w.record(volume.Key{UID: p.UID, Volume: v.Name})
 			var r volume.VolumeResult
 			switch {
 			case rec.latest == nil:
@@ -391,9 +392,9 @@ func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool
 
 // dispatch starts the walks of due in order, each when a slot is free and the CPU budget
 // allows it, until ctx ends, and returns a channel per walk started that the cycle waits
-// for (dueWalk.wait), closed when it ends. What it could not start is deferred to a later
+// for (schedule.Walk.Wait), closed when it ends. What it could not start is deferred to a later
 // cycle and counted.
-func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time, shared bool) []chan struct{} {
+func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, now time.Time, shared bool) []chan struct{} {
 	var started []chan struct{}
 	budgetDeferred := 0
 	defer func() {
@@ -406,31 +407,31 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 	// walk starts on its namespace's part of the floor; that part spent, it goes behind the
 	// others' walks too, and starts on the bucket's credit if any is left.
 	queue := slices.Clone(due)
-	postponed, behind := map[volumeKey]bool{}, map[volumeKey]bool{}
+	postponed, behind := map[volume.Key]bool{}, map[volume.Key]bool{}
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
-		if shared && !postponed[d.key] && w.holdsItsShare(d.pod.Namespace) {
-			postponed[d.key] = true
+		if shared && !postponed[d.Key] && w.holdsItsShare(d.Pod.Namespace) {
+			postponed[d.Key] = true
 			queue = append(queue, d)
 			continue
 		}
-		if !w.takeSlot(ctx, d.pod.Namespace, shared) {
+		if !w.takeSlot(ctx, d.Pod.Namespace, shared) {
 			w.deferred(DeferredNoSlot, len(queue)+1)
 			return started
 		}
 		floor, estimate := false, time.Duration(0)
 		switch {
-		case w.budget == nil || d.cheap:
-		case d.floor == floorFirst && !behind[d.key]:
+		case w.budget == nil || d.Cheap:
+		case d.Floor == schedule.FloorFirst && !behind[d.Key]:
 			if floor, estimate = w.takeFloor(d); !floor {
 				<-w.slots
-				behind[d.key] = true
+				behind[d.Key] = true
 				queue = append(queue, d)
 				continue
 			}
-		case w.budget.Allows(d.cost):
-		case d.floor == floorAfter:
+		case w.budget.Allows(d.Cost):
+		case d.Floor == schedule.FloorAfter:
 			if floor, estimate = w.takeFloor(d); !floor {
 				<-w.slots
 				budgetDeferred++
@@ -442,16 +443,16 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)
-		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.pod.Namespace, floor: floor, estimate: estimate}
+		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.Pod.Namespace, floor: floor, estimate: estimate}
 		w.mu.Lock()
-		w.running[d.key] = f
-		w.record(d.key).started = now
-		ns := w.namespaceOf(d.pod.Namespace)
+		w.running[d.Key] = f
+		w.record(d.Key).Started = now
+		ns := w.namespaceOf(d.Pod.Namespace)
 		if floor {
 			ns.floorWalks++
 		}
 		w.mu.Unlock()
-		if d.wait {
+		if d.Wait {
 			started = append(started, f.done)
 		}
 		w.walking.Add(1)
@@ -470,12 +471,12 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 
 // takeFloor reports whether d may start on its namespace's part of the floor, and the
 // estimate of its cost set aside there until it ends.
-func (w *volumeWalks) takeFloor(d dueWalk) (bool, time.Duration) {
+func (w *volumeWalks) takeFloor(d schedule.Walk) (bool, time.Duration) {
 	w.mu.Lock()
-	s := w.state(d.key)
+	s := w.state(d.Key)
 	w.mu.Unlock()
-	estimate := w.floor.estimate(s)
-	return w.floor.take(d.pod.Namespace, estimate), estimate
+	estimate := w.floor.Estimate(s)
+	return w.floor.Take(d.Pod.Namespace, estimate), estimate
 }
 
 // absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
@@ -558,16 +559,16 @@ func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
 
 // vouched counts the parts of pods that their change marks kept from being due now: vouched
 // unchanged, not in flight, not in due. Callers hold w.mu.
-func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []dueWalk) int {
-	isDue := make(map[volumeKey]bool, len(due))
+func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []schedule.Walk) int {
+	isDue := make(map[volume.Key]bool, len(due))
 	for _, d := range due {
-		isDue[d.key] = true
+		isDue[d.Key] = true
 	}
 	n := 0
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
-			if s := w.state(k); s.unchanged && !s.inFlight && !isDue[k] {
+			k := volume.Key{UID: p.UID, Volume: v.Name}
+			if s := w.state(k); s.Unchanged && !s.InFlight && !isDue[k] {
 				n++
 			}
 		}
@@ -575,13 +576,13 @@ func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []dueWalk) int {
 	return n
 }
 
-// state is what dueWalks needs to know of volume k. Callers hold w.mu.
-func (w *volumeWalks) state(k volumeKey) volumeState {
-	var s volumeState
+// state is what schedule.Due needs to know of volume k. Callers hold w.mu.
+func (w *volumeWalks) state(k volume.Key) schedule.State {
+	var s schedule.State
 	if rec := w.volumes[k]; rec != nil {
-		s = rec.volumeState
+		s = rec.State
 	}
-	_, s.inFlight = w.running[k]
+	_, s.InFlight = w.running[k]
 	return s
 }
 
@@ -589,11 +590,11 @@ func (w *volumeWalks) state(k volumeKey) volumeState {
 // the CPU time its threads spend to meter, whose totals the budget drains, also when it fails
 // or is cut short; a floor walk settles its namespace's part before its slot is freed. A walk
 // whose context ends early (shutdown, or a live walk took the volume over) leaves no result.
-func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *fswalk.CPUMeter) {
+func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, meter *fswalk.CPUMeter) {
 	defer func() {
 		w.mu.Lock()
-		if w.running[d.key] == f {
-			delete(w.running, d.key)
+		if w.running[d.Key] == f {
+			delete(w.running, d.Key)
 		}
 		close(w.walkEnded) // after the slot is freed (deferred below)
 		w.walkEnded = make(chan struct{})
@@ -604,26 +605,26 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *f
 	defer func() { <-w.slots }()
 	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	r := volume.VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
-	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol, meter)
-	r.Err = w.absent(ctx, d.pod, r.Err)
+	r := volume.VolumeResult{Namespace: d.Pod.Namespace, Pod: d.Pod.Pod, UID: d.Pod.UID, Volume: d.Volume}
+	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.Pod, d.Volume, meter)
+	r.Err = w.absent(ctx, d.Pod, r.Err)
 	spent := meter.Spent()
 	if f.floor {
-		w.floor.settle(d.pod.Namespace, f.estimate, spent)
+		w.floor.Settle(d.Pod.Namespace, f.estimate, spent)
 	}
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}
 	w.mu.Lock()
-	rec := w.record(d.key)
+	rec := w.record(d.Key)
 	rec.latest = &r
 	if r.Err == nil {
-		rec.cost, rec.usedBytes, rec.measured = spent, r.Measurement.UsedBytes, true
+		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true
 	}
 	// Only a complete walk's mark vouches for what it found: a lower bound is walked again.
 	rec.mark, rec.unchangedAt = nil, time.Time{}
 	if r.Err == nil && !r.Measurement.LowerBound() {
-		rec.mark = d.mark
+		rec.mark = d.Mark
 	}
 	w.mu.Unlock()
 	w.done(r)

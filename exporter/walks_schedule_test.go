@@ -605,7 +605,7 @@ func walkCPU(t *testing.T, e prometheus.Collector) time.Duration {
 // 267 CPU-s in 10 minutes, 8.9 times the 5 % budget, and more with more volumes (issue 30). Now
 // such walks draw on their namespace's part of the budget, and their cost is a debt the bucket
 // never forgives: over the run the walks spend the budget's share of the time plus three
-// buckets and one walk beyond its estimate at most (dueWalks), the tenant's floor walks its
+// buckets and one walk beyond its estimate at most (schedule.Due), the tenant's floor walks its
 // part, and the other namespace's parts are still walked at least every
 // 2 × --collection.unlimited-interval and a cycle.
 func TestFloorWalksSpendBoundedCPU(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 // CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The collection
 // starts a walk only while the bucket holds credit; a walk may overdraw it, and the debt (up to
 // one bucket) is paid back by later cycles. The walks of overdue volumes start on their
-// namespace's part of the floor instead (floorShares), whatever the bucket holds; what they
+// namespace's part of the floor instead (schedule.Floor), whatever the bucket holds; what they
 // spend is a debt of its own, never forgiven, that the bucket's income pays first: since the
 // namespaces' parts add up to share, over time all the walks stay within share of one core.
 //
@@ -61,7 +61,7 @@ func (b *Bucket) update() {
 	b.credit += income - paid - max(0, spent-b.lastSpent)
 	// A debt beyond one bucket is forgiven: one walk costlier than the bucket (a tenant's
 	// millions of empty files) must not keep every walk waiting for minutes; that volume
-	// itself waits for a full bucket before its next walk (dueWalks).
+	// itself waits for a full bucket before its next walk (schedule.Due).
 	b.credit = max(min(b.credit, b.capacity), -b.capacity)
 	b.lastWall, b.lastSpent, b.lastFloorSpent = wall, spent, floorSpent
 }

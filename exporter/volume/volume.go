@@ -93,6 +93,9 @@ func (p PodVolumes) KubeletUID() string {
 	return p.UID
 }
 
+// Key names one volume of one pod on the node: the pod's UID and the volume's name.
+type Key struct{ UID, Volume string }
+
 // Dir is where the kubelet keeps one emptyDir volume of a pod below its root dir; podUID
 // is the pod's KubeletUID. Both names come from the API server (a UID it assigned or a
 // checked config hash, a volume name it validated as a DNS label), never from a request.
