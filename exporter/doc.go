@@ -1,6 +1,9 @@
 // Package exporter measures the emptyDir volumes of the pods on one node and publishes them
-// as Prometheus metrics, and serves live measurements on request. It schedules and
-// publishes; the walk and every other system call live in internal/fswalk.
+// as Prometheus metrics, and serves live measurements on request. It is the wiring: the
+// concerns it draws on are packages below it, none of which imports it: volume (the shared
+// types), source (what measures), schedule (what is walked when), budget (the CPU bucket),
+// change (the change signal) and live (the admission of live requests). The walk and every
+// other system call live in internal/fswalk.
 //
 // One collection cycle (Run, every Config.Interval):
 //
