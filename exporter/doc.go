@@ -20,6 +20,6 @@
 //  4. nextCycle (align.go) plans the next start, aligned to a regular scraper's scrapes with
 //     Config.AlignToScrapes.
 //
-// LiveHandler (live.go) measures one pod's volumes at request time for the remediator,
+// LiveHandler (livehandler.go) measures one pod's volumes at request time for the remediator,
 // taking the place of their periodic walks (volumeWalks.beginLive).
 package exporter

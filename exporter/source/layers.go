@@ -155,7 +155,8 @@ func (l *LayerLocator) readMountTable() (mountTable, error) {
 	if path == "" {
 		path = "/proc/self/mountinfo"
 	}
-	f, err := os.Open(path) //nolint:gosec // G703: the process's own mount table, or a file a test names; never a request's
+	// The process's own mount table, or a file a test names; never a request's.
+	f, err := os.Open(path)
 	if err != nil {
 		return mountTable{}, fmt.Errorf("reading the mount table: %w", err)
 	}
