@@ -12,7 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // fakeSignal hands out each pod's mark as its cgroup would: a write count, changed by write;
@@ -23,7 +25,7 @@ type fakeSignal struct {
 	broken map[string]error
 }
 
-func (f *fakeSignal) Mark(p exporter.PodVolumes) (any, error) {
+func (f *fakeSignal) Mark(p volume.PodVolumes) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.broken[p.UID]; err != nil {
@@ -33,7 +35,7 @@ func (f *fakeSignal) Mark(p exporter.PodVolumes) (any, error) {
 }
 
 // Vouches for every part but those named unvouched.
-func (f *fakeSignal) Vouches(v exporter.Volume) bool { return !strings.HasPrefix(v.Name, "unvouched") }
+func (f *fakeSignal) Vouches(v volume.Volume) bool { return !strings.HasPrefix(v.Name, "unvouched") }
 
 func (f *fakeSignal) write(uid string) {
 	f.mu.Lock()
@@ -48,9 +50,9 @@ func (f *fakeSignal) write(uid string) {
 func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	lowerBound := map[string]bool{"racing": true}
-	src := exportertest.NewSource(func(_ context.Context, _ exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+	src := exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 		at := clk.Now()
-		m := exporter.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
+		m := volume.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
 		if lowerBound[v.Name] {
 			m.ChangedFolders = 1
 		}
@@ -59,7 +61,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	limits := map[string]int64{"quiet": 100, "busy": 100, "nocgroup": 100, "racing": 100, "unvouched": 100}
 	pods := exportertest.NewPods(exporter.TestVolumes(limits, "quiet", "busy", "nocgroup", "racing", "unvouched")...)
 	signal := &fakeSignal{writes: map[string]int{}, broken: map[string]error{
-		"uid-nocgroup": &exporter.ChangeSignalError{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
+		"uid-nocgroup": &change.Error{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
 	}}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
 		UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal}))

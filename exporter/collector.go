@@ -1,10 +1,15 @@
 package exporter
 
 import (
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 var volumeLabels = []string{"node", "namespace", "pod", "uid", "volume", "medium"}
+
+// unexplainedThreshold is the least unexplained usage published (emptydir_unexplained_bytes):
+// below it, a file written between the statfs and the walk, which the walk may miss, would flap.
+const unexplainedThreshold = 1 << 20
 
 var (
 	usedBytesDesc = prometheus.NewDesc("emptydir_used_bytes",
@@ -125,7 +130,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 	if sel&(selectTrigger|selectVolumes) != 0 {
 		for _, r := range snap.volumes {
-			if r.Volume.Kind != KindEmptyDir {
+			if r.Volume.Kind != volume.KindEmptyDir {
 				continue // published added up, per pod and container (collectStorage)
 			}
 			lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
@@ -136,7 +141,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
-				if over, ok := overLimit(m.UsedBytes, r.Volume.LimitBytes); ok && r.Volume.Medium != MediumMemory {
+				if over, ok := volume.OverLimit(m.UsedBytes, r.Volume.LimitBytes); ok && r.Volume.Medium != volume.MediumMemory {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
 			} else if !limited && sel&selectVolumes != 0 {
@@ -204,8 +209,8 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 	if e.walks != nil && e.walks.budget != nil {
 		b := e.walks.budget
-		gauge(budgetDesc, b.share, node)
-		gauge(budgetRemainingDesc, b.remaining().Seconds(), node)
+		gauge(budgetDesc, b.Share(), node)
+		gauge(budgetRemainingDesc, b.Remaining().Seconds(), node)
 	}
 
 	e.collectAlignment(ch)

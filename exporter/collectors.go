@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // The exporter's series fall into collectors that a scrape selects with the URL parameters
@@ -101,12 +103,12 @@ func (e *Exporter) Collectors() map[string]prometheus.Collector {
 
 // diskFilesystem returns the filesystem figures of the newest measurement of a disk-medium
 // emptyDir: they all live under the kubelet's root dir, on one filesystem.
-func (s snapshot) diskFilesystem() (Measurement, bool) {
-	var newest Measurement
+func (s snapshot) diskFilesystem() (volume.Measurement, bool) {
+	var newest volume.Measurement
 	found := false
 	for _, r := range s.volumes {
 		m := r.Measurement
-		if r.Volume.Kind != KindEmptyDir || r.Volume.Medium != MediumDisk || m.CapacityBytes <= 0 {
+		if r.Volume.Kind != volume.KindEmptyDir || r.Volume.Medium != volume.MediumDisk || m.CapacityBytes <= 0 {
 			continue
 		}
 		if !found || m.MeasuredAt.After(newest.MeasuredAt) {
@@ -127,7 +129,7 @@ func (s snapshot) oldestTriggerMeasurement() (time.Time, bool) {
 	var oldest time.Time
 	for _, r := range s.volumes {
 		at := r.Measurement.MeasuredAt
-		trigger := measuredPods[r.UID] || (r.Volume.Kind == KindEmptyDir && r.Volume.LimitBytes != nil)
+		trigger := measuredPods[r.UID] || (r.Volume.Kind == volume.KindEmptyDir && r.Volume.LimitBytes != nil)
 		if trigger && !at.IsZero() && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}

@@ -8,13 +8,15 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // TestDefaultConfig: the defaults pass Validate with the filesystem source's defaults, and New
 // refuses the zero settings it would otherwise have to replace by defaults of its own.
 func TestDefaultConfig(t *testing.T) {
 	cfg := exporter.DefaultConfig()
-	fs := exporter.DefaultFilesystemSource()
+	fs := source.DefaultFilesystem()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", &fs, exportertest.NewPods().Unsynced()
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("DefaultConfig: %v", err)
@@ -34,12 +36,12 @@ func TestRunWaitsForWalks(t *testing.T) {
 	// that has not seen the cancellation yet.
 	gate := exportertest.NewGate()
 	var ended atomic.Int32
-	src := exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
+	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
 		ended.Add(1)
-		return exporter.Measurement{}, nil
+		return volume.Measurement{}, nil
 	}).Before(gate.HoldPastContext).VolumeSource()
-	pods := exportertest.NewPods(exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-1",
-		Volumes: []exporter.Volume{{Name: "a", Medium: exporter.MediumDisk, LimitBytes: limit(1)}, {Name: "b", Medium: exporter.MediumDisk}}})
+	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-1",
+		Volumes: []volume.Volume{{Name: "a", Medium: volume.MediumDisk, LimitBytes: limit(1)}, {Name: "b", Medium: volume.MediumDisk}}})
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Interval: time.Hour}))
 	if err != nil {
 		t.Fatal(err)

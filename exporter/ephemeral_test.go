@@ -9,6 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 func (b *podBuilder) limit(container, q string) *podBuilder {
@@ -79,14 +82,14 @@ func TestWithStorage(t *testing.T) {
 	mib := func(n int64) *int64 { return ptr.To(n << 20) }
 	type part struct {
 		name   string
-		kind   Kind
+		kind   volume.Kind
 		budget *int64
 	}
 	cases := []struct {
 		name       string
 		pod        *corev1.Pod
 		wantLimit  *int64
-		wantCtrs   []Container
+		wantCtrs   []volume.Container
 		wantParts  []part // beside the emptyDirs, in order
 		wantBudget map[string]*int64
 		wantClass  string // PodStorage.RuntimeClass
@@ -96,11 +99,11 @@ func TestWithStorage(t *testing.T) {
 		{name: "container limit: writable layer, logs, pod files; disk emptyDir without sizeLimit is guarded by the pod limit",
 			pod:       newPod("a", "p", "u1").limit("main", "10Mi").emptyDir("scratch", "", "").emptyDir("shm", corev1.StorageMediumMemory, "").mount("scratch", "shm").running("main", idMain, false).pod,
 			wantLimit: mib(10),
-			wantCtrs:  []Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}},
+			wantCtrs:  []volume.Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}},
 			wantParts: []part{
-				{"container/main/writable-layer", KindWritableLayer, mib(10)},
-				{"container/main/logs", KindContainerLogs, mib(10)},
-				{"pod/files", KindPodFiles, mib(10)},
+				{"container/main/writable-layer", volume.KindWritableLayer, mib(10)},
+				{"container/main/logs", volume.KindContainerLogs, mib(10)},
+				{"pod/files", volume.KindPodFiles, mib(10)},
 			},
 			wantBudget: map[string]*int64{"scratch": mib(10), "shm": nil}},
 		{name: "limits add up; a container without one is guarded by the pod's; exited containers do not count",
@@ -110,14 +113,14 @@ func TestWithStorage(t *testing.T) {
 			// PodLimits: the plain init container runs beside the sidecar started before it, so
 			// max(10Mi + 5Mi, 50Mi + 5Mi).
 			wantLimit: mib(55),
-			wantCtrs:  []Container{{Name: "side", ID: idSide, LimitBytes: mib(5)}, {Name: "main", ID: idMain, LimitBytes: mib(10)}},
+			wantCtrs:  []volume.Container{{Name: "side", ID: idSide, LimitBytes: mib(5)}, {Name: "main", ID: idMain, LimitBytes: mib(10)}},
 			wantParts: []part{
-				{"configmap/cfg", KindConfigMap, mib(55)},
-				{"container/side/writable-layer", KindWritableLayer, mib(5)},
-				{"container/side/logs", KindContainerLogs, mib(5)},
-				{"container/main/writable-layer", KindWritableLayer, mib(10)},
-				{"container/main/logs", KindContainerLogs, mib(10)},
-				{"pod/files", KindPodFiles, mib(55)},
+				{"configmap/cfg", volume.KindConfigMap, mib(55)},
+				{"container/side/writable-layer", volume.KindWritableLayer, mib(5)},
+				{"container/side/logs", volume.KindContainerLogs, mib(5)},
+				{"container/main/writable-layer", volume.KindWritableLayer, mib(10)},
+				{"container/main/logs", volume.KindContainerLogs, mib(10)},
+				{"pod/files", volume.KindPodFiles, mib(55)},
 			}},
 		// The kubelet counts every running container of the sandbox toward the pod
 		// (ListContainers in cri_stats_provider.go makes no difference for ephemeral ones), and
@@ -127,13 +130,13 @@ func TestWithStorage(t *testing.T) {
 				runtimeClass("kata-qemu").pod,
 			wantLimit: mib(10),
 			wantClass: "kata-qemu",
-			wantCtrs:  []Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}, {Name: "debugger", ID: idDebug}},
+			wantCtrs:  []volume.Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}, {Name: "debugger", ID: idDebug}},
 			wantParts: []part{
-				{"container/main/writable-layer", KindWritableLayer, mib(10)},
-				{"container/main/logs", KindContainerLogs, mib(10)},
-				{"container/debugger/writable-layer", KindWritableLayer, mib(10)},
-				{"container/debugger/logs", KindContainerLogs, mib(10)},
-				{"pod/files", KindPodFiles, mib(10)},
+				{"container/main/writable-layer", volume.KindWritableLayer, mib(10)},
+				{"container/main/logs", volume.KindContainerLogs, mib(10)},
+				{"container/debugger/writable-layer", volume.KindWritableLayer, mib(10)},
+				{"container/debugger/logs", volume.KindContainerLogs, mib(10)},
+				{"pod/files", volume.KindPodFiles, mib(10)},
 			}},
 		{name: "an ephemeral container alone gives a pod without limits none",
 			pod: newPod("a", "p", "u1").emptyDir("v", "", "1Mi").mount("v").running("main", idMain, false).debug("debugger", idDebug, true).pod, none: true},
@@ -203,29 +206,31 @@ func deref64(p *int64) any {
 
 func TestStorageUsage(t *testing.T) {
 	mib := int64(1 << 20)
-	pv := PodVolumes{UID: "u", Volumes: []Volume{
-		{Name: "scratch", Medium: MediumDisk},
-		{Name: "shm", Medium: MediumMemory},
-		{Name: "configmap/cfg", Kind: KindConfigMap},
-		{Name: "container/main/writable-layer", Kind: KindWritableLayer, Container: "main"},
-		{Name: "container/main/logs", Kind: KindContainerLogs, Container: "main"},
-		{Name: "container/side/writable-layer", Kind: KindWritableLayer, Container: "side"},
-		{Name: "container/side/logs", Kind: KindContainerLogs, Container: "side"},
-		{Name: "pod/files", Kind: KindPodFiles},
-	}, Storage: &PodStorage{LimitBytes: ptr.To(20 * mib), Containers: []Container{{Name: "main", LimitBytes: ptr.To(10 * mib)}, {Name: "side"}}}}
-	ok := func(used int64) VolumeResult { return VolumeResult{Measurement: Measurement{UsedBytes: used}} }
-	results := map[string]VolumeResult{
+	pv := volume.PodVolumes{UID: "u", Volumes: []volume.Volume{
+		{Name: "scratch", Medium: volume.MediumDisk},
+		{Name: "shm", Medium: volume.MediumMemory},
+		{Name: "configmap/cfg", Kind: volume.KindConfigMap},
+		{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main"},
+		{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main"},
+		{Name: "container/side/writable-layer", Kind: volume.KindWritableLayer, Container: "side"},
+		{Name: "container/side/logs", Kind: volume.KindContainerLogs, Container: "side"},
+		{Name: "pod/files", Kind: volume.KindPodFiles},
+	}, Storage: &volume.PodStorage{LimitBytes: ptr.To(20 * mib), Containers: []volume.Container{{Name: "main", LimitBytes: ptr.To(10 * mib)}, {Name: "side"}}}}
+	ok := func(used int64) volume.VolumeResult {
+		return volume.VolumeResult{Measurement: volume.Measurement{UsedBytes: used}}
+	}
+	results := map[string]volume.VolumeResult{
 		"scratch":                       ok(3 * mib),
 		"shm":                           ok(50 * mib), // memory: no ephemeral storage
 		"configmap/cfg":                 ok(8192),
 		"container/main/writable-layer": ok(11 * mib),
 		"container/main/logs":           ok(mib),
-		"container/side/writable-layer": {Measurement: Measurement{Unlocated: LayerNotOverlay}},
+		"container/side/writable-layer": {Measurement: volume.Measurement{Unlocated: source.LayerNotOverlay}},
 		"container/side/logs":           ok(4096),
 		"pod/files":                     ok(4096),
 	}
 	u := storageUsage(pv, results, false, false)
-	wantParts := map[string]int64{PartEmptyDir: 3 * mib, PartWritableLayer: 11 * mib, PartLogs: mib + 4096, PartOther: 8192 + 4096}
+	wantParts := map[string]int64{volume.PartEmptyDir: 3 * mib, volume.PartWritableLayer: 11 * mib, volume.PartLogs: mib + 4096, volume.PartOther: 8192 + 4096}
 	if !reflect.DeepEqual(u.Parts, wantParts) {
 		t.Errorf("parts = %v, want %v", u.Parts, wantParts)
 	}
@@ -239,7 +244,7 @@ func TestStorageUsage(t *testing.T) {
 	if main.UsedBytes != 12*mib || main.LowerBound || main.WritableLayerBytes != 11*mib || main.LogsBytes != mib {
 		t.Errorf("main = %+v, want 12Mi used (layer 11Mi + logs 1Mi), complete", main)
 	}
-	if side.UsedBytes != 4096 || !side.LowerBound || side.Unlocated != LayerNotOverlay {
+	if side.UsedBytes != 4096 || !side.LowerBound || side.Unlocated != source.LayerNotOverlay {
 		t.Errorf("side = %+v, want 4096 used, a lower bound, unlocated not_overlay", side)
 	}
 
@@ -257,18 +262,18 @@ func TestStorageUsage(t *testing.T) {
 
 	// A layer's figure from the kubelet's Summary counts on the dashboards, never in a live
 	// answer, which decides evictions: there it is 0 and the usage a lower bound.
-	results["container/side/writable-layer"] = VolumeResult{Measurement: Measurement{UsedBytes: 5 * mib, Unlocated: LayerOtherRuntime, Method: MethodKubelet}}
+	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{UsedBytes: 5 * mib, Unlocated: source.LayerOtherRuntime, Method: volume.MethodKubelet}}
 	if u := storageUsage(pv, results, false, false); u.UsedBytes != 20*mib+4*4096 || !u.LowerBound {
 		t.Errorf("published: used %d, lower bound %v; want the kubelet's 5Mi counted, still a lower bound", u.UsedBytes, u.LowerBound)
 	}
 	if u := storageUsage(pv, results, false, true); u.UsedBytes != 15*mib+4*4096 || !u.LowerBound || u.Containers[1].UsedBytes != 4096 {
 		t.Errorf("live: used %d, side %d, lower bound %v; want the kubelet's figure left out", u.UsedBytes, u.Containers[1].UsedBytes, u.LowerBound)
 	}
-	results["container/side/writable-layer"] = VolumeResult{Measurement: Measurement{Unlocated: LayerNotOverlay}}
+	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{Unlocated: source.LayerNotOverlay}}
 
 	// A part not measured yet makes the pod a lower bound, not an undercount taken for exact.
 	delete(results, "pod/files")
-	if u := storageUsage(pv, results, false, false); !u.LowerBound || u.Parts[PartOther] != 8192 {
-		t.Errorf("missing part: lower bound %v, other %d; want a lower bound without it", u.LowerBound, u.Parts[PartOther])
+	if u := storageUsage(pv, results, false, false); !u.LowerBound || u.Parts[volume.PartOther] != 8192 {
+		t.Errorf("missing part: lower bound %v, other %d; want a lower bound without it", u.LowerBound, u.Parts[volume.PartOther])
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // What the tests of package exporter_test reach inside an Exporter, where its fakes
@@ -38,11 +38,6 @@ func testConfig(cfg Config) Config {
 	return cfg
 }
 
-// SetReadQuota replaces how s reads a folder's project quota (fswalk.ReadProjectQuota).
-func (s *FilesystemSource) SetReadQuota(read func(dir string) (fswalk.DiskUsage, error)) {
-	s.readQuota = read
-}
-
 // TestVolumes builds one pod per volume name; a name in limits gets that sizeLimit.
 var TestVolumes = volumes
 
@@ -58,7 +53,7 @@ func (e *Exporter) RefreshWalks(ctx, walksCtx context.Context) { e.refresh(ctx, 
 
 // WalkCycle runs the walks of one cycle over pods, as Refresh does after listing them, and
 // returns what the cycle publishes; the walks run under ctx.
-func (e *Exporter) WalkCycle(ctx context.Context, pods []PodVolumes) []VolumeResult {
+func (e *Exporter) WalkCycle(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
 	return e.walks.cycle(ctx, ctx, pods, 0)
 }
 
@@ -77,7 +72,7 @@ func (e *Exporter) WalksRunning() []string {
 	defer e.walks.mu.Unlock()
 	out := make([]string, 0, len(e.walks.running))
 	for k := range e.walks.running {
-		out = append(out, k.uid+"/"+k.volume)
+		out = append(out, k.UID+"/"+k.Volume)
 	}
 	slices.Sort(out)
 	return out
@@ -88,13 +83,13 @@ func (e *Exporter) WaitForWalks() { e.walks.wait() }
 
 // LatestWalk returns the result of the volume's last completed walk, which the next cycle
 // publishes; false when none has completed.
-func (e *Exporter) LatestWalk(uid, volume string) (VolumeResult, bool) {
+func (e *Exporter) LatestWalk(uid, name string) (volume.VolumeResult, bool) {
 	e.walks.mu.Lock()
 	defer e.walks.mu.Unlock()
-	if rec := e.walks.volumes[volumeKey{uid, volume}]; rec != nil && rec.latest != nil {
+	if rec := e.walks.volumes[volume.Key{UID: uid, Volume: name}]; rec != nil && rec.latest != nil {
 		return *rec.latest, true
 	}
-	return VolumeResult{}, false
+	return volume.VolumeResult{}, false
 }
 
 // SnapshotUIDs returns the pod UID of each volume the last cycle published, in order.

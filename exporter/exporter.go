@@ -12,6 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/live"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // Config is what an Exporter measures and how. DefaultConfig gives the defaults, which the
@@ -21,7 +25,7 @@ type Config struct {
 	// NodeName is the value of the node label (--node.name).
 	NodeName string
 	// Source measures volumes, for the periodic collection and the live endpoint.
-	Source Source
+	Source volume.Source
 	// Pods tells which pods on the node have emptyDir volumes (and, with
 	// PodWatcher.SetEphemeralStorage, the other parts of pods with an ephemeral-storage limit).
 	Pods PodLister
@@ -60,7 +64,7 @@ type Config struct {
 	UnlimitedInterval time.Duration
 	// CPUBudget bounds the CPU the periodic walks of a VolumeSource spend, as a share of one
 	// core counted on the threads that walk (--collection.cpu-budget; the token bucket
-	// cpuBudget); 0 means no bound.
+	// budget.Bucket); 0 means no bound.
 	CPUBudget float64
 	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
 	// less: what a burst of walks may take at once. 0 means CPUBudget's share of
@@ -70,7 +74,7 @@ type Config struct {
 	// ChangeSignal, when set, spares a VolumeSource's collection the walks of parts whose pod
 	// has written nothing since their last complete walk began, for at most UnlimitedInterval
 	// (--collection.change-signal); nil: every part is walked at its cadence.
-	ChangeSignal ChangeSignal
+	ChangeSignal change.Signal
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -105,7 +109,7 @@ const MaxVolumeConcurrency = 16
 // Validate reports every problem of the settings at once, naming their flags. The settings
 // of the walks (VolumeConcurrency, VolumeTimeout, UnlimitedInterval, CPUBudget) are checked
 // only with a VolumeSource, the only source that uses them; a Source with its own
-// Validate method (FilesystemSource) is checked too.
+// Validate method (source.Filesystem) is checked too.
 func (c Config) Validate() error {
 	var errs []error
 	if c.NodeName == "" {
@@ -120,7 +124,7 @@ func (c Config) Validate() error {
 	if c.LiveMaxWait <= 0 || c.LiveMaxWait >= LiveTimeout {
 		errs = append(errs, fmt.Errorf("--live.max-wait=%s must be positive and below the live endpoint's %s timeout, which it is part of", c.LiveMaxWait, LiveTimeout))
 	}
-	if _, walks := c.Source.(VolumeSource); walks {
+	if _, walks := c.Source.(volume.VolumeSource); walks {
 		if c.VolumeConcurrency < 1 || c.VolumeConcurrency > MaxVolumeConcurrency {
 			errs = append(errs, fmt.Errorf("--collection.concurrency=%d must be between 1 and %d", c.VolumeConcurrency, MaxVolumeConcurrency))
 		}
@@ -176,10 +180,10 @@ type Exporter struct {
 
 // snapshot is what one collection cycle produced.
 type snapshot struct {
-	volumes []VolumeResult // each with a measurement, fresh or the last good one
-	storage []PodVolumes   // the pods of the cycle whose ephemeral storage is measured
+	volumes []volume.VolumeResult // each with a measurement, fresh or the last good one
+	storage []volume.PodVolumes   // the pods of the cycle whose ephemeral storage is measured
 	// workloads are the pods of the cycle with their workloads (collectWorkloads).
-	workloads []PodVolumes
+	workloads []volume.PodVolumes
 	// podIncompleteSince is, by pod UID, since when the pod's ephemeral-storage usage has been a
 	// lower bound (pods of storage whose usage is one only).
 	podIncompleteSince map[string]time.Time
@@ -191,7 +195,11 @@ type snapshot struct {
 	cycles             int
 }
 
-type volumeKey struct{ uid, volume string }
+// sourceReasons lists the reasons each source can report.
+var sourceReasons = map[string][]string{
+	"filesystem": {volume.ReasonNotFound, volume.ReasonPermission, volume.ReasonIO, volume.ReasonTimeout},
+	"kubelet":    {volume.ReasonNotFound, volume.ReasonKubeletUnreachable, volume.ReasonKubeletError},
+}
 
 // New checks cfg and builds an Exporter.
 func New(cfg Config) (*Exporter, error) {
@@ -260,14 +268,14 @@ func New(cfg Config) (*Exporter, error) {
 	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code))
 	}
-	e.liveRefusals.WithLabelValues(BudgetScopeNamespace)
-	e.liveRefusals.WithLabelValues(BudgetScopeCaller)
+	e.liveRefusals.WithLabelValues(live.ScopeNamespace)
+	e.liveRefusals.WithLabelValues(live.ScopeCaller)
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
 	if cfg.AlignToScrapes {
 		e.aligner = newScrapeAligner(cfg.Logger)
 	}
-	if vs, ok := cfg.Source.(VolumeSource); ok {
+	if vs, ok := cfg.Source.(volume.VolumeSource); ok {
 		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
 			e.deferredWalks.WithLabelValues(r)
 		}
@@ -277,7 +285,7 @@ func New(cfg Config) (*Exporter, error) {
 			deferred: func(reason string, n int) {
 				e.deferredWalks.WithLabelValues(reason).Add(float64(n))
 			},
-			podNow: func(p PodVolumes) (PodVolumes, bool) {
+			podNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {
 					return p, true // judged by the cycle's list
@@ -291,7 +299,7 @@ func New(cfg Config) (*Exporter, error) {
 				Help:        "Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.",
 				ConstLabels: constLabels,
 			}, []string{"outcome"})
-			e.changeMarks.WithLabelValues(ChangeMarkRead)
+			e.changeMarks.WithLabelValues(change.MarkRead)
 			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_walks_unchanged_total",
 				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.",
@@ -365,7 +373,7 @@ func (e *Exporter) Refresh(ctx context.Context) { e.refresh(ctx, context.Without
 func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duration) {
 	start := e.now()
 	success := true
-	var pods []PodVolumes
+	var pods []volume.PodVolumes
 	if !e.cfg.Pods.HasSynced() {
 		success = false
 		e.log.Warn("pod informer has not synced yet; publishing no volumes")
@@ -378,53 +386,53 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	}
 
 	e.mu.RLock()
-	lastGood := make(map[volumeKey]VolumeResult, len(e.snap.volumes))
+	lastGood := make(map[volume.Key]volume.VolumeResult, len(e.snap.volumes))
 	for _, v := range e.snap.volumes {
-		lastGood[volumeKey{v.UID, v.Volume.Name}] = v
+		lastGood[volume.Key{UID: v.UID, Volume: v.Volume.Name}] = v
 	}
 	prev := e.snap
 	e.mu.RUnlock()
 
-	var results []VolumeResult
+	var results []volume.VolumeResult
 	if e.walks != nil {
 		results = e.walks.cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended
 	} else {
 		results = e.cfg.Source.Measure(ctx, pods)
-		settling := map[string]PodVolumes{}
+		settling := map[string]volume.PodVolumes{}
 		for _, p := range pods {
 			if p.Settling {
 				settling[p.UID] = p
 			}
 		}
 		for i, r := range results {
-			results[i].Err = absentWhileSettling(settling[r.UID], r.Err)
+			results[i].Err = volume.AbsentWhileSettling(settling[r.UID], r.Err)
 			e.noteMeasured(results[i])
 		}
 	}
-	kept := make([]VolumeResult, 0, len(results))
+	kept := make([]volume.VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
-			r.IncompleteSince = incompleteSince(lastGood[volumeKey{r.UID, r.Volume.Name}].IncompleteSince, r.Measurement)
+			r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
 			// did not measure every volume.
 			success = success && !r.Measurement.CutShort
 			continue
 		}
-		if errors.Is(r.Err, errVolumeAbsent) {
+		if errors.Is(r.Err, volume.ErrVolumeAbsent) {
 			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
 		if errors.Is(r.Err, errAwaitingSlowWalk) {
 			continue // not measured yet by design of the walk schedule (volumeWalks.unmeasured)
 		}
 		success = false
-		if old, ok := lastGood[volumeKey{r.UID, r.Volume.Name}]; ok {
+		if old, ok := lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}]; ok {
 			old.Volume = r.Volume // the spec (limit) may have changed; the numbers have not been re-read
 			kept = append(kept, old)
 		}
 	}
 
-	var storage []PodVolumes
+	var storage []volume.PodVolumes
 	emptyDirs, podsWithEmptyDirs := 0, 0
 	for _, p := range pods {
 		if p.Storage != nil {
@@ -432,7 +440,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		}
 		n := 0
 		for _, v := range p.Volumes {
-			if v.Kind == KindEmptyDir {
+			if v.Kind == volume.KindEmptyDir {
 				n++
 			}
 		}
@@ -469,7 +477,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 // podIncompleteSince is, for each pod of storage whose usage from volumes is a lower bound,
 // since when it has been one: prev's time while it was one at the previous cycle too, else the
 // start of the earliest incomplete measurement of its parts, or now when parts only lack one.
-func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []PodVolumes, volumes []VolumeResult, now time.Time) map[string]time.Time {
+func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []volume.PodVolumes, volumes []volume.VolumeResult, now time.Time) map[string]time.Time {
 	out := map[string]time.Time{}
 	byPod := resultsByPod(volumes)
 	for _, p := range storage {
@@ -489,13 +497,13 @@ func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []PodVo
 
 // noteMeasured counts and logs what one measurement found wrong: once per cycle
 // for a Source, once per completed walk for a VolumeSource.
-func (e *Exporter) noteMeasured(r VolumeResult) {
-	if errors.Is(r.Err, errVolumeAbsent) {
+func (e *Exporter) noteMeasured(r volume.VolumeResult) {
+	if errors.Is(r.Err, volume.ErrVolumeAbsent) {
 		return
 	}
 	if r.Err == nil && r.Measurement.CutShort {
 		// The walk timed out as before; what it counted is published as a lower bound.
-		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), ReasonTimeout).Inc()
+		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonTimeout).Inc()
 		e.log.Warn("walk cut short by its deadline; publishing what it counted as a lower bound",
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
 			"used_bytes", r.Measurement.UsedBytes)
@@ -515,14 +523,14 @@ func (e *Exporter) noteMeasured(r VolumeResult) {
 		return
 	}
 	source := e.cfg.Source.Name()
-	reason := reasonOf(r.Err)
+	reason := volume.ReasonOf(r.Err)
 	e.measureErrors.WithLabelValues(source, reason).Inc()
 	e.log.Warn("measuring volume", "namespace", r.Namespace, "pod", r.Pod, "uid", r.UID,
 		"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
 }
 
 // noteQuotaExcess logs a volume whose project quota counted more than its walk found.
-func (e *Exporter) noteQuotaExcess(r VolumeResult) {
+func (e *Exporter) noteQuotaExcess(r volume.VolumeResult) {
 	if n := r.Measurement.QuotaExcessBytes; r.Err == nil && n > 0 {
 		e.log.Warn("the volume's project quota counts more than the volume holds: files elsewhere with its project ID, or deleted files held open; published from the walk",
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,

@@ -13,6 +13,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
 )
 
@@ -48,7 +50,7 @@ const (
 func TestIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 	pods, table, src, now := fixture()
 	first := t0.Add(-3 * time.Second) // the fixture's MeasuredAt
-	table.Edit(func(uid, volume string, m *exporter.Measurement) {
+	table.Edit(func(uid, volume string, m *volume.Measurement) {
 		switch volume {
 		case "cache":
 			m.ChangedFolders = 3
@@ -86,21 +88,21 @@ emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod=
 	// Walked again, still incomplete: since when stays the first walk's start.
 	later := func(d time.Duration) {
 		*now = now.Add(d)
-		table.Edit(func(_, _ string, m *exporter.Measurement) { m.MeasuredAt = now.Add(-time.Second) })
+		table.Edit(func(_, _ string, m *volume.Measurement) { m.MeasuredAt = now.Add(-time.Second) })
 		e.Refresh(context.Background())
 	}
 	later(time.Minute)
 	check("incomplete again a minute later", first)
 
 	// One complete walk of cache: its series go; the next incomplete walk starts anew.
-	table.Edit(func(_, volume string, m *exporter.Measurement) {
+	table.Edit(func(_, volume string, m *volume.Measurement) {
 		if volume == "cache" {
 			m.ChangedFolders = 0
 		}
 	})
 	later(time.Minute)
 	check("cache walked completely", time.Time{})
-	table.Edit(func(_, volume string, m *exporter.Measurement) {
+	table.Edit(func(_, volume string, m *volume.Measurement) {
 		if volume == "cache" {
 			m.ChangedFolders = 1
 		}
@@ -115,18 +117,18 @@ emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod=
 func TestPodIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 	const uid = "uid-p"
 	at := t0.Add(-2 * time.Second)
-	pods := exportertest.NewPods(exporter.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
-		Volumes: []exporter.Volume{
-			{Name: "data", Medium: exporter.MediumDisk, BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
+	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
+		Volumes: []volume.Volume{
+			{Name: "data", Medium: volume.MediumDisk, BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
 		},
-		Storage: &exporter.PodStorage{LimitBytes: limit(1 << 30), Containers: []exporter.Container{{Name: "main", ID: "containerd://a"}}},
+		Storage: &volume.PodStorage{LimitBytes: limit(1 << 30), Containers: []volume.Container{{Name: "main", ID: "containerd://a"}}},
 	})
 	table := exportertest.NewTable()
-	table.Set(uid, "data", exporter.Measurement{UsedBytes: 4096, ChangedFolders: 2, MeasuredAt: at, CompletedAt: at, Method: exporter.MethodWalk})
-	table.Set(uid, "container/main/writable-layer", exporter.Measurement{Unlocated: exporter.LayerNoRootfsMount, Method: exporter.MethodNone, MeasuredAt: at, CompletedAt: at})
-	table.Fail(uid, "container/main/logs", &exporter.MeasureError{Reason: exporter.ReasonIO, Err: errors.New("input/output error")})
+	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, ChangedFolders: 2, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk})
+	table.Set(uid, "container/main/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: at, CompletedAt: at})
+	table.Fail(uid, "container/main/logs", &volume.MeasureError{Reason: volume.ReasonIO, Err: errors.New("input/output error")})
 	now := t0
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
 		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return now }, MeasureEphemeralStorage: true}))
@@ -149,10 +151,10 @@ emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds{na
 	}
 
 	// Every part complete: nothing.
-	table.Set(uid, "data", exporter.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: exporter.MethodWalk})
-	table.Set(uid, "container/main/writable-layer", exporter.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: exporter.MethodWalk})
+	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodWalk})
+	table.Set(uid, "container/main/writable-layer", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodWalk})
 	table.Fail(uid, "container/main/logs", nil)
-	table.Set(uid, "container/main/logs", exporter.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: exporter.MethodFiles})
+	table.Set(uid, "container/main/logs", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodFiles})
 	now = now.Add(time.Minute)
 	e.Refresh(context.Background())
 	if n, err := testutil.GatherAndCount(atTheDefaults(t, e), names...); err != nil || n != 0 {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -47,7 +49,7 @@ func FuzzLiveRequest(f *testing.F) {
 
 	root := f.TempDir()
 	for _, v := range []string{"empty", "cache"} {
-		dir := exporter.Dir(root, liveUID, v)
+		dir := volume.Dir(root, liveUID, v)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			f.Fatal(err)
 		}
@@ -57,7 +59,7 @@ func FuzzLiveRequest(f *testing.F) {
 	}
 	// src records which pod volumes it was asked to measure (Take): nothing outside the pod
 	// cache may ever be walked.
-	src := exportertest.NewSource(exportertest.Through(&exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}))
+	src := exportertest.NewSource(exportertest.Through(&source.Filesystem{KubeletRootDir: root, WalkConcurrency: 1}))
 	cached := livePods()
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: exportertest.NewPods(cached...)}))
 	if err != nil {
@@ -83,10 +85,10 @@ func FuzzLiveRequest(f *testing.F) {
 		if len(measured) > 1 {
 			t.Fatalf("GET %q: %d pods measured for one request", target, len(measured))
 		}
-		var pod exporter.PodVolumes
+		var pod volume.PodVolumes
 		if len(measured) == 1 {
 			pod = measured[0]
-			i := slices.IndexFunc(cached, func(c exporter.PodVolumes) bool {
+			i := slices.IndexFunc(cached, func(c volume.PodVolumes) bool {
 				return c.Namespace == pod.Namespace && c.Pod == pod.Pod && c.UID == pod.UID
 			})
 			if i < 0 {
@@ -130,7 +132,7 @@ func FuzzLiveRequest(f *testing.F) {
 				resp.Namespace, resp.Pod, resp.UID, pod.Namespace, pod.Pod, pod.UID)
 		}
 		for _, v := range resp.Volumes {
-			if !slices.ContainsFunc(pod.Volumes, func(m exporter.Volume) bool { return m.Name == v.Name }) {
+			if !slices.ContainsFunc(pod.Volumes, func(m volume.Volume) bool { return m.Name == v.Name }) {
 				t.Fatalf("GET %q: answer has volume %q, which was not measured", target, v.Name)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -34,8 +35,8 @@ type limitFixture struct {
 func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 	t.Helper()
 	gate := exportertest.NewGate()
-	src := exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
-		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
+	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
+		return volume.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
 	}).Before(gate.Hold)
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
 		LiveMaxWait: maxWait, Pods: exportertest.NewPods(livePods()...)}))
@@ -199,12 +200,12 @@ type budgetFixture struct {
 func newBudgetFixture(t *testing.T, tenants int) *budgetFixture {
 	t.Helper()
 	clk := exportertest.NewClock(time.Now())
-	src := exportertest.NewSource(func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
-		return exporter.Measurement{UsedBytes: 2 << 20, MeasuredAt: time.Now()}, nil
+	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
+		return volume.Measurement{UsedBytes: 2 << 20, MeasuredAt: time.Now()}, nil
 	}).Cost(3 * time.Second).VolumeSource()
-	pods := make([]exporter.PodVolumes, 0, tenants)
+	pods := make([]volume.PodVolumes, 0, tenants)
 	for i := range tenants {
-		pods = append(pods, podWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), volLimit("data", exporter.MediumDisk, 1<<20)))
+		pods = append(pods, exportertest.PodWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
 	}
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
 		Pods: exportertest.NewPods(pods...)}))

@@ -19,9 +19,10 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
-	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
 )
 
 const (
@@ -32,11 +33,11 @@ const (
 
 // livePods: empty-test1 has a disk volume with a sizeLimit and a memory volume
 // without one, both with folders; no-folder's volume folder does not exist.
-func livePods() []exporter.PodVolumes {
-	return []exporter.PodVolumes{
-		podWith("default", "empty-test1", liveUID,
-			volLimit("empty", exporter.MediumDisk, liveLimitBytes), vol("cache", exporter.MediumMemory)),
-		podWith("default", "no-folder", liveNoDirUID, vol("data", exporter.MediumDisk)),
+func livePods() []volume.PodVolumes {
+	return []volume.PodVolumes{
+		exportertest.PodWith("default", "empty-test1", liveUID,
+			exportertest.VolLimit("empty", volume.MediumDisk, liveLimitBytes), exportertest.Vol("cache", volume.MediumMemory)),
+		exportertest.PodWith("default", "no-folder", liveNoDirUID, exportertest.Vol("data", volume.MediumDisk)),
 	}
 }
 
@@ -49,7 +50,7 @@ type liveFixture struct {
 }
 
 // newLiveFixture builds a kubelet root dir with real files, an exporter over it
-// with a FilesystemSource, and serves its live endpoint.
+// with a source.Filesystem, and serves its live endpoint.
 func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	t.Helper()
 	root := t.TempDir()
@@ -66,7 +67,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	}
 	writeBytes(t, filepath.Join(f.dir(liveUID, "cache"), "c.bin"), 3000)
 
-	f.source = exportertest.NewSource(exportertest.Through(&exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 2}))
+	f.source = exportertest.NewSource(exportertest.Through(&source.Filesystem{KubeletRootDir: root, WalkConcurrency: 2}))
 	pods := exportertest.NewPods(livePods()...)
 	pods.SetSynced(synced)
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{
@@ -85,7 +86,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	return f
 }
 
-func (f *liveFixture) dir(uid, volume string) string { return exporter.Dir(f.root, uid, volume) }
+func (f *liveFixture) dir(uid, name string) string { return volume.Dir(f.root, uid, name) }
 
 // get requests path and returns the status and body; it checks the headers every
 // answer must carry.
@@ -142,16 +143,6 @@ func writeBytes(t *testing.T, path string, n int) {
 	if err := f.Sync(); err != nil { // allocate the blocks now
 		t.Fatal(err)
 	}
-}
-
-// duBytes is the oracle: GNU `du -s -B1` of dir.
-func duBytes(t *testing.T, dir string) int64 {
-	t.Helper()
-	n, err := duoracle.Of(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func TestLiveHandlerRejects(t *testing.T) {
@@ -260,8 +251,8 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		name, medium string
 		limit        *int64
 	}{
-		{"empty", exporter.MediumDisk, volLimit("", "", liveLimitBytes).LimitBytes},
-		{"cache", exporter.MediumMemory, nil},
+		{"empty", volume.MediumDisk, exportertest.VolLimit("", "", liveLimitBytes).LimitBytes},
+		{"cache", volume.MediumMemory, nil},
 	} {
 		v := r.Volumes[i]
 		dir := f.dir(liveUID, want.name)
@@ -282,7 +273,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		if *v.UsedBytes != du.UsedBytes {
 			t.Errorf("%s: usedBytes %d, MeasureDiskUsage says %d", v.Name, *v.UsedBytes, du.UsedBytes)
 		}
-		if gnu := duBytes(t, dir); *v.UsedBytes != gnu {
+		if gnu := exportertest.DuBytes(t, dir); *v.UsedBytes != gnu {
 			t.Errorf("%s: usedBytes %d, du -s -B1 says %d", v.Name, *v.UsedBytes, gnu)
 		}
 		if *v.UsedBytes <= 0 {
@@ -318,7 +309,7 @@ func TestLiveHandlerOneVolume(t *testing.T) {
 	if len(r.Volumes) != 1 || r.Volumes[0].Name != "cache" {
 		t.Fatalf("volumes %+v, want only cache", r.Volumes)
 	}
-	if gnu := duBytes(t, f.dir(liveUID, "cache")); *r.Volumes[0].UsedBytes != gnu {
+	if gnu := exportertest.DuBytes(t, f.dir(liveUID, "cache")); *r.Volumes[0].UsedBytes != gnu {
 		t.Errorf("cache: usedBytes %d, du says %d", *r.Volumes[0].UsedBytes, gnu)
 	}
 }
@@ -341,7 +332,7 @@ func TestLiveHandlerMeasuresAtRequestTime(t *testing.T) {
 	if !second.Volumes[0].MeasuredAt.After(first.Volumes[0].MeasuredAt) {
 		t.Errorf("second measuredAt %s is not after the first %s", second.Volumes[0].MeasuredAt, first.Volumes[0].MeasuredAt)
 	}
-	if gnu := duBytes(t, f.dir(liveUID, "empty")); *second.Volumes[0].UsedBytes != gnu {
+	if gnu := exportertest.DuBytes(t, f.dir(liveUID, "empty")); *second.Volumes[0].UsedBytes != gnu {
 		t.Errorf("usedBytes %d after growth, du says %d", *second.Volumes[0].UsedBytes, gnu)
 	}
 	if *second.Volumes[0].UsedBytes <= liveLimitBytes {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // overLimitExporter is an exporter over one pod with a disk or memory emptyDir "data" and a
@@ -19,18 +20,18 @@ import (
 func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, containerLimit *int64, data, layer, logs int64) *exporter.Exporter {
 	t.Helper()
 	const uid = "uid-p"
-	pods := exportertest.NewPods(exporter.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
-		Volumes: []exporter.Volume{
+	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
+		Volumes: []volume.Volume{
 			{Name: "data", Medium: medium, LimitBytes: sizeLimit, BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
 		},
-		Storage: &exporter.PodStorage{LimitBytes: podLimit, Containers: []exporter.Container{
+		Storage: &volume.PodStorage{LimitBytes: podLimit, Containers: []volume.Container{
 			{Name: "main", ID: "containerd://a", LimitBytes: containerLimit}}},
 	})
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"data": data, "container/main/writable-layer": layer, "container/main/logs": logs} {
-		table.Set(uid, name, exporter.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: exporter.MethodWalk})
+		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: volume.MethodWalk})
 	}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
 		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return t0 },
@@ -84,21 +85,21 @@ func TestOverLimitSeries(t *testing.T) {
 		data, layer, logs              int64
 		want                           map[string]float64
 	}{
-		{name: "emptyDir under its limit", medium: exporter.MediumDisk, sizeLimit: limit(mib), data: mib - 4096},
-		{name: "emptyDir at its limit", medium: exporter.MediumDisk, sizeLimit: limit(mib), data: mib},
-		{name: "emptyDir over its limit", medium: exporter.MediumDisk, sizeLimit: limit(mib), data: mib + 4096,
+		{name: "emptyDir under its limit", medium: volume.MediumDisk, sizeLimit: limit(mib), data: mib - 4096},
+		{name: "emptyDir at its limit", medium: volume.MediumDisk, sizeLimit: limit(mib), data: mib},
+		{name: "emptyDir over its limit", medium: volume.MediumDisk, sizeLimit: limit(mib), data: mib + 4096,
 			want: map[string]float64{disk: 4096}},
-		{name: "emptyDir with a limit of 0", medium: exporter.MediumDisk, sizeLimit: limit(0), data: mib},
-		{name: "emptyDir without a limit", medium: exporter.MediumDisk, data: 10 * mib},
-		{name: "memory emptyDir over the limit in its spec", medium: exporter.MediumMemory, sizeLimit: limit(mib), data: 2 * mib},
-		{name: "pod over its limit, container under its own", medium: exporter.MediumDisk,
+		{name: "emptyDir with a limit of 0", medium: volume.MediumDisk, sizeLimit: limit(0), data: mib},
+		{name: "emptyDir without a limit", medium: volume.MediumDisk, data: 10 * mib},
+		{name: "memory emptyDir over the limit in its spec", medium: volume.MediumMemory, sizeLimit: limit(mib), data: 2 * mib},
+		{name: "pod over its limit, container under its own", medium: volume.MediumDisk,
 			podLimit: limit(10 * mib), contLimit: limit(8 * mib), data: 5 * mib, layer: 4 * mib, logs: 2 * mib,
 			want: map[string]float64{pod: mib}},
-		{name: "container over its limit, pod under its own", medium: exporter.MediumDisk,
+		{name: "container over its limit, pod under its own", medium: volume.MediumDisk,
 			podLimit: limit(10 * mib), contLimit: limit(2 * mib), data: mib, layer: 2 * mib, logs: 8192,
 			want: map[string]float64{container: 8192}},
-		{name: "container without a limit", medium: exporter.MediumDisk, podLimit: limit(10 * mib), layer: 9 * mib},
-		{name: "everything over at once", medium: exporter.MediumDisk, sizeLimit: limit(mib),
+		{name: "container without a limit", medium: volume.MediumDisk, podLimit: limit(10 * mib), layer: 9 * mib},
+		{name: "everything over at once", medium: volume.MediumDisk, sizeLimit: limit(mib),
 			podLimit: limit(4 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
 			want: map[string]float64{disk: mib, pod: mib, container: mib}},
 	} {

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // podBuilder makes pods for table tests.
@@ -88,30 +90,30 @@ func TestPodVolumes(t *testing.T) {
 	cases := []struct {
 		name   string
 		pod    *corev1.Pod
-		want   []Volume
+		want   []volume.Volume
 		wantOK bool
 	}{
 		{"seed pod: disk, 1Mi",
 			newPod("default", "empty-test1", "u1").emptyDir("empty", "", "1Mi").mount("empty").pod,
-			[]Volume{{Name: "empty", Medium: MediumDisk, LimitBytes: limit(1 << 20)}}, true},
+			[]volume.Volume{{Name: "empty", Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)}}, true},
 		{"memory medium without limit",
 			newPod("a", "b", "u2").emptyDir("shm", corev1.StorageMediumMemory, "").mount("shm").pod,
-			[]Volume{{Name: "shm", Medium: MediumMemory}}, true},
+			[]volume.Volume{{Name: "shm", Medium: volume.MediumMemory}}, true},
 		{"hugepages medium with page size",
 			newPod("a", "b", "u3").emptyDir("hp", "HugePages-2Mi", "").mount("hp").pod,
-			[]Volume{{Name: "hp", Medium: MediumHugePages}}, true},
+			[]volume.Volume{{Name: "hp", Medium: volume.MediumHugePages}}, true},
 		{"zero sizeLimit means none",
 			newPod("a", "b", "u4").emptyDir("v", "", "0").mount("v").pod,
-			[]Volume{{Name: "v", Medium: MediumDisk}}, true},
+			[]volume.Volume{{Name: "v", Medium: volume.MediumDisk}}, true},
 		{"decimal quantity",
 			newPod("a", "b", "u5").emptyDir("v", "", "500M").mount("v").pod,
-			[]Volume{{Name: "v", Medium: MediumDisk, LimitBytes: limit(500_000_000)}}, true},
+			[]volume.Volume{{Name: "v", Medium: volume.MediumDisk, LimitBytes: limit(500_000_000)}}, true},
 		{"unmounted emptyDir is not set up, so not listed",
 			newPod("a", "b", "u6").emptyDir("used", "", "1Gi").emptyDir("unused", "", "1Gi").mount("used").pod,
-			[]Volume{{Name: "used", Medium: MediumDisk, LimitBytes: limit(1 << 30)}}, true},
+			[]volume.Volume{{Name: "used", Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)}}, true},
 		{"mounted by an init container only",
 			newPod("a", "b", "u7").emptyDir("work", "", "").initMount("work").pod,
-			[]Volume{{Name: "work", Medium: MediumDisk}}, true},
+			[]volume.Volume{{Name: "work", Medium: volume.MediumDisk}}, true},
 		{"other volume types are ignored",
 			newPod("a", "b", "u8").configMap("cfg").pod, nil, false},
 		{"failed pod's volumes are being torn down",
@@ -387,7 +389,7 @@ func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			listed := slices.ContainsFunc(got, func(p PodVolumes) bool { return p.Pod == tc.pod.Name })
+			listed := slices.ContainsFunc(got, func(p volume.PodVolumes) bool { return p.Pod == tc.pod.Name })
 			_, ok, err := w.Get(tc.pod.Namespace, tc.pod.Name)
 			if err != nil {
 				t.Fatal(err)
@@ -395,7 +397,7 @@ func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
 			if listed != tc.listed || ok != tc.listed {
 				t.Errorf("listed %v, Get ok %v; want %v", listed, ok, tc.listed)
 			}
-			if !slices.ContainsFunc(got, func(p PodVolumes) bool { return p.Pod == victim.pod.Name }) {
+			if !slices.ContainsFunc(got, func(p volume.PodVolumes) bool { return p.Pod == victim.pod.Name }) {
 				t.Errorf("the ordinary pod is not listed: %+v", got)
 			}
 		})
@@ -508,7 +510,7 @@ func TestPodWatcherCountsEphemeralContainers(t *testing.T) {
 	if err != nil || !ok || pv.Storage == nil {
 		t.Fatalf("Get = %+v, %v, %v; want the pod with its ephemeral storage", pv, ok, err)
 	}
-	want := []Container{{Name: "main", ID: idMain, LimitBytes: ptr.To(int64(10 << 20))}, {Name: "debugger", ID: idDebug}}
+	want := []volume.Container{{Name: "main", ID: idMain, LimitBytes: ptr.To(int64(10 << 20))}, {Name: "debugger", ID: idDebug}}
 	if !reflect.DeepEqual(pv.Storage.Containers, want) {
 		t.Errorf("containers = %+v, want %+v", pv.Storage.Containers, want)
 	}

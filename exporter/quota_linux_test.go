@@ -14,6 +14,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -35,22 +37,22 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vol := exporter.Volume{Name: "cache", Medium: exporter.MediumDisk}
+			vol := volume.Volume{Name: "cache", Medium: volume.MediumDisk}
 			pods := []struct {
-				pod        exporter.PodVolumes
+				pod        volume.PodVolumes
 				project    uint32 // 0: none
 				files      int
 				wantMethod string
 			}{
-				{exporter.PodVolumes{Pod: "userns", UserNamespace: true}, fswalktest.KubeletFirstProjectID, 300, exporter.MethodProjectQuota},
-				{exporter.PodVolumes{Pod: "host-users"}, fswalktest.KubeletFirstProjectID + 1, 200, exporter.MethodWalk},
-				{exporter.PodVolumes{Pod: "userns-no-quota", UserNamespace: true}, 0, 100, exporter.MethodWalk},
+				{volume.PodVolumes{Pod: "userns", UserNamespace: true}, fswalktest.KubeletFirstProjectID, 300, volume.MethodProjectQuota},
+				{volume.PodVolumes{Pod: "host-users"}, fswalktest.KubeletFirstProjectID + 1, 200, volume.MethodWalk},
+				{volume.PodVolumes{Pod: "userns-no-quota", UserNamespace: true}, 0, 100, volume.MethodWalk},
 			}
-			var list []exporter.PodVolumes
+			var list []volume.PodVolumes
 			for i := range pods {
 				p := &pods[i].pod
-				p.Namespace, p.UID, p.Volumes = "ns", "uid-"+p.Pod, []exporter.Volume{vol}
-				dir := exporter.Dir(root, p.UID, vol.Name)
+				p.Namespace, p.UID, p.Volumes = "ns", "uid-"+p.Pod, []volume.Volume{vol}
+				dir := volume.Dir(root, p.UID, vol.Name)
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -62,13 +64,13 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 			}
 			fswalktest.SyncFS(t, root)
 
-			src := exporter.DefaultFilesystemSource()
+			src := source.DefaultFilesystem()
 			src.KubeletRootDir = root
 			e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(list...)})
 			e.Refresh(context.Background())
 			used, methods := gatherVolumes(t, e)
 			for _, tc := range pods {
-				walked, err := fswalk.MeasureDiskUsage(context.Background(), exporter.Dir(root, tc.pod.UID, vol.Name), fswalk.Options{Concurrency: 1})
+				walked, err := fswalk.MeasureDiskUsage(context.Background(), volume.Dir(root, tc.pod.UID, vol.Name), fswalk.Options{Concurrency: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,11 +101,11 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 				t.Fatal(err)
 			}
 			limit := int64(1 << 20)
-			victim := exporter.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
-				Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk, LimitBytes: &limit}}}
-			tenant := exporter.PodVolumes{Namespace: "other", Pod: "host-users", UID: "0e1f6b7a-0000-4000-8000-00000000000b",
-				Volumes: []exporter.Volume{{Name: "scratch", Medium: exporter.MediumDisk}}}
-			victimDir, tenantDir := exporter.Dir(root, victim.UID, "cache"), exporter.Dir(root, tenant.UID, "scratch")
+			victim := volume.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
+				Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk, LimitBytes: &limit}}}
+			tenant := volume.PodVolumes{Namespace: "other", Pod: "host-users", UID: "0e1f6b7a-0000-4000-8000-00000000000b",
+				Volumes: []volume.Volume{{Name: "scratch", Medium: volume.MediumDisk}}}
+			victimDir, tenantDir := volume.Dir(root, victim.UID, "cache"), volume.Dir(root, tenant.UID, "scratch")
 			for _, dir := range []string{victimDir, tenantDir} {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
@@ -129,12 +131,12 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 					quota, err, victimBytes, chargedBytes, limit)
 			}
 
-			src := exporter.DefaultFilesystemSource()
+			src := source.DefaultFilesystem()
 			src.KubeletRootDir = root
 			e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(victim, tenant)})
 			e.Refresh(context.Background())
 			used, methods := gatherVolumes(t, e)
-			if used["victim"] != float64(victimBytes) || methods["victim"] != exporter.MethodWalk {
+			if used["victim"] != float64(victimBytes) || methods["victim"] != volume.MethodWalk {
 				t.Errorf("the victim published at %v bytes by %q, want the walk's %d", used["victim"], methods["victim"], victimBytes)
 			}
 			families := gatherFamilies(t, e)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -24,20 +26,20 @@ import (
 func TestProjectQuotaChargePublishedAsExcess(t *testing.T) {
 	root := t.TempDir()
 	limit := int64(2 << 20)
-	pod := exporter.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
-		Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk, LimitBytes: &limit}}}
-	dir := exporter.Dir(root, pod.UID, "cache")
+	pod := volume.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
+		Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk, LimitBytes: &limit}}}
+	dir := volume.Dir(root, pod.UID, "cache")
 	writeBytes(t, filepath.Join(dir, "data"), 1<<20)
 	walked, err := fswalk.MeasureDiskUsage(context.Background(), dir, fswalk.Options{Concurrency: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const charged = 4 << 20
-	src := exporter.DefaultFilesystemSource()
+	src := source.DefaultFilesystem()
 	src.KubeletRootDir = root
-	src.SetReadQuota(func(string) (fswalk.DiskUsage, error) {
+	src.ReadQuota = func(string) (fswalk.DiskUsage, error) {
 		return fswalk.DiskUsage{UsedBytes: walked.UsedBytes + charged, Inodes: walked.Inodes + 5}, nil
-	})
+	}
 	e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(pod)})
 	e.Refresh(context.Background())
 

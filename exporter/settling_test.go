@@ -14,6 +14,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // TestSettlingPodsMissingVolumesAreNoFailure: on a node where pods come and go, the
@@ -23,34 +25,34 @@ import (
 // A running pod's missing folder still is a failure, and so is any other error of a
 // settling pod. Both the walking source and a whole-node source (the kubelet's) are checked.
 func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
-	running := exporter.PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []exporter.Volume{{Name: "v", Medium: exporter.MediumDisk}}}
-	pending := exporter.PodVolumes{Namespace: "ns", Pod: "pending", UID: "uid-pending", Volumes: []exporter.Volume{{Name: "v", Medium: exporter.MediumDisk}}, Settling: true}
-	terminating := exporter.PodVolumes{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Volumes: []exporter.Volume{{Name: "v", Medium: exporter.MediumDisk}}}
-	notFound := &exporter.MeasureError{Reason: exporter.ReasonNotFound, Err: os.ErrNotExist}
+	running := volume.PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}}
+	pending := volume.PodVolumes{Namespace: "ns", Pod: "pending", UID: "uid-pending", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}, Settling: true}
+	terminating := volume.PodVolumes{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}}
+	notFound := &volume.MeasureError{Reason: volume.ReasonNotFound, Err: os.ErrNotExist}
 
 	type step struct {
-		pods        []exporter.PodVolumes
+		pods        []volume.PodVolumes
 		missing     []string // UIDs whose volume folder is not there
 		broken      []string // UIDs whose volume cannot be read (an io error)
 		wantSeries  []string // UIDs with a used-bytes series
 		wantSuccess float64
 		wantErrors  map[string]float64 // by reason
 	}
-	settled := func(p exporter.PodVolumes) exporter.PodVolumes { p.Settling = true; return p }
+	settled := func(p volume.PodVolumes) volume.PodVolumes { p.Settling = true; return p }
 	steps := []struct {
 		name string
 		step step
 	}{
-		{"all set up", step{pods: []exporter.PodVolumes{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
+		{"all set up", step{pods: []volume.PodVolumes{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
 		{"a pod not set up yet, another torn down while terminating", step{
-			pods: []exporter.PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
+			pods: []volume.PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
 			wantSeries: []string{"uid-running"}, wantSuccess: 1}},
 		{"a running pod's folder missing is a failure", step{
-			pods: []exporter.PodVolumes{running}, missing: []string{"uid-running"},
-			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{exporter.ReasonNotFound: 1}}},
+			pods: []volume.PodVolumes{running}, missing: []string{"uid-running"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{volume.ReasonNotFound: 1}}},
 		{"a settling pod's other errors are failures", step{
-			pods: []exporter.PodVolumes{running, pending}, broken: []string{"uid-pending"},
-			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{exporter.ReasonNotFound: 1, exporter.ReasonIO: 1}}},
+			pods: []volume.PodVolumes{running, pending}, broken: []string{"uid-pending"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{volume.ReasonNotFound: 1, volume.ReasonIO: 1}}},
 	}
 
 	walkingSource := func(t *testing.T, steps []struct {
@@ -59,7 +61,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 	}, unlimited time.Duration) {
 		root := t.TempDir()
 		lister := exportertest.NewPods()
-		e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: lister, Source: &exporter.FilesystemSource{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
+		e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: lister, Source: &source.Filesystem{KubeletRootDir: root}, UnlimitedInterval: unlimited}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +69,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		for _, s := range steps {
 			st := s.step
 			for _, p := range st.pods {
-				dir := exporter.Dir(root, p.UID, "v")
+				dir := volume.Dir(root, p.UID, "v")
 				switch {
 				case contains(st.missing, p.UID):
 					if err := os.RemoveAll(filepath.Join(root, "pods", p.UID)); err != nil {
@@ -121,9 +123,9 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 				case contains(st.missing, p.UID):
 					table.Fail(p.UID, "v", notFound)
 				case contains(st.broken, p.UID):
-					table.Fail(p.UID, "v", &exporter.MeasureError{Reason: exporter.ReasonIO, Err: errors.New("not a directory")})
+					table.Fail(p.UID, "v", &volume.MeasureError{Reason: volume.ReasonIO, Err: errors.New("not a directory")})
 				default:
-					table.Set(p.UID, "v", exporter.Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)})
+					table.Set(p.UID, "v", volume.Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)})
 				}
 			}
 			lister.Set(st.pods...)

@@ -16,6 +16,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -32,7 +35,7 @@ const (
 // the remediator evicts by.
 func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	root := t.TempDir()
-	dir := exporter.Dir(root, configHash, "data")
+	dir := volume.Dir(root, configHash, "data")
 	writeBytes(t, filepath.Join(dir, "wal.bin"), 128<<10)
 	client := fake.NewClientset(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-node-1", UID: mirrorUID,
@@ -54,11 +57,11 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
-		Source: &exporter.FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}}))
+		Source: &source.Filesystem{KubeletRootDir: root, WalkConcurrency: 1}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := duBytes(t, dir)
+	want := exportertest.DuBytes(t, dir)
 
 	exp.Refresh(ctx)
 

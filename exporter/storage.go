@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // StorageUsage is a pod's ephemeral-storage usage as the kubelet's two ephemeral-storage
@@ -50,9 +52,9 @@ type ContainerUsage struct {
 // the walk could not locate counts as 0: a live answer, which decides evictions, holds to what
 // the source measured itself (source kubelet measures everything from the Summary: its answers
 // are as old as the kubelet's stats, which the remediator judges).
-func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageFS, ownOnly bool) StorageUsage {
+func storageUsage(p volume.PodVolumes, results map[string]volume.VolumeResult, dedicatedImageFS, ownOnly bool) StorageUsage {
 	u := StorageUsage{LimitBytes: p.Storage.LimitBytes,
-		Parts: map[string]int64{PartEmptyDir: 0, PartWritableLayer: 0, PartLogs: 0, PartOther: 0}}
+		Parts: map[string]int64{volume.PartEmptyDir: 0, volume.PartWritableLayer: 0, volume.PartLogs: 0, volume.PartOther: 0}}
 	containers := map[string]*ContainerUsage{}
 	for _, c := range p.Storage.Containers {
 		u.Containers = append(u.Containers, ContainerUsage{Name: c.Name, LimitBytes: c.LimitBytes})
@@ -67,27 +69,27 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 	}
 	reasons := map[string]bool{}
 	for _, v := range p.Volumes {
-		if v.Kind == KindEmptyDir && v.Medium != MediumDisk {
+		if v.Kind == volume.KindEmptyDir && v.Medium != volume.MediumDisk {
 			continue // memory and hugepages are no local ephemeral storage (IsLocalEphemeralVolume)
 		}
 		r, ok := results[v.Name]
 		c := containers[v.Container]
-		if v.Kind != KindWritableLayer && v.Kind != KindContainerLogs {
+		if v.Kind != volume.KindWritableLayer && v.Kind != volume.KindContainerLogs {
 			c = nil
 		}
 		if !ok || r.Err != nil {
-			u.LowerBound, reasons[IncompleteUnmeasured] = true, true
-			if c != nil && (v.Kind != KindWritableLayer || !dedicatedImageFS) {
+			u.LowerBound, reasons[volume.IncompleteUnmeasured] = true, true
+			if c != nil && (v.Kind != volume.KindWritableLayer || !dedicatedImageFS) {
 				c.LowerBound = true
 			}
 			continue
 		}
 		m := r.Measurement
-		if ownOnly && m.Unlocated != "" && m.Method == MethodKubelet {
+		if ownOnly && m.Unlocated != "" && m.Method == volume.MethodKubelet {
 			m.UsedBytes = 0 // the kubelet's figure for a layer the walk could not locate
 		}
 		u.UsedBytes += m.UsedBytes
-		u.Parts[v.Kind.part()] += m.UsedBytes
+		u.Parts[v.Kind.Part()] += m.UsedBytes
 		u.LowerBound = u.LowerBound || m.LowerBound()
 		for _, why := range m.IncompleteReasons() {
 			reasons[why] = true
@@ -100,12 +102,12 @@ func storageUsage(p PodVolumes, results map[string]VolumeResult, dedicatedImageF
 			continue
 		}
 		switch v.Kind {
-		case KindWritableLayer:
+		case volume.KindWritableLayer:
 			c.WritableLayerBytes, c.Unlocated = m.UsedBytes, m.Unlocated
 			if dedicatedImageFS {
 				continue
 			}
-		case KindContainerLogs:
+		case volume.KindContainerLogs:
 			c.LogsBytes = m.UsedBytes
 		}
 		c.UsedBytes += m.UsedBytes

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 var (
@@ -82,7 +84,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
-			if over, ok := overLimit(used, limit); ok {
+			if over, ok := volume.OverLimit(used, limit); ok {
 				gauge(overDesc, float64(over), lv...)
 			}
 		} else if limit == nil && storage {
@@ -94,7 +96,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
 		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, lv)
 		if storage {
-			for _, part := range []string{PartEmptyDir, PartWritableLayer, PartLogs, PartOther} {
+			for _, part := range []string{volume.PartEmptyDir, volume.PartWritableLayer, volume.PartLogs, volume.PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
 			}
 			for _, why := range u.IncompleteReasons {
@@ -113,8 +115,8 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			if !storage {
 				continue
 			}
-			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, PartWritableLayer)...)
-			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, PartLogs)...)
+			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, volume.PartWritableLayer)...)
+			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, volume.PartLogs)...)
 			if c.Unlocated != "" {
 				gauge(layerUnlocatedDesc, 1, append(clv, c.Unlocated, p.Storage.RuntimeClass)...)
 			}
@@ -123,11 +125,11 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 }
 
 // resultsByPod indexes volumes by pod UID, then volume (part) name.
-func resultsByPod(volumes []VolumeResult) map[string]map[string]VolumeResult {
-	byPod := map[string]map[string]VolumeResult{}
+func resultsByPod(volumes []volume.VolumeResult) map[string]map[string]volume.VolumeResult {
+	byPod := map[string]map[string]volume.VolumeResult{}
 	for _, r := range volumes {
 		if byPod[r.UID] == nil {
-			byPod[r.UID] = map[string]VolumeResult{}
+			byPod[r.UID] = map[string]volume.VolumeResult{}
 		}
 		byPod[r.UID][r.Volume.Name] = r
 	}
@@ -136,12 +138,3 @@ func resultsByPod(volumes []VolumeResult) map[string]map[string]VolumeResult {
 
 // unixSeconds is t as a timestamp series spells it.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
-
-// overLimit is how far used exceeds limit, compared as the kubelet compares them (strictly, a
-// limit of 0 being none), and whether it does: the value of the over-limit series.
-func overLimit(used int64, limit *int64) (int64, bool) {
-	if limit == nil || *limit <= 0 || used <= *limit {
-		return 0, false
-	}
-	return used - *limit, true
-}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // storageFixture is a pod with a container limit whose parts the table has measured: 3 MiB in
@@ -19,29 +21,29 @@ import (
 func storageFixture(dedicated bool) *exporter.Exporter {
 	const uid = "uid-job"
 	mib := int64(1 << 20)
-	pods := exportertest.NewPods(exporter.PodVolumes{Namespace: "batch", Pod: "job-1", UID: uid,
-		Volumes: []exporter.Volume{
-			{Name: "scratch", Medium: exporter.MediumDisk, BudgetBytes: limit(20 << 20)},
-			{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", BudgetBytes: limit(10 << 20)},
-			{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main", BudgetBytes: limit(10 << 20)},
-			{Name: "container/side/writable-layer", Kind: exporter.KindWritableLayer, Container: "side", BudgetBytes: limit(20 << 20)},
-			{Name: "container/side/logs", Kind: exporter.KindContainerLogs, Container: "side", BudgetBytes: limit(20 << 20)},
-			{Name: "pod/files", Kind: exporter.KindPodFiles, BudgetBytes: limit(20 << 20)},
+	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "batch", Pod: "job-1", UID: uid,
+		Volumes: []volume.Volume{
+			{Name: "scratch", Medium: volume.MediumDisk, BudgetBytes: limit(20 << 20)},
+			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(10 << 20)},
+			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(10 << 20)},
+			{Name: "container/side/writable-layer", Kind: volume.KindWritableLayer, Container: "side", BudgetBytes: limit(20 << 20)},
+			{Name: "container/side/logs", Kind: volume.KindContainerLogs, Container: "side", BudgetBytes: limit(20 << 20)},
+			{Name: "pod/files", Kind: volume.KindPodFiles, BudgetBytes: limit(20 << 20)},
 		},
-		Storage: &exporter.PodStorage{LimitBytes: limit(20 << 20), RuntimeClass: "kata-fc", Containers: []exporter.Container{
+		Storage: &volume.PodStorage{LimitBytes: limit(20 << 20), RuntimeClass: "kata-fc", Containers: []volume.Container{
 			{Name: "main", ID: "containerd://a", LimitBytes: limit(10 << 20)}, {Name: "side", ID: "containerd://b"}}},
 	})
 	at := t0.Add(-2 * time.Second)
 	table := exportertest.NewTable()
 	set := func(name string, used int64, method string) {
-		table.Set(uid, name, exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at, Method: method})
+		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at, Method: method})
 	}
-	set("scratch", 3*mib, exporter.MethodWalk)
-	set("container/main/writable-layer", 11*mib, exporter.MethodWalk)
-	set("container/main/logs", mib, exporter.MethodFiles)
-	table.Set(uid, "container/side/writable-layer", exporter.Measurement{Unlocated: exporter.LayerNoRootfsMount, Method: exporter.MethodNone, MeasuredAt: t0, CompletedAt: t0})
-	set("container/side/logs", 8192, exporter.MethodFiles)
-	set("pod/files", 4096, exporter.MethodFiles)
+	set("scratch", 3*mib, volume.MethodWalk)
+	set("container/main/writable-layer", 11*mib, volume.MethodWalk)
+	set("container/main/logs", mib, volume.MethodFiles)
+	table.Set(uid, "container/side/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: t0, CompletedAt: t0})
+	set("container/side/logs", 8192, volume.MethodFiles)
+	set("pod/files", 4096, volume.MethodFiles)
 	now := t0
 	src := exportertest.NewSource(table.Measure).VolumeSource()
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return now },

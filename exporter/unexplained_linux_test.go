@@ -12,6 +12,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // TestUnlinkedOpenFilesOnOwnTmpfs: a file deleted but held open (`exec 3>f; rm f; cat
@@ -25,9 +27,9 @@ func TestUnlinkedOpenFilesOnOwnTmpfs(t *testing.T) {
 	}
 	const mib = 1 << 20
 	root := t.TempDir()
-	pod := exporter.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-p", Volumes: []exporter.Volume{
-		{Name: "shm", Medium: exporter.MediumMemory}, {Name: "scratch", Medium: exporter.MediumDisk}}}
-	shm, scratch := exporter.Dir(root, pod.UID, "shm"), exporter.Dir(root, pod.UID, "scratch")
+	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-p", Volumes: []volume.Volume{
+		{Name: "shm", Medium: volume.MediumMemory}, {Name: "scratch", Medium: volume.MediumDisk}}}
+	shm, scratch := volume.Dir(root, pod.UID, "shm"), volume.Dir(root, pod.UID, "scratch")
 	for _, dir := range []string{shm, scratch} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -56,7 +58,7 @@ func TestUnlinkedOpenFilesOnOwnTmpfs(t *testing.T) {
 		held[dir] = f
 	}
 
-	src := exporter.DefaultFilesystemSource()
+	src := source.DefaultFilesystem()
 	src.KubeletRootDir = root
 	e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(pod)})
 	e.Refresh(context.Background())

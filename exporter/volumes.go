@@ -1,125 +1,30 @@
 package exporter
 
 import (
-	"fmt"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
-
-// Media, as the medium label spells them.
-const (
-	MediumDisk      = "disk"
-	MediumMemory    = "memory"
-	MediumHugePages = "hugepages"
-)
-
-// Volume is one thing of one pod the exporter measures: an emptyDir volume, as its spec
-// declares it, or (Kind) another part of the pod's ephemeral storage.
-type Volume struct {
-	// Name is the emptyDir volume's name; for the other kinds a name no volume can have
-	// (partName), unique within the pod.
-	Name   string
-	Medium string
-	// LimitBytes is the sizeLimit; nil when the volume has none (and for the other kinds).
-	LimitBytes *int64
-	// Kind is what is measured; the zero value is an emptyDir volume.
-	Kind Kind
-	// Container is the container whose writable layer or logs this is.
-	Container string
-	// ContainerID is the runtime's ID of that container (a writable layer only), from the
-	// pod's status: "containerd://<id>".
-	ContainerID string
-	// BudgetBytes is the smallest ephemeral-storage limit (the pod's or its container's) the
-	// part counts toward; nil when none. With LimitBytes it makes the part guarded: walked
-	// every cycle, as what can trigger an eviction.
-	BudgetBytes *int64
-}
-
-// describe names v in messages.
-func (v Volume) describe() string {
-	switch v.Kind {
-	case KindEmptyDir:
-		return fmt.Sprintf("volume %q", v.Name)
-	case KindWritableLayer:
-		return fmt.Sprintf("the writable layer of container %q", v.Container)
-	case KindContainerLogs:
-		return fmt.Sprintf("the logs of container %q", v.Container)
-	default:
-		return v.Name
-	}
-}
-
-// guard is the limit that makes v urgent: its sizeLimit, else the smallest ephemeral-storage
-// limit it counts toward; nil when nothing it holds can trigger an eviction.
-func (v Volume) guard() *int64 {
-	if v.LimitBytes != nil {
-		return v.LimitBytes
-	}
-	return v.BudgetBytes
-}
-
-// PodVolumes is a pod on this node with the emptyDir volumes that are set up for it.
-type PodVolumes struct {
-	Namespace string
-	Pod       string
-	// UID is the pod's UID in the API: the uid label, and what the remediator evicts by.
-	UID string
-	// ConfigHash is set for a static pod only: the kubelet knows such a pod by the hash
-	// of its manifest, not by the UID of the mirror pod the API server shows.
-	ConfigHash string
-	Volumes    []Volume
-	// Storage is the pod's ephemeral-storage limits and containers; nil when the exporter
-	// measures emptyDir volumes only (the pod has no such limit, or the measurement is off).
-	Storage *PodStorage
-	// QOSClass is the pod's status.qosClass, set by the API server: which of the kubelet's QoS
-	// cgroups holds the pod's (ChangeSignal).
-	QOSClass string
-	// UserNamespace is set for a pod with hostUsers: false: its root is no root of the node,
-	// and cannot change the project IDs the kubelet put its volumes under.
-	UserNamespace bool
-	// Settling is set while the kubelet may not have set the pod's volumes up yet
-	// (Pending) or may have torn them down already (deletion requested): a volume
-	// that is not there then holds nothing, and is no failure to measure it.
-	Settling bool
-	// Workload is the pod's controller, as recommendations pool pods (workload.go).
-	Workload Workload
-}
-
-// KubeletUID is the UID the kubelet knows the pod by: the name of its folder below
-// <root-dir>/pods and the UID in the Summary API's pod reference.
-func (p PodVolumes) KubeletUID() string {
-	if p.ConfigHash != "" {
-		return p.ConfigHash
-	}
-	return p.UID
-}
-
-// Dir is where the kubelet keeps one emptyDir volume of a pod below its root dir; podUID
-// is the pod's KubeletUID. Both names come from the API server (a UID it assigned or a
-// checked config hash, a volume name it validated as a DNS label), never from a request.
-func Dir(kubeletRootDir, podUID, volume string) string {
-	return filepath.Join(kubeletRootDir, "pods", podUID, "volumes", "kubernetes.io~empty-dir", volume)
-}
 
 // podVolumes extracts what the exporter needs of a pod's emptyDir volumes. It returns false
 // for pods that have no emptyDir volume in use or whose volumes are being torn down.
-func podVolumes(pod *corev1.Pod) (PodVolumes, bool) {
+func podVolumes(pod *corev1.Pod) (volume.PodVolumes, bool) {
 	pv, ok := podBase(pod)
 	if !ok {
-		return PodVolumes{}, false
+		return volume.PodVolumes{}, false
 	}
 	return pv, len(pv.Volumes) > 0
 }
 
 // podBase is pod with its emptyDir volumes in use; false when the pod's volumes are gone
 // (it has ended) or it cannot be a pod the kubelet runs.
-func podBase(pod *corev1.Pod) (PodVolumes, bool) {
+func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return PodVolumes{}, false
+		return volume.PodVolumes{}, false
 	}
-	pv := PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
+	pv := volume.PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
 		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
 		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers, Workload: podWorkload(pod)}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
@@ -127,7 +32,7 @@ func podBase(pod *corev1.Pod) (PodVolumes, bool) {
 		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
 		// own metadata.uid), never a path.
 		if !isConfigHash(hash) {
-			return PodVolumes{}, false
+			return volume.PodVolumes{}, false
 		}
 		pv.ConfigHash = hash
 	}
@@ -136,7 +41,7 @@ func podBase(pod *corev1.Pod) (PodVolumes, bool) {
 		if v.EmptyDir == nil || !mounted[v.Name] {
 			continue
 		}
-		vol := Volume{Name: v.Name, Medium: mediumLabel(v.EmptyDir.Medium)}
+		vol := volume.Volume{Name: v.Name, Medium: mediumLabel(v.EmptyDir.Medium)}
 		// The kubelet enforces only a positive sizeLimit; zero means none.
 		if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() > 0 {
 			b := l.Value()
@@ -185,10 +90,10 @@ func isConfigHash(s string) bool {
 func mediumLabel(m corev1.StorageMedium) string {
 	switch {
 	case m == corev1.StorageMediumMemory:
-		return MediumMemory
+		return volume.MediumMemory
 	case strings.HasPrefix(string(m), string(corev1.StorageMediumHugePages)):
-		return MediumHugePages
+		return volume.MediumHugePages
 	default:
-		return MediumDisk
+		return volume.MediumDisk
 	}
 }

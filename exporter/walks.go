@@ -10,6 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/schedule"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -32,8 +36,8 @@ const (
 
 // unmeasured is the error of a volume none of whose walks has completed yet: one without a
 // sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
-func (w *volumeWalks) unmeasured(v Volume) error {
-	if v.guard() == nil && w.unlimitedInterval > 0 {
+func (w *volumeWalks) unmeasured(v volume.Volume) error {
+	if v.Guard() == nil && w.unlimitedInterval > 0 {
 		return errAwaitingSlowWalk
 	}
 	return errPending
@@ -46,19 +50,19 @@ func (w *volumeWalks) unmeasured(v Volume) error {
 // completed result of each volume, whose MeasuredAt shows how old it is.
 type volumeWalks struct {
 	walkHooks
-	source  VolumeSource
+	source  volume.VolumeSource
 	timeout time.Duration // Config.VolumeTimeout
 	slots   chan struct{} // Config.VolumeConcurrency of them
 	// unlimitedInterval is Config.UnlimitedInterval: how often a volume without a sizeLimit
 	// is walked; 0: every cycle.
 	unlimitedInterval time.Duration
 	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
-	budget *cpuBudget
+	budget *budget.Bucket
 	// signal is Config.ChangeSignal; nil: every part is due at its cadence.
-	signal ChangeSignal
+	signal change.Signal
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
-	floor *floorShares
+	floor *schedule.Floor
 	// creditCPU and floorCPU are the CPU time the periodic walks started on the budget's
 	// credit (or without a budget) and on the floor have spent, as their threads counted it.
 	creditCPU, floorCPU atomic.Int64
@@ -69,11 +73,11 @@ type volumeWalks struct {
 	walking sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[volumeKey]*inflight
+	running map[volume.Key]*inflight
 	// walkEnded is closed, and replaced, whenever a periodic walk ends.
 	walkEnded chan struct{}
 	// volumes is what the walks remember of each volume of the pods the last cycle listed.
-	volumes map[volumeKey]*volumeRecord
+	volumes map[volume.Key]*volumeRecord
 	// namespaces is what the walks of each namespace of the pods the last cycle listed (and of
 	// those with walks still under way) have spent, for the metrics.
 	namespaces map[string]*namespaceWalks
@@ -87,11 +91,11 @@ type namespaceWalks struct {
 }
 
 // volumeRecord is what the walks remember of one volume: what schedules its next walks
-// (volumeState; inFlight is not kept here but read from running) and the result of its
+// (schedule.State; InFlight is not kept here but read from running) and the result of its
 // last completed walk, which every cycle publishes.
 type volumeRecord struct {
-	volumeState
-	latest *VolumeResult // nil until a walk completes
+	schedule.State
+	latest *volume.VolumeResult // nil until a walk completes
 	// mark is its pod's change mark read before its last complete walk began; nil: none
 	// (no signal, a failed or lower-bound walk, a live one).
 	mark any
@@ -100,7 +104,7 @@ type volumeRecord struct {
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
-func (w *volumeWalks) record(k volumeKey) *volumeRecord {
+func (w *volumeWalks) record(k volume.Key) *volumeRecord {
 	r := w.volumes[k]
 	if r == nil {
 		r = &volumeRecord{}
@@ -124,26 +128,26 @@ type inflight struct {
 type walkHooks struct {
 	now func() time.Time
 	// done receives every completed walk, for counting and logging, once.
-	done func(VolumeResult)
+	done func(volume.VolumeResult)
 	// deferred receives the number of due walks a cycle did not start, by reason.
 	deferred func(reason string, n int)
 	// podNow is a pod as the informer knows it now; false when it is gone.
-	podNow func(PodVolumes) (PodVolumes, bool)
+	podNow func(volume.PodVolumes) (volume.PodVolumes, bool)
 	// informerLag is how long absent waits for podNow to show a deletion (0: defaultInformerLag).
 	informerLag time.Duration
-	// marked receives the outcome of reading each pod's change mark (ChangeMarkRead, or the
+	// marked receives the outcome of reading each pod's change mark (change.MarkRead, or the
 	// reason there is none, with its error); unchanged, the walks a cycle did not start because
-	// their pod's mark vouched the part unchanged. Both set with a ChangeSignal.
+	// their pod's mark vouched the part unchanged. Both set with a change.Signal.
 	marked    func(outcome string, err error)
 	unchanged func(n int)
 }
 
 // newVolumeWalks walks the volumes of source with the walk settings of cfg.
-func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
+func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
 	w := &volumeWalks{
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
 		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval, signal: cfg.ChangeSignal,
-		running: map[volumeKey]*inflight{}, volumes: map[volumeKey]*volumeRecord{}, walkEnded: make(chan struct{}),
+		running: map[volume.Key]*inflight{}, volumes: map[volume.Key]*volumeRecord{}, walkEnded: make(chan struct{}),
 		namespaces: map[string]*namespaceWalks{},
 	}
 	if w.informerLag <= 0 {
@@ -154,8 +158,8 @@ func newVolumeWalks(source VolumeSource, cfg Config, hooks walkHooks) *volumeWal
 		if capacity <= 0 {
 			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
-		w.budget = newCPUBudget(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).withFloor(atomicDuration(&w.floorCPU))
-		w.floor = newFloorShares(cfg.CPUBudget, capacity, hooks.now)
+		w.budget = budget.New(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).WithFloor(atomicDuration(&w.floorCPU))
+		w.floor = schedule.NewFloor(cfg.CPUBudget, capacity, hooks.now)
 	}
 	return w
 }
@@ -181,10 +185,10 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
 // starts until the live walk ends. end records the live walk's successful results as the
 // volumes' latest measurement, which the next cycle publishes, and gives the volumes back.
-func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
+func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResult)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	mine := map[volumeKey]*inflight{}
+	mine := map[volume.Key]*inflight{}
 	for _, k := range keys {
 		f := w.running[k]
 		if f != nil && f.cancel == nil {
@@ -196,15 +200,15 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 		mine[k] = &inflight{}
 		w.running[k] = mine[k]
 	}
-	return func(results []VolumeResult) {
+	return func(results []volume.VolumeResult) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for _, r := range results {
-			k := volumeKey{r.UID, r.Volume.Name}
+			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
 			if _, ok := mine[k]; ok && r.Err == nil {
 				rec := w.record(k)
 				rec.latest = &r
-				rec.usedBytes, rec.measured = r.Measurement.UsedBytes, true
+				rec.UsedBytes, rec.Measured = r.Measurement.UsedBytes, true
 				rec.mark, rec.unchangedAt = nil, time.Time{} // no mark was read before it
 			}
 		}
@@ -216,7 +220,7 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 	}
 }
 
-// cycle starts, under walksCtx, the walks due now (dueWalks), most urgent first, each
+// cycle starts, under walksCtx, the walks due now (schedule.Due), most urgent first, each
 // when a slot is free and the CPU budget allows it, until cycleCtx ends; what it could not
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
@@ -227,26 +231,26 @@ func (w *volumeWalks) beginLive(keys []volumeKey) (end func([]VolumeResult)) {
 // (overdue ones first, in the cycle's own order) are published by the next cycle, those on
 // time started in the background until cycleCtx's deadline.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
-func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolumes, tolerance time.Duration) []VolumeResult {
+func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolumes, tolerance time.Duration) []volume.VolumeResult {
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
 	// Before now: a walk started this cycle begins after its pod's mark was read, so a write
 	// in between changes the next mark, or the walk sees it.
 	marks := w.readMarks(pods)
 	now := w.now()
-	current := map[volumeKey]bool{}
+	current := map[volume.Key]bool{}
 	namespaces := map[string]bool{}
 	w.mu.Lock()
 	for _, p := range pods {
 		namespaces[p.Namespace] = true
 		w.namespaceOf(p.Namespace) // its series from its first cycle on
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
+			k := volume.Key{UID: p.UID, Volume: v.Name}
 			current[k] = true
 			rec := w.record(k)
-			if rec.seen.IsZero() {
-				rec.seen = now
+			if rec.Seen.IsZero() {
+				rec.Seen = now
 			}
-			if rec.unchanged = unchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.unchanged {
+			if rec.Unchanged = change.UnchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.Unchanged {
 				rec.unchangedAt = now
 			}
 		}
@@ -264,23 +268,23 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 	var costly time.Duration
 	var share float64
 	if w.budget != nil {
-		costly, share = w.budget.capacity, w.budget.share
+		costly, share = w.budget.Capacity(), w.budget.Share()
 	}
-	due := dueWalks(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
+	due := schedule.Due(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
 	if w.signal != nil {
 		w.unchanged(w.vouched(pods, due))
 		for i := range due {
-			due[i].mark = marks[due[i].pod.UID]
+			due[i].Mark = marks[due[i].Pod.UID]
 		}
 	}
 	w.mu.Unlock()
 
 	if w.floor != nil {
-		w.floor.fill(namespaces)
+		w.floor.Fill(namespaces)
 	}
 
-	foreground, others := due, []dueWalk(nil)
-	if i := slices.IndexFunc(due, func(d dueWalk) bool { return d.background }); i >= 0 {
+	foreground, others := due, []schedule.Walk(nil)
+	if i := slices.IndexFunc(due, func(d schedule.Walk) bool { return d.Background }); i >= 0 {
 		foreground, others = due[:i], due[i:]
 	}
 	shared := len(namespaces) > 1
@@ -308,18 +312,18 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []PodVolume
 
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]VolumeResult, 0, len(current))
+	out := make([]volume.VolumeResult, 0, len(current))
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			rec := w.record(volumeKey{p.UID, v.Name})
-			var r VolumeResult
+			rec := w.record(volume.Key{UID: p.UID, Volume: v.Name})
+			var r volume.VolumeResult
 			switch {
 			case rec.latest == nil:
-				r = VolumeResult{Err: w.unmeasured(v)}
+				r = volume.VolumeResult{Err: w.unmeasured(v)}
 			case p.Settling && rec.latest.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
 				// numbers would outlive the folder the kubelet has removed.
-				r = VolumeResult{Err: errVolumeAbsent}
+				r = volume.VolumeResult{Err: volume.ErrVolumeAbsent}
 				rec.latest = nil
 			default:
 				r = *rec.latest
@@ -388,9 +392,9 @@ func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool
 
 // dispatch starts the walks of due in order, each when a slot is free and the CPU budget
 // allows it, until ctx ends, and returns a channel per walk started that the cycle waits
-// for (dueWalk.wait), closed when it ends. What it could not start is deferred to a later
+// for (schedule.Walk.Wait), closed when it ends. What it could not start is deferred to a later
 // cycle and counted.
-func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now time.Time, shared bool) []chan struct{} {
+func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, now time.Time, shared bool) []chan struct{} {
 	var started []chan struct{}
 	budgetDeferred := 0
 	defer func() {
@@ -403,31 +407,31 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 	// walk starts on its namespace's part of the floor; that part spent, it goes behind the
 	// others' walks too, and starts on the bucket's credit if any is left.
 	queue := slices.Clone(due)
-	postponed, behind := map[volumeKey]bool{}, map[volumeKey]bool{}
+	postponed, behind := map[volume.Key]bool{}, map[volume.Key]bool{}
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
-		if shared && !postponed[d.key] && w.holdsItsShare(d.pod.Namespace) {
-			postponed[d.key] = true
+		if shared && !postponed[d.Key] && w.holdsItsShare(d.Pod.Namespace) {
+			postponed[d.Key] = true
 			queue = append(queue, d)
 			continue
 		}
-		if !w.takeSlot(ctx, d.pod.Namespace, shared) {
+		if !w.takeSlot(ctx, d.Pod.Namespace, shared) {
 			w.deferred(DeferredNoSlot, len(queue)+1)
 			return started
 		}
 		floor, estimate := false, time.Duration(0)
 		switch {
-		case w.budget == nil || d.cheap:
-		case d.floor == floorFirst && !behind[d.key]:
+		case w.budget == nil || d.Cheap:
+		case d.Floor == schedule.FloorFirst && !behind[d.Key]:
 			if floor, estimate = w.takeFloor(d); !floor {
 				<-w.slots
-				behind[d.key] = true
+				behind[d.Key] = true
 				queue = append(queue, d)
 				continue
 			}
-		case w.budget.allows(d.cost):
-		case d.floor == floorAfter:
+		case w.budget.Allows(d.Cost):
+		case d.Floor == schedule.FloorAfter:
 			if floor, estimate = w.takeFloor(d); !floor {
 				<-w.slots
 				budgetDeferred++
@@ -439,16 +443,16 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)
-		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.pod.Namespace, floor: floor, estimate: estimate}
+		f := &inflight{done: make(chan struct{}), cancel: cancel, namespace: d.Pod.Namespace, floor: floor, estimate: estimate}
 		w.mu.Lock()
-		w.running[d.key] = f
-		w.record(d.key).started = now
-		ns := w.namespaceOf(d.pod.Namespace)
+		w.running[d.Key] = f
+		w.record(d.Key).Started = now
+		ns := w.namespaceOf(d.Pod.Namespace)
 		if floor {
 			ns.floorWalks++
 		}
 		w.mu.Unlock()
-		if d.wait {
+		if d.Wait {
 			started = append(started, f.done)
 		}
 		w.walking.Add(1)
@@ -467,12 +471,12 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []dueWalk, now
 
 // takeFloor reports whether d may start on its namespace's part of the floor, and the
 // estimate of its cost set aside there until it ends.
-func (w *volumeWalks) takeFloor(d dueWalk) (bool, time.Duration) {
+func (w *volumeWalks) takeFloor(d schedule.Walk) (bool, time.Duration) {
 	w.mu.Lock()
-	s := w.state(d.key)
+	s := w.state(d.Key)
 	w.mu.Unlock()
-	estimate := w.floor.estimate(s)
-	return w.floor.take(d.pod.Namespace, estimate), estimate
+	estimate := w.floor.Estimate(s)
+	return w.floor.Take(d.Pod.Namespace, estimate), estimate
 }
 
 // absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
@@ -482,9 +486,9 @@ func (w *volumeWalks) takeFloor(d dueWalk) (bool, time.Duration) {
 // deleted, and this exporter's informer may see the same deletion moments later, so a pod
 // the informer still shows running gets up to informerLag to catch up before its missing
 // folder counts as an error.
-func (w *volumeWalks) absent(ctx context.Context, p PodVolumes, err error) error {
-	if err = absentWhileSettling(p, err); err == nil || errors.Is(err, errVolumeAbsent) ||
-		reasonOf(err) != ReasonNotFound || w.podNow == nil {
+func (w *volumeWalks) absent(ctx context.Context, p volume.PodVolumes, err error) error {
+	if err = volume.AbsentWhileSettling(p, err); err == nil || errors.Is(err, volume.ErrVolumeAbsent) ||
+		volume.ReasonOf(err) != volume.ReasonNotFound || w.podNow == nil {
 		return err
 	}
 	deadline := time.NewTimer(w.informerLag)
@@ -493,7 +497,7 @@ func (w *volumeWalks) absent(ctx context.Context, p PodVolumes, err error) error
 	defer poll.Stop()
 	for {
 		if now, ok := w.podNow(p); !ok || now.UID != p.UID || now.Settling {
-			return errVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
+			return volume.ErrVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
 		}
 		select {
 		case <-poll.C:
@@ -515,11 +519,11 @@ const defaultInformerLag = 5 * time.Second
 
 // volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
 type volumeGoner interface {
-	VolumeGone(PodVolumes, Volume) bool
+	VolumeGone(volume.PodVolumes, volume.Volume) bool
 }
 
 // gone reports whether the source knows volume v of pod p to be absent.
-func (w *volumeWalks) gone(p PodVolumes, v Volume) bool {
+func (w *volumeWalks) gone(p volume.PodVolumes, v volume.Volume) bool {
 	g, ok := w.source.(volumeGoner)
 	return ok && g.VolumeGone(p, v)
 }
@@ -555,16 +559,16 @@ func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
 
 // vouched counts the parts of pods that their change marks kept from being due now: vouched
 // unchanged, not in flight, not in due. Callers hold w.mu.
-func (w *volumeWalks) vouched(pods []PodVolumes, due []dueWalk) int {
-	isDue := make(map[volumeKey]bool, len(due))
+func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []schedule.Walk) int {
+	isDue := make(map[volume.Key]bool, len(due))
 	for _, d := range due {
-		isDue[d.key] = true
+		isDue[d.Key] = true
 	}
 	n := 0
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
-			if s := w.state(k); s.unchanged && !s.inFlight && !isDue[k] {
+			k := volume.Key{UID: p.UID, Volume: v.Name}
+			if s := w.state(k); s.Unchanged && !s.InFlight && !isDue[k] {
 				n++
 			}
 		}
@@ -572,13 +576,13 @@ func (w *volumeWalks) vouched(pods []PodVolumes, due []dueWalk) int {
 	return n
 }
 
-// state is what dueWalks needs to know of volume k. Callers hold w.mu.
-func (w *volumeWalks) state(k volumeKey) volumeState {
-	var s volumeState
+// state is what schedule.Due needs to know of volume k. Callers hold w.mu.
+func (w *volumeWalks) state(k volume.Key) schedule.State {
+	var s schedule.State
 	if rec := w.volumes[k]; rec != nil {
-		s = rec.volumeState
+		s = rec.State
 	}
-	_, s.inFlight = w.running[k]
+	_, s.InFlight = w.running[k]
 	return s
 }
 
@@ -586,11 +590,11 @@ func (w *volumeWalks) state(k volumeKey) volumeState {
 // the CPU time its threads spend to meter, whose totals the budget drains, also when it fails
 // or is cut short; a floor walk settles its namespace's part before its slot is freed. A walk
 // whose context ends early (shutdown, or a live walk took the volume over) leaves no result.
-func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *fswalk.CPUMeter) {
+func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, meter *fswalk.CPUMeter) {
 	defer func() {
 		w.mu.Lock()
-		if w.running[d.key] == f {
-			delete(w.running, d.key)
+		if w.running[d.Key] == f {
+			delete(w.running, d.Key)
 		}
 		close(w.walkEnded) // after the slot is freed (deferred below)
 		w.walkEnded = make(chan struct{})
@@ -601,27 +605,63 @@ func (w *volumeWalks) walk(ctx context.Context, d dueWalk, f *inflight, meter *f
 	defer func() { <-w.slots }()
 	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	r := VolumeResult{Namespace: d.pod.Namespace, Pod: d.pod.Pod, UID: d.pod.UID, Volume: d.vol}
-	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.pod, d.vol, meter)
-	r.Err = w.absent(ctx, d.pod, r.Err)
+	r := volume.VolumeResult{Namespace: d.Pod.Namespace, Pod: d.Pod.Pod, UID: d.Pod.UID, Volume: d.Volume}
+	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.Pod, d.Volume, meter)
+	r.Err = w.absent(ctx, d.Pod, r.Err)
 	spent := meter.Spent()
 	if f.floor {
-		w.floor.settle(d.pod.Namespace, f.estimate, spent)
+		w.floor.Settle(d.Pod.Namespace, f.estimate, spent)
 	}
 	if ctx.Err() != nil {
 		return // shutting down, or taken over by a live walk: not a result
 	}
 	w.mu.Lock()
-	rec := w.record(d.key)
+	rec := w.record(d.Key)
 	rec.latest = &r
 	if r.Err == nil {
-		rec.cost, rec.usedBytes, rec.measured = spent, r.Measurement.UsedBytes, true
+		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true
 	}
 	// Only a complete walk's mark vouches for what it found: a lower bound is walked again.
 	rec.mark, rec.unchangedAt = nil, time.Time{}
 	if r.Err == nil && !r.Measurement.LowerBound() {
-		rec.mark = d.mark
+		rec.mark = d.Mark
 	}
 	w.mu.Unlock()
 	w.done(r)
+}
+
+// readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
+// a pod without one is missing, and counted by reason.
+func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
+	if w.signal == nil {
+		return nil
+	}
+	marks := make(map[string]any, len(pods))
+	for _, p := range pods {
+		if !walksSomething(p) {
+			continue
+		}
+		m, err := w.signal.Mark(p)
+		if err != nil {
+			reason := change.MarkUnknown
+			if se := (*change.Error)(nil); errors.As(err, &se) {
+				reason = se.Reason
+			}
+			w.marked(reason, err)
+			continue
+		}
+		w.marked(change.MarkRead, nil)
+		marks[p.UID] = m
+	}
+	return marks
+}
+
+// walksSomething reports whether a part of p is measured by a walk, not a few stats.
+func walksSomething(p volume.PodVolumes) bool {
+	for _, v := range p.Volumes {
+		if !v.Kind.Cheap() {
+			return true
+		}
+	}
+	return false
 }

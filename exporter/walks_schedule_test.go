@@ -15,15 +15,16 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // newCostlySource returns a walked source whose every walk charges walkCPU to its CPU meter
 // and finds used[volume] bytes, stamped with the clock; Take tells the walks in order.
 func newCostlySource(clk *exportertest.Clock, walkCPU time.Duration, used map[string]int64) *exportertest.VolumeSource {
-	return exportertest.NewSource(func(_ context.Context, _ exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+	return exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 		at := clk.Now()
-		return exporter.Measurement{UsedBytes: used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
+		return volume.Measurement{UsedBytes: used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
 	}).Cost(walkCPU).VolumeSource()
 }
 
@@ -104,8 +105,8 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
-		exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk}}},
+		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
+		volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -141,8 +142,8 @@ emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
 func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
-		exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []exporter.Volume{{Name: "cache", Medium: exporter.MediumDisk, LimitBytes: limit(1 << 20)}}},
+		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
+		volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -299,23 +300,23 @@ func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
 // the slots but one.
 func TestOneNamespaceCannotHoldEverySlot(t *testing.T) {
 	clk := exportertest.NewClock(t0)
-	limited := func(name string) exporter.Volume {
-		return exporter.Volume{Name: name, Medium: exporter.MediumDisk, LimitBytes: limit(1 << 20)}
+	limited := func(name string) volume.Volume {
+		return volume.Volume{Name: name, Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)}
 	}
 	pods := exportertest.NewPods(
-		exporter.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
-			Volumes: []exporter.Volume{limited("slow-a"), limited("slow-b"), limited("slow-c"), limited("slow-d")}},
-		exporter.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []exporter.Volume{limited("tmp")}},
+		volume.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
+			Volumes: []volume.Volume{limited("slow-a"), limited("slow-b"), limited("slow-c"), limited("slow-d")}},
+		volume.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []volume.Volume{limited("tmp")}},
 	)
 	gate := exportertest.NewGate()
 	var victimWalks atomic.Int32
-	src := exportertest.NewSource(func(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+	src := exportertest.NewSource(func(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 		if p.Namespace == "tenant" {
-			gate.Hold(ctx, []exporter.PodVolumes{p}) // never done until the test ends
-			return exporter.Measurement{}, ctx.Err()
+			gate.Hold(ctx, []volume.PodVolumes{p}) // never done until the test ends
+			return volume.Measurement{}, ctx.Err()
 		}
 		victimWalks.Add(1)
-		return exporter.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+		return volume.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
 	}).VolumeSource()
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
 	if err != nil {
@@ -348,7 +349,7 @@ type perVolumeCost struct {
 	cost map[string]time.Duration
 }
 
-func (s perVolumeCost) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
+func (s perVolumeCost) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	if meter != nil {
 		meter.Add(s.cost[v.Name])
 	}
@@ -409,7 +410,7 @@ type floorFixture struct {
 	src       *exportertest.VolumeSource
 	clk       *exportertest.Clock
 	pods      *exportertest.Pods
-	shop, hog exporter.PodVolumes
+	shop, hog volume.PodVolumes
 	shopBytes atomic.Int64 // what each of the shop's two parts holds
 	hogCost   atomic.Int64 // what a walk of a tenant's volume costs
 }
@@ -425,29 +426,29 @@ func newFloorFixture(t *testing.T, hogs int) *floorFixture {
 	f := &floorFixture{clk: exportertest.NewClock(t0)}
 	f.shopBytes.Store(shopLimit / 20)
 	f.hogCost.Store(int64(time.Millisecond))
-	f.src = exportertest.NewSource(func(_ context.Context, p exporter.PodVolumes, _ exporter.Volume) (exporter.Measurement, error) {
+	f.src = exportertest.NewSource(func(_ context.Context, p volume.PodVolumes, _ volume.Volume) (volume.Measurement, error) {
 		used := int64(1 << 20)
 		if p.Namespace == "shop" {
 			used = f.shopBytes.Load()
 		}
 		at := f.clk.Now()
-		return exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
+		return volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
 	}).VolumeSource()
-	f.hog = exporter.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog"}
+	f.hog = volume.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog"}
 	for i := range hogs {
-		f.hog.Volumes = append(f.hog.Volumes, exporter.Volume{Name: fmt.Sprintf("hog-%d", i), Medium: exporter.MediumDisk, LimitBytes: limit(1 << 30)})
+		f.hog.Volumes = append(f.hog.Volumes, volume.Volume{Name: fmt.Sprintf("hog-%d", i), Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)})
 	}
 	podLimit := limit(shopLimit)
-	f.shop = exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
-		Volumes: []exporter.Volume{
-			{Name: "cache", Medium: exporter.MediumDisk, BudgetBytes: podLimit},
-			{Name: shopLayer, Medium: exporter.MediumDisk, Kind: exporter.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
+	f.shop = volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
+		Volumes: []volume.Volume{
+			{Name: "cache", Medium: volume.MediumDisk, BudgetBytes: podLimit},
+			{Name: shopLayer, Medium: volume.MediumDisk, Kind: volume.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
 		},
-		Storage: &exporter.PodStorage{LimitBytes: podLimit, Containers: []exporter.Container{{Name: "app", ID: "containerd://app"}}},
+		Storage: &volume.PodStorage{LimitBytes: podLimit, Containers: []volume.Container{{Name: "app", ID: "containerd://app"}}},
 	}
 	f.pods = exportertest.NewPods(f.shop, f.hog)
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: f.pods,
-		Source: meteredBy{f.src, func(p exporter.PodVolumes) time.Duration {
+		Source: meteredBy{f.src, func(p volume.PodVolumes) time.Duration {
 			if p.Namespace == "shop" {
 				return 10 * time.Millisecond
 			}
@@ -477,10 +478,10 @@ func (f *floorFixture) afterFirstCycle() func() {
 // meteredBy is a VolumeSource whose walks cost what cost says of their pod.
 type meteredBy struct {
 	*exportertest.VolumeSource
-	cost func(exporter.PodVolumes) time.Duration
+	cost func(volume.PodVolumes) time.Duration
 }
 
-func (s meteredBy) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
+func (s meteredBy) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	if meter != nil {
 		meter.Add(s.cost(p))
 	}
@@ -604,7 +605,7 @@ func walkCPU(t *testing.T, e prometheus.Collector) time.Duration {
 // 267 CPU-s in 10 minutes, 8.9 times the 5 % budget, and more with more volumes (issue 30). Now
 // such walks draw on their namespace's part of the budget, and their cost is a debt the bucket
 // never forgives: over the run the walks spend the budget's share of the time plus three
-// buckets and one walk beyond its estimate at most (dueWalks), the tenant's floor walks its
+// buckets and one walk beyond its estimate at most (schedule.Due), the tenant's floor walks its
 // part, and the other namespace's parts are still walked at least every
 // 2 × --collection.unlimited-interval and a cycle.
 func TestFloorWalksSpendBoundedCPU(t *testing.T) {

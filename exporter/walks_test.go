@@ -14,6 +14,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -25,7 +26,7 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 	const uid = "0a1b2c3d-0000-4000-8000-000000000001"
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		exporter.PodVolumes{Namespace: "big", Pod: "hoarder", UID: uid, Volumes: []exporter.Volume{{Name: "slow", Medium: exporter.MediumDisk}}},
+		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: uid, Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -96,30 +97,30 @@ emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source
 // before this exporter's informer does): terminating or gone, its missing volume is no
 // measurement error; still running once the lag is over, it is one.
 func TestVolumeTornDownDuringItsWalk(t *testing.T) {
-	running := exporter.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", Volumes: []exporter.Volume{{Name: "data", Medium: exporter.MediumDisk}}}
+	running := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", Volumes: []volume.Volume{{Name: "data", Medium: volume.MediumDisk}}}
 	terminating := running
 	terminating.Settling = true
 	const lag = 2 * time.Second
 	tests := []struct {
 		name       string
-		now        []exporter.PodVolumes // the informer's pods once the walk runs
-		learns     time.Duration         // after the walk, the informer shows the pod terminating (0: never)
+		now        []volume.PodVolumes // the informer's pods once the walk runs
+		learns     time.Duration       // after the walk, the informer shows the pod terminating (0: never)
 		wantErrors float64
 	}{
-		{"terminating", []exporter.PodVolumes{terminating}, 0, 0},
+		{"terminating", []volume.PodVolumes{terminating}, 0, 0},
 		{"deleted", nil, 0, 0},
-		{"recreated under its name", []exporter.PodVolumes{func() exporter.PodVolumes { p := running; p.UID = "uid-2"; return p }()}, 0, 0},
-		{"informer learns of the deletion within its lag", []exporter.PodVolumes{running}, 300 * time.Millisecond, 0},
-		{"still running", []exporter.PodVolumes{running}, 0, 1},
+		{"recreated under its name", []volume.PodVolumes{func() volume.PodVolumes { p := running; p.UID = "uid-2"; return p }()}, 0, 0},
+		{"informer learns of the deletion within its lag", []volume.PodVolumes{running}, 300 * time.Millisecond, 0},
+		{"still running", []volume.PodVolumes{running}, 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := exportertest.NewPods(running)
 			// The volume folders are gone, and the pod is deleted (tc.now) while the walk runs,
 			// after the cycle listed it as running.
-			src := exportertest.NewSource(exportertest.Answer(exporter.Measurement{},
-				&exporter.MeasureError{Reason: exporter.ReasonNotFound, Err: &fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist}}),
-			).Before(func(context.Context, []exporter.PodVolumes) {
+			src := exportertest.NewSource(exportertest.Answer(volume.Measurement{},
+				&volume.MeasureError{Reason: volume.ReasonNotFound, Err: &fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist}}),
+			).Before(func(context.Context, []volume.PodVolumes) {
 				pods.Set(tc.now...)
 				if tc.learns > 0 {
 					time.AfterFunc(tc.learns, func() { pods.Set(terminating) })
@@ -133,8 +134,8 @@ func TestVolumeTornDownDuringItsWalk(t *testing.T) {
 			if tc.learns == 0 && tc.wantErrors > 0 {
 				e.SetInformerLag(100 * time.Millisecond) // no need to wait the whole lag
 			}
-			e.WalkCycle(context.Background(), []exporter.PodVolumes{running})
-			if got := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", exporter.ReasonNotFound)); got != tc.wantErrors {
+			e.WalkCycle(context.Background(), []volume.PodVolumes{running})
+			if got := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", volume.ReasonNotFound)); got != tc.wantErrors {
 				t.Errorf("not_found errors %v, want %v", got, tc.wantErrors)
 			}
 		})

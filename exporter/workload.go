@@ -7,34 +7,28 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-)
 
-// Workload names the controller a pod belongs to, as recommendations pool pods
-// (internal/recommend): Kind is Deployment, StatefulSet, DaemonSet, Job, ReplicaSet (one no
-// Deployment manages), another controller's kind, or Pod for a pod without a controller (and
-// a static pod, whose controller is its Node).
-type Workload struct {
-	Kind, Name string
-}
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+)
 
 // podWorkload is the workload of p from its controller reference alone, without a request
 // to the API server: a ReplicaSet whose name is its pods' pod-template-hash label appended
 // to another name was made by the Deployment of that name (the Deployment controller names
 // its ReplicaSets so, and sets the label on their pods). A Job stays a Job: whether a
 // CronJob made it is on the Job, not on its pods (a name ending in a number is no proof).
-func podWorkload(p *corev1.Pod) Workload {
+func podWorkload(p *corev1.Pod) volume.Workload {
 	ref := metav1.GetControllerOfNoCopy(p)
 	if ref == nil || ref.Kind == "Node" {
-		return Workload{Kind: "Pod", Name: p.Name}
+		return volume.Workload{Kind: "Pod", Name: p.Name}
 	}
 	if ref.Kind == "ReplicaSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
 		if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; hash != "" {
 			if name, ok := strings.CutSuffix(ref.Name, "-"+hash); ok && name != "" {
-				return Workload{Kind: "Deployment", Name: name}
+				return volume.Workload{Kind: "Deployment", Name: name}
 			}
 		}
 	}
-	return Workload{Kind: ref.Kind, Name: ref.Name}
+	return volume.Workload{Kind: ref.Kind, Name: ref.Name}
 }
 
 var workloadInfoDesc = prometheus.NewDesc("emptydir_pod_workload_info",
@@ -54,11 +48,11 @@ func (e *Exporter) collectWorkloads(ch chan<- prometheus.Metric, snap snapshot, 
 }
 
 // podWorkloads keeps of pods what collectWorkloads publishes.
-func podWorkloads(pods []PodVolumes) []PodVolumes {
-	out := make([]PodVolumes, 0, len(pods))
+func podWorkloads(pods []volume.PodVolumes) []volume.PodVolumes {
+	out := make([]volume.PodVolumes, 0, len(pods))
 	for _, p := range pods {
 		if p.Workload.Kind != "" {
-			out = append(out, PodVolumes{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Workload: p.Workload})
+			out = append(out, volume.PodVolumes{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Workload: p.Workload})
 		}
 	}
 	return out

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // workloadPod is a pod named name controlled by kind/owner (none when kind is empty), with
@@ -29,19 +31,19 @@ func TestPodWorkload(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
-		want Workload
+		want volume.Workload
 	}{
-		{"Deployment: the ReplicaSet's name less its pods' hash", workloadPod("cart-7d9f8c6b5-x2x9z", "apps/v1", "ReplicaSet", "cart-7d9f8c6b5", hash), Workload{"Deployment", "cart"}},
-		{"a ReplicaSet without the hash label is its own workload", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", nil), Workload{"ReplicaSet", "rs"}},
-		{"a hash that is not the ReplicaSet's suffix proves nothing", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", hash), Workload{"ReplicaSet", "rs"}},
-		{"a ReplicaSet named the hash alone", workloadPod("x", "apps/v1", "ReplicaSet", "-7d9f8c6b5", hash), Workload{"ReplicaSet", "-7d9f8c6b5"}},
-		{"another API group's ReplicaSet is not the Deployment controller's", workloadPod("r-7d9f8c6b5-a", "example.com/v1", "ReplicaSet", "r-7d9f8c6b5", hash), Workload{"ReplicaSet", "r-7d9f8c6b5"}},
-		{"StatefulSet", workloadPod("db-0", "apps/v1", "StatefulSet", "db", nil), Workload{"StatefulSet", "db"}},
-		{"DaemonSet", workloadPod("agent-x", "apps/v1", "DaemonSet", "agent", nil), Workload{"DaemonSet", "agent"}},
-		{"a CronJob's Job stays a Job", workloadPod("backup-29412345-abcde", "batch/v1", "Job", "backup-29412345", nil), Workload{"Job", "backup-29412345"}},
-		{"another controller", workloadPod("w-1", "example.com/v1", "Workflow", "w", nil), Workload{"Workflow", "w"}},
-		{"a bare pod is its own workload", workloadPod("debug", "", "", "", nil), Workload{"Pod", "debug"}},
-		{"a static pod (controlled by its Node) is its own workload", workloadPod("etcd-node-1", "v1", "Node", "node-1", nil), Workload{"Pod", "etcd-node-1"}},
+		{"Deployment: the ReplicaSet's name less its pods' hash", workloadPod("cart-7d9f8c6b5-x2x9z", "apps/v1", "ReplicaSet", "cart-7d9f8c6b5", hash), volume.Workload{Kind: "Deployment", Name: "cart"}},
+		{"a ReplicaSet without the hash label is its own workload", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", nil), volume.Workload{Kind: "ReplicaSet", Name: "rs"}},
+		{"a hash that is not the ReplicaSet's suffix proves nothing", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", hash), volume.Workload{Kind: "ReplicaSet", Name: "rs"}},
+		{"a ReplicaSet named the hash alone", workloadPod("x", "apps/v1", "ReplicaSet", "-7d9f8c6b5", hash), volume.Workload{Kind: "ReplicaSet", Name: "-7d9f8c6b5"}},
+		{"another API group's ReplicaSet is not the Deployment controller's", workloadPod("r-7d9f8c6b5-a", "example.com/v1", "ReplicaSet", "r-7d9f8c6b5", hash), volume.Workload{Kind: "ReplicaSet", Name: "r-7d9f8c6b5"}},
+		{"StatefulSet", workloadPod("db-0", "apps/v1", "StatefulSet", "db", nil), volume.Workload{Kind: "StatefulSet", Name: "db"}},
+		{"DaemonSet", workloadPod("agent-x", "apps/v1", "DaemonSet", "agent", nil), volume.Workload{Kind: "DaemonSet", Name: "agent"}},
+		{"a CronJob's Job stays a Job", workloadPod("backup-29412345-abcde", "batch/v1", "Job", "backup-29412345", nil), volume.Workload{Kind: "Job", Name: "backup-29412345"}},
+		{"another controller", workloadPod("w-1", "example.com/v1", "Workflow", "w", nil), volume.Workload{Kind: "Workflow", Name: "w"}},
+		{"a bare pod is its own workload", workloadPod("debug", "", "", "", nil), volume.Workload{Kind: "Pod", Name: "debug"}},
+		{"a static pod (controlled by its Node) is its own workload", workloadPod("etcd-node-1", "v1", "Node", "node-1", nil), volume.Workload{Kind: "Pod", Name: "etcd-node-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := podWorkload(tc.pod); got != tc.want {
@@ -68,7 +70,7 @@ func TestWorkloadInfoSeries(t *testing.T) {
 		t.Fatal("podBase refused the pod")
 	}
 	e := &Exporter{cfg: Config{NodeName: "node-1"}}
-	snap := snapshot{workloads: podWorkloads([]PodVolumes{pv})}
+	snap := snapshot{workloads: podWorkloads([]volume.PodVolumes{pv})}
 	collect := func(sel selection) []string {
 		ch := make(chan prometheus.Metric, 10)
 		e.collectWorkloads(ch, snap, sel)

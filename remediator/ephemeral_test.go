@@ -17,6 +17,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -189,18 +191,18 @@ func TestCheckLabelValidation(t *testing.T) {
 func TestExporterMeasurerEphemeralStorage(t *testing.T) {
 	at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
 	mib64 := int64(mib)
-	pv := exporter.PodVolumes{Namespace: "default", Pod: "job", UID: uid1, Volumes: []exporter.Volume{
-		{Name: "scratch", Medium: exporter.MediumDisk},
-		{Name: "container/app/writable-layer", Kind: exporter.KindWritableLayer, Container: "app"},
-		{Name: "container/app/logs", Kind: exporter.KindContainerLogs, Container: "app"},
-		{Name: "container/side/writable-layer", Kind: exporter.KindWritableLayer, Container: "side"},
-		{Name: "container/side/logs", Kind: exporter.KindContainerLogs, Container: "side"},
-	}, Storage: &exporter.PodStorage{LimitBytes: ptr.To(20 * mib64), Containers: []exporter.Container{{Name: "app", LimitBytes: ptr.To(10 * mib64)}, {Name: "side"}}}}
+	pv := volume.PodVolumes{Namespace: "default", Pod: "job", UID: uid1, Volumes: []volume.Volume{
+		{Name: "scratch", Medium: volume.MediumDisk},
+		{Name: "container/app/writable-layer", Kind: volume.KindWritableLayer, Container: "app"},
+		{Name: "container/app/logs", Kind: volume.KindContainerLogs, Container: "app"},
+		{Name: "container/side/writable-layer", Kind: volume.KindWritableLayer, Container: "side"},
+		{Name: "container/side/logs", Kind: volume.KindContainerLogs, Container: "side"},
+	}, Storage: &volume.PodStorage{LimitBytes: ptr.To(20 * mib64), Containers: []volume.Container{{Name: "app", LimitBytes: ptr.To(10 * mib64)}, {Name: "side"}}}}
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"scratch": 2 * mib64, "container/app/writable-layer": 11 * mib64, "container/app/logs": mib64, "container/side/logs": 4096} {
-		table.Set(uid1, name, exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
+		table.Set(uid1, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
 	}
-	table.Set(uid1, "container/side/writable-layer", exporter.Measurement{Unlocated: exporter.LayerOtherRuntime, MeasuredAt: at, CompletedAt: at})
+	table.Set(uid1, "container/side/writable-layer", volume.Measurement{Unlocated: source.LayerOtherRuntime, MeasuredAt: at, CompletedAt: at})
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", exportertest.NewSource(table.Measure), exportertest.NewPods(pv)
 	exp, err := exporter.New(cfg)
@@ -223,7 +225,7 @@ func TestExporterMeasurerEphemeralStorage(t *testing.T) {
 		t.Errorf("container app: %+v, %v; want 12Mi (layer and logs), exact", got, err)
 	}
 	got, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "side"})
-	if err != nil || !got.LowerBound() || got.Unlocated != exporter.LayerOtherRuntime || !strings.Contains(got.incompleteWhy(), exporter.LayerOtherRuntime) {
+	if err != nil || !got.LowerBound() || got.Unlocated != source.LayerOtherRuntime || !strings.Contains(got.incompleteWhy(), source.LayerOtherRuntime) {
 		t.Errorf("container side: %+v, %v; want a lower bound saying its layer was not located", got, err)
 	}
 	_, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "gone"})
@@ -282,7 +284,7 @@ func TestExporterMeasurerCountsEphemeralContainers(t *testing.T) {
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"container/app/writable-layer": mib, "container/app/logs": 4096, "pod/files": 4096,
 		"container/debugger/writable-layer": 20 * mib, "container/debugger/logs": 8192} {
-		table.Set(uid1, name, exporter.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
+		table.Set(uid1, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
 	}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", exportertest.NewSource(table.Measure), watcher

@@ -9,15 +9,16 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // contractPod is the exporter's view of node-1: pod default/web-0 (uid1) with the emptyDir
 // volume "empty".
-func contractPod() exporter.PodVolumes {
+func contractPod() volume.PodVolumes {
 	limit := int64(mib)
-	return exporter.PodVolumes{Namespace: "default", Pod: "web-0", UID: uid1,
-		Volumes: []exporter.Volume{{Name: "empty", Medium: exporter.MediumDisk, LimitBytes: &limit}}}
+	return volume.PodVolumes{Namespace: "default", Pod: "web-0", UID: uid1,
+		Volumes: []volume.Volume{{Name: "empty", Medium: volume.MediumDisk, LimitBytes: &limit}}}
 }
 
 // The remediator's ExporterMeasurer against the exporter's own live handler, in process:
@@ -26,8 +27,8 @@ func contractPod() exporter.PodVolumes {
 func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 	started := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
 	completed := started.Add(2 * time.Second)
-	measured := exporter.Measurement{UsedBytes: 10 * mib, InodesUsed: 3, UnreadableEntries: 2,
-		MeasuredAt: started, CompletedAt: completed, Method: exporter.MethodWalk}
+	measured := volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3, UnreadableEntries: 2,
+		MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}
 	tests := []struct {
 		name       string
 		pod        *podBuilder
@@ -42,8 +43,8 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				UnreadableEntries: 2, Incomplete: true, MeasuredAt: completed}},
 		{name: "walk cut short after folders changed: a lower bound, and why", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: exportertest.NewSource(exportertest.Answer(exporter.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
-				ChangedFolders: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: exporter.MethodWalk}, nil)),
+			source: exportertest.NewSource(exportertest.Answer(volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
+				ChangedFolders: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}, nil)),
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				ChangedFolders: 4, CutShort: true, Incomplete: true, MeasuredAt: completed}},
 		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",
@@ -53,7 +54,7 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 		{name: "pod not on this node", pod: newPod("default", "web-1", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
 		{name: "volume unreadable", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: exportertest.NewSource(exportertest.Answer(exporter.Measurement{}, &exporter.MeasureError{Reason: exporter.ReasonPermission, Err: fs.ErrPermission})), wantReason: MeasureUnavailable},
+			source: exportertest.NewSource(exportertest.Answer(volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonPermission, Err: fs.ErrPermission})), wantReason: MeasureUnavailable},
 		{name: "informer not synced", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)), notSynced: true, wantReason: MeasureUnavailable},
 	}

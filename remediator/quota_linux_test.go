@@ -11,6 +11,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -35,9 +37,9 @@ func TestProjectQuotaChargeEvictsNobody(t *testing.T) {
 			}
 			victim := contractPod() // default/web-0, volume "empty" of 1Mi
 			victim.UserNamespace = true
-			tenant := exporter.PodVolumes{Namespace: "other", Pod: "host-users", UID: uid2,
-				Volumes: []exporter.Volume{{Name: "scratch", Medium: exporter.MediumDisk}}}
-			victimDir, tenantDir := exporter.Dir(root, victim.UID, "empty"), exporter.Dir(root, tenant.UID, "scratch")
+			tenant := volume.PodVolumes{Namespace: "other", Pod: "host-users", UID: uid2,
+				Volumes: []volume.Volume{{Name: "scratch", Medium: volume.MediumDisk}}}
+			victimDir, tenantDir := volume.Dir(root, victim.UID, "empty"), volume.Dir(root, tenant.UID, "scratch")
 			for _, dir := range []string{victimDir, tenantDir} {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
@@ -53,7 +55,7 @@ func TestProjectQuotaChargeEvictsNobody(t *testing.T) {
 			fswalktest.ChargeProject(t, tenantDir, fswalktest.KubeletFirstProjectID, 4<<20, 1000, 1000)
 			fswalktest.SyncFS(t, root)
 
-			src := exporter.DefaultFilesystemSource()
+			src := source.DefaultFilesystem()
 			src.KubeletRootDir = root
 			cfg := exporter.DefaultConfig()
 			cfg.NodeName, cfg.Source, cfg.Pods = "node-1", &src, exportertest.NewPods(victim, tenant)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
@@ -35,7 +36,7 @@ const (
 )
 
 // config is everything the command line sets. The flags write into the library's own
-// configurations (exporter.Config, exporter.FilesystemSource, kubeclient.Config); the rest
+// configurations (exporter.Config, source.Filesystem, kubeclient.Config); the rest
 // is how the command builds the kubelet source and serves HTTP.
 type config struct {
 	web           *web.FlagConfig
@@ -59,7 +60,7 @@ type config struct {
 	source   string
 	exporter exporter.Config
 	// fs is the source of --collection.source=filesystem.
-	fs exporter.FilesystemSource
+	fs source.Filesystem
 	// changeSignal spares the walks of parts whose pod's cgroup says it wrote nothing
 	// (--collection.change-signal), found as cgroup says.
 	changeSignal bool
@@ -81,7 +82,7 @@ func defaultConfig() config {
 		kube:             kubeclient.Config{QPS: rest.DefaultQPS, Burst: rest.DefaultBurst},
 		source:           sourceFilesystem,
 		exporter:         exporter.DefaultConfig(),
-		fs:               exporter.DefaultFilesystemSource(),
+		fs:               source.DefaultFilesystem(),
 		cgroup:           podcgroup.DefaultConfig(),
 		kubeletTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		kubeletTimeout:   10 * time.Second,
@@ -216,7 +217,7 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--web.telemetry-path=%q must start with /", c.telemetryPath))
 	}
 	switch c.source {
-	case sourceFilesystem: // checked above, by exporter.FilesystemSource.Validate
+	case sourceFilesystem: // checked above, by source.Filesystem.Validate
 		// The kubelet, if named, gives the writable layers that cannot be located.
 		if c.kubeletURL != "" || c.kubeletViaAPIServer {
 			errs = append(errs, c.validateKubelet()...)

@@ -27,6 +27,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/denywrites"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
@@ -81,7 +84,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		return fmt.Errorf("building Kubernetes client: %w", err)
 	}
 
-	source, err := newSource(cfg, client)
+	src, err := newSource(cfg, client)
 	if err != nil {
 		return err
 	}
@@ -93,12 +96,12 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	pods.SetNamespaces(splitList(cfg.namespaces), splitList(cfg.namespacesDenylist))
 	if ec.MeasureEphemeralStorage {
 		pods.SetEphemeralStorage(true)
-		ec.DedicatedImageFilesystem = dedicatedImageFilesystem(ctx, cfg, source, logger)
+		ec.DedicatedImageFilesystem = dedicatedImageFilesystem(ctx, cfg, src, logger)
 	}
 	if cfg.changeSignal {
 		ec.ChangeSignal = changeSignal(cfg, logger)
 	}
-	ec.Source, ec.Pods, ec.Logger = source, pods, logger
+	ec.Source, ec.Pods, ec.Logger = src, pods, logger
 	exp, err := exporter.New(ec)
 	if err != nil {
 		return err
@@ -150,7 +153,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}
 
 	server := newServer(mux, defaultServerTimeouts, logger)
-	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", source.Name(),
+	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", src.Name(),
 		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget, "change_signal", cfg.changeSignal)
 	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
 }
@@ -159,17 +162,17 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 // their own: from the devices of the folders the filesystem source reads, from one Summary for
 // the kubelet source. When it cannot tell, it says so and takes them for the kubelet's (they
 // count toward their containers' limits, as on most nodes).
-func dedicatedImageFilesystem(ctx context.Context, cfg *config, source exporter.Source, logger *slog.Logger) bool {
+func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Source, logger *slog.Logger) bool {
 	var dedicated bool
 	var err error
-	if ks, ok := source.(*exporter.KubeletSource); ok {
+	if ks, ok := src.(*source.Kubelet); ok {
 		ctx, cancel := context.WithTimeout(ctx, cfg.kubeletTimeout)
 		defer cancel()
 		dedicated, err = ks.DedicatedImageFilesystem(ctx)
 	} else {
 		warnMissingPaths(cfg, logger)
 		// The pods folder, not the root dir: a DaemonSet mounts only that one from the node.
-		dedicated, err = exporter.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, filepath.Join(cfg.fs.KubeletRootDir, "pods"))
+		dedicated, err = source.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, filepath.Join(cfg.fs.KubeletRootDir, "pods"))
 	}
 	if err != nil {
 		logger.Warn("cannot tell whether the image filesystem is dedicated; taking it for the kubelet's (writable layers count toward their containers' limits)", "err", err)
@@ -180,11 +183,11 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, source exporter.
 
 // changeSignal opens the pods' cgroups; a node where they cannot be read keeps today's
 // schedule, which the warning and emptydir_exporter_change_marks_total{outcome="unavailable"} say.
-func changeSignal(cfg *config, logger *slog.Logger) exporter.ChangeSignal {
-	s, err := exporter.NewCgroupSignal(cfg.cgroup, &cfg.fs)
+func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
+	s, err := change.NewCgroup(cfg.cgroup, &cfg.fs)
 	if err != nil {
 		logger.Warn("the change signal cannot read the node's cgroups; every part is walked at its cadence (mount the host's /sys/fs/cgroup read-only at --cgroup.mount)", "err", err)
-		return exporter.UnavailableSignal{Err: err}
+		return change.Unavailable{Err: err}
 	}
 	logger.Info("change signal on", s.Describe()...)
 	return s
@@ -244,7 +247,7 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 	return g.Wait()
 }
 
-func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error) {
+func newSource(cfg *config, client kubernetes.Interface) (volume.Source, error) {
 	if cfg.source == sourceFilesystem {
 		// The kubelet, when named, gives the writable layers the walk cannot locate.
 		if cfg.kubeletURL != "" || cfg.kubeletViaAPIServer {
@@ -260,13 +263,13 @@ func newSource(cfg *config, client kubernetes.Interface) (exporter.Source, error
 }
 
 // newKubeletSource reads the kubelet's Summary API as the --kubelet.* flags say.
-func newKubeletSource(cfg *config, client kubernetes.Interface) (*exporter.KubeletSource, error) {
+func newKubeletSource(cfg *config, client kubernetes.Interface) (*source.Kubelet, error) {
 	if cfg.kubeletViaAPIServer {
-		return exporter.NewKubeletProxySource(client, cfg.exporter.NodeName), nil
+		return source.NewKubeletProxy(client, cfg.exporter.NodeName), nil
 	}
-	hc, err := exporter.NewKubeletHTTPClient(cfg.kubeletCAFile, cfg.kubeletTokenFile, cfg.kubeletInsecure, cfg.kubeletTimeout)
+	hc, err := source.NewKubeletHTTPClient(cfg.kubeletCAFile, cfg.kubeletTokenFile, cfg.kubeletInsecure, cfg.kubeletTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return exporter.NewKubeletDirectSource(cfg.kubeletURL, hc), nil
+	return source.NewKubeletDirect(cfg.kubeletURL, hc), nil
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Clock is a fake of the exporter's clock (Config.Now, FilesystemSource.Now) that the test
+// Clock is a fake of the exporter's clock (Config.Now, source.Filesystem.Now) that the test
 // moves on; safe to read from walks in flight.
 type Clock struct {
 	mu sync.Mutex

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -21,13 +21,13 @@ import (
 // says otherwise. List returns them sorted by namespace and name. Safe for concurrent use.
 type Pods struct {
 	mu     sync.Mutex
-	pods   []exporter.PodVolumes
+	pods   []volume.PodVolumes
 	synced bool
 }
 
 // NewPods returns a synced cache holding pods.
-func NewPods(pods ...exporter.PodVolumes) *Pods {
-	return &Pods{pods: append([]exporter.PodVolumes(nil), pods...), synced: true}
+func NewPods(pods ...volume.PodVolumes) *Pods {
+	return &Pods{pods: append([]volume.PodVolumes(nil), pods...), synced: true}
 }
 
 // Unsynced makes the cache one whose informer has not synced yet, and returns it.
@@ -37,10 +37,10 @@ func (p *Pods) Unsynced() *Pods {
 }
 
 // Set replaces the cache's pods: pods created, changed or deleted since.
-func (p *Pods) Set(pods ...exporter.PodVolumes) {
+func (p *Pods) Set(pods ...volume.PodVolumes) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.pods = append([]exporter.PodVolumes(nil), pods...)
+	p.pods = append([]volume.PodVolumes(nil), pods...)
 }
 
 // SetSynced says whether the informer has synced.
@@ -51,9 +51,9 @@ func (p *Pods) SetSynced(synced bool) {
 }
 
 // List implements exporter.PodLister.
-func (p *Pods) List() ([]exporter.PodVolumes, error) {
+func (p *Pods) List() ([]volume.PodVolumes, error) {
 	p.mu.Lock()
-	out := append([]exporter.PodVolumes(nil), p.pods...)
+	out := append([]volume.PodVolumes(nil), p.pods...)
 	p.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {
@@ -65,7 +65,7 @@ func (p *Pods) List() ([]exporter.PodVolumes, error) {
 }
 
 // Get implements exporter.PodLister.
-func (p *Pods) Get(namespace, name string) (exporter.PodVolumes, bool, error) {
+func (p *Pods) Get(namespace, name string) (volume.PodVolumes, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pv := range p.pods {
@@ -73,7 +73,7 @@ func (p *Pods) Get(namespace, name string) (exporter.PodVolumes, bool, error) {
 			return pv, true, nil
 		}
 	}
-	return exporter.PodVolumes{}, false, nil
+	return volume.PodVolumes{}, false, nil
 }
 
 // HasSynced implements exporter.PodLister.
@@ -84,19 +84,19 @@ func (p *Pods) HasSynced() bool {
 }
 
 // MeasureFunc answers for one volume of one pod.
-type MeasureFunc func(ctx context.Context, pod exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error)
+type MeasureFunc func(ctx context.Context, pod volume.PodVolumes, v volume.Volume) (volume.Measurement, error)
 
 // Answer is a MeasureFunc that answers m, or err, for every volume.
-func Answer(m exporter.Measurement, err error) MeasureFunc {
-	return func(context.Context, exporter.PodVolumes, exporter.Volume) (exporter.Measurement, error) {
+func Answer(m volume.Measurement, err error) MeasureFunc {
+	return func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
 		return m, err
 	}
 }
 
 // Through is a MeasureFunc that measures with a real source, unmetered, so that a Source over
 // it counts (Calls) or records (Take) the requests reaching that source.
-func Through(src exporter.VolumeSource) MeasureFunc {
-	return func(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+func Through(src volume.VolumeSource) MeasureFunc {
+	return func(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 		return src.MeasureVolume(ctx, p, v, nil)
 	}
 }
@@ -108,12 +108,12 @@ func Through(src exporter.VolumeSource) MeasureFunc {
 // (reason timeout for a deadline), whatever the MeasureFunc says. Safe for concurrent use.
 type Source struct {
 	measure MeasureFunc
-	before  func(ctx context.Context, pods []exporter.PodVolumes)
+	before  func(ctx context.Context, pods []volume.PodVolumes)
 	cost    time.Duration
 
 	mu    sync.Mutex
 	calls int
-	seen  []exporter.PodVolumes
+	seen  []volume.PodVolumes
 }
 
 // NewSource returns a Source whose volumes answer measure.
@@ -122,7 +122,7 @@ func NewSource(measure MeasureFunc) *Source { return &Source{measure: measure} }
 // Before sets a hook that sees each request before it is measured (to record it, or hold it
 // until the test releases it: Gate), and returns s. A walk of the VolumeSource view is a
 // request of its pod with the walked volume alone.
-func (s *Source) Before(hook func(ctx context.Context, pods []exporter.PodVolumes)) *Source {
+func (s *Source) Before(hook func(ctx context.Context, pods []volume.PodVolumes)) *Source {
 	s.before = hook
 	return s
 }
@@ -143,7 +143,7 @@ func (s *Source) Calls() int {
 
 // Take returns the pods of the requests that reached s since the last Take, in order (a
 // walk's pod with the walked volume alone).
-func (s *Source) Take() []exporter.PodVolumes {
+func (s *Source) Take() []volume.PodVolumes {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := s.seen
@@ -155,12 +155,12 @@ func (s *Source) Take() []exporter.PodVolumes {
 func (s *Source) Name() string { return "filesystem" }
 
 // Measure implements exporter.Source.
-func (s *Source) Measure(ctx context.Context, pods []exporter.PodVolumes) []exporter.VolumeResult {
+func (s *Source) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
 	s.request(ctx, pods)
-	var out []exporter.VolumeResult
+	var out []volume.VolumeResult
 	for _, p := range pods {
 		for _, v := range p.Volumes {
-			r := exporter.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			r := volume.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 			r.Measurement, r.Err = s.answer(ctx, p, v)
 			out = append(out, r)
 		}
@@ -169,7 +169,7 @@ func (s *Source) Measure(ctx context.Context, pods []exporter.PodVolumes) []expo
 }
 
 // request counts and records a request, then lets the Before hook see it.
-func (s *Source) request(ctx context.Context, pods []exporter.PodVolumes) {
+func (s *Source) request(ctx context.Context, pods []volume.PodVolumes) {
 	s.mu.Lock()
 	s.calls++
 	s.seen = append(s.seen, pods...)
@@ -180,21 +180,21 @@ func (s *Source) request(ctx context.Context, pods []exporter.PodVolumes) {
 }
 
 // answer is what volume v of pod p answers, the context's error once ctx has ended.
-func (s *Source) answer(ctx context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+func (s *Source) answer(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 	m, err := s.measure(ctx, p, v)
 	if ctx.Err() != nil {
-		return exporter.Measurement{}, contextError(ctx.Err())
+		return volume.Measurement{}, contextError(ctx.Err())
 	}
 	return m, err
 }
 
-// contextError is the error of a walk its context ended, as FilesystemSource classifies it.
+// contextError is the error of a walk its context ended, as source.Filesystem classifies it.
 func contextError(err error) error {
-	reason := exporter.ReasonIO
+	reason := volume.ReasonIO
 	if errors.Is(err, context.DeadlineExceeded) {
-		reason = exporter.ReasonTimeout
+		reason = volume.ReasonTimeout
 	}
-	return &exporter.MeasureError{Reason: reason, Err: err}
+	return &volume.MeasureError{Reason: reason, Err: err}
 }
 
 // VolumeSource is a Source as an exporter.VolumeSource, as the filesystem source is: the
@@ -207,12 +207,12 @@ func (s *Source) VolumeSource() *VolumeSource { return &VolumeSource{s} }
 
 // MeasureVolume implements exporter.VolumeSource: one request of pod p with volume v alone,
 // charged Cost.
-func (s *VolumeSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
+func (s *VolumeSource) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	one := p
-	one.Volumes = []exporter.Volume{v}
+	one.Volumes = []volume.Volume{v}
 	if meter != nil {
 		meter.Add(s.cost)
 	}
-	s.request(ctx, []exporter.PodVolumes{one})
+	s.request(ctx, []volume.PodVolumes{one})
 	return s.answer(ctx, p, v)
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
@@ -136,7 +136,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 	// filesystem's next journal commit and change the mark by chance (docs/change-signal.md):
 	// each hole is tried until a cycle vouched the pod unchanged after it, so that the sweep,
 	// not that chance, is what published it.
-	dir := exporter.Dir(c.KubeletRootDir(), string(idle.UID), "data")
+	dir := volume.Dir(c.KubeletRootDir(), string(idle.UID), "data")
 	for _, hole := range []struct {
 		name  string
 		write func(path string) error

@@ -18,11 +18,13 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // fixedPods is the node's pod list; the exporter sees it through exportertest.Pods, synced.
-type fixedPods []exporter.PodVolumes
+type fixedPods []volume.PodVolumes
 
 // volumes counts the volumes of the pods.
 func (p fixedPods) volumes() int {
@@ -36,7 +38,7 @@ func (p fixedPods) volumes() int {
 // countingSource is the filesystem source, counting the walks of each class of part (layout.go),
 // the CPU their threads were charged, and when each part's latest measurement was made.
 type countingSource struct {
-	exporter.FilesystemSource
+	source.Filesystem
 	walks [numClasses]atomic.Int64
 	cpu   [numClasses]atomic.Int64 // nanoseconds, as the budget charged them
 
@@ -49,10 +51,10 @@ type countingSource struct {
 	measured map[string]time.Time
 }
 
-func (s *countingSource) MeasureVolume(ctx context.Context, p exporter.PodVolumes, v exporter.Volume, meter *fswalk.CPUMeter) (exporter.Measurement, error) {
+func (s *countingSource) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	c := classOf(v)
 	s.walks[c].Add(1)
-	m, err := s.FilesystemSource.MeasureVolume(ctx, p, v, meter)
+	m, err := s.Filesystem.MeasureVolume(ctx, p, v, meter)
 	if meter != nil {
 		s.cpu[c].Add(int64(meter.Spent()))
 	}
@@ -143,7 +145,7 @@ func withSignal(writers float64) schedule {
 }
 
 func newNode(t tree, pods fixedPods, s schedule) (*node, error) {
-	src := &countingSource{FilesystemSource: t.source()}
+	src := &countingSource{Filesystem: t.source()}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, exportertest.NewPods(pods...)
 	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget
@@ -317,15 +319,15 @@ func label(m *dto.Metric, name string) string {
 const overLimitPod = "app-077"
 
 // overLimitTarget is the volume writeOverLimit fills and the file it writes there.
-func overLimitTarget(t tree, pods fixedPods) (exporter.Volume, string, error) {
+func overLimitTarget(t tree, pods fixedPods) (volume.Volume, string, error) {
 	pv, ok, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
 	if !ok {
-		return exporter.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
+		return volume.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
 	}
 	for _, v := range pv.Volumes {
 		if v.Name == limitedVolume {
-			return v, filepath.Join(exporter.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit"), nil
+			return v, filepath.Join(volume.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit"), nil
 		}
 	}
-	return exporter.Volume{}, "", fmt.Errorf("pod %s has no volume %s", overLimitPod, limitedVolume)
+	return volume.Volume{}, "", fmt.Errorf("pod %s has no volume %s", overLimitPod, limitedVolume)
 }

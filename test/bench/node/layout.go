@@ -25,7 +25,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // layoutVersion names the generated tree; change it when the layout changes, so that a tree
@@ -151,13 +152,13 @@ func (c class) String() string { return classNames[c] }
 func (c class) guarded() bool { return c != classUnguarded }
 
 // classOf is the class of a part the exporter measures.
-func classOf(v exporter.Volume) class {
+func classOf(v volume.Volume) class {
 	switch {
-	case v.Kind == exporter.KindWritableLayer:
+	case v.Kind == volume.KindWritableLayer:
 		return classLayer
-	case v.Kind == exporter.KindContainerLogs:
+	case v.Kind == volume.KindContainerLogs:
 		return classLogs
-	case v.Kind == exporter.KindPodFiles:
+	case v.Kind == volume.KindPodFiles:
 		return classPodFiles
 	case v.LimitBytes != nil:
 		return classSizeLimit
@@ -196,26 +197,26 @@ func (t tree) logDir(p podSpec) string {
 }
 
 // source is the exporter's filesystem source over the tree, at the defaults but its paths.
-func (t tree) source() exporter.FilesystemSource {
-	src := exporter.DefaultFilesystemSource()
+func (t tree) source() source.Filesystem {
+	src := source.DefaultFilesystem()
 	src.KubeletRootDir, src.PodLogsDir = t.kubeletRoot, t.podLogsDir
-	src.Layers = &exporter.LayerLocator{TaskDir: t.taskDir, SnapshotterRoot: t.snapshotterRoot, MountInfo: t.mountInfo}
+	src.Layers = &source.LayerLocator{TaskDir: t.taskDir, SnapshotterRoot: t.snapshotterRoot, MountInfo: t.mountInfo}
 	return src
 }
 
 // podVolumes is the pod list the exporter's informer would give for the layout: with
 // exporter.PodWatcher's ephemeral-storage parts (exporter.withStorage) for pods with a limit.
-func podVolumes(layout []podSpec) []exporter.PodVolumes {
-	var out []exporter.PodVolumes
+func podVolumes(layout []podSpec) []volume.PodVolumes {
+	var out []volume.PodVolumes
 	for _, p := range layout {
-		pv := exporter.PodVolumes{Namespace: namespace, Pod: p.name(), UID: p.uid()}
+		pv := volume.PodVolumes{Namespace: namespace, Pod: p.name(), UID: p.uid()}
 		var limit *int64
 		if p.limit > 0 {
 			l := p.limit
 			limit = &l
 		}
 		for _, v := range p.volumes {
-			vol := exporter.Volume{Name: v.name, Medium: exporter.MediumDisk, BudgetBytes: limit}
+			vol := volume.Volume{Name: v.name, Medium: volume.MediumDisk, BudgetBytes: limit}
 			if v.limit > 0 {
 				l := v.limit
 				vol.LimitBytes = &l
@@ -224,13 +225,13 @@ func podVolumes(layout []podSpec) []exporter.PodVolumes {
 		}
 		if limit != nil {
 			pv.Volumes = append(pv.Volumes,
-				exporter.Volume{Name: "container/" + container + "/writable-layer", Medium: exporter.MediumDisk, Kind: exporter.KindWritableLayer,
+				volume.Volume{Name: "container/" + container + "/writable-layer", Medium: volume.MediumDisk, Kind: volume.KindWritableLayer,
 					Container: container, ContainerID: p.containerID(), BudgetBytes: limit},
-				exporter.Volume{Name: "container/" + container + "/logs", Medium: exporter.MediumDisk, Kind: exporter.KindContainerLogs,
+				volume.Volume{Name: "container/" + container + "/logs", Medium: volume.MediumDisk, Kind: volume.KindContainerLogs,
 					Container: container, BudgetBytes: limit},
-				exporter.Volume{Name: "pod/files", Medium: exporter.MediumDisk, Kind: exporter.KindPodFiles, BudgetBytes: limit})
-			pv.Storage = &exporter.PodStorage{LimitBytes: limit,
-				Containers: []exporter.Container{{Name: container, ID: p.containerID(), LimitBytes: limit}}}
+				volume.Volume{Name: "pod/files", Medium: volume.MediumDisk, Kind: volume.KindPodFiles, BudgetBytes: limit})
+			pv.Storage = &volume.PodStorage{LimitBytes: limit,
+				Containers: []volume.Container{{Name: container, ID: p.containerID(), LimitBytes: limit}}}
 		}
 		out = append(out, pv)
 	}
@@ -305,7 +306,7 @@ func ensureTree(dir string, layout []podSpec, logf func(string, ...any)) (tree, 
 // its container's writable layer and its log files.
 func writePod(t tree, p podSpec) error {
 	for n, v := range p.volumes {
-		if err := writeVolume(exporter.Dir(t.kubeletRoot, p.uid(), v.name), v.files, 3*p.index+n); err != nil {
+		if err := writeVolume(volume.Dir(t.kubeletRoot, p.uid(), v.name), v.files, 3*p.index+n); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/test/bench/peers"
 )
 
@@ -78,10 +78,10 @@ type peerTotals struct {
 func kubeletEmptyDirs(t tree, pods fixedPods) (bytes, inodes int64, err error) {
 	for _, pv := range pods {
 		for _, v := range pv.Volumes {
-			if v.Kind != exporter.KindEmptyDir {
+			if v.Kind != volume.KindEmptyDir {
 				continue
 			}
-			u, err := peers.Kubelet(exporter.Dir(t.kubeletRoot, pv.UID, v.Name))
+			u, err := peers.Kubelet(volume.Dir(t.kubeletRoot, pv.UID, v.Name))
 			if err != nil {
 				return 0, 0, err
 			}
@@ -208,8 +208,8 @@ func verifyPass(n *node, layout []podSpec, want peerTotals) error {
 		part string
 		want float64
 	}{
-		{exporter.PartEmptyDir, limitedEmptyDirs}, {exporter.PartWritableLayer, float64(want.layerBytes)},
-		{exporter.PartLogs, float64(want.logBytes)}, {exporter.PartOther, float64(want.podFileBytes)},
+		{volume.PartEmptyDir, limitedEmptyDirs}, {volume.PartWritableLayer, float64(want.layerBytes)},
+		{volume.PartLogs, float64(want.logBytes)}, {volume.PartOther, float64(want.podFileBytes)},
 	} {
 		if byPart[c.part] != c.want {
 			errs = append(errs, fmt.Errorf("part %s: ours %.0f bytes, peers %.0f", c.part, byPart[c.part], c.want))

@@ -44,7 +44,7 @@ type params struct {
 
 // publishBound is how long the benchmark waits for an over-limit write to be published: by
 // the next cycle if the budget covers every guarded part, else once the volume has been
-// deferred for the slow interval (dueWalks' floor), plus the cycles that walk and publish it,
+// deferred for the slow interval (schedule.Due's floor), plus the cycles that walk and publish it,
 // and one for a busy machine. A write not published by then is reported as such.
 var publishBound = defaults.unlimitedInterval + 3*defaultCycle
 

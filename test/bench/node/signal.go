@@ -6,14 +6,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
-// benchSignal stands in for the pods' cgroups (exporter.CgroupSignal) on the generated node,
+// benchSignal stands in for the pods' cgroups (change.Cgroup) on the generated node,
 // whose pods have no processes: a share of the pods "writes" in each cycle-long generation,
 // chosen afresh per generation by a hash of the pod's UID, and the pod holding the over-limit
 // write changes its mark when that file does, as its cgroup's counters would. Each Mark reads
-// this machine's own memory.stat, as CgroupSignal reads a pod's, so the runs pay a real read.
+// this machine's own memory.stat, as change.Cgroup reads a pod's, so the runs pay a real read.
 type benchSignal struct {
 	writers  float64
 	start    time.Time
@@ -67,11 +68,11 @@ func (s *benchSignal) lastWrite(uid string, at time.Time) time.Time {
 	return time.Time{}
 }
 
-func (s *benchSignal) Mark(p exporter.PodVolumes) (any, error) {
+func (s *benchSignal) Mark(p volume.PodVolumes) (any, error) {
 	now := time.Now()
 	if s.statPath != "" {
 		if _, err := os.ReadFile(s.statPath); err != nil {
-			return nil, &exporter.ChangeSignalError{Reason: "unreadable", Err: err}
+			return nil, &change.Error{Reason: "unreadable", Err: err}
 		}
 	}
 	m := benchMark{wrote: -1}
@@ -89,9 +90,9 @@ func (s *benchSignal) Mark(p exporter.PodVolumes) (any, error) {
 	return m, nil
 }
 
-// Vouches as CgroupSignal does under cgroup v1 on a disk root: emptyDirs and writable layers.
-func (s *benchSignal) Vouches(v exporter.Volume) bool {
-	return v.Kind == exporter.KindEmptyDir || v.Kind == exporter.KindWritableLayer
+// Vouches as change.Cgroup does under cgroup v1 on a disk root: emptyDirs and writable layers.
+func (s *benchSignal) Vouches(v volume.Volume) bool {
+	return v.Kind == volume.KindEmptyDir || v.Kind == volume.KindWritableLayer
 }
 
 // freshAt is since when a part's figure, walked from walked on, is known to stand: the last

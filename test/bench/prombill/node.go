@@ -15,6 +15,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // The shape of every simulated node: a full node (the kubelet's default max-pods), each pod
@@ -53,9 +54,9 @@ func podUID(node string, pod, generation int) string {
 // podVolumes is pod i of node as exporter.PodWatcher lists it with the ephemeral-storage
 // parts on (exporter.withStorage): its emptyDirs, its container's writable layer and logs,
 // and the pod's own files. generation counts its restarts: each has a new UID and container.
-func podVolumes(node string, i, generation int) exporter.PodVolumes {
+func podVolumes(node string, i, generation int) volume.PodVolumes {
 	h := hashOf(node, i)
-	pv := exporter.PodVolumes{
+	pv := volume.PodVolumes{
 		Namespace: fmt.Sprintf("team-%02d", i%namespaceCount),
 		Pod:       fmt.Sprintf("%s-%010x-%05x", workloads[i%len(workloads)], h>>24&0xffffffffff, h&0xfffff),
 		UID:       podUID(node, i, generation),
@@ -63,7 +64,7 @@ func podVolumes(node string, i, generation int) exporter.PodVolumes {
 	limit := int64(containerLimitGiB << 30) // the pod's limit is its one container's
 	sizeLimit := int64(sizeLimitBytes)
 	for k, name := range emptyDirNames {
-		v := exporter.Volume{Name: name, Medium: exporter.MediumDisk, BudgetBytes: &limit}
+		v := volume.Volume{Name: name, Medium: volume.MediumDisk, BudgetBytes: &limit}
 		if k == 0 {
 			v.LimitBytes = &sizeLimit
 		}
@@ -71,29 +72,29 @@ func podVolumes(node string, i, generation int) exporter.PodVolumes {
 	}
 	containerID := fmt.Sprintf("containerd://%016x%016x%016x%016x", hashOf(pv.UID, 1), hashOf(pv.UID, 2), hashOf(pv.UID, 3), hashOf(pv.UID, 4))
 	pv.Volumes = append(pv.Volumes,
-		exporter.Volume{Name: "container/" + containerName + "/writable-layer", Medium: exporter.MediumDisk, Kind: exporter.KindWritableLayer,
+		volume.Volume{Name: "container/" + containerName + "/writable-layer", Medium: volume.MediumDisk, Kind: volume.KindWritableLayer,
 			Container: containerName, ContainerID: containerID, BudgetBytes: &limit},
-		exporter.Volume{Name: "container/" + containerName + "/logs", Medium: exporter.MediumDisk, Kind: exporter.KindContainerLogs,
+		volume.Volume{Name: "container/" + containerName + "/logs", Medium: volume.MediumDisk, Kind: volume.KindContainerLogs,
 			Container: containerName, BudgetBytes: &limit},
-		exporter.Volume{Name: "pod/files", Medium: exporter.MediumDisk, Kind: exporter.KindPodFiles, BudgetBytes: &limit})
-	pv.Storage = &exporter.PodStorage{LimitBytes: &limit,
-		Containers: []exporter.Container{{Name: containerName, ID: containerID, LimitBytes: &limit}}}
+		volume.Volume{Name: "pod/files", Medium: volume.MediumDisk, Kind: volume.KindPodFiles, BudgetBytes: &limit})
+	pv.Storage = &volume.PodStorage{LimitBytes: &limit,
+		Containers: []volume.Container{{Name: containerName, ID: containerID, LimitBytes: &limit}}}
 	return pv
 }
 
 // measureDrifting is the nodes' MeasureFunc: each part holds a stable base and grows by a
 // few KiB a second (wrapping every hour), so that every cycle's samples differ, as on a busy
 // node, while staying far below the limits (no alert fires).
-func measureDrifting(_ context.Context, p exporter.PodVolumes, v exporter.Volume) (exporter.Measurement, error) {
+func measureDrifting(_ context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
 	now := time.Now()
 	h := hashOf(p.UID, v.Name)
 	used := int64(h%(64<<20)) + int64(h%16+1)<<10*(now.Unix()%3600)
-	method := exporter.MethodWalk
-	if v.Kind == exporter.KindContainerLogs || v.Kind == exporter.KindPodFiles {
-		method = exporter.MethodFiles
+	method := volume.MethodWalk
+	if v.Kind == volume.KindContainerLogs || v.Kind == volume.KindPodFiles {
+		method = volume.MethodFiles
 	}
 	const capacity = 200 << 30
-	return exporter.Measurement{UsedBytes: used, CapacityBytes: capacity, AvailableBytes: capacity - 80<<30 - used,
+	return volume.Measurement{UsedBytes: used, CapacityBytes: capacity, AvailableBytes: capacity - 80<<30 - used,
 		InodesUsed: used>>15 + 1, MeasuredAt: now, CompletedAt: now, Method: method}, nil
 }
 
@@ -120,8 +121,8 @@ func (n *simNode) restartPod(i int) {
 	n.pods.Set(n.podList()...)
 }
 
-func (n *simNode) podList() []exporter.PodVolumes {
-	out := make([]exporter.PodVolumes, len(n.generations))
+func (n *simNode) podList() []volume.PodVolumes {
+	out := make([]volume.PodVolumes, len(n.generations))
 	for i, g := range n.generations {
 		out[i] = podVolumes(n.name, i, g)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 func TestPromConfig(t *testing.T) {
@@ -147,10 +147,10 @@ func TestPromConfigLoads(t *testing.T) {
 func TestPodVolumes(t *testing.T) {
 	p := podVolumes("node-007", 3, 0)
 	var emptyDirs, limited int
-	kinds := map[exporter.Kind]int{}
+	kinds := map[volume.Kind]int{}
 	for _, v := range p.Volumes {
 		kinds[v.Kind]++
-		if v.Kind == exporter.KindEmptyDir {
+		if v.Kind == volume.KindEmptyDir {
 			emptyDirs++
 			if v.LimitBytes != nil {
 				limited++
@@ -160,7 +160,7 @@ func TestPodVolumes(t *testing.T) {
 			t.Errorf("%s: budget %v, want the pod's limit", v.Name, v.BudgetBytes)
 		}
 	}
-	if emptyDirs != 3 || limited != 1 || kinds[exporter.KindWritableLayer] != 1 || kinds[exporter.KindContainerLogs] != 1 || kinds[exporter.KindPodFiles] != 1 {
+	if emptyDirs != 3 || limited != 1 || kinds[volume.KindWritableLayer] != 1 || kinds[volume.KindContainerLogs] != 1 || kinds[volume.KindPodFiles] != 1 {
 		t.Errorf("volumes %+v: want 3 emptyDirs (1 with a sizeLimit), a writable layer, logs and the pod's files", p.Volumes)
 	}
 	if p.Storage == nil || len(p.Storage.Containers) != 1 || p.Storage.Containers[0].LimitBytes == nil {

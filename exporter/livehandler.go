@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/live"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -35,13 +37,13 @@ type liveRefusal struct {
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
 // measurement at a time per pod, of at most all the global slots but one
 // (Config.LiveConcurrency - 1) pods at once, of which one namespace's pods hold all but one,
-// and a short queue; beyond that it gets 429, as when its CPU budgets (livebudget.go) are
+// and a short queue; beyond that it gets 429, as when its CPU budgets (live.Budgets) are
 // spent. The global bound keeps the node's I/O in check; as a single caller cannot hold every
 // slot, it cannot starve the remediator, and one tenant's slow pods hold some of the
 // remediator's turns, not all. Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
-	callers := newCallerQueue(e.cfg.LiveConcurrency - 1)
-	budgets := newLiveBudgets(e.now)
+	callers := live.NewQueue(e.cfg.LiveConcurrency - 1)
+	budgets := live.NewBudgets(e.now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		code, body := e.live(r, callers, budgets, e.cfg.LiveMaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
@@ -90,12 +92,12 @@ func checkLiveRequest(r *http.Request) error {
 	return nil
 }
 
-func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudgets, maxWait time.Duration) (int, any) {
+func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budgets, maxWait time.Duration) (int, any) {
 	if err := checkLiveRequest(r); err != nil {
 		return http.StatusBadRequest, liveapi.Error{Error: err.Error()}
 	}
 	ns, name := r.PathValue(liveapi.PathNamespace), r.PathValue(liveapi.PathPod)
-	uid, volume := r.URL.Query().Get(liveapi.QueryUID), r.URL.Query().Get(liveapi.QueryVolume)
+	uid, volName := r.URL.Query().Get(liveapi.QueryUID), r.URL.Query().Get(liveapi.QueryVolume)
 	if !e.cfg.Pods.HasSynced() {
 		return http.StatusServiceUnavailable, liveapi.Error{Error: "pod informer has not synced yet"}
 	}
@@ -109,15 +111,15 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 	if pv.UID != uid {
 		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
 	}
-	if volume != "" {
-		var only []Volume
+	if volName != "" {
+		var only []volume.Volume
 		for _, v := range pv.Volumes {
-			if v.Name == volume {
+			if v.Name == volName {
 				only = append(only, v)
 			}
 		}
 		if len(only) == 0 {
-			return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volume)}
+			return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volName)}
 		}
 		pv.Volumes = only
 	}
@@ -129,22 +131,22 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 	deadline := time.Now().Add(LiveTimeout) // the wait included
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
-	caller := callerOf(r)
-	budget := budgets.of(caller, ns)
-	if wait, scope := budget.wait(); wait > 0 {
+	caller := live.CallerOf(r)
+	budget := budgets.Of(caller, ns)
+	if wait, scope := budget.Wait(); wait > 0 {
 		e.liveRefusals.WithLabelValues(scope).Inc()
-		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, liveTenantShare, liveTenantBurst)
-		if scope == BudgetScopeCaller {
-			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", liveCallerShare, liveCallerBurst)
+		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, live.TenantShare, live.TenantBurst)
+		if scope == live.ScopeCaller {
+			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", live.CallerShare, live.CallerBurst)
 		}
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s has spent %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
 	}
-	release, ok := callers.acquire(waitCtx, caller, ns, uid)
+	release, ok := callers.Acquire(waitCtx, caller, ns, uid)
 	if !ok {
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per namespace, %d per caller",
-			caller, e.cfg.NodeName, callers.perTenant, callers.perCaller)},
+			caller, e.cfg.NodeName, callers.PerTenant(), callers.PerCaller())},
 			maxWait}
 	}
 	select {
@@ -155,24 +157,24 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
-	done := make(chan []VolumeResult, 1)
+	done := make(chan []volume.VolumeResult, 1)
 	go func() {
 		defer release()
 		defer func() { <-e.liveSlots }()
 		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), deadline)
 		defer cancel()
-		results := e.measureLive(ctx, pv, budget.meter())
+		results := e.measureLive(ctx, pv, budget.Meter())
 		for _, res := range results {
 			if res.Err != nil {
-				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), reasonOf(res.Err)).Inc()
+				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonOf(res.Err)).Inc()
 			}
 			e.noteQuotaExcess(res)
 		}
-		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volume,
+		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volName,
 			"duration", e.now().Sub(started))
 		done <- results
 	}()
-	var results []VolumeResult
+	var results []volume.VolumeResult
 	select {
 	case results = <-done:
 	case <-r.Context().Done():
@@ -182,9 +184,9 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
 	for _, res := range results {
 		if res.Err != nil {
-			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Volume.describe(), res.Err)}
+			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Volume.Describe(), res.Err)}
 		}
-		if res.Volume.Kind != KindEmptyDir {
+		if res.Volume.Kind != volume.KindEmptyDir {
 			continue // in EphemeralStorage
 		}
 		m := res.Measurement
@@ -195,15 +197,15 @@ func (e *Exporter) live(r *http.Request, callers *callerQueue, budgets *liveBudg
 			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
-	if volume == "" && pv.Storage != nil {
+	if volName == "" && pv.Storage != nil {
 		resp.EphemeralStorage = e.liveStorage(pv, results)
 	}
 	return http.StatusOK, resp
 }
 
 // liveStorage adds up the pod's ephemeral storage from the live results of all its parts.
-func (e *Exporter) liveStorage(pv PodVolumes, results []VolumeResult) *liveapi.PodStorage {
-	byName := make(map[string]VolumeResult, len(results))
+func (e *Exporter) liveStorage(pv volume.PodVolumes, results []volume.VolumeResult) *liveapi.PodStorage {
+	byName := make(map[string]volume.VolumeResult, len(results))
 	var completed time.Time
 	for _, r := range results {
 		byName[r.Volume.Name] = r
@@ -225,20 +227,20 @@ func (e *Exporter) liveStorage(pv PodVolumes, results []VolumeResult) *liveapi.P
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
 // place of their periodic walks (volumeWalks.beginLive) and its results are published too.
 // Its walks' CPU goes to meter.
-func (e *Exporter) measureLive(ctx context.Context, pv PodVolumes, meter *fswalk.CPUMeter) []VolumeResult {
+func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter *fswalk.CPUMeter) []volume.VolumeResult {
 	if e.walks == nil {
-		return e.cfg.Source.Measure(ctx, []PodVolumes{pv})
+		return e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
 	}
-	keys := make([]volumeKey, 0, len(pv.Volumes))
+	keys := make([]volume.Key, 0, len(pv.Volumes))
 	for _, v := range pv.Volumes {
-		keys = append(keys, volumeKey{pv.UID, v.Name})
+		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
 	}
 	measure := e.walks.source.MeasureVolume
-	if live, ok := e.walks.source.(LiveVolumeSource); ok {
+	if live, ok := e.walks.source.(volume.LiveVolumeSource); ok {
 		measure = live.MeasureVolumeLive
 	}
 	end := e.walks.beginLive(keys)
-	results := measureEach(ctx, []PodVolumes{pv}, func(ctx context.Context, p PodVolumes, v Volume, _ *fswalk.CPUMeter) (Measurement, error) {
+	results := volume.MeasureEach(ctx, []volume.PodVolumes{pv}, func(ctx context.Context, p volume.PodVolumes, v volume.Volume, _ *fswalk.CPUMeter) (volume.Measurement, error) {
 		return measure(ctx, p, v, meter)
 	})
 	end(results)

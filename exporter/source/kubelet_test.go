@@ -1,4 +1,4 @@
-package exporter_test
+package source_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // Pods of testdata/summary.json.
@@ -97,36 +99,24 @@ func writeTokenFile(t *testing.T, token string) string {
 
 func httpClient(t *testing.T, caFile, tokenFile string, insecure bool) *http.Client {
 	t.Helper()
-	c, err := exporter.NewKubeletHTTPClient(caFile, tokenFile, insecure, 5*time.Second)
+	c, err := source.NewKubeletHTTPClient(caFile, tokenFile, insecure, 5*time.Second)
 	if err != nil {
 		t.Fatalf("NewKubeletHTTPClient: %v", err)
 	}
 	return c
 }
 
-func podWith(namespace, name, uid string, vols ...exporter.Volume) exporter.PodVolumes {
-	return exporter.PodVolumes{Namespace: namespace, Pod: name, UID: uid, Volumes: vols}
-}
-
-func vol(name, medium string) exporter.Volume { return exporter.Volume{Name: name, Medium: medium} }
-
-func volLimit(name, medium string, limit int64) exporter.Volume {
-	v := vol(name, medium)
-	v.LimitBytes = &limit
-	return v
-}
-
 // summaryPods are emptyDir volumes that testdata/summary.json has stats for.
-func summaryPods() []exporter.PodVolumes {
-	return []exporter.PodVolumes{
-		podWith("default", "empty-test1", summaryEmptyTestUID, volLimit("empty", exporter.MediumDisk, 1<<20)),
-		podWith("shop", "cache-0", summaryCacheUID, vol("scratch", exporter.MediumMemory)),
-		podWith("monitoring", "prometheus-0", summaryPromUID, vol("config-out", exporter.MediumDisk)),
+func summaryPods() []volume.PodVolumes {
+	return []volume.PodVolumes{
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.VolLimit("empty", volume.MediumDisk, 1<<20)),
+		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", volume.MediumMemory)),
+		exportertest.PodWith("monitoring", "prometheus-0", summaryPromUID, exportertest.Vol("config-out", volume.MediumDisk)),
 	}
 }
 
 func reasonOfErr(err error) string {
-	var me *exporter.MeasureError
+	var me *volume.MeasureError
 	if errors.As(err, &me) {
 		return me.Reason
 	}
@@ -135,24 +125,24 @@ func reasonOfErr(err error) string {
 
 type wantVolume struct {
 	uid, volume string
-	m           exporter.Measurement
+	m           volume.Measurement
 }
 
 func at(h, m, s int) time.Time { return time.Date(2026, 12, 2, h, m, s, 0, time.UTC) }
 
 // wantSummaryNumbers are the numbers testdata/summary.json holds for summaryPods.
 var wantSummaryNumbers = []wantVolume{
-	{summaryEmptyTestUID, "empty", exporter.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: exporter.MethodKubelet}},
-	{summaryCacheUID, "scratch", exporter.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
-		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: exporter.MethodKubelet}},
-	{summaryPromUID, "config-out", exporter.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: exporter.MethodKubelet}},
+	{summaryEmptyTestUID, "empty", volume.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
+		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: volume.MethodKubelet}},
+	{summaryCacheUID, "scratch", volume.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
+		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: volume.MethodKubelet}},
+	{summaryPromUID, "config-out", volume.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
+		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: volume.MethodKubelet}},
 }
 
 // assertAllFailed checks that every volume of summaryPods failed for reason, with an error
 // mentioning each of wantInErr, and carries no numbers.
-func assertAllFailed(t *testing.T, got []exporter.VolumeResult, reason string, wantInErr ...string) {
+func assertAllFailed(t *testing.T, got []volume.VolumeResult, reason string, wantInErr ...string) {
 	t.Helper()
 	if len(got) != len(summaryPods()) {
 		t.Fatalf("got %d results, want one per volume (%d)", len(got), len(summaryPods()))
@@ -170,13 +160,13 @@ func assertAllFailed(t *testing.T, got []exporter.VolumeResult, reason string, w
 				t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, s)
 			}
 		}
-		if r.Measurement != (exporter.Measurement{}) {
+		if r.Measurement != (volume.Measurement{}) {
 			t.Errorf("%s: failed volume carries numbers %+v", r.Volume.Name, r.Measurement)
 		}
 	}
 }
 
-func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume) {
+func assertMeasured(t *testing.T, got []volume.VolumeResult, want []wantVolume) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d results, want %d: %+v", len(got), len(want), got)
@@ -208,7 +198,7 @@ func assertMeasured(t *testing.T, got []exporter.VolumeResult, want []wantVolume
 func TestKubeletDirectSourceReadsSummary(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
 	token := writeTokenFile(t, "s3cr3t-sa-token\n")
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, token, false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, token, false))
 	if src.Name() != "kubelet" {
 		t.Errorf("Name() = %q, want kubelet (the source label)", src.Name())
 	}
@@ -247,18 +237,18 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 		{name: "insecure skip verify", handler: serveBody(200, "application/json", readSummary(t, "summary.json")),
 			noCA: true, insecure: true, wantOK: true},
 		{name: "certificate not trusted", handler: serveBody(200, "application/json", readSummary(t, "summary.json")),
-			noCA: true, reason: exporter.ReasonKubeletUnreachable, wantInErr: []string{"certificate"}},
+			noCA: true, reason: volume.ReasonKubeletUnreachable, wantInErr: []string{"certificate"}},
 		{name: "kubelet down", handler: serveBody(200, "application/json", nil),
-			down: true, reason: exporter.ReasonKubeletUnreachable},
+			down: true, reason: volume.ReasonKubeletUnreachable},
 		{name: "localStorageCapacityIsolation off", handler: serveBody(500, "text/plain; charset=utf-8", []byte(rootFsError)),
-			reason: exporter.ReasonKubeletError, wantInErr: []string{"500 Internal Server Error", "failed to get rootFs stats"}},
+			reason: volume.ReasonKubeletError, wantInErr: []string{"500 Internal Server Error", "failed to get rootFs stats"}},
 		{name: "forbidden", handler: serveBody(403, "text/plain; charset=utf-8",
 			[]byte("Forbidden (user=system:serviceaccount:emptydir-guard:emptydir-exporter, verb=get, resource=nodes, subresource=(stats|metrics|proxy))")),
-			reason: exporter.ReasonKubeletError, wantInErr: []string{"403 Forbidden", "subresource"}},
+			reason: volume.ReasonKubeletError, wantInErr: []string{"403 Forbidden", "subresource"}},
 		{name: "malformed JSON", handler: serveBody(200, "application/json", malformed),
-			reason: exporter.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
+			reason: volume.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
 		{name: "HTML instead of JSON", handler: serveBody(200, "text/html", []byte("<html><body>login</body></html>")),
-			reason: exporter.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
+			reason: volume.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -267,7 +257,7 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 			if tc.noCA {
 				caFile = ""
 			}
-			src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, caFile, writeTokenFile(t, "tok"), tc.insecure))
+			src := source.NewKubeletDirect(k.srv.URL, httpClient(t, caFile, writeTokenFile(t, "tok"), tc.insecure))
 			if tc.down {
 				k.srv.Close()
 			}
@@ -285,15 +275,15 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 
 func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
-	pods := []exporter.PodVolumes{
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
+	pods := []volume.PodVolumes{
 		// "fresh" was just set up: the kubelet has no stats for it until its next pass.
-		podWith("default", "empty-test1", summaryEmptyTestUID, vol("empty", exporter.MediumDisk), vol("fresh", exporter.MediumDisk)),
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", volume.MediumDisk), exportertest.Vol("fresh", volume.MediumDisk)),
 		// A pod the kubelet does not report at all (started after its last pass).
-		podWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", vol("work", exporter.MediumDisk)),
-		podWith("shop", "cache-0", summaryCacheUID, vol("scratch", exporter.MediumMemory)),
+		exportertest.PodWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", exportertest.Vol("work", volume.MediumDisk)),
+		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", volume.MediumMemory)),
 		// The same name as a reported pod but another UID: stats are per pod instance.
-		podWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", vol("config-out", exporter.MediumDisk)),
+		exportertest.PodWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", exportertest.Vol("config-out", volume.MediumDisk)),
 	}
 
 	got := src.Measure(context.Background(), pods)
@@ -303,10 +293,10 @@ func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 		used           int64
 	}{
 		{"empty", "", 4096},
-		{"fresh", exporter.ReasonNotFound, 0},
-		{"work", exporter.ReasonNotFound, 0},
+		{"fresh", volume.ReasonNotFound, 0},
+		{"work", volume.ReasonNotFound, 0},
 		{"scratch", "", 12582912},
-		{"config-out", exporter.ReasonNotFound, 0},
+		{"config-out", volume.ReasonNotFound, 0},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d results, want %d", len(got), len(want))
@@ -327,13 +317,13 @@ func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 
 func TestKubeletSourceVolumeWithoutUsedBytes(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary-no-usedbytes.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 
-	got := src.Measure(context.Background(), []exporter.PodVolumes{
-		podWith("default", "empty-test1", summaryEmptyTestUID, vol("empty", exporter.MediumDisk)),
+	got := src.Measure(context.Background(), []volume.PodVolumes{
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", volume.MediumDisk)),
 	})
 
-	if len(got) != 1 || reasonOfErr(got[0].Err) != exporter.ReasonKubeletError {
+	if len(got) != 1 || reasonOfErr(got[0].Err) != volume.ReasonKubeletError {
 		t.Fatalf("got %+v, want one kubelet_error: a volume without usedBytes must not read as 0 bytes", got)
 	}
 	if !strings.Contains(got[0].Err.Error(), "usedBytes") {
@@ -362,7 +352,7 @@ func TestNewKubeletHTTPClientFileErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := exporter.NewKubeletHTTPClient(tc.caFile, tc.tokenFile, false, time.Second)
+			c, err := source.NewKubeletHTTPClient(tc.caFile, tc.tokenFile, false, time.Second)
 			if tc.wantErr == "" {
 				if err != nil || c == nil {
 					t.Fatalf("got (%v, %v), want a client", c, err)
@@ -403,13 +393,13 @@ func fakeAPIServer(t *testing.T, code int, contentType string, body []byte) (*ht
 	}
 }
 
-func proxySource(t *testing.T, host string) *exporter.KubeletSource {
+func proxySource(t *testing.T, host string) *source.Kubelet {
 	t.Helper()
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return exporter.NewKubeletProxySource(client, "node-1")
+	return source.NewKubeletProxy(client, "node-1")
 }
 
 func TestKubeletProxySourceReadsSummary(t *testing.T) {
@@ -437,9 +427,9 @@ func TestKubeletProxySourceErrors(t *testing.T) {
 		wantInErr   string
 		wantReason  string
 	}{
-		{"node proxy cannot reach the kubelet", http.StatusServiceUnavailable, "application/json", unavailable, "connection refused", exporter.ReasonKubeletError},
-		{"kubelet answers 500 through the proxy", http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(rootFsError), "failed to get rootFs stats", exporter.ReasonKubeletError},
-		{"malformed JSON", http.StatusOK, "application/json", []byte(`{"node":{"nodeName":"node-1"},"pods":[{`), "decoding summary", exporter.ReasonKubeletError},
+		{"node proxy cannot reach the kubelet", http.StatusServiceUnavailable, "application/json", unavailable, "connection refused", volume.ReasonKubeletError},
+		{"kubelet answers 500 through the proxy", http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(rootFsError), "failed to get rootFs stats", volume.ReasonKubeletError},
+		{"malformed JSON", http.StatusOK, "application/json", []byte(`{"node":{"nodeName":"node-1"},"pods":[{`), "decoding summary", volume.ReasonKubeletError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -464,8 +454,8 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 	if len(got) != 1 || got[0].Err == nil {
 		t.Fatalf("got %+v, want an error for the volume", got)
 	}
-	if reason := reasonOfErr(got[0].Err); reason != exporter.ReasonKubeletUnreachable {
-		t.Errorf("reason %q, want %q (err %v)", reason, exporter.ReasonKubeletUnreachable, got[0].Err)
+	if reason := reasonOfErr(got[0].Err); reason != volume.ReasonKubeletUnreachable {
+		t.Errorf("reason %q, want %q (err %v)", reason, volume.ReasonKubeletUnreachable, got[0].Err)
 	}
 }
 
@@ -473,11 +463,11 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 // knows it by, its config hash; the result carries the mirror pod's API UID.
 func TestKubeletSourceStaticPod(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
-	static := podWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", vol("scratch", exporter.MediumMemory))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
+	static := exportertest.PodWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", exportertest.Vol("scratch", volume.MediumMemory))
 	static.ConfigHash = summaryCacheUID // as testdata/summary.json's pod reference has it
 
-	got := src.Measure(context.Background(), []exporter.PodVolumes{static})
+	got := src.Measure(context.Background(), []volume.PodVolumes{static})
 
 	if len(got) != 1 || got[0].Err != nil || got[0].Measurement.UsedBytes != 12582912 {
 		t.Fatalf("got %+v, want the summary's 12582912 bytes for the static pod", got)
@@ -492,16 +482,16 @@ func TestKubeletSourceStaticPod(t *testing.T) {
 // holds beyond them; added up, they are the kubelet's own total.
 func TestKubeletSourceEphemeralStorageParts(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
-	src := exporter.NewKubeletDirectSource(k.srv.URL, httpClient(t, k.caFile, "", false))
+	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 	limit := int64(10 << 20)
-	pod := exporter.PodVolumes{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Volumes: []exporter.Volume{
-		{Name: "empty", Medium: exporter.MediumDisk, BudgetBytes: &limit},
-		{Name: "container/writer/writable-layer", Kind: exporter.KindWritableLayer, Container: "writer", BudgetBytes: &limit},
-		{Name: "container/writer/logs", Kind: exporter.KindContainerLogs, Container: "writer", BudgetBytes: &limit},
-		{Name: "container/gone/logs", Kind: exporter.KindContainerLogs, Container: "gone", BudgetBytes: &limit},
-		{Name: "pod/files", Kind: exporter.KindPodFiles, BudgetBytes: &limit},
+	pod := volume.PodVolumes{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Volumes: []volume.Volume{
+		{Name: "empty", Medium: volume.MediumDisk, BudgetBytes: &limit},
+		{Name: "container/writer/writable-layer", Kind: volume.KindWritableLayer, Container: "writer", BudgetBytes: &limit},
+		{Name: "container/writer/logs", Kind: volume.KindContainerLogs, Container: "writer", BudgetBytes: &limit},
+		{Name: "container/gone/logs", Kind: volume.KindContainerLogs, Container: "gone", BudgetBytes: &limit},
+		{Name: "pod/files", Kind: volume.KindPodFiles, BudgetBytes: &limit},
 	}}
-	got := src.Measure(context.Background(), []exporter.PodVolumes{pod})
+	got := src.Measure(context.Background(), []volume.PodVolumes{pod})
 	stamped := time.Date(2026, 12, 2, 16, 59, 44, 0, time.UTC)
 	want := map[string]int64{"empty": 4096, "container/writer/writable-layer": 24576, "container/writer/logs": 12288, "pod/files": 0}
 	var sum int64
@@ -509,18 +499,18 @@ func TestKubeletSourceEphemeralStorageParts(t *testing.T) {
 		w, ok := want[r.Volume.Name]
 		switch {
 		case !ok:
-			var me *exporter.MeasureError
-			if !errors.As(r.Err, &me) || me.Reason != exporter.ReasonNotFound {
+			var me *volume.MeasureError
+			if !errors.As(r.Err, &me) || me.Reason != volume.ReasonNotFound {
 				t.Errorf("%s: %v, want not_found (the Summary has no such container)", r.Volume.Name, r.Err)
 			}
 		case r.Err != nil:
 			t.Errorf("%s: %v", r.Volume.Name, r.Err)
-		case r.Measurement.UsedBytes != w || r.Measurement.Method != exporter.MethodKubelet:
+		case r.Measurement.UsedBytes != w || r.Measurement.Method != volume.MethodKubelet:
 			t.Errorf("%s: %d bytes (%s), want %d from the kubelet", r.Volume.Name, r.Measurement.UsedBytes, r.Measurement.Method, w)
 		default:
 			sum += r.Measurement.UsedBytes
 		}
-		if r.Volume.Kind == exporter.KindWritableLayer && !r.Measurement.MeasuredAt.Equal(stamped) {
+		if r.Volume.Kind == volume.KindWritableLayer && !r.Measurement.MeasuredAt.Equal(stamped) {
 			t.Errorf("writable layer stamped %s, want the kubelet's %s", r.Measurement.MeasuredAt, stamped)
 		}
 	}

@@ -1,4 +1,4 @@
-package exporter
+package source
 
 import (
 	"context"
@@ -17,14 +17,15 @@ import (
 	"k8s.io/client-go/transport"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeletsummary"
 )
 
-// KubeletSource reads volume usage from the kubelet Summary API. It needs no
+// Kubelet reads volume usage from the kubelet Summary API. It needs no
 // hostPath, but the kubelet refreshes volume stats only every
 // --volume-stats-agg-period (1m by default, up to 2m with jitter): MeasuredAt is
 // the time the kubelet stamped, so consumers can see how old the numbers are.
-type KubeletSource struct {
+type Kubelet struct {
 	fetch func(ctx context.Context) (*statsapi.Summary, error)
 
 	// The last Summary, for ContainerRootfs: one request serves a cycle's layers.
@@ -40,7 +41,7 @@ const summaryReuse = 5 * time.Second
 // ContainerRootfs is the writable-layer usage the kubelet's Summary API gives for container
 // of the pod with (kubelet) UID podUID, with the time the kubelet stamped on it; ok is false
 // when the Summary has no such figure.
-func (s *KubeletSource) ContainerRootfs(ctx context.Context, podUID, container string) (used int64, at time.Time, ok bool, err error) {
+func (s *Kubelet) ContainerRootfs(ctx context.Context, podUID, container string) (used int64, at time.Time, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil || time.Since(s.fetched) > summaryReuse {
@@ -63,59 +64,59 @@ func (s *KubeletSource) ContainerRootfs(ctx context.Context, podUID, container s
 	return 0, time.Time{}, false, nil
 }
 
-// NewKubeletDirectSource reads /stats/summary from the kubelet at baseURL (for
+// NewKubeletDirect reads /stats/summary from the kubelet at baseURL (for
 // example https://10.0.0.5:10250) with client.
-func NewKubeletDirectSource(baseURL string, client *http.Client) *KubeletSource {
-	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
+func NewKubeletDirect(baseURL string, client *http.Client) *Kubelet {
+	return &Kubelet{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats/summary", nil)
 		if err != nil {
-			return nil, &MeasureError{Reason: ReasonKubeletError, Err: err}
+			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError, Err: err}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: err}
+			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletUnreachable, Err: err}
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
 			if err != nil {
-				return nil, &MeasureError{Reason: ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
+				return nil, &volume.MeasureError{Reason: volume.ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
 			}
-			return nil, &MeasureError{Reason: ReasonKubeletError,
+			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError,
 				Err: fmt.Errorf("kubelet answered %s: %s", resp.Status, truncate(body, 200))}
 		}
 		sum, err := kubeletsummary.Decode(resp.Body)
 		if err != nil {
-			reason := ReasonKubeletUnreachable
+			reason := volume.ReasonKubeletUnreachable
 			if errors.Is(err, kubeletsummary.ErrMalformed) {
-				reason = ReasonKubeletError
+				reason = volume.ReasonKubeletError
 			}
-			return nil, &MeasureError{Reason: reason, Err: err}
+			return nil, &volume.MeasureError{Reason: reason, Err: err}
 		}
 		return sum, nil
 	}}
 }
 
-// NewKubeletProxySource reads the Summary API of node through the API server's
+// NewKubeletProxy reads the Summary API of node through the API server's
 // node proxy (RBAC: nodes/proxy get).
-func NewKubeletProxySource(client kubernetes.Interface, node string) *KubeletSource {
-	return &KubeletSource{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
+func NewKubeletProxy(client kubernetes.Interface, node string) *Kubelet {
+	return &Kubelet{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		sum, err := kubeletsummary.ThroughProxy(ctx, client.CoreV1().RESTClient(), node)
 		if err != nil {
 			// The error carries the API server's Status message (e.g. why the kubelet is
 			// unreachable), not a generic one.
-			reason := ReasonKubeletError
+			reason := volume.ReasonKubeletError
 			var netErr interface{ Timeout() bool }
 			if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-				reason = ReasonKubeletUnreachable
+				reason = volume.ReasonKubeletUnreachable
 			}
-			return nil, &MeasureError{Reason: reason, Err: err}
+			return nil, &volume.MeasureError{Reason: reason, Err: err}
 		}
 		return sum, nil
 	}}
 }
 
-// NewKubeletHTTPClient builds the client for NewKubeletDirectSource. The token file
+// NewKubeletHTTPClient builds the client for NewKubeletDirect. The token file
 // is re-read as it rotates (projected service account tokens do, hourly).
 func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, timeout time.Duration) (*http.Client, error) {
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // G402: off unless --kubelet.insecure-skip-tls-verify (test clusters)
@@ -142,23 +143,23 @@ func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, tim
 }
 
 // Name implements Source.
-func (s *KubeletSource) Name() string { return "kubelet" }
+func (s *Kubelet) Name() string { return "kubelet" }
 
 // Measure implements Source with one Summary request for all pods: each emptyDir from its
 // volume stats and, for pods whose ephemeral storage is measured, each part from the figure
 // the kubelet adds up itself (kubeletPart).
-func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
+func (s *Kubelet) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
 	stats, fetchErr := s.summary(ctx)
-	var out []VolumeResult
+	var out []volume.VolumeResult
 	for _, p := range pods {
 		ps, found := stats[p.KubeletUID()]
 		for _, v := range p.Volumes {
-			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+			r := volume.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
 			switch {
 			case fetchErr != nil:
 				r.Err = fetchErr
 			case !found:
-				r.Err = &MeasureError{Reason: ReasonNotFound,
+				r.Err = &volume.MeasureError{Reason: volume.ReasonNotFound,
 					Err: fmt.Errorf("kubelet summary has no stats for pod %s/%s yet", p.Namespace, p.Pod)}
 			default:
 				r.Measurement, r.Err = kubeletPart(ps, p, v)
@@ -173,21 +174,21 @@ func (s *KubeletSource) Measure(ctx context.Context, pods []PodVolumes) []Volume
 // configMap, gitRepo), a container's rootfs or logs, and for the pod's own files what its
 // ephemeral-storage total holds beyond everything else it adds up (calcEphemeralStorage:
 // etc-hosts and the pod's log files).
-func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, error) {
-	fromFs := func(what string, fs *statsapi.FsStats) (Measurement, error) {
+func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	fromFs := func(what string, fs *statsapi.FsStats) (volume.Measurement, error) {
 		if fs == nil {
-			return Measurement{}, &MeasureError{Reason: ReasonNotFound,
+			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonNotFound,
 				Err: fmt.Errorf("kubelet summary has no stats for %s of pod %s/%s yet", what, p.Namespace, p.Pod)}
 		}
 		if fs.UsedBytes == nil { // never to be read as 0 bytes
-			return Measurement{}, &MeasureError{Reason: ReasonKubeletError,
+			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonKubeletError,
 				Err: fmt.Errorf("kubelet summary gives no usedBytes for %s of pod %s/%s", what, p.Namespace, p.Pod)}
 		}
-		return Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
+		return volume.Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
 			AvailableBytes: int64(deref(fs.AvailableBytes)), InodesUsed: int64(deref(fs.InodesUsed)),
-			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: MethodKubelet}, nil
+			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: volume.MethodKubelet}, nil
 	}
-	volume := func(name string) *statsapi.FsStats {
+	volumeStats := func(name string) *statsapi.FsStats {
 		for _, vs := range ps.VolumeStats {
 			if vs.Name == name {
 				return &vs.FsStats
@@ -205,20 +206,20 @@ func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, err
 	}
 	_, name, _ := strings.Cut(v.Name, "/")
 	switch v.Kind {
-	case KindEmptyDir:
-		return fromFs(fmt.Sprintf("volume %q", v.Name), volume(v.Name))
-	case KindConfigMap, KindGitRepo:
-		return fromFs(fmt.Sprintf("volume %q", name), volume(name))
-	case KindWritableLayer, KindContainerLogs:
+	case volume.KindEmptyDir:
+		return fromFs(fmt.Sprintf("volume %q", v.Name), volumeStats(v.Name))
+	case volume.KindConfigMap, volume.KindGitRepo:
+		return fromFs(fmt.Sprintf("volume %q", name), volumeStats(name))
+	case volume.KindWritableLayer, volume.KindContainerLogs:
 		c := container(v.Container)
 		if c == nil {
-			return Measurement{}, &MeasureError{Reason: ReasonNotFound,
+			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonNotFound,
 				Err: fmt.Errorf("kubelet summary has no container %q of pod %s/%s (yet)", v.Container, p.Namespace, p.Pod)}
 		}
-		if v.Kind == KindWritableLayer {
-			return fromFs(v.describe(), c.Rootfs)
+		if v.Kind == volume.KindWritableLayer {
+			return fromFs(v.Describe(), c.Rootfs)
 		}
-		return fromFs(v.describe(), c.Logs)
+		return fromFs(v.Describe(), c.Logs)
 	default: // KindPodFiles
 		m, err := fromFs("the ephemeral storage", ps.EphemeralStorage)
 		if err != nil {
@@ -234,12 +235,12 @@ func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, err
 			}
 		}
 		for _, pv := range p.Volumes {
-			counted := pv.Kind == KindConfigMap || pv.Kind == KindGitRepo || (pv.Kind == KindEmptyDir && pv.Medium == MediumDisk)
+			counted := pv.Kind == volume.KindConfigMap || pv.Kind == volume.KindGitRepo || (pv.Kind == volume.KindEmptyDir && pv.Medium == volume.MediumDisk)
 			_, vname, _ := strings.Cut(pv.Name, "/")
-			if pv.Kind == KindEmptyDir {
+			if pv.Kind == volume.KindEmptyDir {
 				vname = pv.Name
 			}
-			if fs := volume(vname); counted && fs != nil {
+			if fs := volumeStats(vname); counted && fs != nil {
 				rest -= int64(deref(fs.UsedBytes))
 			}
 		}
@@ -249,7 +250,7 @@ func kubeletPart(ps statsapi.PodStats, p PodVolumes, v Volume) (Measurement, err
 }
 
 // summary fetches and indexes the Summary by pod UID.
-func (s *KubeletSource) summary(ctx context.Context) (map[string]statsapi.PodStats, error) {
+func (s *Kubelet) summary(ctx context.Context) (map[string]statsapi.PodStats, error) {
 	sum, err := s.fetch(ctx)
 	if err != nil {
 		return nil, err
@@ -263,7 +264,7 @@ func (s *KubeletSource) summary(ctx context.Context) (map[string]statsapi.PodSta
 
 // DedicatedImageFilesystem judges from one Summary whether the node's image filesystem is
 // dedicated (kubeletsummary.DedicatedImageFs), for an exporter with no hostPath to compare.
-func (s *KubeletSource) DedicatedImageFilesystem(ctx context.Context) (bool, error) {
+func (s *Kubelet) DedicatedImageFilesystem(ctx context.Context) (bool, error) {
 	sum, err := s.fetch(ctx)
 	if err != nil {
 		return false, err

@@ -1,4 +1,4 @@
-package exporter
+package source
 
 import (
 	"context"
@@ -7,19 +7,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // TestProjectQuotaOff: with ProjectQuotas unset the volume is walked whatever it is under.
 func TestProjectQuotaOff(t *testing.T) {
 	root := t.TempDir()
-	pod, vol := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, Volume{Name: "vol", Medium: MediumDisk}
-	if err := os.MkdirAll(Dir(root, pod.UID, vol.Name), 0o755); err != nil {
+	pod, vol := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, volume.Volume{Name: "vol", Medium: volume.MediumDisk}
+	if err := os.MkdirAll(volume.Dir(root, pod.UID, vol.Name), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m, err := (&FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol, nil)
-	if err != nil || m.Method != MethodWalk {
-		t.Errorf("MeasureVolume: method %q, err %v; want %q", m.Method, err, MethodWalk)
+	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol, nil)
+	if err != nil || m.Method != volume.MethodWalk {
+		t.Errorf("MeasureVolume: method %q, err %v; want %q", m.Method, err, volume.MethodWalk)
 	}
 }
 
@@ -34,14 +35,14 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 		wantMethod    string
 		wantUsed      int64
 	}{
-		{"hostUsers: false", true, MethodProjectQuota, 0}, // the quota's answer, trusted
-		{"host users", false, MethodWalk, 1 << 20},
+		{"hostUsers: false", true, volume.MethodProjectQuota, 0}, // the quota's answer, trusted
+		{"host users", false, volume.MethodWalk, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			pod := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
-			vol := Volume{Name: "vol", Medium: MediumDisk}
-			dir := Dir(root, pod.UID, vol.Name)
+			pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
+			vol := volume.Volume{Name: "vol", Medium: volume.MediumDisk}
+			dir := volume.Dir(root, pod.UID, vol.Name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -49,8 +50,8 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The quota the tenant chose: an empty project.
-			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
-				readQuota: func(string) (fswalk.DiskUsage, error) { return fswalk.DiskUsage{}, nil }}
+			src := &Filesystem{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
+				ReadQuota: func(string) (fswalk.DiskUsage, error) { return fswalk.DiskUsage{}, nil }}
 			m, err := src.MeasureVolume(context.Background(), pod, vol, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -69,8 +70,8 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 // what the quota counts beyond it is QuotaExcessBytes.
 func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 	root := t.TempDir()
-	pod := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
-	dir := Dir(root, pod.UID, "vol")
+	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
+	dir := volume.Dir(root, pod.UID, "vol")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -92,20 +93,20 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 		wantMethod     string
 		wantExcess     int64
 	}{
-		{name: "no limit: the quota", excess: charged, wantMethod: MethodProjectQuota},
-		{name: "under its sizeLimit: the quota", sizeLimit: mib(64), excess: charged, wantMethod: MethodProjectQuota},
-		{name: "over its sizeLimit: walked", sizeLimit: mib(2), excess: charged, wantMethod: MethodWalk, wantExcess: charged},
-		{name: "over the pod's limit: walked", pod: mib(2), excess: charged, wantMethod: MethodWalk, wantExcess: charged},
-		{name: "live, under its sizeLimit: walked", live: true, sizeLimit: mib(64), excess: charged, wantMethod: MethodWalk, wantExcess: charged},
-		{name: "live, quota and walk agree: no excess", live: true, sizeLimit: mib(64), wantMethod: MethodWalk},
-		{name: "host users: walked, the quota not read", hostUsers: true, sizeLimit: mib(2), excess: charged, wantMethod: MethodWalk},
+		{name: "no limit: the quota", excess: charged, wantMethod: volume.MethodProjectQuota},
+		{name: "under its sizeLimit: the quota", sizeLimit: mib(64), excess: charged, wantMethod: volume.MethodProjectQuota},
+		{name: "over its sizeLimit: walked", sizeLimit: mib(2), excess: charged, wantMethod: volume.MethodWalk, wantExcess: charged},
+		{name: "over the pod's limit: walked", pod: mib(2), excess: charged, wantMethod: volume.MethodWalk, wantExcess: charged},
+		{name: "live, under its sizeLimit: walked", live: true, sizeLimit: mib(64), excess: charged, wantMethod: volume.MethodWalk, wantExcess: charged},
+		{name: "live, quota and walk agree: no excess", live: true, sizeLimit: mib(64), wantMethod: volume.MethodWalk},
+		{name: "host users: walked, the quota not read", hostUsers: true, sizeLimit: mib(2), excess: charged, wantMethod: volume.MethodWalk},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod
 			p.UserNamespace = !tc.hostUsers
-			v := Volume{Name: "vol", Medium: MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
-			src := &FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
-				readQuota: func(string) (fswalk.DiskUsage, error) {
+			v := volume.Volume{Name: "vol", Medium: volume.MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
+			src := &Filesystem{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
+				ReadQuota: func(string) (fswalk.DiskUsage, error) {
 					return fswalk.DiskUsage{UsedBytes: walked.UsedBytes + tc.excess, Inodes: walked.Inodes + 3}, nil
 				}}
 			measure := src.MeasureVolume
@@ -117,7 +118,7 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantUsed := walked.UsedBytes
-			if tc.wantMethod == MethodProjectQuota {
+			if tc.wantMethod == volume.MethodProjectQuota {
 				wantUsed += tc.excess
 			}
 			if m.Method != tc.wantMethod || m.UsedBytes != wantUsed || m.QuotaExcessBytes != tc.wantExcess {
@@ -133,8 +134,8 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 // the deadline is still known to hold at least that much.
 func TestWalkCutShortIsALowerBound(t *testing.T) {
 	root := t.TempDir()
-	pod, vol := PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, Volume{Name: "vol", Medium: MediumDisk}
-	dir := Dir(root, pod.UID, vol.Name)
+	pod, vol := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, volume.Volume{Name: "vol", Medium: volume.MediumDisk}
+	dir := volume.Dir(root, pod.UID, vol.Name)
 	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestWalkCutShortIsALowerBound(t *testing.T) {
 	// Ended before the walk begins: it counts the volume's own folder and nothing below.
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	m, err := (&FilesystemSource{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(ctx, pod, vol, nil)
+	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(ctx, pod, vol, nil)
 	if err != nil {
 		t.Fatalf("MeasureVolume: %v; want what the walk counted, as a lower bound", err)
 	}

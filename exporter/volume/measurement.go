@@ -1,4 +1,4 @@
-package exporter
+package volume
 
 import (
 	"context"
@@ -37,7 +37,7 @@ type Measurement struct {
 	// walk that checked it: files elsewhere with the volume's project ID (another tenant's), or
 	// the volume's own deleted files still held open. 0 when the quota was not checked.
 	QuotaExcessBytes int64
-	// Method says how the numbers were obtained: MethodWalk, MethodProjectQuota,
+	// Method says how the numbers were obtained: the exporter's MethodWalk, MethodProjectQuota,
 	// MethodStatfs, MethodFiles, MethodKubelet or MethodNone.
 	Method string
 	// Unlocated is set for a writable layer that could not be located, to the reason (a
@@ -48,6 +48,26 @@ type Measurement struct {
 	// not known: a volume on a shared filesystem, or a walk that was itself a lower bound.
 	UnexplainedBytes int64
 }
+
+// How a volume's usage was measured, as the method label spells it.
+const (
+	// MethodWalk: the exporter walked the volume (du semantics).
+	MethodWalk = "walk"
+	// MethodProjectQuota: read in O(1) from the XFS/ext4 project quota the kubelet put the
+	// volume under (LocalStorageCapacityIsolationFSQuotaMonitoring).
+	MethodProjectQuota = "project_quota"
+	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
+	MethodKubelet = "kubelet"
+	// MethodStatfs: a medium Memory volume on a tmpfs of its own (the kubelet's layout): its
+	// bytes from the filesystem's statistics plus the user.* extended attributes a walk of it
+	// finds, which statfs does not count; its inodes the walk's (fswalk.OwnTmpfsUsage).
+	MethodStatfs = "statfs"
+	// MethodFiles: the files of a folder the kubelet or the runtime writes (logs,
+	// etc-hosts), each one's allocated blocks, as the kubelet adds them up.
+	MethodFiles = "files"
+	// MethodNone: a writable layer that could not be located (Measurement.Unlocated).
+	MethodNone = "none"
+)
 
 // LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, folders
 // changed during the walk, the walk cut short, or a writable layer not located.
@@ -91,16 +111,16 @@ type VolumeResult struct {
 	// Err is set when the volume could not be measured; it is a *MeasureError.
 	Err error
 	// IncompleteSince is when the first of the volume's consecutive lower-bound measurements
-	// started (incompleteSince); zero while Measurement is complete.
+	// started (IncompleteSince); zero while Measurement is complete.
 	IncompleteSince time.Time
 	// UnchangedAt is when a cycle last found the pod's change mark unchanged since Measurement
-	// began (ChangeSignal): its values still stood then. Zero: none since.
+	// began (Config.ChangeSignal): its values still stood then. Zero: none since.
 	UnchangedAt time.Time
 }
 
-// incompleteSince is the IncompleteSince of m, a new measurement of a volume whose previous one
+// IncompleteSince is the IncompleteSince of m, a new measurement of a volume whose previous one
 // gave prev: kept while m is a lower bound too, m's start when m begins a run of them.
-func incompleteSince(prev time.Time, m Measurement) time.Time {
+func IncompleteSince(prev time.Time, m Measurement) time.Time {
 	switch {
 	case !m.LowerBound():
 		return time.Time{}
@@ -132,16 +152,16 @@ type VolumeSource interface {
 
 // LiveVolumeSource is a VolumeSource whose periodic measurement of a volume may count more
 // than the volume holds, and which measures a live request without: the live answer is what
-// the remediator evicts on. FilesystemSource is one (a project quota's upper bound).
+// the remediator evicts on. source.Filesystem is one (a project quota's upper bound).
 type LiveVolumeSource interface {
 	VolumeSource
 	// MeasureVolumeLive is MeasureVolume for a live request.
 	MeasureVolumeLive(ctx context.Context, pod PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error)
 }
 
-// measureEach measures the volumes of pods one after another with measure, unmetered:
+// MeasureEach measures the volumes of pods one after another with measure, unmetered:
 // Source.Measure of a VolumeSource.
-func measureEach(ctx context.Context, pods []PodVolumes, measure func(context.Context, PodVolumes, Volume, *fswalk.CPUMeter) (Measurement, error)) []VolumeResult {
+func MeasureEach(ctx context.Context, pods []PodVolumes, measure func(context.Context, PodVolumes, Volume, *fswalk.CPUMeter) (Measurement, error)) []VolumeResult {
 	var out []VolumeResult
 	for _, p := range pods {
 		for _, v := range p.Volumes {
@@ -153,16 +173,16 @@ func measureEach(ctx context.Context, pods []PodVolumes, measure func(context.Co
 	return out
 }
 
-// errVolumeAbsent marks a volume whose folder (or stats) is not there while its pod is
+// ErrVolumeAbsent marks a volume whose folder (or stats) is not there while its pod is
 // Settling: not set up yet, or torn down already. Such a volume has no series and is no
 // failure: on a node where pods come and go it is the normal state of some of them.
-var errVolumeAbsent = errors.New("volume not set up yet or already torn down")
+var ErrVolumeAbsent = errors.New("volume not set up yet or already torn down")
 
-// absentWhileSettling turns a not_found error of a Settling pod's volume into
-// errVolumeAbsent and returns any other err as it is.
-func absentWhileSettling(p PodVolumes, err error) error {
-	if err != nil && p.Settling && reasonOf(err) == ReasonNotFound {
-		return errVolumeAbsent
+// AbsentWhileSettling turns a not_found error of a Settling pod's volume into
+// ErrVolumeAbsent and returns any other err as it is.
+func AbsentWhileSettling(p PodVolumes, err error) error {
+	if err != nil && p.Settling && ReasonOf(err) == ReasonNotFound {
+		return ErrVolumeAbsent
 	}
 	return err
 }
@@ -177,12 +197,6 @@ const (
 	ReasonKubeletError       = "kubelet_error"
 )
 
-// sourceReasons lists the reasons each source can report.
-var sourceReasons = map[string][]string{
-	"filesystem": {ReasonNotFound, ReasonPermission, ReasonIO, ReasonTimeout},
-	"kubelet":    {ReasonNotFound, ReasonKubeletUnreachable, ReasonKubeletError},
-}
-
 // MeasureError says why a volume could not be measured.
 type MeasureError struct {
 	Reason string
@@ -192,8 +206,8 @@ type MeasureError struct {
 func (e *MeasureError) Error() string { return fmt.Sprintf("%s: %v", e.Reason, e.Err) }
 func (e *MeasureError) Unwrap() error { return e.Err }
 
-// reasonOf gives the reason label of a measurement error.
-func reasonOf(err error) string {
+// ReasonOf gives the reason label of a measurement error.
+func ReasonOf(err error) string {
 	var me *MeasureError
 	if errors.As(err, &me) {
 		return me.Reason
@@ -201,8 +215,8 @@ func reasonOf(err error) string {
 	return ReasonIO
 }
 
-// fsError classifies a filesystem error.
-func fsError(err error) *MeasureError {
+// FSError classifies a filesystem error.
+func FSError(err error) *MeasureError {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &MeasureError{Reason: ReasonTimeout, Err: err}

@@ -1,4 +1,4 @@
-package exporter
+package source
 
 import (
 	"context"
@@ -12,14 +12,10 @@ import (
 // filesystem's usage counts it, and the part of that usage the volume's names do not explain is
 // the held files'. On a disk volume, a folder of the node's filesystem, nothing attributes it.
 
-// unexplainedThreshold is the least unexplained usage published (emptydir_unexplained_bytes):
-// below it, a file written between the statfs and the walk, which the walk may miss, would flap.
-const unexplainedThreshold = 1 << 20
-
 // namedUsage walks dir, a filesystem of the volume's own, for what its names lead to; nil when
 // the walk fails or is itself a lower bound (it would leave part of the usage unexplained).
 // The usage is statfs's all the same: this walk only explains it.
-func (s *FilesystemSource) namedUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) *fswalk.DiskUsage {
+func (s *Filesystem) namedUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) *fswalk.DiskUsage {
 	du, err := fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
 	if err != nil || du.LowerBound() {
 		return nil

@@ -1,4 +1,4 @@
-package exporter
+package live
 
 import (
 	"context"
@@ -15,13 +15,13 @@ const (
 	maxQueuedPerTenant = maxQueuedPerCaller - 1
 )
 
-// callerQueue lets each caller run live measurements of up to perCaller pods at a time, up
+// Queue lets each caller run live measurements of up to perCaller pods at a time, up
 // to perTenant of them of one namespace, one at a time per pod, the others waiting in arrival
 // order as far as Go's channel wake-ups go. One per caller would let one slow pod (a tenant
 // can make its volume slow to walk, and its over-limit alert is delivered again and again)
 // hold the remediator's only turn on a node, so that re-checks of every other pod there were
 // refused; all per caller would let one tenant's few slow pods do the same.
-type callerQueue struct {
+type Queue struct {
 	perCaller, perTenant int
 	mu                   sync.Mutex
 	callers              map[string]*callerTurn
@@ -40,15 +40,21 @@ type turn struct {
 	users   int
 }
 
-func newCallerQueue(perCaller int) *callerQueue {
+func NewQueue(perCaller int) *Queue {
 	perCaller = max(1, perCaller)
-	return &callerQueue{perCaller: perCaller, perTenant: max(1, perCaller-1), callers: map[string]*callerTurn{}}
+	return &Queue{perCaller: perCaller, perTenant: max(1, perCaller-1), callers: map[string]*callerTurn{}}
 }
 
-// acquire waits for caller's turn to measure pod, of namespace, until ctx ends. It returns
+// PerCaller is how many pods one caller may have measured at a time.
+func (q *Queue) PerCaller() int { return q.perCaller }
+
+// PerTenant is how many pods of one namespace one caller may have measured at a time.
+func (q *Queue) PerTenant() int { return q.perTenant }
+
+// Acquire waits for caller's turn to measure pod, of namespace, until ctx ends. It returns
 // false when the caller, or the namespace through it, already has too many requests running
 // or waiting, or ctx ended first; otherwise release must be called.
-func (q *callerQueue) acquire(ctx context.Context, caller, namespace, pod string) (release func(), ok bool) {
+func (q *Queue) Acquire(ctx context.Context, caller, namespace, pod string) (release func(), ok bool) {
 	q.mu.Lock()
 	t := q.callers[caller]
 	if t == nil {
@@ -110,15 +116,15 @@ func (q *callerQueue) acquire(ctx context.Context, caller, namespace, pod string
 }
 
 // size is the number of callers with requests running or waiting.
-func (q *callerQueue) size() int {
+func (q *Queue) size() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.callers)
 }
 
-// callerOf identifies the caller by its remote IP: pods reach the exporter directly, not
+// CallerOf identifies the caller by its remote IP: pods reach the exporter directly, not
 // through a proxy, and a header such as X-Forwarded-For would be the caller's to choose.
-func callerOf(r *http.Request) string {
+func CallerOf(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

@@ -1,66 +1,68 @@
-package exporter
+package schedule
 
 import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
-// volumeState is what the collection remembers of one volume between cycles.
-type volumeState struct {
-	inFlight bool
+// State is what the collection remembers of one volume between cycles.
+type State struct {
+	InFlight bool
 	// started is when its last walk started; zero when it never did.
-	started time.Time
+	Started time.Time
 	// seen is when a cycle first saw it.
-	seen time.Time
+	Seen time.Time
 	// usedBytes is what its last completed walk found; measured tells whether there was one.
-	usedBytes int64
-	measured  bool
+	UsedBytes int64
+	Measured  bool
 	// cost is the CPU time attributed to its last completed walk.
-	cost time.Duration
+	Cost time.Duration
 	// unchanged: its pod's change mark now is the one read before its last complete walk
-	// began (ChangeSignal): nothing of the pod's can have grown by a write of its processes.
-	unchanged bool
+	// began (change.Signal): nothing of the pod's can have grown by a write of its processes.
+	Unchanged bool
 }
 
-// dueWalk is a volume to walk in this cycle.
-type dueWalk struct {
-	pod PodVolumes
-	vol Volume
-	key volumeKey
+// Walk is a volume to walk in this cycle.
+type Walk struct {
+	Pod    volume.PodVolumes
+	Volume volume.Volume
+	Key    volume.Key
 	// cost is what the CPU budget must hold to start it: 0 (any credit) for a volume with
 	// a sizeLimit or an overdue one, the cost of its last walk for the others.
-	cost time.Duration
+	Cost time.Duration
 	// background: a volume without a sizeLimit at its slow cadence, walked behind the cycle's
 	// back and published by the next one.
-	background bool
+	Background bool
 	// wait: the cycle waits for its walk to publish it (a volume with a sizeLimit, or any
 	// when there is no slow cadence).
-	wait bool
+	Wait bool
 	// floor says how it may start whatever the CPU budget's bucket holds, on its namespace's
-	// part of the floor (floorShares).
-	floor floorUse
+	// part of the floor (Floor).
+	Floor FloorUse
 	// cheap: a few stats, no walk (logs, etc-hosts): started whatever the budget holds.
-	cheap bool
+	Cheap bool
 	// mark is its pod's change mark read at the cycle's start (nil: none), which a complete
 	// walk of it vouches for.
-	mark any
+	Mark any
 }
 
-// floorUse is how a due walk may draw on its namespace's part of the floor.
-type floorUse uint8
+// FloorUse is how a due walk may draw on its namespace's part of the floor.
+type FloorUse uint8
 
 const (
-	// noFloor: on the bucket's credit only.
-	noFloor floorUse = iota
-	// floorFirst: overdue, started on its namespace's part; that part spent, behind the
+	// NoFloor: on the bucket's credit only.
+	NoFloor FloorUse = iota
+	// FloorFirst: overdue, started on its namespace's part; that part spent, behind the
 	// cycle's other walks, on the bucket's credit.
-	floorFirst
-	// floorAfter: costly, started on a full bucket, else on a full part of its namespace's.
-	floorAfter
+	FloorFirst
+	// FloorAfter: costly, started on a full bucket, else on a full part of its namespace's.
+	FloorAfter
 )
 
-// dueWalks returns the volumes of pods to walk in a cycle starting at now, most urgent
+// Due returns the volumes of pods to walk in a cycle starting at now, most urgent
 // first. Here "a volume with a sizeLimit" is any part of a pod that is guarded (Volume.guard):
 // an emptyDir with a sizeLimit, or a part counting toward an ephemeral-storage limit, whose
 // urgency is its usage against that limit. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
@@ -82,14 +84,14 @@ const (
 // walk, overdue after 2×unlimitedInterval. A budget too small for every walk then defers these
 // first, not the volumes with a sizeLimit nor the pods near their limits.
 //
-// Under a budget, an overdue walk starts whatever the bucket holds (floorFirst) on its
-// namespace's part of the floor (floorShares: with n namespaces on the node, share/n of a
+// Under a budget, an overdue walk starts whatever the bucket holds (FloorFirst) on its
+// namespace's part of the floor (Floor: with n namespaces on the node, share/n of a
 // core, saving up costly/n), while that part covers the walk's estimate (its last walk's
 // cost; never walked, a full part) or is full; that part spent, it goes behind the cycle's
 // other walks, on the bucket's credit. A volume whose own walks are costly (its last cost
 // more than costly, what the bucket saves up: a tenant's millions of empty files) is due no
 // sooner than its cost takes the budget's share to earn (its last walk's cost / share after
-// that walk started), then walks on a full bucket, or else on a full part (floorAfter). So,
+// that walk started), then walks on a full bucket, or else on a full part (FloorAfter). So,
 // whatever the bucket holds and whatever other namespaces do:
 //
 //   - every volume is walked at least every unlimitedInterval (with a sizeLimit) or
@@ -103,93 +105,93 @@ const (
 //   - over any window of T the floor walks spend at most share×T plus what the parts saved
 //     (one bucket in all) and what walks under way (at most one per slot) spend beyond their
 //     estimates, however many volumes and namespaces there are. Their cost is a debt of the
-//     bucket that its income pays first and that is never forgiven (cpuBudget), so all the
+//     bucket that its income pays first and that is never forgiven (budget.Bucket), so all the
 //     walks together spend at most share×T plus three buckets and that overdraft, but for the
 //     debt the bucket forgives beyond one bucket after a walk on credit that cost more than
 //     expected (a costly volume's, on a full bucket, at most once per cost/share).
 //
 // A part walked, not read by a few stats, whose pod's change mark is still the one read before
-// its last complete walk began (volumeState.unchanged) is not due until its last walk started
+// its last complete walk began (State.Unchanged) is not due until its last walk started
 // unlimitedInterval ago: the kernel vouches that nothing of the pod's has grown by a write of its
-// processes, and the interval bounds what the mark cannot see (ChangeSignal).
+// processes, and the interval bounds what the mark cannot see (change.Signal).
 //
 // costly 0: no budget, no floor.
-func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []dueWalk {
+func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []Walk {
 	type candidate struct {
-		dueWalk
+		Walk
 		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
 		urgency float64   // limited: usage/limit
 		started time.Time // when its last walk started
 	}
-	since := func(s volumeState, d time.Duration) bool { // its last walk started d ago or more
-		return !now.Add(tolerance).Before(s.started.Add(d))
+	since := func(s State, d time.Duration) bool { // its last walk started d ago or more
+		return !now.Add(tolerance).Before(s.Started.Add(d))
 	}
-	slow := func(s volumeState) bool { return s.started.IsZero() || since(s, unlimitedInterval) }
-	waited := func(s volumeState, d time.Duration) bool { // since its last walk (or, none, it was first seen)
-		if s.started.IsZero() {
-			s.started = s.seen
+	slow := func(s State) bool { return s.Started.IsZero() || since(s, unlimitedInterval) }
+	waited := func(s State, d time.Duration) bool { // since its last walk (or, none, it was first seen)
+		if s.Started.IsZero() {
+			s.Started = s.Seen
 		}
-		return unlimitedInterval > 0 && !s.started.IsZero() && since(s, d)
+		return unlimitedInterval > 0 && !s.Started.IsZero() && since(s, d)
 	}
 	// overdue: a volume without a sizeLimit
-	overdue := func(s volumeState) bool { return waited(s, 2*unlimitedInterval) }
+	overdue := func(s State) bool { return waited(s, 2*unlimitedInterval) }
 	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
 	for _, p := range pods {
 		podUsed := storageUsedBefore(p, state)
 		for _, v := range p.Volumes {
-			k := volumeKey{p.UID, v.Name}
+			k := volume.Key{UID: p.UID, Volume: v.Name}
 			s := state(k)
-			if s.inFlight {
+			if s.InFlight {
 				continue
 			}
 			// Vouched unchanged by the kernel: not walked before it is overdue, which bounds
-			// what the change marks cannot see (ChangeSignal).
-			if s.unchanged && s.measured && unlimitedInterval > 0 && !v.Kind.cheap() && !since(s, unlimitedInterval) {
+			// what the change marks cannot see (change.Signal).
+			if s.Unchanged && s.Measured && unlimitedInterval > 0 && !v.Kind.Cheap() && !since(s, unlimitedInterval) {
 				continue
 			}
-			limit := v.guard()
+			limit := v.Guard()
 			// A part guarded only by a pod or container limit that its pod is far from (by the
 			// last walks) goes behind the rest, walked every cycle on credit that covers it (and
 			// at least every 2×unlimitedInterval, as overdue): under a budget too small for every
 			// walk, the volumes with a sizeLimit and the pods near their limits keep their cadence.
-			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.measured && float64(podUsed) < farShare*float64(*limit) && !v.Kind.cheap()
+			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.Measured && float64(podUsed) < farShare*float64(*limit) && !v.Kind.Cheap()
 			if far {
 				limit = nil
 			}
-			c := candidate{dueWalk: dueWalk{pod: p, vol: v, key: k, wait: limit != nil || unlimitedInterval == 0},
-				started: s.started}
+			c := candidate{Walk: Walk{Pod: p, Volume: v, Key: k, Wait: limit != nil || unlimitedInterval == 0},
+				started: s.Started}
 			switch {
 			case limit == nil && overdue(s):
 				c.tier = 1
 				if costly > 0 {
-					c.floor = floorFirst
+					c.Floor = FloorFirst
 				}
 				limited = append(limited, c)
 			case limit != nil:
 				switch {
-				case !s.measured:
+				case !s.Measured:
 					c.tier = 0
 				case unlimitedInterval > 0 && slow(s):
 					c.tier = 1
 				default:
-					c.tier, c.urgency = 2, float64(s.usedBytes)/float64(*limit)
+					c.tier, c.urgency = 2, float64(s.UsedBytes)/float64(*limit)
 				}
-				if v.Kind.cheap() {
-					c.cheap = costly > 0 // a few stats, no walk: never held for credit
+				if v.Kind.Cheap() {
+					c.Cheap = costly > 0 // a few stats, no walk: never held for credit
 					limited = append(limited, c)
 					continue
 				}
-				if costly > 0 && s.cost > costly {
-					if !since(s, time.Duration(float64(s.cost)/share)) {
+				if costly > 0 && s.Cost > costly {
+					if !since(s, time.Duration(float64(s.Cost)/share)) {
 						continue // still earning its last walk
 					}
-					c.cost, c.floor = s.cost, floorAfter
+					c.Cost, c.Floor = s.Cost, FloorAfter
 				} else if costly > 0 && (c.tier == 1 || c.tier == 0 && waited(s, unlimitedInterval)) {
-					c.floor = floorFirst
+					c.Floor = FloorFirst
 				}
 				limited = append(limited, c)
 			case far || slow(s):
-				c.cost, c.background = s.cost, unlimitedInterval > 0
+				c.Cost, c.Background = s.Cost, unlimitedInterval > 0
 				unlimited = append(unlimited, c)
 			}
 		}
@@ -201,31 +203,31 @@ func dueWalks(pods []PodVolumes, state func(volumeKey) volumeState, now time.Tim
 		return a.started.Compare(b.started)
 	})
 	slices.SortStableFunc(unlimited, func(a, b candidate) int { return a.started.Compare(b.started) })
-	out := make([]dueWalk, 0, len(limited)+len(unlimited))
+	out := make([]Walk, 0, len(limited)+len(unlimited))
 	for _, c := range append(limited, unlimited...) {
-		out = append(out, c.dueWalk)
+		out = append(out, c.Walk)
 	}
 	return out
 }
 
 // farShare is the share of its ephemeral-storage limit under which a pod's parts without a
-// sizeLimit of their own walk behind the rest when the CPU budget is short (dueWalks).
+// sizeLimit of their own walk behind the rest when the CPU budget is short (Due).
 const farShare = 0.5
 
 // storageUsedBefore adds up what the last walks of pod p's parts found, the parts its
 // ephemeral-storage usage counts (memory and huge-page volumes left out): an upper estimate of
 // a container's usage too, since it holds the pod's.
-func storageUsedBefore(p PodVolumes, state func(volumeKey) volumeState) int64 {
+func storageUsedBefore(p volume.PodVolumes, state func(volume.Key) State) int64 {
 	if p.Storage == nil {
 		return 0
 	}
 	var used int64
 	for _, v := range p.Volumes {
-		if v.Kind == KindEmptyDir && v.Medium != MediumDisk {
+		if v.Kind == volume.KindEmptyDir && v.Medium != volume.MediumDisk {
 			continue
 		}
-		if s := state(volumeKey{p.UID, v.Name}); s.measured {
-			used += s.usedBytes
+		if s := state(volume.Key{UID: p.UID, Volume: v.Name}); s.Measured {
+			used += s.UsedBytes
 		}
 	}
 	return used

@@ -1,4 +1,4 @@
-package exporter
+package source
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -81,7 +82,7 @@ var (
 // WritableLayer locates the folder that holds the writable layer of the container with
 // runtime ID id ("containerd://…").
 func (l *LayerLocator) WritableLayer(id string) (string, error) {
-	runtime, cid, _ := runtimeID(id)
+	runtime, cid, _ := volume.RuntimeID(id)
 	if runtime != "containerd" || !containerIDPattern.MatchString(cid) {
 		return "", &LayerError{Reason: LayerOtherRuntime, Err: fmt.Errorf("container ID %q is not containerd's", id)}
 	}
@@ -154,7 +155,8 @@ func (l *LayerLocator) readMountTable() (mountTable, error) {
 	if path == "" {
 		path = "/proc/self/mountinfo"
 	}
-	f, err := os.Open(path) //nolint:gosec // G703: the process's own mount table, or a file a test names; never a request's
+	// The process's own mount table, or a file a test names; never a request's.
+	f, err := os.Open(path)
 	if err != nil {
 		return mountTable{}, fmt.Errorf("reading the mount table: %w", err)
 	}

@@ -1,20 +1,20 @@
-package exporter
+package schedule
 
 import (
 	"sync"
 	"time"
 )
 
-// floorShares are what the walks of overdue volumes (dueWalk.floor) start on, whatever the
+// Floor is what the walks of overdue volumes (Walk.Floor) start on, whatever the
 // CPU budget's bucket holds, so that no volume waits for credit forever: the budget's share of
 // a core split evenly among the namespaces of the node's pods, each namespace's part saved up
 // to its part of one bucket. A namespace's floor walks are charged to its part alone, so
 // however many volumes one namespace has, or however costly their walks, what it spends there
 // is its part of the share over time, and once its part is spent its own overdue walks wait,
 // not another namespace's. What they spend is also a debt of the bucket, which its income pays
-// first and which is never forgiven (cpuBudget): these parts, adding up to the budget's share,
+// first and which is never forgiven (budget.Bucket): these parts, adding up to the budget's share,
 // keep all the walks within that share over time.
-type floorShares struct {
+type Floor struct {
 	share    float64       // Config.CPUBudget
 	capacity time.Duration // the budget's bucket
 	now      func() time.Time
@@ -34,17 +34,17 @@ type floorAccount struct {
 	walking int
 }
 
-// newFloorShares returns the floor of a budget of share of a core and a bucket of capacity,
+// NewFloor returns the floor of a budget of share of a core and a bucket of capacity,
 // every part empty.
-func newFloorShares(share float64, capacity time.Duration, now func() time.Time) *floorShares {
-	return &floorShares{share: share, capacity: capacity, now: now, lastFill: now(), accounts: map[string]*floorAccount{}}
+func NewFloor(share float64, capacity time.Duration, now func() time.Time) *Floor {
+	return &Floor{share: share, capacity: capacity, now: now, lastFill: now(), accounts: map[string]*floorAccount{}}
 }
 
-// fill credits each namespace of the cycle's pods its part of the share for the time since
-// the last fill, up to its part of the bucket. A namespace no longer listed is forgotten once
+// Fill credits each namespace of the cycle's pods its part of the share for the time since
+// the last Fill, up to its part of the bucket. A namespace no longer listed is forgotten once
 // it owes nothing and has no floor walk under way; one in debt keeps paying it at the same
 // pace, so that leaving the node and coming back does not clear a debt.
-func (f *floorShares) fill(namespaces map[string]bool) {
+func (f *Floor) Fill(namespaces map[string]bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -57,7 +57,7 @@ func (f *floorShares) fill(namespaces map[string]bool) {
 	part := time.Duration(f.share * float64(elapsed) / float64(f.listed))
 	for ns, a := range f.accounts {
 		if namespaces[ns] {
-			a.credit = min(a.credit+part, f.bucket())
+			a.credit = min(a.credit+part, f.Bucket())
 			continue
 		}
 		a.credit = min(a.credit+part, max(a.credit, 0))
@@ -72,21 +72,21 @@ func (f *floorShares) fill(namespaces map[string]bool) {
 	}
 }
 
-// bucket is what one namespace's part saves up to: its part of the budget's bucket. Callers
+// Bucket is what one namespace's part saves up to: its part of the budget's bucket. Callers
 // hold f.mu.
-func (f *floorShares) bucket() time.Duration {
+func (f *Floor) Bucket() time.Duration {
 	return f.capacity / time.Duration(max(1, f.listed))
 }
 
-// take reports whether a walk of namespace ns expected to cost estimate may start without
+// Take reports whether a walk of namespace ns expected to cost estimate may start without
 // the budget's credit: while ns's part holds credit and at least min(estimate, its bucket), as
-// cpuBudget.allows. The estimate is then set aside until the walk ends (settle), so that the
+// budget.Bucket.Allows. The estimate is then set aside until the walk ends (Settle), so that the
 // walks ns starts in one cycle cannot all start on the same credit.
-func (f *floorShares) take(ns string, estimate time.Duration) bool {
+func (f *Floor) Take(ns string, estimate time.Duration) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a := f.accounts[ns]
-	if a == nil || a.credit <= 0 || a.credit < min(estimate, f.bucket()) {
+	if a == nil || a.credit <= 0 || a.credit < min(estimate, f.Bucket()) {
 		return false
 	}
 	a.credit -= estimate
@@ -94,9 +94,9 @@ func (f *floorShares) take(ns string, estimate time.Duration) bool {
 	return true
 }
 
-// settle charges ns's part what a floor walk that take let start spent, in place of its
+// Settle charges ns's part what a floor walk that Take let start spent, in place of its
 // estimate.
-func (f *floorShares) settle(ns string, estimate, spent time.Duration) {
+func (f *Floor) Settle(ns string, estimate, spent time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a := f.accounts[ns]
@@ -108,13 +108,13 @@ func (f *floorShares) settle(ns string, estimate, spent time.Duration) {
 	a.walking--
 }
 
-// estimate is what a floor walk of a volume is expected to cost: its last walk's, or, never
-// walked to the end, a whole part of the bucket (take then waits for a full part).
-func (f *floorShares) estimate(s volumeState) time.Duration {
-	if s.measured {
-		return s.cost
+// Estimate is what a floor walk of a volume is expected to cost: its last walk's, or, never
+// walked to the end, a whole part of the bucket (Take then waits for a full part).
+func (f *Floor) Estimate(s State) time.Duration {
+	if s.Measured {
+		return s.Cost
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.bucket()
+	return f.Bucket()
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package exporter_test
+package source_test
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 const (
@@ -32,7 +34,7 @@ const (
 // root with snapshots, and a mount table naming them.
 type layerNode struct {
 	task, snapshotter string
-	locator           *exporter.LayerLocator
+	locator           *source.LayerLocator
 }
 
 func newLayerNode(t *testing.T) *layerNode {
@@ -65,7 +67,7 @@ func newLayerNode(t *testing.T) *layerNode {
 	if err := os.WriteFile(mountInfo, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n.locator = &exporter.LayerLocator{TaskDir: n.task, SnapshotterRoot: n.snapshotter, MountInfo: mountInfo}
+	n.locator = &source.LayerLocator{TaskDir: n.task, SnapshotterRoot: n.snapshotter, MountInfo: mountInfo}
 	return n
 }
 
@@ -76,17 +78,17 @@ func TestLayerLocator(t *testing.T) {
 	}{
 		{name: "containerd overlay", id: "containerd://" + layerOK, want: filepath.Join(n.snapshotter, "snapshots", "7", "fs")},
 		{name: "the mount on top", id: "containerd://" + layerShadow, want: filepath.Join(n.snapshotter, "snapshots", "8", "fs")},
-		{name: "upperdir outside the snapshotter", id: "containerd://" + layerElse, reason: exporter.LayerOutsideSnapshotter},
-		{name: "upperdir escaping with ..", id: "containerd://" + layerEscape, reason: exporter.LayerOutsideSnapshotter},
-		{name: "not an overlay", id: "containerd://" + layerTmpfs, reason: exporter.LayerNotOverlay},
-		{name: "no rootfs mount", id: "containerd://" + layerMissing, reason: exporter.LayerNoRootfsMount},
-		{name: "another runtime", id: "cri-o://" + layerOK, reason: exporter.LayerOtherRuntime},
-		{name: "not an ID containerd makes", id: "containerd://../../etc", reason: exporter.LayerOtherRuntime},
+		{name: "upperdir outside the snapshotter", id: "containerd://" + layerElse, reason: source.LayerOutsideSnapshotter},
+		{name: "upperdir escaping with ..", id: "containerd://" + layerEscape, reason: source.LayerOutsideSnapshotter},
+		{name: "not an overlay", id: "containerd://" + layerTmpfs, reason: source.LayerNotOverlay},
+		{name: "no rootfs mount", id: "containerd://" + layerMissing, reason: source.LayerNoRootfsMount},
+		{name: "another runtime", id: "cri-o://" + layerOK, reason: source.LayerOtherRuntime},
+		{name: "not an ID containerd makes", id: "containerd://../../etc", reason: source.LayerOtherRuntime},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := n.locator.WritableLayer(tt.id)
-			var le *exporter.LayerError
+			var le *source.LayerError
 			switch {
 			case tt.reason == "" && err != nil:
 				t.Fatalf("WritableLayer: %v", err)
@@ -112,10 +114,10 @@ const (
 // nativeLocator is a locator over a mount table (lines, where %[1]s stands for the native
 // snapshotter root and %[2]s for the task folder's k8s.io namespace) in which containerd's
 // native snapshotter bind-mounts each root filesystem from <root>/snapshots/<n>, whole.
-func nativeLocator(t *testing.T, native bool, lines ...string) (*exporter.LayerLocator, string) {
+func nativeLocator(t *testing.T, native bool, lines ...string) (*source.LayerLocator, string) {
 	t.Helper()
 	root := t.TempDir()
-	l := &exporter.LayerLocator{TaskDir: filepath.Join(root, "run", "io.containerd.runtime.v2.task"),
+	l := &source.LayerLocator{TaskDir: filepath.Join(root, "run", "io.containerd.runtime.v2.task"),
 		SnapshotterRoot: filepath.Join(root, "lib", "io.containerd.snapshotter.v1.overlayfs"), MountInfo: filepath.Join(root, "mountinfo")}
 	nativeRoot := filepath.Join(root, "lib", "io.containerd.snapshotter.v1.native")
 	if native {
@@ -156,10 +158,10 @@ func TestLayerLocatorNativeSnapshotter(t *testing.T) {
 			},
 			want: []want{
 				{id: layerNative, dir: "snapshots/9"},
-				{id: layerNativeSub, reason: exporter.LayerOutsideSnapshotter},
-				{id: layerNativeElse, reason: exporter.LayerOutsideSnapshotter},
-				{id: layerNativeOther, reason: exporter.LayerNotOverlay},
-				{id: layerDevmapper, reason: exporter.LayerNotOverlay},
+				{id: layerNativeSub, reason: source.LayerOutsideSnapshotter},
+				{id: layerNativeElse, reason: source.LayerOutsideSnapshotter},
+				{id: layerNativeOther, reason: source.LayerNotOverlay},
+				{id: layerDevmapper, reason: source.LayerNotOverlay},
 			}},
 		{name: "on the node itself: the native root is a folder of the root filesystem", native: true,
 			lines: []string{
@@ -172,14 +174,14 @@ func TestLayerLocatorNativeSnapshotter(t *testing.T) {
 				"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
 				"601 22 8:1 %[1]s/snapshots/12 %[2]s/" + layerNative + "/rootfs rw,relatime shared:1 - ext4 /dev/sda1 rw",
 			},
-			want: []want{{id: layerNative, reason: exporter.LayerNotOverlay}}},
+			want: []want{{id: layerNative, reason: source.LayerNotOverlay}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, nativeRoot := nativeLocator(t, tt.native, tt.lines...)
 			for _, w := range tt.want {
 				got, err := l.WritableLayer("containerd://" + w.id)
-				var le *exporter.LayerError
+				var le *source.LayerError
 				switch {
 				case w.reason == "" && (err != nil || got != filepath.Join(nativeRoot, w.dir)):
 					t.Errorf("%s: %q, %v; want %s", w.id[:4], got, err, filepath.Join(nativeRoot, w.dir))
@@ -204,13 +206,13 @@ func TestNativeSnapshotMeasuresLikeDu(t *testing.T) {
 	writeFile(t, filepath.Join(snapshot, "bin", "app"), 700<<10) // copied from the image
 	writeFile(t, filepath.Join(snapshot, "tmp", "written"), 2<<20)
 	writeFile(t, filepath.Join(nativeRoot, "snapshots", "4", "other"), 1<<20) // another container's
-	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: l}
-	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
-	m, err := src.MeasureVolume(context.Background(), exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
+	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: l}
+	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
+	m, err := src.MeasureVolume(context.Background(), volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gnu := duBytes(t, snapshot); m.UsedBytes != gnu || m.LowerBound() || m.Method != exporter.MethodWalk {
+	if gnu := exportertest.DuBytes(t, snapshot); m.UsedBytes != gnu || m.LowerBound() || m.Method != volume.MethodWalk {
 		t.Errorf("native snapshot: %d bytes (lower bound %v, unlocated %q, method %s), GNU du says %d", m.UsedBytes, m.LowerBound(), m.Unlocated, m.Method, gnu)
 	}
 }
@@ -237,21 +239,21 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 	if err := unix.Mknod(filepath.Join(upper, "deleted"), unix.S_IFCHR, 0); err != nil && !errors.Is(err, unix.EPERM) {
 		t.Fatal(err)
 	}
-	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator}
-	pod := exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
+	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator}
+	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
+	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
 	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gnu := duBytes(t, upper); m.UsedBytes != gnu || m.LowerBound() || m.Method != exporter.MethodWalk {
+	if gnu := exportertest.DuBytes(t, upper); m.UsedBytes != gnu || m.LowerBound() || m.Method != volume.MethodWalk {
 		t.Errorf("writable layer: %d bytes (lower bound %v, method %s), GNU du says %d", m.UsedBytes, m.LowerBound(), m.Method, gnu)
 	}
 
 	v.ContainerID = "containerd://" + layerElse
 	m, err = src.MeasureVolume(context.Background(), pod, v, nil)
-	if err != nil || m.Unlocated != exporter.LayerOutsideSnapshotter || m.UsedBytes != 0 || !m.LowerBound() {
-		t.Errorf("unlocated layer: %+v, %v; want no error, unlocated %s, a lower bound of 0", m, err, exporter.LayerOutsideSnapshotter)
+	if err != nil || m.Unlocated != source.LayerOutsideSnapshotter || m.UsedBytes != 0 || !m.LowerBound() {
+		t.Errorf("unlocated layer: %+v, %v; want no error, unlocated %s, a lower bound of 0", m, err, source.LayerOutsideSnapshotter)
 	}
 }
 
@@ -259,7 +261,7 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 // the folder by its blocks, rotated ones included, subfolders left out, links not followed.
 func TestLogsAndPodFiles(t *testing.T) {
 	root, logs := t.TempDir(), t.TempDir()
-	pod := exporter.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
+	pod := volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
 	podLogs := filepath.Join(logs, "shop_cart-0_"+pod.UID)
 	main := filepath.Join(podLogs, "main")
 	counted := []string{
@@ -273,18 +275,18 @@ func TestLogsAndPodFiles(t *testing.T) {
 	}
 	var want int64
 	for _, f := range counted {
-		want += duBytes(t, f)
+		want += exportertest.DuBytes(t, f)
 	}
-	src := &exporter.FilesystemSource{KubeletRootDir: root, PodLogsDir: logs, WalkConcurrency: 2}
-	m, err := src.MeasureVolume(context.Background(), pod, exporter.Volume{Name: "container/main/logs", Kind: exporter.KindContainerLogs, Container: "main"}, nil)
+	src := &source.Filesystem{KubeletRootDir: root, PodLogsDir: logs, WalkConcurrency: 2}
+	m, err := src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.UsedBytes != want || m.InodesUsed != 4 || m.Method != exporter.MethodFiles {
+	if m.UsedBytes != want || m.InodesUsed != 4 || m.Method != volume.MethodFiles {
 		t.Errorf("logs: %d bytes, %d inodes, method %s; want %d (the three files by du, the link as itself), 4", m.UsedBytes, m.InodesUsed, m.Method, want)
 	}
 
-	files := exporter.Volume{Name: "pod/files", Kind: exporter.KindPodFiles}
+	files := volume.Volume{Name: "pod/files", Kind: volume.KindPodFiles}
 	if err := os.MkdirAll(filepath.Join(root, "pods", pod.UID), 0o750); err != nil {
 		t.Fatal(err)
 	}
@@ -295,13 +297,13 @@ func TestLogsAndPodFiles(t *testing.T) {
 	hosts := writeFile(t, filepath.Join(root, "pods", pod.UID, "etc-hosts"), 3000)
 	own := writeFile(t, filepath.Join(podLogs, "sandbox.log"), 9000)
 	m, err = src.MeasureVolume(context.Background(), pod, files, nil)
-	if want := duBytes(t, hosts) + duBytes(t, own); err != nil || m.UsedBytes != want {
+	if want := exportertest.DuBytes(t, hosts) + exportertest.DuBytes(t, own); err != nil || m.UsedBytes != want {
 		t.Errorf("pod files: %d bytes, %v; want etc-hosts and the file beside the container folders, %d", m.UsedBytes, err, want)
 	}
 
-	_, err = src.MeasureVolume(context.Background(), pod, exporter.Volume{Name: "container/gone/logs", Kind: exporter.KindContainerLogs, Container: "gone"}, nil)
-	var me *exporter.MeasureError
-	if !errors.As(err, &me) || me.Reason != exporter.ReasonNotFound {
+	_, err = src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/gone/logs", Kind: volume.KindContainerLogs, Container: "gone"}, nil)
+	var me *volume.MeasureError
+	if !errors.As(err, &me) || me.Reason != volume.ReasonNotFound {
 		t.Errorf("logs of a container without a folder: %v, want a not_found error", err)
 	}
 }
@@ -331,20 +333,20 @@ func TestUnlocatedLayerFromTheKubeletSummary(t *testing.T) {
 	}))
 	defer ts.Close()
 	n := newLayerNode(t)
-	src := &exporter.FilesystemSource{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator,
-		LayerFallback: exporter.NewKubeletDirectSource(ts.URL, ts.Client())}
-	pod := exporter.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := exporter.Volume{Name: "container/main/writable-layer", Kind: exporter.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
+	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator,
+		LayerFallback: source.NewKubeletDirect(ts.URL, ts.Client())}
+	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
+	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
 	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.UsedBytes != 11534336 || m.Method != exporter.MethodKubelet || !m.MeasuredAt.Equal(stamped) || m.Unlocated != exporter.LayerOtherRuntime || !m.LowerBound() {
+	if m.UsedBytes != 11534336 || m.Method != volume.MethodKubelet || !m.MeasuredAt.Equal(stamped) || m.Unlocated != source.LayerOtherRuntime || !m.LowerBound() {
 		t.Errorf("got %+v; want the kubelet's 11534336 bytes stamped %s, method kubelet, still unlocated (other_runtime)", m, stamped)
 	}
 	// A container the Summary does not know yet: 0, as without the kubelet.
 	v.Container = "sidecar"
-	if m, err := src.MeasureVolume(context.Background(), pod, v, nil); err != nil || m.UsedBytes != 0 || m.Method != exporter.MethodNone {
+	if m, err := src.MeasureVolume(context.Background(), pod, v, nil); err != nil || m.UsedBytes != 0 || m.Method != volume.MethodNone {
 		t.Errorf("a container the kubelet has no figure for: %+v, %v; want 0, method none", m, err)
 	}
 	if requests != 1 {

@@ -1,4 +1,4 @@
-package exporter_test
+package change_test
 
 import (
 	"errors"
@@ -6,15 +6,17 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
 // openNodeCgroups opens this machine's cgroups as the exporter's signal does, for a kubelet
 // root dir and a snapshotter root in dir.
-func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
+func openNodeCgroups(t *testing.T, dir string) *change.Cgroup {
 	t.Helper()
-	fs := exporter.DefaultFilesystemSource()
+	fs := source.DefaultFilesystem()
 	fs.KubeletRootDir = filepath.Join(dir, "kubelet")
 	fs.Layers.SnapshotterRoot = filepath.Join(dir, "snapshots")
 	for _, d := range []string{filepath.Join(fs.KubeletRootDir, "pods"), fs.Layers.SnapshotterRoot} {
@@ -22,7 +24,7 @@ func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
 			t.Fatal(err)
 		}
 	}
-	s, err := exporter.NewCgroupSignal(podcgroup.DefaultConfig(), &fs)
+	s, err := change.NewCgroup(podcgroup.DefaultConfig(), &fs)
 	if err != nil {
 		t.Skipf("this machine's cgroups cannot be read: %v", err)
 	}
@@ -34,17 +36,17 @@ func openNodeCgroups(t *testing.T, dir string) *exporter.CgroupSignal {
 func TestCgroupSignalMarkReasons(t *testing.T) {
 	s := openNodeCgroups(t, t.TempDir())
 	for _, tc := range []struct {
-		pod    exporter.PodVolumes
+		pod    volume.PodVolumes
 		reason string
 	}{
-		{exporter.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
-		{exporter.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
-		{exporter.PodVolumes{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
+		{volume.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
+		{volume.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
+		{volume.PodVolumes{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
 		// A static pod is found by its config hash, which no cgroup has here either.
-		{exporter.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
+		{volume.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
 	} {
 		m, err := s.Mark(tc.pod)
-		se := (*exporter.ChangeSignalError)(nil)
+		se := (*change.Error)(nil)
 		if !errors.As(err, &se) || se.Reason != tc.reason || m != nil {
 			t.Errorf("Mark(%+v) = %v, %v; want no mark, reason %s", tc.pod, m, err, tc.reason)
 		}
@@ -69,14 +71,14 @@ func TestCgroupSignalVouches(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		v    exporter.Volume
+		v    volume.Volume
 		want bool
 	}{
-		{exporter.Volume{Name: "cache", Kind: exporter.KindEmptyDir, Medium: exporter.MediumDisk}, disk},
-		{exporter.Volume{Name: "shm", Kind: exporter.KindEmptyDir, Medium: exporter.MediumMemory}, s.Version() == podcgroup.V1},
-		{exporter.Volume{Kind: exporter.KindWritableLayer, Container: "app"}, disk},
-		{exporter.Volume{Name: "config", Kind: exporter.KindConfigMap}, false},
-		{exporter.Volume{Name: "repo", Kind: exporter.KindGitRepo}, false},
+		{volume.Volume{Name: "cache", Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}, disk},
+		{volume.Volume{Name: "shm", Kind: volume.KindEmptyDir, Medium: volume.MediumMemory}, s.Version() == podcgroup.V1},
+		{volume.Volume{Kind: volume.KindWritableLayer, Container: "app"}, disk},
+		{volume.Volume{Name: "config", Kind: volume.KindConfigMap}, false},
+		{volume.Volume{Name: "repo", Kind: volume.KindGitRepo}, false},
 	} {
 		if got := s.Vouches(tc.v); got != tc.want {
 			t.Errorf("Vouches(%+v) = %v, want %v (cgroup v%d, test folder on %v)", tc.v, got, tc.want, s.Version(), medium)
@@ -87,20 +89,20 @@ func TestCgroupSignalVouches(t *testing.T) {
 // TestCgroupSignalUnavailable: a mount that is no cgroup filesystem gives no signal; the
 // stand-in the command then uses gives every pod the reason unavailable and vouches for nothing.
 func TestCgroupSignalUnavailable(t *testing.T) {
-	fs := exporter.DefaultFilesystemSource()
+	fs := source.DefaultFilesystem()
 	fs.KubeletRootDir = t.TempDir()
 	cfg := podcgroup.DefaultConfig()
 	cfg.Mount = t.TempDir()
-	_, err := exporter.NewCgroupSignal(cfg, &fs)
+	_, err := change.NewCgroup(cfg, &fs)
 	if err == nil {
-		t.Fatalf("NewCgroupSignal(%s) passed, want an error: it is no cgroup filesystem", cfg.Mount)
+		t.Fatalf("NewCgroup(%s) passed, want an error: it is no cgroup filesystem", cfg.Mount)
 	}
-	u := exporter.UnavailableSignal{Err: err}
-	se := (*exporter.ChangeSignalError)(nil)
-	if _, err := u.Mark(exporter.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != exporter.ChangeMarkUnavailable {
-		t.Errorf("UnavailableSignal.Mark: %v, want reason %s", err, exporter.ChangeMarkUnavailable)
+	u := change.Unavailable{Err: err}
+	se := (*change.Error)(nil)
+	if _, err := u.Mark(volume.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != change.MarkUnavailable {
+		t.Errorf("Unavailable.Mark: %v, want reason %s", err, change.MarkUnavailable)
 	}
-	if u.Vouches(exporter.Volume{Kind: exporter.KindEmptyDir, Medium: exporter.MediumDisk}) {
-		t.Error("UnavailableSignal vouches for a disk emptyDir")
+	if u.Vouches(volume.Volume{Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}) {
+		t.Error("Unavailable vouches for a disk emptyDir")
 	}
 }

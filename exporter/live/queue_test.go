@@ -1,4 +1,4 @@
-package exporter
+package live
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-func (q *callerQueue) users(caller string) int {
+func (q *Queue) users(caller string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if t := q.callers[caller]; t != nil {
@@ -21,14 +21,14 @@ func (q *callerQueue) users(caller string) int {
 }
 
 func TestCallerQueue(t *testing.T) {
-	q := newCallerQueue(1)
+	q := NewQueue(1)
 	ctx := context.Background()
-	first, ok := q.acquire(ctx, "10.0.0.1", "a", "pod")
+	first, ok := q.Acquire(ctx, "10.0.0.1", "a", "pod")
 	if !ok {
 		t.Fatal("first request of a caller refused")
 	}
 	// Another caller is not behind this one.
-	other, ok := q.acquire(ctx, "10.0.0.2", "a", "pod")
+	other, ok := q.Acquire(ctx, "10.0.0.2", "a", "pod")
 	if !ok {
 		t.Fatal("a second caller waits for the first")
 	}
@@ -41,7 +41,7 @@ func TestCallerQueue(t *testing.T) {
 	running, maxRunning, done := 0, 0, 0
 	for i := range queued {
 		wg.Go(func() {
-			release, ok := q.acquire(ctx, "10.0.0.1", []string{"a", "b"}[i%2], "pod")
+			release, ok := q.Acquire(ctx, "10.0.0.1", []string{"a", "b"}[i%2], "pod")
 			if !ok {
 				t.Error("a queued request was refused")
 				return
@@ -62,17 +62,17 @@ func TestCallerQueue(t *testing.T) {
 		// wait until every request is queued (no time involved: the goroutines only block)
 		runtime.Gosched()
 	}
-	if _, ok := q.acquire(ctx, "10.0.0.1", "c", "pod"); ok {
+	if _, ok := q.Acquire(ctx, "10.0.0.1", "c", "pod"); ok {
 		t.Fatalf("request %d of one caller admitted, want it refused beyond %d running or queued", 1+maxQueuedPerCaller, maxQueuedPerCaller)
 	}
 	// A request whose wait ends before its turn is refused and leaves the queue.
-	busy, ok := q.acquire(ctx, "10.0.0.3", "a", "pod")
+	busy, ok := q.Acquire(ctx, "10.0.0.3", "a", "pod")
 	if !ok {
 		t.Fatal("first request of 10.0.0.3 refused")
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, ok := q.acquire(cancelled, "10.0.0.3", "a", "pod"); ok {
+	if _, ok := q.Acquire(cancelled, "10.0.0.3", "a", "pod"); ok {
 		t.Error("a request whose wait ended was admitted while its caller was busy")
 	}
 	if n := q.users("10.0.0.3"); n != 1 {
@@ -94,26 +94,26 @@ func TestCallerQueue(t *testing.T) {
 // one slow pod no longer holds the caller's only turn (issue 18, item 7), and the caller
 // still cannot take every slot.
 func TestCallerQueuePerPod(t *testing.T) {
-	q := newCallerQueue(2)
+	q := NewQueue(2)
 	ctx := context.Background()
-	slow, ok := q.acquire(ctx, "10.0.0.7", "a", "slow")
+	slow, ok := q.Acquire(ctx, "10.0.0.7", "a", "slow")
 	if !ok {
 		t.Fatal("first request refused")
 	}
 	expired, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, ok := q.acquire(expired, "10.0.0.7", "a", "slow"); ok {
+	if _, ok := q.Acquire(expired, "10.0.0.7", "a", "slow"); ok {
 		t.Error("a second request for the pod being measured ran beside it, want it to wait its turn")
 	}
-	other, ok := q.acquire(ctx, "10.0.0.7", "b", "other")
+	other, ok := q.Acquire(ctx, "10.0.0.7", "b", "other")
 	if !ok {
 		t.Fatal("another pod of the same caller waits for the slow one, want it measured beside it")
 	}
-	if _, ok := q.acquire(expired, "10.0.0.7", "c", "third"); ok {
+	if _, ok := q.Acquire(expired, "10.0.0.7", "c", "third"); ok {
 		t.Error("a third pod ran while the caller measures two, want at most perCaller=2 at once")
 	}
 	other()
-	third, ok := q.acquire(ctx, "10.0.0.7", "c", "third")
+	third, ok := q.Acquire(ctx, "10.0.0.7", "c", "third")
 	if !ok {
 		t.Fatal("a third pod refused once the caller measures one")
 	}
@@ -128,7 +128,7 @@ func TestCallerQueuePerPod(t *testing.T) {
 // turns and maxQueuedPerCaller - 1 of its places, so that a tenant's slow pods, re-checked on
 // every retry, cannot hold all of the remediator's turns on the node (issue 30, item 4).
 func TestCallerQueuePerTenant(t *testing.T) {
-	q := newCallerQueue(3)
+	q := NewQueue(3)
 	ctx := context.Background()
 	expired, cancel := context.WithCancel(ctx)
 	cancel()
@@ -138,16 +138,16 @@ func TestCallerQueuePerTenant(t *testing.T) {
 	defer stop()
 	var releases []func()
 	for _, pod := range []string{"slow-0", "slow-1"} {
-		release, ok := q.acquire(ctx, "10.0.0.7", "tenant-a", pod)
+		release, ok := q.Acquire(ctx, "10.0.0.7", "tenant-a", pod)
 		if !ok {
 			t.Fatalf("tenant-a's %s refused while the caller has free turns", pod)
 		}
 		releases = append(releases, release)
 	}
-	if _, ok := q.acquire(expired, "10.0.0.7", "tenant-a", "slow-2"); ok {
+	if _, ok := q.Acquire(expired, "10.0.0.7", "tenant-a", "slow-2"); ok {
 		t.Error("tenant-a's third pod took the caller's last turn, want at most perCaller-1 = 2 per namespace")
 	}
-	b, ok := q.acquire(patient, "10.0.0.7", "tenant-b", "web-0")
+	b, ok := q.Acquire(patient, "10.0.0.7", "tenant-b", "web-0")
 	if !ok {
 		t.Fatal("tenant-b's pod waits for tenant-a's, want it measured on the turn left")
 	}
@@ -156,7 +156,7 @@ func TestCallerQueuePerTenant(t *testing.T) {
 	waiting := make(chan bool, maxQueuedPerTenant)
 	for i := range maxQueuedPerTenant - 2 {
 		go func() {
-			release, ok := q.acquire(ctx, "10.0.0.7", "tenant-a", fmt.Sprintf("wait-%d", i))
+			release, ok := q.Acquire(ctx, "10.0.0.7", "tenant-a", fmt.Sprintf("wait-%d", i))
 			if ok {
 				release()
 			}
@@ -166,10 +166,10 @@ func TestCallerQueuePerTenant(t *testing.T) {
 	for q.users("10.0.0.7") != maxQueuedPerTenant {
 		runtime.Gosched() // the goroutines only block
 	}
-	if _, ok := q.acquire(ctx, "10.0.0.7", "tenant-a", "one-more"); ok {
+	if _, ok := q.Acquire(ctx, "10.0.0.7", "tenant-a", "one-more"); ok {
 		t.Errorf("tenant-a admitted beyond %d requests running or waiting", maxQueuedPerTenant)
 	}
-	b, ok = q.acquire(patient, "10.0.0.7", "tenant-b", "web-0")
+	b, ok = q.Acquire(patient, "10.0.0.7", "tenant-b", "web-0")
 	if !ok {
 		t.Fatal("tenant-b refused while tenant-a holds all its places: want the place left for it")
 	}
@@ -198,8 +198,8 @@ func TestCallerOf(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/live/namespaces/a/pods/b", nil)
 		r.RemoteAddr = remote
 		r.Header.Set("X-Forwarded-For", "1.2.3.4")
-		if got := callerOf(r); got != want {
-			t.Errorf("callerOf(%q) = %q, want %q (never a header)", remote, got, want)
+		if got := CallerOf(r); got != want {
+			t.Errorf("CallerOf(%q) = %q, want %q (never a header)", remote, got, want)
 		}
 	}
 }

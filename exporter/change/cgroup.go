@@ -1,38 +1,40 @@
-package exporter
+package change
 
 import (
 	"errors"
 	"fmt"
 	"path/filepath"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/source"
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
-// ChangeMarkUnavailable is the reason of every pod's missing mark on a node whose cgroups
-// cannot be read at all (UnavailableSignal).
-const ChangeMarkUnavailable = "unavailable"
+// MarkUnavailable is the reason of every pod's missing mark on a node whose cgroups
+// cannot be read at all (Unavailable).
+const MarkUnavailable = "unavailable"
 
-// CgroupSignal is the ChangeSignal of the pods' cgroups: a pod's mark is the podcgroup.Snapshot
+// Cgroup is the Signal of the pods' cgroups: a pod's mark is the podcgroup.Snapshot
 // of its cgroup, found from its UID and QoS class where the kubelet made it.
-type CgroupSignal struct {
+type Cgroup struct {
 	locator *podcgroup.Locator
 	// vouches tells, by Kind and medium, whether equal snapshots may spare a walk: decided at
 	// start from the cgroup version and the filesystems the parts live on.
 	emptyDirDisk, emptyDirMemory, layers bool
 }
 
-// NewCgroupSignal opens the node's cgroups as cfg says and judges, from the filesystems of
+// NewCgroup opens the node's cgroups as cfg says and judges, from the filesystems of
 // the kubelet's root dir and of containerd's snapshotter (layers), which parts the snapshots
 // can vouch for: a disk emptyDir on a tmpfs root dir is in memory (so not under cgroup v2),
 // and under cgroup v2 a disk part only where that filesystem charges writeback to the
 // writer's cgroup (ext4, XFS, Btrfs, F2FS): elsewhere io.stat does not see it and a pod
 // under a memory limit could write while its page cache stays level.
-func NewCgroupSignal(cfg podcgroup.Config, fs *FilesystemSource) (*CgroupSignal, error) {
+func NewCgroup(cfg podcgroup.Config, fs *source.Filesystem) (*Cgroup, error) {
 	loc, err := podcgroup.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cgroups at %s: %w", cfg.Mount, err)
 	}
-	s := &CgroupSignal{locator: loc}
+	s := &Cgroup{locator: loc}
 	snap := podcgroup.Snapshot{Version: loc.Version()}
 	s.emptyDirMemory = snap.Vouches(podcgroup.Memory)
 	if s.emptyDirDisk, err = vouchesFor(snap, filepath.Join(fs.KubeletRootDir, "pods")); err != nil {
@@ -64,17 +66,17 @@ func vouchesFor(snap podcgroup.Snapshot, dir string) (bool, error) {
 }
 
 // Version is the cgroup version the signal reads.
-func (s *CgroupSignal) Version() podcgroup.Version { return s.locator.Version() }
+func (s *Cgroup) Version() podcgroup.Version { return s.locator.Version() }
 
-// Mark reads the pod's snapshot; an error is a *ChangeSignalError with podcgroup's reason.
-func (s *CgroupSignal) Mark(p PodVolumes) (any, error) {
+// Mark reads the pod's snapshot; an error is a *Error with podcgroup's reason.
+func (s *Cgroup) Mark(p volume.PodVolumes) (any, error) {
 	snap, err := s.locator.Mark(p.KubeletUID(), p.QOSClass)
 	if err != nil {
-		reason := ChangeMarkUnknown
+		reason := MarkUnknown
 		if pe := (*podcgroup.Error)(nil); errors.As(err, &pe) {
 			reason = pe.Reason
 		}
-		return nil, &ChangeSignalError{Reason: reason, Err: err}
+		return nil, &Error{Reason: reason, Err: err}
 	}
 	return snap, nil
 }
@@ -82,14 +84,14 @@ func (s *CgroupSignal) Mark(p PodVolumes) (any, error) {
 // Vouches reports whether equal snapshots spare a walk of v: emptyDirs and writable layers
 // by their medium; configMap and gitRepo volumes are written by the kubelet, outside the
 // pod's cgroup, so never.
-func (s *CgroupSignal) Vouches(v Volume) bool {
+func (s *Cgroup) Vouches(v volume.Volume) bool {
 	switch v.Kind {
-	case KindEmptyDir:
-		if v.Medium == MediumMemory {
+	case volume.KindEmptyDir:
+		if v.Medium == volume.MediumMemory {
 			return s.emptyDirMemory
 		}
 		return s.emptyDirDisk
-	case KindWritableLayer:
+	case volume.KindWritableLayer:
 		return s.layers
 	default:
 		return false
@@ -97,20 +99,20 @@ func (s *CgroupSignal) Vouches(v Volume) bool {
 }
 
 // Describe names what the signal vouches for, for the start-up log.
-func (s *CgroupSignal) Describe() []any {
+func (s *Cgroup) Describe() []any {
 	return []any{"cgroup_version", int(s.locator.Version()), "vouches_disk_emptydirs", s.emptyDirDisk,
 		"vouches_memory_emptydirs", s.emptyDirMemory, "vouches_writable_layers", s.layers}
 }
 
-// UnavailableSignal stands for the change signal on a node whose cgroups cannot be read: no
+// Unavailable stands for the change signal on a node whose cgroups cannot be read: no
 // pod gets a mark, each read counted with reason unavailable (and the first logged), so the
 // node keeps today's schedule and says why.
-type UnavailableSignal struct{ Err error }
+type Unavailable struct{ Err error }
 
 // Mark fails for every pod.
-func (u UnavailableSignal) Mark(PodVolumes) (any, error) {
-	return nil, &ChangeSignalError{Reason: ChangeMarkUnavailable, Err: u.Err}
+func (u Unavailable) Mark(volume.PodVolumes) (any, error) {
+	return nil, &Error{Reason: MarkUnavailable, Err: u.Err}
 }
 
 // Vouches for nothing.
-func (UnavailableSignal) Vouches(Volume) bool { return false }
+func (Unavailable) Vouches(volume.Volume) bool { return false }

@@ -1,10 +1,11 @@
-package exporter
+package live
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -15,20 +16,20 @@ import (
 // caller has a budget per namespace of the measured pods (the tenant boundary) and one for
 // all its walks:
 //
-//   - one namespace through one caller: liveTenantBurst at once, then liveTenantShare of a core;
-//   - one caller in all: liveCallerBurst at once, then liveCallerShare of a core, however many
+//   - one namespace through one caller: TenantBurst at once, then TenantShare of a core;
+//   - one caller in all: CallerBurst at once, then CallerShare of a core, however many
 //     namespaces it asks for;
 //   - all callers: at most --live.concurrency walks at once (the slots).
 //
-// So one tenant takes at most liveTenantShare/liveCallerShare (a third) of the remediator's
+// So one tenant takes at most TenantShare/CallerShare (a third) of the remediator's
 // budget; refusing another tenant's re-check takes three namespaces whose pods are costly to
 // walk, re-checked at once. Keying by namespace alone would let any pod spend another
 // tenant's budget by asking for its pods, and the remediator's re-checks of them with it.
 const (
-	liveTenantShare = 0.1
-	liveTenantBurst = 10 * time.Second
-	liveCallerShare = 0.3
-	liveCallerBurst = 30 * time.Second
+	TenantShare = 0.1
+	TenantBurst = 10 * time.Second
+	CallerShare = 0.3
+	CallerBurst = 30 * time.Second
 	// liveBudgetsKept bounds the budgets remembered, of callers and of their namespaces each;
 	// beyond it, those with a full bucket are forgotten (they owe nothing).
 	liveBudgetsKept = 1024
@@ -36,12 +37,12 @@ const (
 
 // Scopes of a live CPU budget: the scope label of live_cpu_budget_refusals_total.
 const (
-	BudgetScopeNamespace = "namespace"
-	BudgetScopeCaller    = "caller"
+	ScopeNamespace = "namespace"
+	ScopeCaller    = "caller"
 )
 
-// liveBudgets holds the CPU budgets of the live callers.
-type liveBudgets struct {
+// Budgets holds the CPU budgets of the live callers.
+type Budgets struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	callers map[string]*spendBudget
@@ -54,24 +55,24 @@ type tenantKey struct{ caller, namespace string }
 type spendBudget struct {
 	spent  atomic.Int64 // CPU nanoseconds its live walks' threads spent
 	share  float64
-	bucket *cpuBudget
+	bucket *budget.Bucket
 }
 
-// liveBudget is what one live walk draws on: its caller's budget for the pod's namespace
+// Budget is what one live walk draws on: its caller's budget for the pod's namespace
 // and the caller's budget in all.
-type liveBudget struct{ tenant, caller *spendBudget }
+type Budget struct{ tenant, caller *spendBudget }
 
-func newLiveBudgets(now func() time.Time) *liveBudgets {
-	return &liveBudgets{now: now, callers: map[string]*spendBudget{}, tenants: map[tenantKey]*spendBudget{}}
+func NewBudgets(now func() time.Time) *Budgets {
+	return &Budgets{now: now, callers: map[string]*spendBudget{}, tenants: map[tenantKey]*spendBudget{}}
 }
 
-// of returns the budget of caller's walks of the pods of namespace.
-func (l *liveBudgets) of(caller, namespace string) liveBudget {
+// Of returns the budget of caller's walks of the pods of namespace.
+func (l *Budgets) Of(caller, namespace string) Budget {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return liveBudget{
-		tenant: budgetIn(l.tenants, tenantKey{caller, namespace}, liveTenantShare, liveTenantBurst, l.now),
-		caller: budgetIn(l.callers, caller, liveCallerShare, liveCallerBurst, l.now),
+	return Budget{
+		tenant: budgetIn(l.tenants, tenantKey{caller, namespace}, TenantShare, TenantBurst, l.now),
+		caller: budgetIn(l.callers, caller, CallerShare, CallerBurst, l.now),
 	}
 }
 
@@ -83,36 +84,36 @@ func budgetIn[K comparable](m map[K]*spendBudget, key K, share float64, burst ti
 	}
 	if len(m) >= liveBudgetsKept {
 		for k, o := range m {
-			if o.bucket.remaining() >= o.bucket.capacity {
+			if o.bucket.Remaining() >= o.bucket.Capacity() {
 				delete(m, k)
 			}
 		}
 	}
 	b := &spendBudget{share: share}
-	b.bucket = newCPUBudget(share, burst, func() time.Duration { return time.Duration(b.spent.Load()) }, now)
+	b.bucket = budget.New(share, burst, func() time.Duration { return time.Duration(b.spent.Load()) }, now)
 	m[key] = b
 	return b
 }
 
-// meter charges a live walk's CPU to both budgets.
-func (b liveBudget) meter() *fswalk.CPUMeter {
+// Meter charges a live walk's CPU to both budgets.
+func (b Budget) Meter() *fswalk.CPUMeter {
 	return fswalk.NewCPUMeter(&b.tenant.spent, &b.caller.spent)
 }
 
-// wait is how long the caller must wait before its next live walk of the namespace, and the
+// Wait is how long the caller must wait before its next live walk of the namespace, and the
 // scope of the budget that is spent; 0 when it may walk now.
-func (b liveBudget) wait() (time.Duration, string) {
+func (b Budget) Wait() (time.Duration, string) {
 	if w := b.tenant.wait(); w > 0 {
-		return max(w, b.caller.wait()), BudgetScopeNamespace
+		return max(w, b.caller.wait()), ScopeNamespace
 	}
-	return b.caller.wait(), BudgetScopeCaller
+	return b.caller.wait(), ScopeCaller
 }
 
 // wait is how long until the bucket holds credit again; 0 when it does now.
 func (b *spendBudget) wait() time.Duration {
-	if b.bucket.allows(0) {
+	if b.bucket.Allows(0) {
 		return 0
 	}
 	// At least a nanosecond: an empty bucket (no debt) allows nothing either.
-	return max(time.Duration(float64(-b.bucket.remaining())/b.share), 1)
+	return max(time.Duration(float64(-b.bucket.Remaining())/b.share), 1)
 }

@@ -1,4 +1,4 @@
-package exporter
+package source
 
 import (
 	"context"
@@ -10,34 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
-// How a volume's usage was measured, as the method label spells it.
-const (
-	// MethodWalk: the exporter walked the volume (du semantics).
-	MethodWalk = "walk"
-	// MethodProjectQuota: read in O(1) from the XFS/ext4 project quota the kubelet put the
-	// volume under (LocalStorageCapacityIsolationFSQuotaMonitoring).
-	MethodProjectQuota = "project_quota"
-	// MethodKubelet: the kubelet's Summary API (its own walk or quota, cached).
-	MethodKubelet = "kubelet"
-	// MethodStatfs: a medium Memory volume on a tmpfs of its own (the kubelet's layout): its
-	// bytes from the filesystem's statistics plus the user.* extended attributes a walk of it
-	// finds, which statfs does not count; its inodes the walk's (fswalk.OwnTmpfsUsage).
-	MethodStatfs = "statfs"
-	// MethodFiles: the files of a folder the kubelet or the runtime writes (logs,
-	// etc-hosts), each one's allocated blocks, as the kubelet adds them up.
-	MethodFiles = "files"
-	// MethodNone: a writable layer that could not be located (Measurement.Unlocated).
-	MethodNone = "none"
-)
-
-// FilesystemSource measures volumes by walking the kubelet's pod volume folders.
+// Filesystem measures volumes by walking the kubelet's pod volume folders.
 // It needs read access to the kubelet root dir (a read-only hostPath mount in the
 // DaemonSet) and works whatever the kubelet's own settings are, including nodes
 // with localStorageCapacityIsolation off, where the Summary API fails.
-type FilesystemSource struct {
+type Filesystem struct {
 	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter (--kubelet.root-dir).
 	KubeletRootDir string
 	// WalkConcurrency bounds the folders read at once within one volume (--fs.walk-concurrency).
@@ -55,32 +36,33 @@ type FilesystemSource struct {
 	// LayerFallback, when set, gives the usage of a writable layer that cannot be located: the
 	// kubelet's Summary API figure (--kubelet.url or --kubelet.via-apiserver with this source),
 	// as old as the kubelet's stats (Measurement.Method MethodKubelet, Unlocated still set).
-	LayerFallback *KubeletSource
+	LayerFallback *Kubelet
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// readQuota is fswalk.ReadProjectQuota; tests replace it.
-	readQuota func(dir string) (fswalk.DiskUsage, error)
+	// ReadQuota reads a folder's project quota; nil means fswalk.ReadProjectQuota (tests
+	// replace it).
+	ReadQuota func(dir string) (fswalk.DiskUsage, error)
 }
 
-// DefaultFilesystemSource returns the filesystem source with the documented defaults, which
+// DefaultFilesystem returns the filesystem source with the documented defaults, which
 // the command's flags show and bind to.
-func DefaultFilesystemSource() FilesystemSource {
-	return FilesystemSource{KubeletRootDir: "/var/lib/kubelet", PodLogsDir: "/var/log/pods", WalkConcurrency: 4, ProjectQuotas: true,
+func DefaultFilesystem() Filesystem {
+	return Filesystem{KubeletRootDir: "/var/lib/kubelet", PodLogsDir: "/var/log/pods", WalkConcurrency: 4, ProjectQuotas: true,
 		Layers: &LayerLocator{
 			TaskDir:         "/run/containerd/io.containerd.runtime.v2.task",
 			SnapshotterRoot: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
 		}}
 }
 
-// MaxWalkConcurrency bounds FilesystemSource.WalkConcurrency.
+// MaxWalkConcurrency bounds Filesystem.WalkConcurrency.
 const MaxWalkConcurrency = 64
 
 // Name implements Source.
-func (s *FilesystemSource) Name() string { return "filesystem" }
+func (s *Filesystem) Name() string { return "filesystem" }
 
 // Validate reports every problem of the settings at once, naming their flags; Config.Validate
 // calls it.
-func (s *FilesystemSource) Validate() error {
+func (s *Filesystem) Validate() error {
 	var errs []error
 	if s.WalkConcurrency < 1 || s.WalkConcurrency > MaxWalkConcurrency {
 		errs = append(errs, fmt.Errorf("--fs.walk-concurrency=%d must be between 1 and %d", s.WalkConcurrency, MaxWalkConcurrency))
@@ -107,39 +89,39 @@ func (s *FilesystemSource) Validate() error {
 
 // Measure implements Source. Volumes are measured one after another, each walk in
 // parallel, so the load on the node stays bounded by WalkConcurrency.
-func (s *FilesystemSource) Measure(ctx context.Context, pods []PodVolumes) []VolumeResult {
-	return measureEach(ctx, pods, s.MeasureVolume)
+func (s *Filesystem) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
+	return volume.MeasureEach(ctx, pods, s.MeasureVolume)
 }
 
 // folder is where what v measures lives; "" for a writable layer, which Layers locates.
-func (s *FilesystemSource) folder(p PodVolumes, v Volume) string {
+func (s *Filesystem) folder(p volume.PodVolumes, v volume.Volume) string {
 	podDir := filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID())
 	_, name, _ := strings.Cut(v.Name, "/")
 	switch v.Kind {
-	case KindConfigMap:
+	case volume.KindConfigMap:
 		return filepath.Join(podDir, "volumes", "kubernetes.io~configmap", name)
-	case KindGitRepo:
+	case volume.KindGitRepo:
 		return filepath.Join(podDir, "volumes", "kubernetes.io~git-repo", name)
-	case KindContainerLogs:
+	case volume.KindContainerLogs:
 		return filepath.Join(s.podLogs(p), v.Container)
-	case KindPodFiles:
+	case volume.KindPodFiles:
 		return podDir
-	case KindWritableLayer:
+	case volume.KindWritableLayer:
 		return ""
 	default:
-		return Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
+		return volume.Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	}
 }
 
 // podLogs is the pod's log folder (BuildPodLogsDirectory in pkg/kubelet/kuberuntime): every
 // element is a name the API server validated or assigned.
-func (s *FilesystemSource) podLogs(p PodVolumes) string {
+func (s *Filesystem) podLogs(p volume.PodVolumes) string {
 	return filepath.Join(s.PodLogsDir, p.Namespace+"_"+p.Pod+"_"+p.KubeletUID())
 }
 
 // VolumeGone reports whether volume v of pod p has no folder: the kubelet has not set it up
 // yet or has torn it down. One lstat, for the volumes a cycle does not walk.
-func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
+func (s *Filesystem) VolumeGone(p volume.PodVolumes, v volume.Volume) bool {
 	dir := s.folder(p, v)
 	if dir == "" {
 		return false
@@ -149,18 +131,18 @@ func (s *FilesystemSource) VolumeGone(p PodVolumes, v Volume) bool {
 }
 
 // MeasureVolume implements VolumeSource.
-func (s *FilesystemSource) MeasureVolume(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
+func (s *Filesystem) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	return s.measureVolume(ctx, p, v, false, meter)
 }
 
 // MeasureVolumeLive implements LiveVolumeSource: as MeasureVolume, but a volume under a
 // project quota is walked whatever its quota says (diskUsage).
-func (s *FilesystemSource) MeasureVolumeLive(ctx context.Context, p PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error) {
+func (s *Filesystem) MeasureVolumeLive(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	return s.measureVolume(ctx, p, v, true, meter)
 }
 
 // measureVolume measures v of p; live says that the remediator may evict on the answer.
-func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Volume, live bool, meter *fswalk.CPUMeter) (Measurement, error) {
+func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, live bool, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -173,7 +155,7 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 	var err error
 	var named *fswalk.DiskUsage // what names lead to, on a filesystem of the volume's own
 	switch {
-	case v.Kind == KindWritableLayer:
+	case v.Kind == volume.KindWritableLayer:
 		if s.Layers == nil {
 			return s.unlocatedLayer(ctx, p, v, LayerNoRootfsMount, started, now)
 		}
@@ -183,21 +165,21 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 			return s.unlocatedLayer(ctx, p, v, le.Reason, started, now)
 		}
 		if lerr != nil {
-			return Measurement{}, fsError(lerr)
+			return volume.Measurement{}, volume.FSError(lerr)
 		}
 		dir = upper
 		du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
-		method = MethodWalk
-	case v.Kind == KindContainerLogs:
+		method = volume.MethodWalk
+	case v.Kind == volume.KindContainerLogs:
 		du, err = fswalk.FilesUsage(dir)
-		method = MethodFiles
-	case v.Kind == KindPodFiles:
+		method = volume.MethodFiles
+	case v.Kind == volume.KindPodFiles:
 		du, err = s.podFilesUsage(p)
-		method = MethodFiles
-	case v.Kind == KindEmptyDir && v.Medium == MediumMemory:
+		method = volume.MethodFiles
+	case v.Kind == volume.KindEmptyDir && v.Medium == volume.MediumMemory:
 		var ok bool
 		if du, ok, err = fswalk.OwnTmpfsUsage(ctx, dir, s.walkOptions(meter)); ok {
-			method = MethodStatfs
+			method = volume.MethodStatfs
 			named = s.namedUsage(ctx, dir, meter)
 			break
 		}
@@ -208,13 +190,13 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 	// A walk cut short by its deadline still counted something: a lower bound, published
 	// as one (Measurement.CutShort), is more than no number at all for a slow volume.
 	if err != nil && !du.CutShort {
-		return Measurement{}, fsError(err)
+		return volume.Measurement{}, volume.FSError(err)
 	}
 	space, err := fswalk.FilesystemSpace(dir)
 	if err != nil {
-		return Measurement{}, fsError(err)
+		return volume.Measurement{}, volume.FSError(err)
 	}
-	return Measurement{
+	return volume.Measurement{
 		UsedBytes:         du.UsedBytes,
 		InodesUsed:        du.Inodes,
 		UnreadableEntries: du.Unreadable,
@@ -234,24 +216,24 @@ func (s *FilesystemSource) measureVolume(ctx context.Context, p PodVolumes, v Vo
 // unlocatedLayer is the measurement of a writable layer that could not be located, for reason:
 // the kubelet's figure, with its time, where LayerFallback is set and has one; else 0. Either
 // way a lower bound for the pod's and the container's usage.
-func (s *FilesystemSource) unlocatedLayer(ctx context.Context, p PodVolumes, v Volume, reason string, started time.Time, now func() time.Time) (Measurement, error) {
+func (s *Filesystem) unlocatedLayer(ctx context.Context, p volume.PodVolumes, v volume.Volume, reason string, started time.Time, now func() time.Time) (volume.Measurement, error) {
 	if s.LayerFallback != nil {
 		used, at, ok, err := s.LayerFallback.ContainerRootfs(ctx, p.KubeletUID(), v.Container)
 		if err != nil {
-			return Measurement{}, err
+			return volume.Measurement{}, err
 		}
 		if ok {
-			return Measurement{UsedBytes: used, Unlocated: reason, Method: MethodKubelet, MeasuredAt: at, CompletedAt: at}, nil
+			return volume.Measurement{UsedBytes: used, Unlocated: reason, Method: volume.MethodKubelet, MeasuredAt: at, CompletedAt: at}, nil
 		}
 	}
-	return Measurement{Unlocated: reason, Method: MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+	return volume.Measurement{Unlocated: reason, Method: volume.MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
 }
 
 // podFilesUsage is the pod's etc-hosts file and the files directly in its log folder, each
 // counted as the kubelet counts them (getPodEtcHostsStats and getPodLogStats in
 // pkg/kubelet/stats/host_stats_provider.go): either may be missing (a pod mounting its own
 // /etc/hosts, a pod whose sandbox is not up yet).
-func (s *FilesystemSource) podFilesUsage(p PodVolumes) (fswalk.DiskUsage, error) {
+func (s *Filesystem) podFilesUsage(p volume.PodVolumes) (fswalk.DiskUsage, error) {
 	hosts, err := fswalk.FileUsage(filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID()), "etc-hosts")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fswalk.DiskUsage{}, err
@@ -277,8 +259,8 @@ const walkRetries = 1
 // Any process of the initial user namespace may give the files it owns any project ID: a pod
 // with host users may choose its own volume's (so only hostUsers: false volumes are read from
 // quotas) or charge another volume's quota (so a quota is an upper bound, never what evicts).
-func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, p PodVolumes, v Volume, live bool, meter *fswalk.CPUMeter) (du fswalk.DiskUsage, method string, quotaExcess int64, err error) {
-	read := s.readQuota
+func (s *Filesystem) diskUsage(ctx context.Context, dir string, p volume.PodVolumes, v volume.Volume, live bool, meter *fswalk.CPUMeter) (du fswalk.DiskUsage, method string, quotaExcess int64, err error) {
+	read := s.ReadQuota
 	if read == nil {
 		read = fswalk.ReadProjectQuota
 	}
@@ -289,7 +271,7 @@ func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, p PodVolum
 		quota, qerr = read(dir)
 		quotaRead = qerr == nil
 		if quotaRead && !live && !quotaOverLimit(quota.UsedBytes, v) {
-			return quota, MethodProjectQuota, 0, nil
+			return quota, volume.MethodProjectQuota, 0, nil
 		}
 	}
 	du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
@@ -298,19 +280,19 @@ func (s *FilesystemSource) diskUsage(ctx context.Context, dir string, p PodVolum
 			quotaExcess = max(0, min(quota.UsedBytes, after.UsedBytes)-du.UsedBytes)
 		}
 	}
-	return du, MethodWalk, quotaExcess, err
+	return du, volume.MethodWalk, quotaExcess, err
 }
 
 // quotaOverLimit reports whether a project quota's answer of used bytes for v is over a limit
 // v counts toward (its sizeLimit, the ephemeral-storage limit of its pod): an answer that
 // would make it evicted, which only a walk may give.
-func quotaOverLimit(used int64, v Volume) bool {
-	_, overSize := overLimit(used, v.LimitBytes)
-	_, overBudget := overLimit(used, v.BudgetBytes)
+func quotaOverLimit(used int64, v volume.Volume) bool {
+	_, overSize := volume.OverLimit(used, v.LimitBytes)
+	_, overBudget := volume.OverLimit(used, v.BudgetBytes)
 	return overSize || overBudget
 }
 
 // walkOptions are the options of every walk of a volume, charged to meter.
-func (s *FilesystemSource) walkOptions(meter *fswalk.CPUMeter) fswalk.Options {
+func (s *Filesystem) walkOptions(meter *fswalk.CPUMeter) fswalk.Options {
 	return fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries}
 }

@@ -1,4 +1,4 @@
-package exporter
+package schedule
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 func TestFloorShares(t *testing.T) {
 	now := t0
 	// 10 % of a core, a bucket of 2 s.
-	f := newFloorShares(0.1, 2*time.Second, func() time.Time { return now })
+	f := NewFloor(0.1, 2*time.Second, func() time.Time { return now })
 	credit := func(ns string) time.Duration {
 		if a := f.accounts[ns]; a != nil {
 			return a.credit
@@ -21,51 +21,51 @@ func TestFloorShares(t *testing.T) {
 	}
 	two := map[string]bool{"shop": true, "tenant": true}
 
-	f.fill(two) // new namespaces save up from now on
-	if f.take("tenant", 0) {
+	f.Fill(two) // new namespaces save up from now on
+	if f.Take("tenant", 0) {
 		t.Fatal("a floor walk started on a part that saved nothing yet")
 	}
 	now = now.Add(10 * time.Second)
-	f.fill(two) // 1 s of share for 10 s, half each
+	f.Fill(two) // 1 s of share for 10 s, half each
 	if credit("shop") != 500*time.Millisecond || credit("tenant") != 500*time.Millisecond {
 		t.Fatalf("parts %v and %v after 10s, want 500ms each", credit("shop"), credit("tenant"))
 	}
 	now = now.Add(time.Minute)
-	f.fill(two) // each saves up to half the bucket, no more
+	f.Fill(two) // each saves up to half the bucket, no more
 	if credit("shop") != time.Second {
 		t.Fatalf("part %v after a minute more, want 1s (half of the 2s bucket)", credit("shop"))
 	}
 
 	// The tenant's walks: each sets its estimate aside, so that two cannot start on one
 	// part's credit; a costlier one starts on a full part.
-	if !f.take("tenant", 700*time.Millisecond) {
+	if !f.Take("tenant", 700*time.Millisecond) {
 		t.Fatal("a 700ms walk refused on a full 1s part")
 	}
-	if f.take("tenant", 700*time.Millisecond) {
+	if f.Take("tenant", 700*time.Millisecond) {
 		t.Error("a second 700ms walk started on the 300ms left")
 	}
-	f.settle("tenant", 700*time.Millisecond, 2900*time.Millisecond) // it cost more than its last walk
+	f.Settle("tenant", 700*time.Millisecond, 2900*time.Millisecond) // it cost more than its last walk
 	if credit("tenant") != -1900*time.Millisecond {
 		t.Errorf("tenant's part %v after a 2.9s walk on 1s, want -1.9s", credit("tenant"))
 	}
-	if f.take("tenant", 0) {
+	if f.Take("tenant", 0) {
 		t.Error("a floor walk started on a part in debt")
 	}
-	if !f.take("shop", 5*time.Second) {
+	if !f.Take("shop", 5*time.Second) {
 		t.Error("the other namespace's part, full, refused its walk: the tenant's debt is its own")
 	}
-	f.settle("shop", 5*time.Second, time.Millisecond)
+	f.Settle("shop", 5*time.Second, time.Millisecond)
 
 	// The tenant's pods leave: its debt stays, paid at the same pace; the shop, alone,
 	// gets the whole share. Once paid, the tenant is forgotten.
 	shop := map[string]bool{"shop": true}
 	now = now.Add(10 * time.Second)
-	f.fill(shop)
+	f.Fill(shop)
 	if credit("tenant") != -900*time.Millisecond || credit("shop") != 1999*time.Millisecond {
 		t.Errorf("parts %v (tenant, gone) and %v (shop, alone) after 10s, want -900ms and 1.999s (the whole share)", credit("tenant"), credit("shop"))
 	}
 	now = now.Add(10 * time.Second)
-	f.fill(shop)
+	f.Fill(shop)
 	if _, ok := f.accounts["tenant"]; ok {
 		t.Error("the tenant's part is still kept once its debt is paid and its pods are gone")
 	}

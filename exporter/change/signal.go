@@ -1,0 +1,50 @@
+package change
+
+import "github.com/emptydir-guard/emptydir-guard/exporter/volume"
+
+// Signal tells, without walking, whether a pod's own processes may have grown its files
+// since a moment: a mark of what its cgroup's counters say it has written (internal/podcgroup).
+// A guarded part whose pod's mark is still the one read before its last complete walk began is
+// not walked again before Config.UnlimitedInterval has passed since that walk: the kernel says
+// nothing of the pod's can have grown by a write of the pod's. What the marks cannot see (space
+// allocated without a write, writes by processes outside the pod's cgroup) is bounded by that
+// interval, as every part is walked at least that often whatever the marks say
+// (docs/change-signal.md).
+type Signal interface {
+	// Mark reads pod p's mark now: a comparable value that differs from an earlier one of the
+	// same pod whenever the pod's processes may have written in between. An error: no mark
+	// vouches for the pod (its cgroup not found or unreadable, or no sound counter here), which
+	// is then walked as without a signal; errors.As to a *Error gives the reason.
+	Mark(p volume.PodVolumes) (any, error)
+	// Vouches reports whether equal marks may spare the walk of part v: whether the counters
+	// behind them see every write that takes new space where v lives.
+	Vouches(v volume.Volume) bool
+}
+
+// Error is why a pod has no mark.
+type Error struct {
+	// Reason is the value of the reason label of emptydir_exporter_change_marks_total.
+	Reason string
+	Err    error
+}
+
+func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Outcomes of reading a pod's mark (reason label of emptydir_exporter_change_marks_total):
+// MarkRead, or a Error's Reason.
+const (
+	MarkRead = "read"
+	// MarkUnknown: an error that is no *Error.
+	MarkUnknown = "error"
+)
+
+// UnchangedSince reports whether a part whose last complete walk began after mark was read
+// is vouched unchanged by the pod's mark now: both read, and equal.
+func UnchangedSince(mark any, marks map[string]any, uid string) bool {
+	if mark == nil || marks == nil {
+		return false
+	}
+	now, ok := marks[uid]
+	return ok && now == mark
+}

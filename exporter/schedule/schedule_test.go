@@ -1,0 +1,260 @@
+package schedule
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+)
+
+func limit(b int64) *int64 { return &b }
+
+// t0 is the moment the tests of package schedule start at.
+var t0 = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+
+// volumes builds one pod per volume name; a name in limits gets that sizeLimit.
+func volumes(limits map[string]int64, names ...string) []volume.PodVolumes {
+	var out []volume.PodVolumes
+	for _, n := range names {
+		v := volume.Volume{Name: n, Medium: volume.MediumDisk}
+		if l, ok := limits[n]; ok {
+			v.LimitBytes = limit(l)
+		}
+		out = append(out, volume.PodVolumes{Namespace: "ns", Pod: "pod-" + n, UID: "uid-" + n, Volumes: []volume.Volume{v}})
+	}
+	return out
+}
+
+func TestDueWalks(t *testing.T) {
+	now := t0
+	limits := map[string]int64{"full": 100, "half": 100, "empty": 100, "new": 100, "busy": 100}
+	tests := []struct {
+		name           string
+		pods           []volume.PodVolumes
+		state          map[string]State
+		unlimitedEvery time.Duration
+		tolerance      time.Duration
+		want           []string
+		wantCost       map[string]time.Duration
+		// wantBackground: the walks the cycle neither dispatches itself nor waits for
+		wantBackground []string
+	}{
+		{
+			name: "limited nearest to the limit first, never measured before all",
+			pods: volumes(limits, "empty", "half", "new", "full"),
+			state: map[string]State{
+				"empty": {Measured: true, UsedBytes: 0},
+				"half":  {Measured: true, UsedBytes: 50},
+				"full":  {Measured: true, UsedBytes: 130},
+			},
+			want: []string{"new", "full", "half", "empty"},
+		},
+		{
+			name: "a limited volume deferred for a slow interval goes before those nearer to their limit",
+			pods: volumes(limits, "half", "full", "empty", "new"),
+			state: map[string]State{
+				"full":  {Measured: true, UsedBytes: 130, Started: now.Add(-10 * time.Second)},
+				"half":  {Measured: true, UsedBytes: 50, Started: now.Add(-70 * time.Second)},
+				"empty": {Measured: true, UsedBytes: 0, Started: now.Add(-90 * time.Second)},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"new", "empty", "half", "full"},
+		},
+		{
+			name:  "a walk in flight is not due again",
+			pods:  volumes(limits, "busy", "half", "logs"),
+			state: map[string]State{"busy": {InFlight: true}, "logs": {InFlight: true}, "half": {Measured: true, UsedBytes: 50}},
+			want:  []string{"half"},
+		},
+		{
+			name: "unlimited at its cadence, after the limited ones, the longest unwalked first",
+			pods: volumes(limits, "logs", "data", "tmp", "new-unlimited", "half"),
+			state: map[string]State{
+				"logs": {Started: now.Add(-90 * time.Second), Cost: 3 * time.Second, Measured: true},
+				"data": {Started: now.Add(-61 * time.Second), Cost: time.Second, Measured: true},
+				"tmp":  {Started: now.Add(-10 * time.Second), Measured: true},
+				"half": {Started: now.Add(-10 * time.Second), Measured: true, UsedBytes: 50},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"half", "new-unlimited", "logs", "data"},
+			wantCost:       map[string]time.Duration{"half": 0, "new-unlimited": 0, "logs": 3 * time.Second, "data": time.Second},
+			wantBackground: []string{"new-unlimited", "logs", "data"},
+		},
+		{
+			name: "unlimited overdue by twice its cadence goes with the overdue limited ones, before the nearest to its limit, on any credit",
+			pods: volumes(limits, "full", "logs", "half", "new-logs", "old-new-logs", "data"),
+			state: map[string]State{
+				"full":         {Measured: true, UsedBytes: 130, Started: now.Add(-10 * time.Second)},
+				"half":         {Measured: true, UsedBytes: 50, Started: now.Add(-70 * time.Second)},
+				"logs":         {Measured: true, Started: now.Add(-125 * time.Second), Cost: 3 * time.Second},
+				"new-logs":     {Seen: now.Add(-30 * time.Second)},
+				"old-new-logs": {Seen: now.Add(-121 * time.Second)},
+				"data":         {Measured: true, Started: now.Add(-61 * time.Second), Cost: time.Second},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"old-new-logs", "logs", "half", "full", "new-logs", "data"},
+			wantCost:       map[string]time.Duration{"logs": 0, "old-new-logs": 0, "data": time.Second},
+			wantBackground: []string{"new-logs", "data"},
+		},
+		{
+			name:           "tolerance: the cycle nearest to the cadence walks it, not the next one",
+			pods:           volumes(nil, "early", "too-early"),
+			state:          map[string]State{"early": {Started: now.Add(-59990 * time.Millisecond)}, "too-early": {Started: now.Add(-54 * time.Second)}},
+			unlimitedEvery: time.Minute,
+			tolerance:      5 * time.Second,
+			want:           []string{"early"},
+			wantBackground: []string{"early"},
+		},
+		{
+			name:  "no cadence: every volume every cycle",
+			pods:  volumes(nil, "a", "b"),
+			state: map[string]State{"a": {Started: now.Add(-time.Second)}, "b": {Started: now}},
+			want:  []string{"a", "b"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			state := func(k volume.Key) State { return tc.state[k.Volume] }
+			due := Due(tc.pods, state, now, tc.unlimitedEvery, tc.tolerance, 0, 0)
+			var got []string
+			for _, d := range due {
+				got = append(got, d.Volume.Name)
+				if want, ok := tc.wantCost[d.Volume.Name]; ok && d.Cost != want {
+					t.Errorf("%s: cost %v, want %v", d.Volume.Name, d.Cost, want)
+				}
+				if d.Background != slices.Contains(tc.wantBackground, d.Volume.Name) {
+					t.Errorf("%s: background %v, want %v", d.Volume.Name, d.Background, !d.Background)
+				}
+				if wantWait := d.Volume.LimitBytes != nil || tc.unlimitedEvery == 0; d.Wait != wantWait {
+					t.Errorf("%s: the cycle waits for it: %v, want %v", d.Volume.Name, d.Wait, wantWait)
+				}
+				if d.Key != (volume.Key{UID: d.Pod.UID, Volume: d.Volume.Name}) {
+					t.Errorf("%s: key %v does not name its pod and volume", d.Volume.Name, d.Key)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("due %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Under a CPU budget, the parts of a pod far from its ephemeral-storage limit (below half of
+// it, by their last walks) go behind the volumes with a sizeLimit and the pods near their
+// limits, each walked every cycle on credit that covers it; near half, or without a budget,
+// they are guarded as a sizeLimit is.
+func TestDueWalksPodFarFromItsLimit(t *testing.T) {
+	now := t0
+	pod := func(uid string, used int64) (volume.PodVolumes, map[volume.Key]State) {
+		l := limit(100)
+		p := volume.PodVolumes{Namespace: "ns", Pod: uid, UID: uid, Storage: &volume.PodStorage{LimitBytes: l}, Volumes: []volume.Volume{
+			{Name: "data", Medium: volume.MediumDisk, BudgetBytes: l},
+			{Name: "shm", Medium: volume.MediumMemory}, // no ephemeral storage: not counted
+			{Name: "container/app/writable-layer", Kind: volume.KindWritableLayer, Container: "app", BudgetBytes: l},
+			{Name: "container/app/logs", Kind: volume.KindContainerLogs, Container: "app", BudgetBytes: l},
+		}}
+		st := map[volume.Key]State{
+			{UID: uid, Volume: "data"}:                         {Measured: true, UsedBytes: used, Started: now.Add(-10 * time.Second), Cost: 3 * time.Millisecond},
+			{UID: uid, Volume: "shm"}:                          {Measured: true, UsedBytes: 1000, Started: now.Add(-10 * time.Second)},
+			{UID: uid, Volume: "container/app/writable-layer"}: {Measured: true, UsedBytes: 1, Started: now.Add(-10 * time.Second), Cost: time.Millisecond},
+			{UID: uid, Volume: "container/app/logs"}:           {Measured: true, UsedBytes: 1, Started: now.Add(-10 * time.Second)},
+		}
+		return p, st
+	}
+	far, farState := pod("far", 40)
+	near, nearState := pod("near", 60)
+	sized := volumes(map[string]int64{"sized": 100}, "sized")[0]
+	state := func(k volume.Key) State {
+		if s, ok := farState[k]; ok {
+			return s
+		}
+		if s, ok := nearState[k]; ok {
+			return s
+		}
+		return State{Measured: true, UsedBytes: 10, Started: now.Add(-10 * time.Second)}
+	}
+	pods := []volume.PodVolumes{far, near, sized}
+
+	due := Due(pods, state, now, time.Minute, 0, time.Second, 0.05)
+	var order []string
+	for _, d := range due {
+		order = append(order, d.Pod.UID+"/"+d.Volume.Name)
+		logs := d.Volume.Kind == volume.KindContainerLogs
+		if logs != d.Cheap || d.Floor != NoFloor {
+			t.Errorf("%s/%s: cheap %v, floor %v; want the logs, a few stats, never held for credit, and nothing overdue", d.Pod.UID, d.Volume.Name, d.Cheap, d.Floor)
+		}
+		isFar := d.Pod.UID == "far" && !logs
+		if d.Background != isFar || d.Wait == isFar {
+			t.Errorf("%s/%s: background %v, waited for %v; want a far pod's part in the background, the others waited for", d.Pod.UID, d.Volume.Name, d.Background, d.Wait)
+		}
+		if isFar && d.Cost != state(d.Key).Cost {
+			t.Errorf("%s: cost %v, want its last walk's %v (walked on credit that covers it)", d.Volume.Name, d.Cost, state(d.Key).Cost)
+		}
+	}
+	want := []string{"near/data", "uid-sized/sized", "far/container/app/logs", "near/container/app/writable-layer",
+		"near/container/app/logs", "far/data", "far/container/app/writable-layer"}
+	if !slices.Equal(order, want) {
+		t.Errorf("due %v, want %v", order, want)
+	}
+
+	// Without a budget nothing is short: the far pod's parts are guarded as the others.
+	for _, d := range Due(pods, state, now, time.Minute, 0, 0, 0) {
+		if d.Background || !d.Wait {
+			t.Errorf("no budget: %s/%s in the background", d.Pod.UID, d.Volume.Name)
+		}
+	}
+}
+
+// Under a budget, every overdue walk may start on its namespace's part of the floor, whatever
+// the bucket holds: a guarded part not walked (or, never walked, first seen)
+// --collection.unlimited-interval ago, any other part twice that, a pod's part far from its
+// limit too; a costly volume once it has earned its walk, after the bucket; nothing else.
+func TestDueWalksFloor(t *testing.T) {
+	now := t0
+	podLimit := limit(100)
+	far := volume.PodVolumes{Namespace: "far", Pod: "far", UID: "far", Storage: &volume.PodStorage{LimitBytes: podLimit}, Volumes: []volume.Volume{
+		{Name: "far-recent", Medium: volume.MediumDisk, BudgetBytes: podLimit},
+		{Name: "far-overdue", Medium: volume.MediumDisk, BudgetBytes: podLimit},
+	}}
+	pods := append(volumes(map[string]int64{"sized": 100, "sized-slow": 100, "new": 100, "new-old": 100, "costly": 100, "costly-early": 100},
+		"sized", "sized-slow", "new", "new-old", "costly", "costly-early", "logs", "logs-overdue", "logs-new-old"), far)
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	state := map[string]State{
+		"sized":        {Measured: true, UsedBytes: 10, Started: ago(10 * time.Second)},
+		"sized-slow":   {Measured: true, UsedBytes: 10, Started: ago(time.Minute)},
+		"new":          {Seen: ago(50 * time.Second)},
+		"new-old":      {Seen: ago(time.Minute)},
+		"costly":       {Measured: true, UsedBytes: 10, Started: ago(5 * time.Minute), Cost: 12 * time.Second},
+		"costly-early": {Measured: true, UsedBytes: 10, Started: ago(3 * time.Minute), Cost: 12 * time.Second},
+		"logs":         {Measured: true, Started: ago(70 * time.Second)},
+		"logs-overdue": {Measured: true, Started: ago(2 * time.Minute)},
+		"logs-new-old": {Seen: ago(2 * time.Minute)},
+		"far-recent":   {Measured: true, UsedBytes: 10, Started: ago(70 * time.Second), Cost: time.Millisecond},
+		"far-overdue":  {Measured: true, UsedBytes: 10, Started: ago(2 * time.Minute), Cost: time.Millisecond},
+	}
+	want := map[string]FloorUse{
+		"sized": NoFloor, "sized-slow": FloorFirst, "new": NoFloor, "new-old": FloorFirst,
+		"costly": FloorAfter, "logs": NoFloor, "logs-overdue": FloorFirst, "logs-new-old": FloorFirst,
+		"far-recent": NoFloor, "far-overdue": FloorFirst,
+	} // costly-early: not due (12 CPU-s take 4 minutes to earn at 5 %)
+	due := Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, time.Minute, 0, 3*time.Second, 0.05)
+	got := map[string]FloorUse{}
+	for _, d := range due {
+		got[d.Volume.Name] = d.Floor
+	}
+	for name, w := range want {
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("%s: due %v, floor %d; want due, floor %d", name, ok, g, w)
+		}
+	}
+	if _, ok := got["costly-early"]; ok || len(got) != len(want) {
+		t.Errorf("due %v, want %d walks and not costly-early", got, len(want))
+	}
+	// Without a budget there is no floor.
+	for _, d := range Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, time.Minute, 0, 0, 0) {
+		if d.Floor != NoFloor {
+			t.Errorf("no budget: %s on the floor", d.Volume.Name)
+		}
+	}
+}
