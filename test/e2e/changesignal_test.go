@@ -210,7 +210,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 
 	// Metadata only: 3000 empty files. Whether the mark moves (directory blocks charged to
 	// the pod) or not, the figure is published within the sweep bound of the last file.
-	metaDir := exporter.Dir(c.KubeletRootDir(), string(meta.UID), "data")
+	metaDir := volume.Dir(c.KubeletRootDir(), string(meta.UID), "data")
 	trigger(t, c, meta)
 	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "3000 empty files created", func() (bool, string) {
 		entries, err := os.ReadDir(filepath.Join(metaDir, "m"))
@@ -229,7 +229,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 // which the pod's script waits for; it returns when the line was written.
 func trigger(t *testing.T, c *cluster.Cluster, pod *corev1.Pod) time.Time {
 	t.Helper()
-	fifo := filepath.Join(exporter.Dir(c.KubeletRootDir(), string(pod.UID), "data"), "go")
+	fifo := filepath.Join(volume.Dir(c.KubeletRootDir(), string(pod.UID), "data"), "go")
 	var at time.Time
 	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "a reader on "+fifo, func() (bool, string) {
 		// O_NONBLOCK: ENXIO until the pod's read has the FIFO open.
