@@ -172,7 +172,9 @@ func TestSignalV1Writes(t *testing.T) {
 		{"disk: append 64 KiB, fsync", [][]string{{"syncwrite", d("log"), "65536"}}, []string{"append", d("log"), "65536"}, d("log"), seen, true},
 		{"disk: overwrite 64 KiB in place, fsync", [][]string{{"syncwrite", d("db"), "65536"}}, []string{"overwrite", d("db"), "65536"}, d("db"), unseen, false},
 		{"disk: fill 1 MiB of cached hole, fsync", [][]string{{"sparse", d("sparse"), mib}}, []string{"overwrite", d("sparse"), mib}, d("sparse"), unseen, true},
-		{"disk: fallocate 1 MiB", nil, []string{"fallocate", d("falloc"), mib}, d("falloc"), unseen, true},
+		// No data page: a hole, but ext4 may first read a metadata page (the extent tree's,
+		// a bitmap's) into the page cache, charged here (a make test run: 5 pages), as in v2.
+		{"disk: fallocate 1 MiB", nil, []string{"fallocate", d("falloc"), mib}, d("falloc"), either, true},
 		{"disk: new file, 1 MiB, O_DIRECT", nil, []string{"direct", d("direct"), mib}, d("direct"), either, true},
 		{"disk: 2000 empty files", nil, []string{"touch", d("files"), "2000"}, d("files"), either, true},
 		{"disk: 200 empty folders", nil, []string{"mkdir", d("folders"), "200"}, d("folders"), either, true},
