@@ -16,3 +16,17 @@ func VolLimit(name, medium string, limit int64) volume.Volume {
 	v.LimitBytes = &limit
 	return v
 }
+
+// PodPerVolume builds one pod per volume name (namespace "ns", pod "pod-<name>", uid
+// "uid-<name>"), each a disk emptyDir; a name in limits gets that sizeLimit.
+func PodPerVolume(limits map[string]int64, names ...string) []volume.PodVolumes {
+	var out []volume.PodVolumes
+	for _, n := range names {
+		v := Vol(n, volume.MediumDisk)
+		if l, ok := limits[n]; ok {
+			v = VolLimit(n, volume.MediumDisk, l)
+		}
+		out = append(out, PodWith("ns", "pod-"+n, "uid-"+n, v))
+	}
+	return out
+}
