@@ -181,7 +181,7 @@ func runV2Cases(t *testing.T, pod Pod, w *writer, fs string, cases []v2Case) {
 		for _, s := range op.setup {
 			w.do(t, s[0], s[1:]...)
 		}
-		syncFS(t, fs) // no earlier write's writeback may land during this one
+		fswalktest.SyncFS(t, fs) // no earlier write's writeback may land during this one
 		time.Sleep(settle)
 		before, used, anon := readPod(t, pod), allocated(t, op.target), v2Anon(t, pod.Dir)
 		w.do(t, op.op[0], op.op[1:]...)
@@ -325,7 +325,7 @@ func balancedV2(t *testing.T, pod Pod, w *writer, disk string) {
 		time.Sleep(settle)
 		mid := readPod(t, pod)
 		grew := allocated(t, target) - used
-		syncFS(t, disk)
+		fswalktest.SyncFS(t, disk)
 		time.Sleep(settle)
 		after := readPod(t, pod)
 		t.Logf("%-42s before writeback: %s  changed %v", name, delta(before, mid), mid != before)
@@ -348,7 +348,7 @@ func balancedV2(t *testing.T, pod Pod, w *writer, disk string) {
 	before := readPod(t, pod)
 	w.do(t, "write", d("zeroed"), mib)
 	w.do(t, "zerorange", d("zeroed"), mib)
-	syncFS(t, disk)
+	fswalktest.SyncFS(t, disk)
 	time.Sleep(settle)
 	after := readPod(t, pod)
 	kept := allocated(t, d("zeroed"))
@@ -404,7 +404,7 @@ func scaleWriteback(t *testing.T) {
 // signal does not rely on the writeback: the sweep bounds such a pod.
 func rotateV2(t *testing.T, pod Pod, w *writer, disk string) {
 	t.Helper()
-	syncFS(t, disk)
+	fswalktest.SyncFS(t, disk)
 	w.do(t, "write", filepath.Join(disk, "rot0"), "1048576")
 	// Read at once (a 1 MiB write flushes the counters on read, below): a settle would
 	// outlast the expiry.
@@ -617,18 +617,5 @@ func TestSignalV2Vouches(t *testing.T) {
 					tc.charged, got)
 			}
 		})
-	}
-}
-
-// syncFS writes back the filesystem holding dir, and only that one (syncfs(2)).
-func syncFS(t *testing.T, dir string) {
-	t.Helper()
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		t.Fatalf("syncfs %s: %v", dir, err)
 	}
 }
