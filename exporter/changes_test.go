@@ -3,6 +3,7 @@ package exporter_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,8 +44,9 @@ func (f *fakeSignal) write(uid string) {
 	f.writes[uid]++
 }
 
-// TestChangeSignalSkipsUnchangedParts: a pod whose mark says it wrote nothing since its part's
-// last complete walk began is not walked again until that walk is UnlimitedInterval old; a pod
+// TestChangeSignalSkipsUnchangedParts: with SkipUnchanged, a pod whose mark says it wrote nothing
+// since its part's last complete walk began is not walked again until that walk is
+// UnlimitedInterval old; a pod
 // that writes, one without a mark, and one whose last walk was a lower bound are walked every
 // cycle, and so is a part the marks do not vouch for (a memory volume under cgroup v2); the skips, the marks and when each part was last vouched unchanged are published.
 func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
@@ -64,7 +66,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 		"uid-nocgroup": &change.Error{Reason: "not_found", Err: errors.New("no cgroup kubepods/besteffort/poduid-nocgroup")},
 	}}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
-		UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal}))
+		UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal, SkipUnchanged: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 # TYPE emptydir_exporter_change_marks_total counter
 emptydir_exporter_change_marks_total{node="node-1",outcome="not_found"} 9
 emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 36
-# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.
+# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal): left behind every other walk and not reached on the CPU budget or before the cycle ended, or skipped (--collection.change-signal.skip-unchanged); each part is walked at least every --collection.unlimited-interval whatever its mark says.
 # TYPE emptydir_exporter_walks_unchanged_total counter
 emptydir_exporter_walks_unchanged_total{node="node-1"} 7
 # HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
@@ -101,5 +103,57 @@ emptydir_measurement_unchanged_timestamp_seconds{medium="disk",namespace="ns",no
 	if err := testutil.CollectAndCompare(e, strings.NewReader(wantMetrics), "emptydir_exporter_change_marks_total",
 		"emptydir_exporter_walks_unchanged_total", "emptydir_measurement_age_seconds", "emptydir_measurement_unchanged_timestamp_seconds"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestChangeSignalPutsUnchangedLast: without SkipUnchanged a part vouched unchanged is not
+// spared but walked after the others, on what the budget has left: a budget that covers every
+// walk walks it every cycle, as without the signal; one that covers only the writer's walk
+// leaves it (counted unchanged, not as a shortfall of the budget) until its last walk is
+// UnlimitedInterval old.
+func TestChangeSignalPutsUnchangedLast(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget float64 // share of a core; each walk costs 50 ms of CPU, a cycle is 10 s
+		want   []string
+		// wantUnchanged and wantBudget: walks_unchanged_total, walks_deferred_total{reason="cpu_budget"}
+		wantUnchanged, wantBudget int
+	}{
+		{name: "no budget", want: slices.Repeat([]string{"busy,quiet"}, 8)},
+		{name: "a budget for every walk", budget: 0.01, want: slices.Repeat([]string{"busy,quiet"}, 8)},
+		// The bucket's 50 ms take one walk a cycle. At 0 s both are new (never measured, in pod
+		// order: busy first), at 10 s quiet, never measured, goes before busy; from 20 s on quiet is
+		// vouched unchanged and left behind busy until its walk of 10 s is a minute old: overdue
+		// at 70 s, it goes first, on the floor, and busy waits for the next cycle.
+		{name: "a budget for the writer's walk only", budget: 0.005,
+			want:          []string{"busy", "quiet", "busy", "busy", "busy", "busy", "busy", "quiet"},
+			wantUnchanged: 5, wantBudget: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := exportertest.NewClock(t0)
+			src := newCostlySource(clk, 50*time.Millisecond, map[string]int64{"quiet": 10, "busy": 10})
+			pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"quiet": 100, "busy": 100}, "quiet", "busy")...)
+			signal := &fakeSignal{writes: map[string]int{}}
+			cfg := exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, UnlimitedInterval: time.Minute,
+				VolumeConcurrency: 1, ChangeSignal: signal, CPUBudget: tc.budget}
+			if tc.budget > 0 {
+				cfg.CPUBudgetCapacity = time.Duration(tc.budget * float64(10*time.Second)) // a cycle's worth
+			}
+			e, err := exporter.New(exporter.TestConfig(cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Cycles at 0, 10, ..., 70 s; busy writes between any two.
+			walked := walkCycles(t, e, src, clk, 8, func() { signal.write("uid-busy") })
+			if strings.Join(walked, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("walks per cycle\n%q, want\n%q", walked, tc.want)
+			}
+			if got := testutil.ToFloat64(e.UnchangedWalksCounter()); got != float64(tc.wantUnchanged) {
+				t.Errorf("walks_unchanged_total %v, want %d", got, tc.wantUnchanged)
+			}
+			if got := testutil.ToFloat64(e.DeferredWalksCounter(exporter.DeferredCPUBudget)); got != float64(tc.wantBudget) {
+				t.Errorf("walks_deferred_total{reason=cpu_budget} %v, want %d", got, tc.wantBudget)
+			}
+		})
 	}
 }

@@ -111,6 +111,14 @@ func (e *Exporter) MeasureErrorsCounter(source, reason string) prometheus.Counte
 	return e.measureErrors.WithLabelValues(source, reason)
 }
 
+// UnchangedWalksCounter is emptydir_exporter_walks_unchanged_total.
+func (e *Exporter) UnchangedWalksCounter() prometheus.Counter { return e.unchangedWalks }
+
+// DeferredWalksCounter is emptydir_exporter_walks_deferred_total of reason.
+func (e *Exporter) DeferredWalksCounter(reason string) prometheus.Counter {
+	return e.deferredWalks.WithLabelValues(reason)
+}
+
 // NextCycle is when the cycle after the one planned at prevStart starts.
 func (e *Exporter) NextCycle(prevStart time.Time, interval time.Duration) time.Time {
 	return e.nextCycle(prevStart, interval)

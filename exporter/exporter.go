@@ -71,10 +71,15 @@ type Config struct {
 	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
 	// run back to back; the command leaves it so.
 	CPUBudgetCapacity time.Duration
-	// ChangeSignal, when set, spares a VolumeSource's collection the walks of parts whose pod
-	// has written nothing since their last complete walk began, for at most UnlimitedInterval
-	// (--collection.change-signal); nil: every part is walked at its cadence.
+	// ChangeSignal, when set, puts the walks of parts whose pod has written nothing since their
+	// last complete walk began behind every other walk, on what the CPU budget has left, for at
+	// most UnlimitedInterval (--collection.change-signal); nil: every part is due at its cadence.
 	ChangeSignal change.Signal
+	// SkipUnchanged: with ChangeSignal, such parts are not walked at all before UnlimitedInterval
+	// (--collection.change-signal.skip-unchanged): cheaper on a node whose budget covers every
+	// walk, where they would be walked each cycle, at the price of a wider window for what the
+	// signal cannot see.
+	SkipUnchanged bool
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -302,7 +307,7 @@ func New(cfg Config) (*Exporter, error) {
 			e.changeMarks.WithLabelValues(change.MarkRead)
 			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_walks_unchanged_total",
-				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal); each part is walked at least every --collection.unlimited-interval whatever its mark says.",
+				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal): left behind every other walk and not reached on the CPU budget or before the cycle ended, or skipped (--collection.change-signal.skip-unchanged); each part is walked at least every --collection.unlimited-interval whatever its mark says.",
 				ConstLabels: constLabels,
 			})
 			hooks.marked, hooks.unchanged = e.noteMark, func(n int) { e.unchangedWalks.Add(float64(n)) }

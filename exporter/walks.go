@@ -60,6 +60,8 @@ type volumeWalks struct {
 	budget *budget.Bucket
 	// signal is Config.ChangeSignal; nil: every part is due at its cadence.
 	signal change.Signal
+	// skipUnchanged is Config.SkipUnchanged.
+	skipUnchanged bool
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
 	floor *schedule.Floor
@@ -137,7 +139,9 @@ type walkHooks struct {
 	informerLag time.Duration
 	// marked receives the outcome of reading each pod's change mark (change.MarkRead, or the
 	// reason there is none, with its error); unchanged, the walks a cycle did not start because
-	// their pod's mark vouched the part unchanged. Both set with a change.Signal.
+	// their pod's mark vouched the part unchanged: not due (skipped, or still earning a costly
+	// walk), or due last and not started (the budget, the cycle's end). Both set with a
+	// change.Signal.
 	marked    func(outcome string, err error)
 	unchanged func(n int)
 }
@@ -146,7 +150,8 @@ type walkHooks struct {
 func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
 	w := &volumeWalks{
 		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
-		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval, signal: cfg.ChangeSignal,
+		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
+		signal: cfg.ChangeSignal, skipUnchanged: cfg.SkipUnchanged,
 		running: map[volume.Key]*inflight{}, volumes: map[volume.Key]*volumeRecord{}, walkEnded: make(chan struct{}),
 		namespaces: map[string]*namespaceWalks{},
 	}
@@ -270,7 +275,8 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 	if w.budget != nil {
 		costly, share = w.budget.Capacity(), w.budget.Share()
 	}
-	due := schedule.Due(pods, w.state, now, w.unlimitedInterval, tolerance, costly, share)
+	due := schedule.Due(pods, w.state, now, schedule.Policy{UnlimitedInterval: w.unlimitedInterval, Tolerance: tolerance,
+		Costly: costly, Share: share, SkipUnchanged: w.skipUnchanged})
 	if w.signal != nil {
 		w.unchanged(w.vouched(pods, due))
 		for i := range due {
@@ -393,15 +399,27 @@ func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool
 // dispatch starts the walks of due in order, each when a slot is free and the CPU budget
 // allows it, until ctx ends, and returns a channel per walk started that the cycle waits
 // for (schedule.Walk.Wait), closed when it ends. What it could not start is deferred to a later
-// cycle and counted.
+// cycle and counted: as unchanged when its pod's mark vouched it so (Walk.Unchanged), which is
+// no shortfall of the budget or the slots.
 func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, now time.Time, shared bool) []chan struct{} {
 	var started []chan struct{}
-	budgetDeferred := 0
+	budgetDeferred, unchanged := 0, 0
 	defer func() {
 		if budgetDeferred > 0 {
 			w.deferred(DeferredCPUBudget, budgetDeferred)
 		}
+		if unchanged > 0 {
+			w.unchanged(unchanged)
+		}
 	}()
+	deferBudget := func(d schedule.Walk) {
+		<-w.slots
+		if d.Unchanged {
+			unchanged++
+		} else {
+			budgetDeferred++
+		}
+	}
 	// On a node shared by namespaces, a walk that would give its namespace every slot goes
 	// behind the others' walks, and starts only when its namespace holds fewer. An overdue
 	// walk starts on its namespace's part of the floor; that part spent, it goes behind the
@@ -417,7 +435,15 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 			continue
 		}
 		if !w.takeSlot(ctx, d.Pod.Namespace, shared) {
-			w.deferred(DeferredNoSlot, len(queue)+1)
+			left := append(queue, d)
+			n := 0
+			for _, l := range left {
+				if l.Unchanged {
+					n++
+				}
+			}
+			w.deferred(DeferredNoSlot, len(left)-n)
+			unchanged += n
 			return started
 		}
 		floor, estimate := false, time.Duration(0)
@@ -433,13 +459,11 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 		case w.budget.Allows(d.Cost):
 		case d.Floor == schedule.FloorAfter:
 			if floor, estimate = w.takeFloor(d); !floor {
-				<-w.slots
-				budgetDeferred++
+				deferBudget(d)
 				continue
 			}
 		default:
-			<-w.slots
-			budgetDeferred++
+			deferBudget(d)
 			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)

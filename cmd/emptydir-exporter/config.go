@@ -61,10 +61,12 @@ type config struct {
 	exporter exporter.Config
 	// fs is the source of --collection.source=filesystem.
 	fs source.Filesystem
-	// changeSignal spares the walks of parts whose pod's cgroup says it wrote nothing
-	// (--collection.change-signal), found as cgroup says.
-	changeSignal bool
-	cgroup       podcgroup.Config
+	// changeSignal puts last (or, exporter.SkipUnchanged, spares) the walks of parts whose
+	// pod's cgroup says it wrote nothing (--collection.change-signal), found as cgroup says;
+	// changeSignalSet: the flag was given, which with the kubelet source is an error rather
+	// than nothing to do.
+	changeSignal, changeSignalSet bool
+	cgroup                        podcgroup.Config
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -83,11 +85,15 @@ func defaultConfig() config {
 		source:           sourceFilesystem,
 		exporter:         exporter.DefaultConfig(),
 		fs:               source.DefaultFilesystem(),
+		changeSignal:     true,
 		cgroup:           podcgroup.DefaultConfig(),
 		kubeletTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		kubeletTimeout:   10 * time.Second,
 	}
 }
+
+// useChangeSignal: the change signal is on and the source walks.
+func (c *config) useChangeSignal() bool { return c.changeSignal && c.source == sourceFilesystem }
 
 // newApp declares the flags, bound to cfg and defaulting to what cfg holds (defaultConfig).
 func newApp(cfg *config) *kingpin.Application {
@@ -147,8 +153,10 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.UnlimitedInterval)).DurationVar(&ec.UnlimitedInterval)
 	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
 		Default(def(ec.CPUBudget)).Float64Var(&ec.CPUBudget)
-	app.Flag("collection.change-signal", "Skip the walk of a part (an emptyDir or a writable layer) whose pod's cgroup says, by its write counters, that the pod wrote nothing since the part's last complete walk began; every part is still walked at least every --collection.unlimited-interval, which bounds what the counters cannot see (docs/change-signal.md). Needs the node's cgroups read-only at --cgroup.mount (source filesystem); where they cannot be read, every part is walked at its cadence and emptydir_exporter_change_marks_total says why.").
-		Default(def(cfg.changeSignal)).BoolVar(&cfg.changeSignal)
+	app.Flag("collection.change-signal", "Walk a part (an emptyDir or a writable layer) whose pod's cgroup says, by its write counters, that the pod wrote nothing since the part's last complete walk began behind every other walk, on what --collection.cpu-budget has left: the parts that may have grown go first, and a budget that covers every walk still walks it each cycle; every part is walked at least every --collection.unlimited-interval, which bounds what the counters cannot see (docs/change-signal.md). Needs the node's cgroups read-only at --cgroup.mount (source filesystem; with source kubelet it is off unless given, then an error); where they cannot be read, every part is walked at its cadence and emptydir_exporter_change_marks_total says why.").
+		Default(def(cfg.changeSignal)).IsSetByUser(&cfg.changeSignalSet).BoolVar(&cfg.changeSignal)
+	app.Flag("collection.change-signal.skip-unchanged", "With --collection.change-signal, do not walk a part its pod's cgroup vouches unchanged at all until its last walk is --collection.unlimited-interval old, even when the budget would cover it: cheaper where the budget covers every walk, but what the counters cannot see (docs/change-signal.md) may then wait that long.").
+		Default(def(ec.SkipUnchanged)).BoolVar(&ec.SkipUnchanged)
 	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal).").
 		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
 	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form (--collection.change-signal).").
@@ -202,10 +210,13 @@ func (c *config) validate() error {
 			}
 		}
 	}
-	if c.changeSignal {
-		if c.source != sourceFilesystem {
-			errs = append(errs, fmt.Errorf("--collection.change-signal needs --collection.source=%s: it spares walks", sourceFilesystem))
-		}
+	if c.changeSignal && c.changeSignalSet && c.source != sourceFilesystem {
+		errs = append(errs, fmt.Errorf("--collection.change-signal needs --collection.source=%s: it orders walks", sourceFilesystem))
+	}
+	if c.exporter.SkipUnchanged && !c.useChangeSignal() {
+		errs = append(errs, fmt.Errorf("--collection.change-signal.skip-unchanged needs --collection.change-signal and --collection.source=%s", sourceFilesystem))
+	}
+	if c.useChangeSignal() {
 		if err := c.cgroup.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--cgroup.root/--cgroup.driver: %w", err))
 		}

@@ -98,7 +98,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 		pods.SetEphemeralStorage(true)
 		ec.DedicatedImageFilesystem = dedicatedImageFilesystem(ctx, cfg, src, logger)
 	}
-	if cfg.changeSignal {
+	if cfg.useChangeSignal() {
 		ec.ChangeSignal = changeSignal(cfg, logger)
 	}
 	ec.Source, ec.Pods, ec.Logger = src, pods, logger

@@ -120,15 +120,15 @@ type ExporterPrivileges struct {
 
 // ExporterHostPaths are the node's folders the filesystem source mounts, each read-only: the
 // kubelet's pods folder and, with --collection.ephemeral-storage, the kubelet's pod logs
-// folder and containerd's runtime v2 task folder and overlayfs snapshotter root, and with
-// --collection.change-signal the node's cgroups. An empty field is a folder that must not be
+// folder and containerd's runtime v2 task folder and overlayfs snapshotter root, and with the
+// change signal (on unless --no-collection.change-signal) the node's cgroups. An empty field is a folder that must not be
 // mounted.
 type ExporterHostPaths struct {
 	Pods                string // <kubelet-root>/pods
 	PodLogs             string // the kubelet's podLogsDir; "" without --collection.ephemeral-storage
 	ContainerdTasks     string // <containerd state>/io.containerd.runtime.v2.task; "" without containerd
 	ContainerdSnapshots string // <containerd root>/io.containerd.snapshotter.v1.overlayfs; "" without containerd
-	Cgroups             string // /sys/fs/cgroup; "" without --collection.change-signal
+	Cgroups             string // /sys/fs/cgroup; "" with --no-collection.change-signal
 }
 
 // DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
@@ -139,6 +139,7 @@ func DefaultExporterHostPaths(kubeletRoot string) ExporterHostPaths {
 		PodLogs:             "/var/log/pods",
 		ContainerdTasks:     "/run/containerd/io.containerd.runtime.v2.task",
 		ContainerdSnapshots: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+		Cgroups:             "/sys/fs/cgroup",
 	}
 }
 
@@ -276,8 +277,8 @@ func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, n
 			source = v
 		}
 		viaAPIServer = viaAPIServer || a == "--kubelet.via-apiserver"
-		if a == "--collection.change-signal" {
-			paths.Cgroups = "/sys/fs/cgroup"
+		if a == "--no-collection.change-signal" {
+			paths.Cgroups = "" // the signal is on by default
 		}
 	}
 	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, paths)

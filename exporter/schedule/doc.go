@@ -1,6 +1,6 @@
 // Package schedule decides which parts of the node's pods a collection cycle walks, and in
 // what order: Due ranks them (never measured, overdue, then by urgency: usage against the
-// limit that guards them), holds back what the change signal vouches unchanged, and says how
+// limit that guards them), puts last what the change signal vouches unchanged, and says how
 // each may start under the CPU budget; Floor is the budget's floor, split among namespaces,
 // that overdue walks start on whatever the bucket holds.
 //

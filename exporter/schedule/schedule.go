@@ -47,6 +47,25 @@ type Walk struct {
 	// mark is its pod's change mark read at the cycle's start (nil: none), which a complete
 	// walk of it vouches for.
 	Mark any
+	// Unchanged: vouched unchanged by its pod's change mark (State.Unchanged) and not yet
+	// overdue, so it comes last, behind every other walk (Policy.SkipUnchanged false).
+	Unchanged bool
+}
+
+// Policy is what Due schedules by: the collection's configuration and the CPU budget's.
+type Policy struct {
+	// UnlimitedInterval is the slow cadence of volumes without a sizeLimit, and what bounds
+	// any wait (--collection.unlimited-interval); 0: every volume every cycle.
+	UnlimitedInterval time.Duration
+	// Tolerance is how early a walk at a cadence may come (half a cycle).
+	Tolerance time.Duration
+	// Costly is what the budget's bucket saves up, and Share the share of a core it fills at;
+	// Costly 0: no budget, no floor.
+	Costly time.Duration
+	Share  float64
+	// SkipUnchanged: a part vouched unchanged is not due at all until it is overdue, instead
+	// of coming last (--collection.change-signal.skip-unchanged).
+	SkipUnchanged bool
 }
 
 // FloorUse is how a due walk may draw on its namespace's part of the floor.
@@ -111,12 +130,17 @@ const (
 //     expected (a costly volume's, on a full bucket, at most once per cost/share).
 //
 // A part walked, not read by a few stats, whose pod's change mark is still the one read before
-// its last complete walk began (State.Unchanged) is not due until its last walk started
-// unlimitedInterval ago: the kernel vouches that nothing of the pod's has grown by a write of its
-// processes, and the interval bounds what the mark cannot see (change.Signal).
-//
-// costly 0: no budget, no floor.
-func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, unlimitedInterval, tolerance, costly time.Duration, share float64) []Walk {
+// its last complete walk began (State.Unchanged), and whose last walk started less than
+// unlimitedInterval ago, comes last (Walk.Unchanged): behind every other due walk, the longest
+// unwalked first, in the background, on credit that covers its last walk (a costly one once it
+// has earned it, as above). The kernel vouches that nothing of the pod's has grown by a write of
+// its processes, so the parts that may have changed go first; a budget that covers every walk
+// still walks it each cycle, so what the mark cannot see (change.Signal) is measured as soon as
+// without the signal, but for a cycle's delay in publishing it; a budget that does not defers it
+// up to unlimitedInterval, when it is overdue and goes first like any other. With
+// SkipUnchanged it is not due at all before then.
+func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, policy Policy) []Walk {
+	unlimitedInterval, tolerance, costly, share := policy.UnlimitedInterval, policy.Tolerance, policy.Costly, policy.Share
 	type candidate struct {
 		Walk
 		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
@@ -135,7 +159,13 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 	}
 	// overdue: a volume without a sizeLimit
 	overdue := func(s State) bool { return waited(s, 2*unlimitedInterval) }
-	var limited, unlimited []candidate // the first with overdue ones; the second at their cadence
+	// earning: a costly part (its last walk cost more than the bucket saves up) whose last walk
+	// the budget's share has not yet earned back.
+	earning := func(s State) bool {
+		return costly > 0 && s.Cost > costly && !since(s, time.Duration(float64(s.Cost)/share))
+	}
+	// limited with the overdue ones; unlimited at their cadence; vouched unchanged last.
+	var limited, unlimited, unchanged []candidate
 	for _, p := range pods {
 		podUsed := storageUsedBefore(p, state)
 		for _, v := range p.Volumes {
@@ -144,9 +174,13 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 			if s.InFlight {
 				continue
 			}
-			// Vouched unchanged by the kernel: not walked before it is overdue, which bounds
-			// what the change marks cannot see (change.Signal).
+			// Vouched unchanged by the kernel: last, or not at all, before it is overdue, which
+			// bounds what the change marks cannot see (change.Signal).
 			if s.Unchanged && s.Measured && unlimitedInterval > 0 && !v.Kind.Cheap() && !since(s, unlimitedInterval) {
+				if !policy.SkipUnchanged && !earning(s) {
+					unchanged = append(unchanged, candidate{Walk: Walk{Pod: p, Volume: v, Key: k, Cost: s.Cost,
+						Background: true, Unchanged: true}, started: s.Started})
+				}
 				continue
 			}
 			limit := v.Guard()
@@ -182,8 +216,8 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 					continue
 				}
 				if costly > 0 && s.Cost > costly {
-					if !since(s, time.Duration(float64(s.Cost)/share)) {
-						continue // still earning its last walk
+					if earning(s) {
+						continue
 					}
 					c.Cost, c.Floor = s.Cost, FloorAfter
 				} else if costly > 0 && (c.tier == 1 || c.tier == 0 && waited(s, unlimitedInterval)) {
@@ -202,9 +236,11 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 		}
 		return a.started.Compare(b.started)
 	})
-	slices.SortStableFunc(unlimited, func(a, b candidate) int { return a.started.Compare(b.started) })
-	out := make([]Walk, 0, len(limited)+len(unlimited))
-	for _, c := range append(limited, unlimited...) {
+	longestUnwalked := func(a, b candidate) int { return a.started.Compare(b.started) }
+	slices.SortStableFunc(unlimited, longestUnwalked)
+	slices.SortStableFunc(unchanged, longestUnwalked)
+	out := make([]Walk, 0, len(limited)+len(unlimited)+len(unchanged))
+	for _, c := range slices.Concat(limited, unlimited, unchanged) {
 		out = append(out, c.Walk)
 	}
 	return out

@@ -107,7 +107,7 @@ func TestDueWalks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			state := func(k volume.Key) State { return tc.state[k.Volume] }
-			due := Due(tc.pods, state, now, tc.unlimitedEvery, tc.tolerance, 0, 0)
+			due := Due(tc.pods, state, now, Policy{UnlimitedInterval: tc.unlimitedEvery, Tolerance: tc.tolerance})
 			var got []string
 			for _, d := range due {
 				got = append(got, d.Volume.Name)
@@ -167,7 +167,7 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	}
 	pods := []volume.PodVolumes{far, near, sized}
 
-	due := Due(pods, state, now, time.Minute, 0, time.Second, 0.05)
+	due := Due(pods, state, now, Policy{UnlimitedInterval: time.Minute, Costly: time.Second, Share: 0.05})
 	var order []string
 	for _, d := range due {
 		order = append(order, d.Pod.UID+"/"+d.Volume.Name)
@@ -190,7 +190,7 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	}
 
 	// Without a budget nothing is short: the far pod's parts are guarded as the others.
-	for _, d := range Due(pods, state, now, time.Minute, 0, 0, 0) {
+	for _, d := range Due(pods, state, now, Policy{UnlimitedInterval: time.Minute}) {
 		if d.Background || !d.Wait {
 			t.Errorf("no budget: %s/%s in the background", d.Pod.UID, d.Volume.Name)
 		}
@@ -229,7 +229,7 @@ func TestDueWalksFloor(t *testing.T) {
 		"costly": FloorAfter, "logs": NoFloor, "logs-overdue": FloorFirst, "logs-new-old": FloorFirst,
 		"far-recent": NoFloor, "far-overdue": FloorFirst,
 	} // costly-early: not due (12 CPU-s take 4 minutes to earn at 5 %)
-	due := Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, time.Minute, 0, 3*time.Second, 0.05)
+	due := Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, Policy{UnlimitedInterval: time.Minute, Costly: 3 * time.Second, Share: 0.05})
 	got := map[string]FloorUse{}
 	for _, d := range due {
 		got[d.Volume.Name] = d.Floor
@@ -243,9 +243,57 @@ func TestDueWalksFloor(t *testing.T) {
 		t.Errorf("due %v, want %d walks and not costly-early", got, len(want))
 	}
 	// Without a budget there is no floor.
-	for _, d := range Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, time.Minute, 0, 0, 0) {
+	for _, d := range Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, Policy{UnlimitedInterval: time.Minute}) {
 		if d.Floor != NoFloor {
 			t.Errorf("no budget: %s on the floor", d.Volume.Name)
 		}
+	}
+}
+
+// A part its pod's change mark vouches unchanged comes last, behind every other due walk (the
+// slow cadence's included), the longest unwalked first, in the background on credit that covers
+// its last walk; overdue, it is ranked as any other; a costly one waits until it has earned its
+// walk; with SkipUnchanged, none is due before it is overdue.
+func TestDueUnchangedLast(t *testing.T) {
+	now := t0
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	limits := map[string]int64{"quiet": 100, "quieter": 100, "writer": 100, "overdue": 100, "costly": 100}
+	pods := volumes(limits, "quiet", "quieter", "writer", "overdue", "costly", "slow", "unlimited-quiet")
+	state := map[string]State{
+		"quiet":           {Measured: true, UsedBytes: 90, Started: ago(20 * time.Second), Cost: time.Millisecond, Unchanged: true},
+		"quieter":         {Measured: true, UsedBytes: 10, Started: ago(30 * time.Second), Cost: 2 * time.Millisecond, Unchanged: true},
+		"writer":          {Measured: true, UsedBytes: 10, Started: ago(5 * time.Second)},
+		"overdue":         {Measured: true, UsedBytes: 10, Started: ago(time.Minute), Unchanged: true},
+		"costly":          {Measured: true, UsedBytes: 99, Started: ago(50 * time.Second), Cost: 12 * time.Second, Unchanged: true},
+		"slow":            {Measured: true, UsedBytes: 10, Started: ago(time.Minute), Cost: 3 * time.Millisecond},
+		"unlimited-quiet": {Measured: true, UsedBytes: 10, Started: ago(40 * time.Second), Cost: 4 * time.Millisecond, Unchanged: true},
+	}
+	for _, tc := range []struct {
+		name   string
+		policy Policy
+		want   []string
+	}{
+		{"budget", Policy{UnlimitedInterval: time.Minute, Costly: 3 * time.Second, Share: 0.05},
+			[]string{"overdue", "writer", "slow", "unlimited-quiet", "quieter", "quiet"}},
+		{"no budget", Policy{UnlimitedInterval: time.Minute},
+			[]string{"overdue", "writer", "slow", "costly", "unlimited-quiet", "quieter", "quiet"}},
+		{"skip unchanged", Policy{UnlimitedInterval: time.Minute, Costly: 3 * time.Second, Share: 0.05, SkipUnchanged: true},
+			[]string{"overdue", "writer", "slow"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, d := range Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, tc.policy) {
+				got = append(got, d.Volume.Name)
+				s := state[d.Volume.Name]
+				last := s.Unchanged && d.Volume.Name != "overdue"
+				if d.Unchanged != last || last && (!d.Background || d.Wait || d.Cost != s.Cost || d.Floor != NoFloor) {
+					t.Errorf("%s: unchanged %v, background %v, waited for %v, cost %v, floor %d; want unchanged %v, and if so in the background, not waited for, on its last walk's cost %v, no floor",
+						d.Volume.Name, d.Unchanged, d.Background, d.Wait, d.Cost, d.Floor, last, s.Cost)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("due %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -312,11 +312,14 @@ func (c *Cluster) SnapshotterRoot() string {
 	return filepath.Join(c.ContainerdRoot(), "io.containerd.snapshotter.v1.overlayfs")
 }
 
-// ExporterPathArgs are the exporter's flags naming this node's folders, for an exporter that
-// runs on the node itself (in the cluster's network namespace, the host's mount namespace).
+// ExporterPathArgs are the exporter's flags naming this node's folders and its kubelet's cgroup
+// root and driver (the change signal, on by default, reads the host's /sys/fs/cgroup), for an
+// exporter that runs on the node itself (in the cluster's network namespace, the host's mount
+// namespace).
 func (c *Cluster) ExporterPathArgs() []string {
 	return []string{"--kubelet.root-dir=" + c.kubeletRoot, "--kubelet.pod-logs-dir=" + c.PodLogsDir(),
-		"--containerd.task-dir=" + c.ContainerdTaskDir(), "--containerd.snapshotter-root=" + c.SnapshotterRoot()}
+		"--containerd.task-dir=" + c.ContainerdTaskDir(), "--containerd.snapshotter-root=" + c.SnapshotterRoot(),
+		"--cgroup.root=" + c.CgroupRoot(), "--cgroup.driver=cgroupfs"}
 }
 
 // NetnsPath is the bind-mounted network namespace, for nsenter --net=.

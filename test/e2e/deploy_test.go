@@ -162,7 +162,8 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 // localizeNodePaths points the hostPath volumes of the shipped manifests at this cluster's
 // folders: the kubelet's root and pod logs (mounted where the manifests say), and containerd's
 // task folder and snapshotter root. The snapshotter root is mounted at the node's path (the
-// mount table names the node's paths), so its mount and flag move with it.
+// mount table names the node's paths), so its mount and flag move with it. The change signal's
+// --cgroup.root becomes this kubelet's.
 func localizeNodePaths(c *cluster.Cluster, spec *corev1.PodSpec) {
 	const snapshotter = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
 	for i := range spec.Volumes {
@@ -186,7 +187,11 @@ func localizeNodePaths(c *cluster.Cluster, spec *corev1.PodSpec) {
 			}
 		}
 		for j, a := range ct.Args {
-			ct.Args[j] = strings.Replace(a, "--containerd.snapshotter-root="+snapshotter, "--containerd.snapshotter-root="+c.SnapshotterRoot(), 1)
+			a = strings.Replace(a, "--containerd.snapshotter-root="+snapshotter, "--containerd.snapshotter-root="+c.SnapshotterRoot(), 1)
+			if a == "--cgroup.root=/" {
+				a = "--cgroup.root=" + c.CgroupRoot()
+			}
+			ct.Args[j] = a
 		}
 	}
 }

@@ -145,9 +145,13 @@ image:
 }
 
 // nodeValues are the chart values this cluster's node needs: its kubelet root, pod logs and
-// containerd folders, and two remediator replicas; plus exporterValues and remediatorValues
-// (YAML lines indented under exporter: and remediator:).
+// containerd folders, its kubelet's cgroup root and driver for the change signal (unless
+// exporterValues sets changeSignal itself), and two remediator replicas; plus exporterValues and
+// remediatorValues (YAML lines indented under exporter: and remediator:).
 func nodeValues(c *cluster.Cluster, exporterValues, remediatorValues string) string {
+	if !strings.Contains(exporterValues, "changeSignal:") {
+		exporterValues = "\n  changeSignal: {cgroupRoot: " + c.CgroupRoot() + ", cgroupDriver: cgroupfs}" + exporterValues
+	}
 	return `exporter:
   kubeletRootDir: ` + c.KubeletRootDir() + `
   ephemeralStorage:

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,6 +188,23 @@ func (in *install) checkExporter(ctx context.Context, t *testing.T, pod *corev1.
 	}
 	if errs, _ := framework.Sample(fams, "emptydir_exporter_pod_watch_errors_total", nil); errs != 0 {
 		t.Errorf("pod watch errors %v under the install's RBAC", errs)
+	}
+	// The change signal, on by default, reads the pods' cgroups under the install's mounts,
+	// security context and Landlock rules. A pod of an earlier test may be torn down between the
+	// informer's list and the read (not_found); a wrong cgroup root would leave none read.
+	if args := pod.Spec.Containers[0].Args; slices.Contains(args, "--collection.change-signal") {
+		read, _ := framework.Sample(fams, "emptydir_exporter_change_marks_total", map[string]string{"outcome": "read"})
+		var failed []string
+		for _, f := range fams["emptydir_exporter_change_marks_total"].GetMetric() {
+			for _, l := range f.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() != "read" && l.GetValue() != "not_found" && f.GetCounter().GetValue() > 0 {
+					failed = append(failed, fmt.Sprintf("%s=%v", l.GetValue(), f.GetCounter().GetValue()))
+				}
+			}
+		}
+		if read == 0 || len(failed) > 0 {
+			t.Errorf("change marks read %v, failed %v (exporter args %q): the change signal does not read this node's cgroups", read, failed, args)
+		}
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, body := deployGet(ctx, t, c, u+path); code != http.StatusOK {

@@ -62,7 +62,7 @@ func kustomizeBuild(t *testing.T, components ...string) []runtime.Object {
 
 // componentSubsets is every subset of deploy/components, each in the order the components'
 // comments ask for (kubelet-source and large-cluster after monitoring, whose PodMonitor they
-// patch, and after change-signal, whose arguments and mounts kubelet-source drops; large-cluster last, as it appends to the exporter's arguments that kubelet-source
+// patch; large-cluster last, as it appends to the exporter's arguments that kubelet-source
 // replaces).
 func componentSubsets(t *testing.T) [][]string {
 	t.Helper()
@@ -79,7 +79,7 @@ func componentSubsets(t *testing.T) [][]string {
 	}
 	all = append(all, patchers...)
 	if len(all) < 5 {
-		t.Fatalf("components %v: expected at least change-signal, monitoring, prometheusrule, large-cluster and kubelet-source", all)
+		t.Fatalf("components %v: expected at least monitoring, prometheusrule, large-cluster and kubelet-source", all)
 	}
 	var subsets [][]string
 	for mask := range 1 << len(all) {
@@ -111,20 +111,22 @@ func TestExporterPrivileges(t *testing.T) {
 	}
 	k0s := deploytest.ExporterHostPaths{Pods: "/var/lib/k0s/kubelet/pods", PodLogs: "/var/log/pods",
 		ContainerdTasks:     "/run/k0s/containerd/io.containerd.runtime.v2.task",
-		ContainerdSnapshots: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs"}
+		ContainerdSnapshots: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs", Cgroups: defaults.Cgroups}
 	for _, tc := range []struct {
 		values string
 		paths  deploytest.ExporterHostPaths
 	}{
 		{"{}", defaults},
-		// The change signal adds the node's cgroups, read-only, and nothing else.
-		{"exporter: {changeSignal: {enabled: true}}", defaults},
+		// The change signal (on by default) adds the node's cgroups, read-only, and nothing else.
+		{"exporter: {changeSignal: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
+			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots}},
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet/}", deploytest.DefaultExporterHostPaths("/var/lib/k0s/kubelet")},
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet, ephemeralStorage: {containerd: {stateDir: /run/k0s/containerd/, root: /var/lib/k0s/containerd}}}", k0s},
 		{"exporter: {ephemeralStorage: {podLogsDir: /srv/pod-logs/}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: "/srv/pod-logs",
-			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots}},
-		{"exporter: {ephemeralStorage: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods}},
-		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs}},
+			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, Cgroups: defaults.Cgroups}},
+		{"exporter: {ephemeralStorage: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, Cgroups: defaults.Cgroups}},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
+			Cgroups: defaults.Cgroups}},
 		{"exporter: {source: kubelet}", deploytest.ExporterHostPaths{}},
 		{"exporter: {source: kubelet, kubelet: {viaAPIServer: true}}", deploytest.ExporterHostPaths{}},
 	} {
@@ -165,42 +167,6 @@ func containsKindName(objs []runtime.Object, kindName string) bool {
 		}
 	}
 	return false
-}
-
-// TestChangeSignalComponentMatchesChart: the kustomize base with components/change-signal gives
-// the exporter's DaemonSet exactly what the chart renders for exporter.changeSignal.enabled but
-// the order of the arguments (kustomize can only append; the exporter's flags are order-free);
-// with components/kubelet-source after it, as the chart with the kubelet source, neither the
-// signal's arguments nor the node's cgroups.
-func TestChangeSignalComponentMatchesChart(t *testing.T) {
-	chart := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"changeSignal": map[string]any{"enabled": true}}})).objs
-	want := deploytest.MustFind[*appsv1.DaemonSet](t, chart, "emptydir-exporter")
-	got := deploytest.MustFind[*appsv1.DaemonSet](t, kustomizeBuild(t, "change-signal"), "emptydir-exporter")
-	if !slices.Contains(want.Spec.Template.Spec.Containers[0].Args, "--collection.change-signal") {
-		t.Fatalf("the chart's exporter args %q: no change signal, nothing to compare", want.Spec.Template.Spec.Containers[0].Args)
-	}
-	for _, ds := range []*appsv1.DaemonSet{want, got} {
-		slices.Sort(ds.Spec.Template.Spec.Containers[0].Args)
-	}
-	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
-		g, _ := yaml.Marshal(got.Spec.Template.Spec)
-		w, _ := yaml.Marshal(want.Spec.Template.Spec)
-		t.Errorf("the change-signal component's DaemonSet differs from the chart's:\n--- component\n%s\n--- chart\n%s", g, w)
-	}
-
-	kubelet := render(t, helmchart.BaseRelease(root, map[string]any{"exporter": map[string]any{"source": "kubelet",
-		"changeSignal": map[string]any{"enabled": true}}})).objs
-	want = deploytest.MustFind[*appsv1.DaemonSet](t, kubelet, "emptydir-exporter")
-	got = deploytest.MustFind[*appsv1.DaemonSet](t, kustomizeBuild(t, "change-signal", "kubelet-source"), "emptydir-exporter")
-	if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
-		t.Errorf("change-signal then kubelet-source: exporter args %q, the chart's with the kubelet source %q",
-			got.Spec.Template.Spec.Containers[0].Args, want.Spec.Template.Spec.Containers[0].Args)
-	}
-	for _, a := range got.Spec.Template.Spec.Containers[0].Args {
-		if strings.Contains(a, "change-signal") || strings.HasPrefix(a, "--cgroup.") {
-			t.Errorf("with the kubelet source the exporter still gets %s", a)
-		}
-	}
 }
 
 // TestLargeClusterComponentMatchesChart: the kustomize base with components/monitoring and

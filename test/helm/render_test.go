@@ -327,7 +327,7 @@ func TestRender(t *testing.T) {
 			}
 			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
 			if got, want := hostPaths(ds.Spec.Template.Spec), []string{"/var/lib/k0s/kubelet/pods", "/var/log/pods",
-				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs"}; !slices.Equal(got, want) {
+				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs", "/sys/fs/cgroup"}; !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
@@ -491,6 +491,7 @@ func TestEphemeralStorage(t *testing.T) {
 			if tc.native != "" {
 				want = append(want, tc.native)
 			}
+			want = append(want, "/sys/fs/cgroup") // the change signal's, on by default (TestChangeSignal)
 			if got := hostPaths(spec); !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
 			}
@@ -831,9 +832,11 @@ func TestOwnPodsHaveTheLimits(t *testing.T) {
 	}
 }
 
-// TestChangeSignal: exporter.changeSignal renders --collection.change-signal with the kubelet's
-// cgroup root and driver, and the node's /sys/fs/cgroup mounted read-only where --cgroup.mount
-// says; off (the default) or with the kubelet source, which walks nothing, neither.
+// TestChangeSignal: exporter.changeSignal (on by default) renders --collection.change-signal with
+// the kubelet's cgroup root and driver, and the node's /sys/fs/cgroup mounted read-only where
+// --cgroup.mount says; skipUnchanged adds --collection.change-signal.skip-unchanged; off, it
+// renders --no-collection.change-signal (the exporter's default is on) and no mount; with the
+// kubelet source, which walks nothing, neither.
 func TestChangeSignal(t *testing.T) {
 	with := func(v string) corev1.PodSpec {
 		r := release("guard")
@@ -842,9 +845,13 @@ func TestChangeSignal(t *testing.T) {
 		}
 		return deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec
 	}
-	spec := with("exporter: {changeSignal: {enabled: true, cgroupRoot: /edg, cgroupDriver: systemd}}")
+	if args := with("{}").Containers[0].Args; !slices.Contains(args, "--collection.change-signal") ||
+		slices.Contains(args, "--collection.change-signal.skip-unchanged") {
+		t.Errorf("defaults: exporter args %q, want the change signal on, unchanged parts walked last", args)
+	}
+	spec := with("exporter: {changeSignal: {cgroupRoot: /edg, cgroupDriver: systemd, skipUnchanged: true}}")
 	args := spec.Containers[0].Args
-	wantArgs(t, "exporter", args, "--collection.change-signal", "--cgroup.root=/edg", "--cgroup.driver=systemd")
+	wantArgs(t, "exporter", args, "--collection.change-signal", "--collection.change-signal.skip-unchanged", "--cgroup.root=/edg", "--cgroup.driver=systemd")
 	mounts := deploytest.ArgValues(args, "cgroup.mount")
 	if len(mounts) != 1 {
 		t.Fatalf("exporter args %v: want one --cgroup.mount", args)
@@ -853,12 +860,17 @@ func TestChangeSignal(t *testing.T) {
 	if m == nil || v == nil || v.HostPath == nil || v.HostPath.Path != "/sys/fs/cgroup" || !m.ReadOnly {
 		t.Errorf("at --cgroup.mount=%s: mount %+v of volume %+v, want the node's /sys/fs/cgroup read-only", mounts[0], m, v)
 	}
-	for _, off := range []string{"{}", "exporter: {source: kubelet, changeSignal: {enabled: true}}"} {
+	for off, want := range map[string][]string{"exporter: {changeSignal: {enabled: false, skipUnchanged: true}}": {"--no-collection.change-signal"},
+		"exporter: {source: kubelet}": nil} {
 		spec := with(off)
+		var got []string
 		for _, a := range spec.Containers[0].Args {
 			if strings.Contains(a, "change-signal") || strings.HasPrefix(a, "--cgroup.") {
-				t.Errorf("%s: exporter arg %s", off, a)
+				got = append(got, a)
 			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: exporter args %q, want %q", off, got, want)
 		}
 		if slices.Contains(hostPaths(spec), "/sys/fs/cgroup") {
 			t.Errorf("%s: the node's cgroups are mounted", off)

@@ -134,9 +134,13 @@ func BenchmarkNode(b *testing.B) {
 		b.ReportMetric(percentile(ours.podAges, 0.9), "pod-total-age-p90-s")
 		for _, r := range runs {
 			if r.schedule.signal && r.schedule.writers == 0.1 {
-				b.ReportMetric(r.share*100, "signal-10%writers-%core")
-				b.ReportMetric(r.share/ours.share, "signal-10%writers/ours-cpu")
-				b.ReportMetric(percentile(r.ages[classLayer], 0.9), "signal-10%writers-layer-age-p90-s")
+				mode := "signal"
+				if r.schedule.skip {
+					mode = "signal-skip"
+				}
+				b.ReportMetric(r.share*100, mode+"-10%writers-%core")
+				b.ReportMetric(r.share/ours.share, mode+"-10%writers/ours-cpu")
+				b.ReportMetric(percentile(r.ages[classLayer], 0.9), mode+"-10%writers-layer-age-p90-s")
 			}
 		}
 		body := report(statsOf(layout), pass, runs, pr)

@@ -59,7 +59,7 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 		pass.series, st.limitedPods, seconds(pass.render.Seconds()), kib(float64(pass.renderBytes)))
 
 	ours, old := runs[0], runs[len(runs)-1]
-	fmt.Fprintf(&w, "Each exporter running for %s after %s of warm-up, interval %s aligned to a gzip-compressed scrape every %s (the shipped monitors'); the process's CPU leaves out the benchmark's own over-limit write, its polls for it and its freshness samples (%s in the defaults' window, counted on their threads). The peers' share: the kubelet's pass over the emptyDirs once per its %s `--volume-stats-agg-period` (%.1f %%) and, as containerd's estimate, the same walk over every writable layer once per its %s `stats_collect_period` (%.1f %%). Ratios: ours at the defaults against each peer.\n\n",
+	fmt.Fprintf(&w, "Each exporter running for %s after %s of warm-up, interval %s aligned to a gzip-compressed scrape every %s (the shipped monitors'); the process's CPU leaves out the benchmark's own over-limit write, its polls for it and its freshness samples (%s in the first column's window, counted on their threads). The peers' share: the kubelet's pass over the emptyDirs once per its %s `--volume-stats-agg-period` (%.1f %%) and, as containerd's estimate, the same walk over every writable layer once per its %s `stats_collect_period` (%.1f %%). Ratios: ours without the change signal (the first column) against each peer.\n\n",
 		dur(pr.steady), dur(pr.warmUp), dur(defaultCycle), dur(defaultScrape), seconds(ours.ownCPU.Seconds()),
 		dur(kubeletPeriod), 100*pass.kubeletShare(), dur(containerdPeriod), 100*pass.containerdShare())
 	header := func(first, peerName string, ratios bool) {
@@ -118,7 +118,7 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 		return "**" + seconds(r.published.Seconds()) + "**"
 	}, "", "", "")
 
-	fmt.Fprintf(&w, "\nFreshness: the age of each part's latest measurement (since its walk started, as `emptydir_measurement_age_seconds` counts it) at every %s over the window, all parts of a kind together, p50 / p90 / max; for the pod totals the published `emptydir_pod_ephemeral_storage_measurement_age_seconds` (the oldest part behind each total) of the %d pods with a limit (%d samples in the defaults' window):\n\n",
+	fmt.Fprintf(&w, "\nFreshness: the age of each part's latest measurement (since its walk started, as `emptydir_measurement_age_seconds` counts it) at every %s over the window, all parts of a kind together, p50 / p90 / max; for the pod totals the published `emptydir_pod_ephemeral_storage_measurement_age_seconds` (the oldest part behind each total) of the %d pods with a limit (%d samples in the first column's window):\n\n",
 		dur(defaultScrape), st.limitedPods, ours.samples)
 	header("age", "kubelet / containerd", false)
 	age := func(xs []float64) string {
@@ -155,8 +155,8 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 	return w.String()
 }
 
-// signalReport is the change signal's table: the runs with a signal by the share of pods
-// writing in each cycle, against the same schedule without one (the first run).
+// signalReport is the change signal's table: the runs with a signal, in each mode, by the share
+// of pods writing in each cycle, against the same schedule without one (the first run).
 func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 	ours := runs[0]
 	var sig []runResult
@@ -168,9 +168,9 @@ func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 	if len(sig) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nWith the change signal (`--collection.change-signal`): the shipped schedule, each part whose pod wrote nothing since its last walk began skipped until that walk is %s old (the sweep); a share of the pods writes in each %s cycle, chosen afresh each cycle (a stand-in of the pods' cgroups, each mark read paying a real `memory.stat` read; the pod of the over-limit write changes its mark when the file grows, as its cgroup's counters would). Age: since the part's walk began, or, when its pod's mark vouched it unchanged since then, since that mark was read (`emptydir_measurement_unchanged_timestamp_seconds`). Ratios against the same schedule without the signal (the first column above):\n\n",
+	fmt.Fprintf(w, "\nWith the change signal (`--collection.change-signal`, on by default): the shipped schedule, each part whose pod wrote nothing since its last walk began walked behind every other due walk, on what the budget has left (the default), or skipped (`--collection.change-signal.skip-unchanged`), until that walk is %s old (the sweep); a share of the pods writes in each %s cycle, chosen afresh each cycle (a stand-in of the pods' cgroups, each mark read paying a real `memory.stat` read; the pod of the over-limit write changes its mark when the file grows, as its cgroup's counters would). Age: since the part's walk began, or, when its pod's mark vouched it unchanged since then, since that mark was read (`emptydir_measurement_unchanged_timestamp_seconds`). Ratios against the same schedule without the signal (the first column above):\n\n",
 		dur(defaults.unlimitedInterval), dur(defaultCycle))
-	fmt.Fprintf(w, "| pods writing per cycle | CPU, share of one core | against no signal | walks per minute | sizeLimit emptyDirs age p90 / max | pod-limit emptyDirs age p90 / max | writable layers age p90 / max | write past a sizeLimit → published |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| unchanged parts | pods writing per cycle | CPU, share of one core | against no signal | walks per minute | sizeLimit emptyDirs age p90 / max | pod-limit emptyDirs age p90 / max | writable layers age p90 / max | write past a sizeLimit → published |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	pct := func(v float64) string { return fmt.Sprintf("%.1f %%", 100*v) }
 	age := func(xs []float64) string { return fmt.Sprintf("%.0f / %.0f s", percentile(xs, 0.9), percentile(xs, 1)) }
 	walks := func(r runResult) float64 {
@@ -186,18 +186,34 @@ func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 		}
 		return seconds(r.published.Seconds())
 	}
-	fmt.Fprintf(w, "| no signal | %s | 1.00 | %.0f | %s | %s | %s | %s |\n", pct(ours.share), walks(ours),
+	mode := func(r runResult) string {
+		if r.schedule.skip {
+			return "skipped"
+		}
+		return "walked last (default)"
+	}
+	fmt.Fprintf(w, "| (no signal) | | %s | 1.00 | %.0f | %s | %s | %s | %s |\n", pct(ours.share), walks(ours),
 		age(ours.ages[classSizeLimit]), age(ours.ages[classPodLimit]), age(ours.ages[classLayer]), published(ours))
 	for _, r := range sig {
-		fmt.Fprintf(w, "| %.0f %% | %s | %.2f | %.0f | %s | %s | %s | %s |\n", 100*r.schedule.writers, pct(r.share), r.share/ours.share, walks(r),
+		fmt.Fprintf(w, "| %s | %.0f %% | %s | %.2f | %.0f | %s | %s | %s | %s |\n", mode(r), 100*r.schedule.writers, pct(r.share), r.share/ours.share, walks(r),
 			age(r.ages[classSizeLimit]), age(r.ages[classPodLimit]), age(r.ages[classLayer]), published(r))
 	}
-	// The cost against the share writing: a line through the 0 % and 100 % runs.
-	first, last := sig[0], sig[len(sig)-1]
-	if last.schedule.writers > first.schedule.writers {
+	// The cost against the share writing, walked last: a line through the 0 % and 100 % runs.
+	var first, last *runResult
+	for i := range sig {
+		if r := &sig[i]; !r.schedule.skip {
+			if first == nil || r.schedule.writers < first.schedule.writers {
+				first = r
+			}
+			if last == nil || r.schedule.writers > last.schedule.writers {
+				last = r
+			}
+		}
+	}
+	if first != nil && last.schedule.writers > first.schedule.writers {
 		slope := (last.share - first.share) / (last.schedule.writers - first.schedule.writers)
-		fmt.Fprintf(w, "\nThe cost grows with the share of pods writing by about %s of a core per 10 %% of the %d pods (the 0 %% and 100 %% runs), from %s with none writing: each writing pod costs its parts' walks every cycle, the others one walk per sweep. Where those walks exceed the CPU budget (the walks deferred per minute above), the budget holds the cost and the ages grow instead.\n",
-			pct(slope/10), st.pods, pct(first.share))
+		fmt.Fprintf(w, "\nWalked last, the cost grows with the share of pods writing by about %s of a core per 10 %% of the %d pods (the %.0f %% and %.0f %% runs), from %s with none writing: the writing pods' parts go first every cycle, the others take what the budget has left and at least one walk per sweep. Skipped, the others take one walk per sweep only, which costs less where the budget would have covered more.\n",
+			pct(slope/10), st.pods, 100*first.schedule.writers, 100*last.schedule.writers, pct(first.share))
 	}
 }
 
