@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,4 +157,44 @@ func TestChangeSignalPutsUnchangedLast(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestChangeSignalUnchangedLeftAtCycleEnd: a part vouched unchanged that no walk slot freed up
+// for before its cycle's deadline is counted unchanged, not as a shortfall of the slots.
+func TestChangeSignalUnchangedLeftAtCycleEnd(t *testing.T) {
+	clk := exportertest.NewClock(t0)
+	gate := exportertest.NewGate()
+	t.Cleanup(gate.Open) // whatever held, on failure too
+	var hold atomic.Bool
+	src := exportertest.NewSource(func(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+		at := clk.Now()
+		if v.Name == "busy" && hold.Load() {
+			gate.Hold(ctx, []volume.PodVolumes{p})
+		}
+		return volume.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}, nil
+	}).VolumeSource()
+	pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"quiet": 100, "busy": 100}, "quiet", "busy")...)
+	signal := &fakeSignal{writes: map[string]int{}}
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,
+		UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Refresh(context.Background())
+	e.WaitForWalks() // both measured, their marks kept
+
+	signal.write("uid-busy")
+	clk.Add(10 * time.Second)
+	hold.Store(true) // busy's walk holds the only slot past the cycle's deadline
+	walks, stopWalks := context.WithCancel(context.Background())
+	t.Cleanup(stopWalks)
+	cycle, endCycle := context.WithTimeout(walks, 200*time.Millisecond)
+	defer endCycle()
+	e.RefreshWalks(cycle, walks)
+	poll(t, func() bool { return testutil.ToFloat64(e.UnchangedWalksCounter()) == 1 })
+	if n := testutil.ToFloat64(e.DeferredWalksCounter(exporter.DeferredNoSlot)); n != 0 {
+		t.Errorf("walks_deferred_total{reason=no_slot} %v, want 0: quiet was vouched unchanged", n)
+	}
+	gate.Release()
+	e.WaitForWalks()
 }

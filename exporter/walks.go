@@ -435,14 +435,13 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 			continue
 		}
 		if !w.takeSlot(ctx, d.Pod.Namespace, shared) {
-			left := append(queue, d)
 			n := 0
-			for _, l := range left {
+			for _, l := range append([]schedule.Walk{d}, queue...) {
 				if l.Unchanged {
 					n++
 				}
 			}
-			w.deferred(DeferredNoSlot, len(left)-n)
+			w.deferred(DeferredNoSlot, len(queue)+1-n)
 			unchanged += n
 			return started
 		}
