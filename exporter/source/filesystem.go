@@ -180,7 +180,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		var ok bool
 		if du, ok, err = fswalk.OwnTmpfsUsage(ctx, dir, s.walkOptions(meter)); ok {
 			method = volume.MethodStatfs
-			named = s.namedUsage(ctx, dir, meter)
+			named = namedUsage(du, err)
 			break
 		}
 		du, method, quotaExcess, err = s.diskUsage(ctx, dir, p, v, live, meter)

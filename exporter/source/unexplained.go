@@ -1,8 +1,6 @@
 package source
 
 import (
-	"context"
-
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -12,14 +10,15 @@ import (
 // filesystem's usage counts it, and the part of that usage the volume's names do not explain is
 // the held files'. On a disk volume, a folder of the node's filesystem, nothing attributes it.
 
-// namedUsage walks dir, a filesystem of the volume's own, for what its names lead to; nil when
-// the walk fails or is itself a lower bound (it would leave part of the usage unexplained).
-// The usage is statfs's all the same: this walk only explains it.
-func (s *Filesystem) namedUsage(ctx context.Context, dir string, meter *fswalk.CPUMeter) *fswalk.DiskUsage {
-	du, err := fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
+// namedUsage is what the walk behind du, fswalk.OwnTmpfsUsage's of a filesystem of the volume's
+// own, found through its names; nil when that walk failed or is itself a lower bound (it would
+// leave part of the usage unexplained). The usage is statfs's all the same: the walk only
+// explains it.
+func namedUsage(du fswalk.DiskUsage, err error) *fswalk.DiskUsage {
 	if err != nil || du.LowerBound() {
 		return nil
 	}
+	du.UsedBytes = du.NamedBytes
 	return &du
 }
 

@@ -72,7 +72,8 @@ func statAt(dirfd int, dir, name string) (unix.Stat_t, error) {
 // volume; ok is false when dir is no tmpfs of its own (a walk must measure it then). Its bytes
 // are the blocks the tmpfs holds (statfs: all of them are the volume's, a file deleted but held
 // open included) plus the user.* extended attributes a walk of it finds (DiskUsage.XattrBytes):
-// kernel memory outside any block, which statfs does not count. Its inodes and flags are the
+// kernel memory outside any block, which statfs does not count; what the walk found is kept in
+// NamedBytes. Its inodes and flags are the
 // walk's, as du counts them: statfs counts every hard link as an inode, and from Linux 6.6 one
 // more per KiB of attributes. A walk cut short returns what it counted, CutShort, with the error.
 func OwnTmpfsUsage(ctx context.Context, dir string, opts Options) (du DiskUsage, ok bool, err error) {
@@ -97,6 +98,6 @@ func OwnTmpfsUsage(ctx context.Context, dir string, opts Options) (du DiskUsage,
 	if err != nil && !du.CutShort {
 		return DiskUsage{}, true, err
 	}
-	du.UsedBytes = int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize + du.XattrBytes
+	du.NamedBytes, du.UsedBytes = du.UsedBytes, int64(sfs.Blocks-sfs.Bfree)*sfs.Bsize+du.XattrBytes
 	return du, true, err
 }

@@ -47,8 +47,31 @@ func TestOwnTmpfsUsage(t *testing.T) {
 		t.Errorf("OwnTmpfsUsage says %d inodes (%+v), GNU du %d, complete (statfs counts %d, the hard link twice)",
 			got.Inodes, got, want, sfs.Files-sfs.Ffree)
 	}
+	if got.NamedBytes != got.UsedBytes {
+		t.Errorf("NamedBytes %d, want the walk's %d: every byte has a name", got.NamedBytes, got.UsedBytes)
+	}
 	// A folder inside it is no tmpfs of its own: its usage is not the whole filesystem's.
 	if _, ok, err := OwnTmpfsUsage(context.Background(), filepath.Join(vol, "sub"), opts); err != nil || ok {
 		t.Errorf("a folder of the tmpfs: ok %v, %v; want it left to the walk", ok, err)
+	}
+
+	// A file deleted but held open: the filesystem's bytes, not its names'.
+	held, err := os.Create(filepath.Join(vol, "held"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if _, err := held.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(held.Name()); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err = OwnTmpfsUsage(context.Background(), vol, opts)
+	if err != nil || !ok {
+		t.Fatalf("OwnTmpfsUsage with a held file: ok %v, %v", ok, err)
+	}
+	if du := gnuDU(t, vol); got.NamedBytes != du || got.UsedBytes != du+1<<20 {
+		t.Errorf("with 1 MiB held open: UsedBytes %d, NamedBytes %d; want GNU du's %d and 1 MiB more", got.UsedBytes, got.NamedBytes, du)
 	}
 }

@@ -15,6 +15,10 @@ type DiskUsage struct {
 	// values, counted on a tmpfs only (kernel memory outside any block, which statfs does not
 	// see either: OwnTmpfsUsage).
 	XattrBytes int64
+	// NamedBytes, set by OwnTmpfsUsage only (where UsedBytes is the filesystem's), is what the
+	// walk found through the tmpfs's names, XattrBytes included: UsedBytes beyond it is held by
+	// files no name leads to.
+	NamedBytes int64
 	// Inodes counts files, folders and links, each hard-linked inode once.
 	Inodes int64
 	// Unreadable counts entries the walk could not read; above zero, UsedBytes is a
