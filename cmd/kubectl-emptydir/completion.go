@@ -28,13 +28,7 @@ func completePods(o *plugin.Options) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var out []cobra.Completion
-		for _, p := range list.Items {
-			if strings.HasPrefix(p.Name, toComplete) {
-				out = append(out, p.Name)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return namesWithPrefix(list.Items, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
 }
 
@@ -49,12 +43,20 @@ func completeNodes(o *plugin.Options) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		var out []cobra.Completion
-		for _, n := range list.Items {
-			if strings.HasPrefix(n.Name, toComplete) {
-				out = append(out, n.Name)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return namesWithPrefix(list.Items, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// namesWithPrefix are the names of objs that begin with prefix, in their order.
+func namesWithPrefix[T any, PT interface {
+	*T
+	GetName() string
+}](objs []T, prefix string) []cobra.Completion {
+	var out []cobra.Completion
+	for i := range objs {
+		if name := PT(&objs[i]).GetName(); strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,6 +214,7 @@ kubectlPlugin:
 	if code, _, stderr := kubectlPlugin(ctx, t, c, "explain", "no-such-pod", "-n", mine, guard); code != 1 || !strings.Contains(stderr, `pod "no-such-pod" not found`) {
 		t.Errorf("explain of a missing pod: exit %d, stderr %q; want 1 and not found", code, stderr)
 	}
+	pluginCompletes(ctx, t, c, mine, writer.Name, c.NodeName())
 
 	// The user may list pods in mine only (and has the plugin's Role from the chart).
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "pod-reader"},
@@ -257,5 +259,45 @@ kubectlPlugin:
 	})
 	if code, stdout, stderr := kubectlPlugin(ctx, t, c, "explain", "other", "-n", theirs, guard, as); code != 1 || stdout != "" || !strings.Contains(stderr, "forbidden") {
 		t.Errorf("explain of another namespace's pod as the user: exit %d, stdout %q, stderr %q; want 1 and forbidden", code, stdout, stderr)
+	}
+}
+
+// pluginCompletes sets completion up as docs/kubectl-plugin.md tells users to (the script
+// kubectl_complete-emptydir on PATH, which kubectl runs for a plugin's arguments) and checks
+// that kubectl completes explain's pod argument in namespace ns and --node, by prefix.
+func pluginCompletes(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, pod, node string) {
+	t.Helper()
+	doc, err := os.ReadFile(framework.RepoPath("docs/kubectl-plugin.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "cat > ~/.local/bin/kubectl_complete-emptydir <<'EOF'\n")
+	script, _, ok2 := strings.Cut(rest, "\nEOF\n")
+	if !ok || !ok2 {
+		t.Fatal("docs/kubectl-plugin.md: no kubectl_complete-emptydir script")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kubectl_complete-emptydir"), []byte(script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(args ...string) []string {
+		cmd := c.Command(ctx, "kubectl", append([]string{"__complete", "emptydir"}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+filepath.Dir(testbin.Path(t, "kubectl-emptydir"))+":"+os.Getenv("K8S_BIN_DIR")+":"+os.Getenv("PATH"),
+			"KUBECONFIG="+c.KubeconfigPath())
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubectl __complete emptydir %v: %v", args, err)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+	// The last line is cobra's directive: :4, no file completion.
+	if got := complete("explain", "-n", ns, pod[:2]); !slices.Equal(got, []string{pod, ":4"}) {
+		t.Errorf("kubectl completes explain -n %s %s with %q, want %q and no files", ns, pod[:2], got, pod)
+	}
+	if got := complete("explain", "-n", ns, "zz"); !slices.Equal(got, []string{":4"}) {
+		t.Errorf("kubectl completes explain -n %s zz with %q, want nothing", ns, got)
+	}
+	if got := complete("top", "--node", node[:1]); !slices.Contains(got, node) || got[len(got)-1] != ":4" {
+		t.Errorf("kubectl completes top --node %s with %q, want %q among them", node[:1], got, node)
 	}
 }
