@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -212,8 +213,12 @@ func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 	}
 	if first != nil && last.schedule.writers > first.schedule.writers {
 		slope := (last.share - first.share) / (last.schedule.writers - first.schedule.writers)
-		fmt.Fprintf(w, "\nWalked last, the cost grows with the share of pods writing by about %s of a core per 10 %% of the %d pods (the %.0f %% and %.0f %% runs), from %s with none writing: the writing pods' parts go first every cycle, the others take what the budget has left and at least one walk per sweep. Skipped, the others take one walk per sweep only, which costs less where the budget would have covered more.\n",
-			pct(slope/10), st.pods, 100*first.schedule.writers, 100*last.schedule.writers, pct(first.share))
+		growth := fmt.Sprintf("grows with the share of pods writing by about %s of a core per 10 %% of the %d pods", pct(slope/10), st.pods)
+		if math.Abs(slope/10) < 0.0005 {
+			growth = "does not grow measurably with the share of pods writing"
+		}
+		fmt.Fprintf(w, "\nWalked last, the cost %s (the %.0f %% and %.0f %% runs), from %s with none writing: the writing pods' parts go first every cycle, the others take what the budget has left and at least one walk per sweep. Skipped, the others take one walk per sweep only, which costs less where the budget would have covered more.\n",
+			growth, 100*first.schedule.writers, 100*last.schedule.writers, pct(first.share))
 	}
 }
 
