@@ -153,7 +153,9 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	var method string
 	var quotaExcess int64
 	var err error
-	var named *fswalk.DiskUsage // what names lead to, on a filesystem of the volume's own
+	// explained: du is of a filesystem of the volume's own whose complete walk found
+	// du.NamedBytes through its names (unexplainedBytes).
+	var explained bool
 	switch {
 	case v.Kind == volume.KindWritableLayer:
 		if s.Layers == nil {
@@ -180,7 +182,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		var ok bool
 		if du, ok, err = fswalk.OwnTmpfsUsage(ctx, dir, s.walkOptions(meter)); ok {
 			method = volume.MethodStatfs
-			named = namedUsage(du, err)
+			explained = err == nil && !du.LowerBound()
 			break
 		}
 		du, method, quotaExcess, err = s.diskUsage(ctx, dir, p, v, live, meter)
@@ -207,7 +209,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		Method:            method,
 		CapacityBytes:     space.CapacityBytes,
 		AvailableBytes:    space.AvailableBytes,
-		UnexplainedBytes:  unexplainedBytes(du, space, named),
+		UnexplainedBytes:  unexplainedBytes(du, space, explained),
 		MeasuredAt:        started,
 		CompletedAt:       now(),
 	}, nil

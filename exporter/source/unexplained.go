@@ -10,27 +10,16 @@ import (
 // filesystem's usage counts it, and the part of that usage the volume's names do not explain is
 // the held files'. On a disk volume, a folder of the node's filesystem, nothing attributes it.
 
-// namedUsage is what the walk behind du, fswalk.OwnTmpfsUsage's of a filesystem of the volume's
-// own, found through its names; nil when that walk failed or is itself a lower bound (it would
-// leave part of the usage unexplained). The usage is statfs's all the same: the walk only
-// explains it.
-func namedUsage(du fswalk.DiskUsage, err error) *fswalk.DiskUsage {
-	if err != nil || du.LowerBound() {
-		return nil
-	}
-	du.UsedBytes = du.NamedBytes
-	return &du
-}
-
-// unexplainedBytes is the usage of the volume's own filesystem that named (nil: unknown) does
-// not explain. The filesystem's usage is taken both before the walk (before) and after it
-// (space), the smaller: data written or deleted during the walk is then never unexplained.
-// before's extended attributes (fswalk.OwnTmpfsUsage adds them to statfs's bytes) are no
-// blocks of the filesystem, so they are left out of both sides.
-func unexplainedBytes(before fswalk.DiskUsage, space fswalk.Space, named *fswalk.DiskUsage) int64 {
-	if named == nil {
+// unexplainedBytes is the usage of the volume's own filesystem that the names its walk found
+// (du.NamedBytes) do not explain; 0 unless explained (a complete walk: a lower bound would leave
+// part of the usage unexplained). The filesystem's usage is taken both before the walk
+// (du.UsedBytes) and after it (space), the smaller: data written or deleted during the walk is
+// then never unexplained. The extended attributes (fswalk.OwnTmpfsUsage adds them to statfs's
+// bytes) are no blocks of the filesystem, so they are left out of both sides.
+func unexplainedBytes(du fswalk.DiskUsage, space fswalk.Space, explained bool) int64 {
+	if !explained {
 		return 0
 	}
-	used := min(before.UsedBytes-before.XattrBytes, space.CapacityBytes-space.AvailableBytes)
-	return max(0, used-(named.UsedBytes-named.XattrBytes))
+	used := min(du.UsedBytes-du.XattrBytes, space.CapacityBytes-space.AvailableBytes)
+	return max(0, used-(du.NamedBytes-du.XattrBytes))
 }
