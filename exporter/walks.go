@@ -403,21 +403,20 @@ func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool
 // no shortfall of the budget or the slots.
 func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, now time.Time, shared bool) []chan struct{} {
 	var started []chan struct{}
-	budgetDeferred, unchanged := 0, 0
+	deferred, unchanged := map[string]int{}, 0 // deferred by reason
 	defer func() {
-		if budgetDeferred > 0 {
-			w.deferred(DeferredCPUBudget, budgetDeferred)
+		for reason, n := range deferred {
+			w.deferred(reason, n)
 		}
 		if unchanged > 0 {
 			w.unchanged(unchanged)
 		}
 	}()
-	deferBudget := func(d schedule.Walk) {
-		<-w.slots
+	notStarted := func(d schedule.Walk, reason string) {
 		if d.Unchanged {
 			unchanged++
 		} else {
-			budgetDeferred++
+			deferred[reason]++
 		}
 	}
 	// On a node shared by namespaces, a walk that would give its namespace every slot goes
@@ -435,14 +434,10 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 			continue
 		}
 		if !w.takeSlot(ctx, d.Pod.Namespace, shared) {
-			n := 0
-			for _, l := range append([]schedule.Walk{d}, queue...) {
-				if l.Unchanged {
-					n++
-				}
+			notStarted(d, DeferredNoSlot)
+			for _, l := range queue {
+				notStarted(l, DeferredNoSlot)
 			}
-			w.deferred(DeferredNoSlot, len(queue)+1-n)
-			unchanged += n
 			return started
 		}
 		floor, estimate := false, time.Duration(0)
@@ -458,11 +453,13 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 		case w.budget.Allows(d.Cost):
 		case d.Floor == schedule.FloorAfter:
 			if floor, estimate = w.takeFloor(d); !floor {
-				deferBudget(d)
+				<-w.slots
+				notStarted(d, DeferredCPUBudget)
 				continue
 			}
 		default:
-			deferBudget(d)
+			<-w.slots
+			notStarted(d, DeferredCPUBudget)
 			continue
 		}
 		wctx, cancel := context.WithCancel(walksCtx)
