@@ -141,7 +141,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
-				if over, ok := volume.OverLimit(m.UsedBytes, r.Volume.LimitBytes); ok && r.Volume.Medium != volume.MediumMemory {
+				if over, ok := emptyDirOverLimit(r); ok {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
 			} else if !limited && sel&selectVolumes != 0 {

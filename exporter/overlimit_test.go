@@ -99,9 +99,21 @@ func TestOverLimitSeries(t *testing.T) {
 			podLimit: limit(10 * mib), contLimit: limit(2 * mib), data: mib, layer: 2 * mib, logs: 8192,
 			want: map[string]float64{container: 8192}},
 		{name: "container without a limit", medium: volume.MediumDisk, podLimit: limit(10 * mib), layer: 9 * mib},
-		{name: "everything over at once", medium: volume.MediumDisk, sizeLimit: limit(mib),
+		// The kubelet's precedence (an emptyDir, then the pod, then a container), decided here
+		// from the exporter's own measurements: the rules hold no trigger back on another
+		// series, which any tenant could publish.
+		{name: "everything over at once: the emptyDir's only", medium: volume.MediumDisk, sizeLimit: limit(mib),
 			podLimit: limit(4 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
-			want: map[string]float64{disk: mib, pod: mib, container: mib}},
+			want: map[string]float64{disk: mib}},
+		{name: "emptyDir and container over, pod under: the emptyDir's only", medium: volume.MediumDisk, sizeLimit: limit(mib),
+			podLimit: limit(40 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
+			want: map[string]float64{disk: mib}},
+		{name: "pod and container over, emptyDir under its limit: the pod's only", medium: volume.MediumDisk, sizeLimit: limit(8 * mib),
+			podLimit: limit(4 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
+			want: map[string]float64{pod: mib}},
+		{name: "memory emptyDir over its spec, pod over: the pod's", medium: volume.MediumMemory, sizeLimit: limit(mib),
+			podLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
+			want: map[string]float64{pod: mib}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := overLimitExporter(t, tc.medium, tc.sizeLimit, tc.podLimit, tc.contLimit, tc.data, tc.layer, tc.logs)

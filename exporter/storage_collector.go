@@ -21,7 +21,7 @@ var (
 		"The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.",
 		podLabels, nil)
 	podOverLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_over_limit_bytes",
-		"Bytes by which the pod's ephemeral-storage usage exceeds its limit; published only while it does.",
+		"Bytes by which the pod's ephemeral-storage usage exceeds its limit; published only while it does and no emptyDir of the pod is over its sizeLimit.",
 		podLabels, nil)
 	podPartDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_part_bytes",
 		"What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).",
@@ -42,7 +42,7 @@ var (
 		"The container's limits.ephemeral-storage, for the containers the kubelet checks (regular and restartable init containers); absent when it has none.",
 		containerLabels, nil)
 	containerOverLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_over_limit_bytes",
-		"Bytes by which the container's ephemeral-storage usage exceeds its limits.ephemeral-storage; published only while it does.",
+		"Bytes by which the container's ephemeral-storage usage exceeds its limits.ephemeral-storage; published only while it does and neither the pod nor an emptyDir of it is over its limit.",
 		containerLabels, nil)
 	containerPartDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_part_bytes",
 		"The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.",
@@ -79,22 +79,28 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	}
 	// Where there is a limit (a pod without one is not measured), the over-limit series the
 	// alerts read and the usage and limit beside it are trigger series; the rest
-	// ephemeral_storage.
-	usage := func(usedDesc, limitDesc, overDesc *prometheus.Desc, used int64, limit *int64, lv []string) {
+	// ephemeral_storage. An over-limit series is left out while a check the kubelet makes
+	// before it holds (precedence): the alerts then need no PromQL over series a tenant
+	// could publish to decide which limit a pod is evicted for.
+	usage := func(usedDesc, limitDesc, overDesc *prometheus.Desc, used int64, limit *int64, precededBy bool, lv []string) (over bool) {
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
-			if over, ok := volume.OverLimit(used, limit); ok {
-				gauge(overDesc, float64(over), lv...)
+			if bytes, ok := volume.OverLimit(used, limit); ok && !precededBy {
+				gauge(overDesc, float64(bytes), lv...)
 			}
 		} else if limit == nil && storage {
 			gauge(usedDesc, float64(used), lv...)
 		}
+		_, over = volume.OverLimit(used, limit)
+		return over
 	}
 	for _, p := range snap.storage {
-		u := storageUsage(p, byPod[p.UID], e.cfg.DedicatedImageFilesystem, false)
+		results := byPod[p.UID]
+		u := storageUsage(p, results, e.cfg.DedicatedImageFilesystem, false)
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
-		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, lv)
+		volumeOver := anyEmptyDirOverLimit(results)
+		podOver := usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, volumeOver, lv)
 		if storage {
 			for _, part := range []string{volume.PartEmptyDir, volume.PartWritableLayer, volume.PartLogs, volume.PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
@@ -111,7 +117,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		}
 		for _, c := range u.Containers {
 			clv := append(append([]string(nil), lv...), c.Name)
-			usage(containerUsedDesc, containerLimitDesc, containerOverLimitDesc, c.UsedBytes, c.LimitBytes, clv)
+			usage(containerUsedDesc, containerLimitDesc, containerOverLimitDesc, c.UsedBytes, c.LimitBytes, volumeOver || podOver, clv)
 			if !storage {
 				continue
 			}
@@ -122,6 +128,27 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			}
 		}
 	}
+}
+
+// emptyDirOverLimit returns by how much r, an emptyDir, exceeds its sizeLimit, as
+// emptydir_over_limit_bytes publishes it: never for a memory volume, whose tmpfs size is the
+// limit in force.
+func emptyDirOverLimit(r volume.VolumeResult) (int64, bool) {
+	if r.Volume.Kind != volume.KindEmptyDir || r.Volume.Medium == volume.MediumMemory {
+		return 0, false
+	}
+	return volume.OverLimit(r.Measurement.UsedBytes, r.Volume.LimitBytes)
+}
+
+// anyEmptyDirOverLimit reports whether an emptyDir among a pod's results is over its sizeLimit:
+// the kubelet's first local-storage check, before the pod's and the containers' limits.
+func anyEmptyDirOverLimit(results map[string]volume.VolumeResult) bool {
+	for _, r := range results {
+		if _, over := emptyDirOverLimit(r); over {
+			return true
+		}
+	}
+	return false
 }
 
 // resultsByPod indexes volumes by pod UID, then volume (part) name.

@@ -8,7 +8,8 @@ import (
 
 // Counts of emptyDir volumes, pods and containers over their limits, from the exporter's
 // over-limit series (published only while a usage exceeds its limit, never for a memory
-// volume), deduplicated across scrape jobs: what the remediation triggers read. Counts of pods
+// volume), deduplicated across scrape jobs: what the remediation triggers read, one limit per
+// pod in the kubelet's order (a pod over an emptyDir's sizeLimit counts as a volume only). Counts of pods
 // and containers near their ephemeral-storage limits (above 90%, as the recording rules and
 // PodEphemeralStorageNearLimit/ContainerEphemeralStorageNearLimit).
 const (
