@@ -191,6 +191,20 @@ matcher strategy OnNamespace (alertmanagerConfig.matcherStrategy).
 {{- end }}
 
 {{/*
+The remediation label values the AlertmanagerConfig routes to the remediator, joined by "|":
+evict, and evict_incomplete when remediator.flags.policy.evict-incomplete-after is set (without
+it the remediator declines those alerts unread, so they are not sent).
+*/}}
+{{- define "emptydir-guard.routedRemediations" -}}
+{{- $after := toString (index .Values.remediator.flags "policy.evict-incomplete-after" | default "") -}}
+{{- if and $after (not (has $after (list "0" "0s" "<nil>"))) -}}
+evict|evict_incomplete
+{{- else -}}
+evict
+{{- end -}}
+{{- end }}
+
+{{/*
 A CEL string literal of the given string, single-quoted (the policy's expressions are YAML
 folded blocks, where a value is pasted as it is).
 */}}
