@@ -309,8 +309,16 @@ test-cluster: deps k8s-binaries prometheus-operator build release-tools image
 export RECORD
 # make test runs as root: a unit test that needs root (fswalktest.RequireRoot, mounting a tmpfs)
 # fails there instead of skipping, as it does under plain go test.
+# The stages run one by one through hack/test-stages.sh, which prints a table of their times at
+# the end: the cheap ones that find most mistakes first, the test-tool builds (&: in the
+# background, niced, taking the CPU the foreground stages leave idle) until test-cluster needs them.
+TEST_STAGES := deps &test-tools vet test-rules test-dashboards unit check-generated lint vulncheck \
+  test-kernel-lane fuzz test-image test-helm wait test-cluster
+.PHONY: test-tools
+test-tools: k8s-binaries prometheus-operator release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1
-test: deps vet check-generated lint vulncheck unit test-kernel-lane fuzz test-rules test-dashboards test-image test-helm test-cluster
+test:
+	MAKE="$(MAKE)" GO="$(GO)" ./hack/test-stages.sh $(foreach s,$(TEST_STAGES),'$(s)')
 
 # Benchmarks against the peers an operator would otherwise use; each writes its tables into
 # docs/performance.md. Not part of `make test`.

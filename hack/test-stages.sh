@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# make test's runner: runs each stage given as a make target, in order, and prints a table of
+# their wall seconds and whether each found its caches warm, at the end, also when a stage
+# fails (the first failure stops the run, as make would).
+#
+# A stage named "&name" starts make target name in the background, niced to 19 so that it only
+# takes CPU the foreground stages leave idle (the kernel lane's boots, the real-cluster waits),
+# its output in $(BIN)/stages/<name>.log; the stage "wait" waits for every such target, and
+# fails, printing the log, when one did. The test-tool builds (Kubernetes, the Prometheus
+# Operator, Helm, cosign) run so beside the unit and kernel-lane stages.
+#
+# The caches are the Go build and module caches and the cached test tools in
+# $XDG_CACHE_HOME/emptydir-guard: the run counts as cold when they held under 500 MB at its start,
+# and each stage's row says by how much they grew while it ran (background stages included).
+set -uo pipefail
+make=${MAKE:-make}
+go=${GO:-go}
+cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard
+caches=("$("$go" env GOCACHE)" "$("$go" env GOMODCACHE)" "$cache_root")
+logdir=${STAGES_LOG_DIR:-bin/stages}
+mkdir -p "$logdir"
+
+cache_mb() {
+  local dirs=()
+  for d in "${caches[@]}"; do [ -d "$d" ] && dirs+=("$d"); done
+  [ ${#dirs[@]} -gt 0 ] || { echo 0; return; }
+  du -smc "${dirs[@]}" 2>/dev/null | awk 'END {print $1}'
+}
+
+rows=()
+start_all=$(date +%s)
+start_mb=$(cache_mb)
+start_state=warm
+[ "$start_mb" -lt 500 ] && start_state=cold
+declare -A bg_pid bg_start bg_mb
+status=0
+
+table() {
+  local total=$(( $(date +%s) - start_all ))
+  echo
+  echo "== make test stages: caches $start_state at the start ($start_mb MB), $(( $(cache_mb) - start_mb )) MB more at the end"
+  printf '%-28s %8s %10s  %s\n' stage seconds "cache +MB" result
+  for r in "${rows[@]}"; do printf '%-28s %8s %10s  %s\n' $r; done
+  printf '%-28s %8s\n' total "$total"
+}
+# A background stage still running when the run ends (a failed stage, a signal) would outlive
+# it: stop its whole process group.
+finish() {
+  local name
+  for name in "${!bg_pid[@]}"; do kill -- -"${bg_pid[$name]}" 2>/dev/null; done
+  table
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+record() { # name seconds grewMB status
+  local result=ok
+  [ "$4" = 0 ] || result=FAILED
+  rows+=("$1 $2 $3 $result")
+}
+
+wait_background() {
+  local name rc
+  for name in "${!bg_pid[@]}"; do
+    wait "${bg_pid[$name]}"
+    rc=$?
+    record "$name(background)" $(( $(date +%s) - bg_start[$name] )) $(( $(cache_mb) - bg_mb[$name] )) "$rc"
+    if [ "$rc" != 0 ]; then
+      echo "test-stages: background stage $name failed; its log ($logdir/$name.log):" >&2
+      tail -n 100 "$logdir/$name.log" >&2
+      status=1
+    fi
+    unset "bg_pid[$name]"
+  done
+  return $status
+}
+
+for stage in "$@"; do
+  case $stage in
+    \&*)
+      name=${stage#&}
+      bg_start[$name]=$(date +%s)
+      bg_mb[$name]=$(cache_mb)
+      # A process group of its own (setsid), so that a failed run can stop all of it.
+      setsid nice -n 19 "$make" "$name" >"$logdir/$name.log" 2>&1 &
+      bg_pid[$name]=$!
+      echo "test-stages: $name started in the background (log $logdir/$name.log)"
+      ;;
+    wait)
+      wait_background || exit 1
+      ;;
+    *)
+      t0=$(date +%s)
+      mb0=$(cache_mb)
+      "$make" "$stage"
+      rc=$?
+      record "$stage" $(( $(date +%s) - t0 )) $(( $(cache_mb) - mb0 )) "$rc"
+      [ "$rc" = 0 ] || exit "$rc"
+      ;;
+  esac
+done
+wait_background || exit 1
