@@ -287,12 +287,16 @@ func TestRecommendPatchHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(sh, script)
+	cmd.Dir = dir // what a tenant's line would write lands there
 	cmd.Env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "MARK=" + mark, "RECORD=" + record}
 	if b, err := cmd.CombinedOutput(); err != nil || len(b) > 0 {
 		t.Errorf("sh patches.sh: %v\n%q", err, b)
 	}
 	if _, err := os.Stat(mark); err == nil {
 		t.Errorf("sh patches.sh ran a tenant's command: %s exists; the script:\n%q", mark, out)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 3 {
+		t.Errorf("sh patches.sh left %v (%v) in its folder, want only bin, kubectl.calls and patches.sh", entries, err)
 	}
 	calls, err := os.ReadFile(record)
 	if err != nil && !os.IsNotExist(err) {
