@@ -73,6 +73,10 @@ func Printable(s string) string {
 func Sprintf(format string, args ...any) string {
 	safe := make([]any, len(args))
 	for i, a := range args {
+		if rv := reflect.ValueOf(a); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			safe[i] = a // fmt prints a nil receiver's <nil> without calling it
+			continue
+		}
 		switch v := a.(type) {
 		case error:
 			safe[i] = Printable(v.Error())

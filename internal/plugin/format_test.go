@@ -57,6 +57,10 @@ func TestPrintable(t *testing.T) {
 	if got, want := Sprintf("%s %v %s %d %q", "a\nb", err, kind("k\r"), 3, "ok"), `"a\nb" "pod \x1b[2Jweb: gone" "k\r" 3 "ok"`; got != want {
 		t.Errorf("Sprintf = %s, want %s", got, want)
 	}
+	var nilErr *LiveError
+	if got := Sprintf("%v", nilErr); got != "<nil>" {
+		t.Errorf("Sprintf of a nil *LiveError = %s", got)
+	}
 	var b strings.Builder
 	o := &Options{}
 	o.ErrOut = &b
