@@ -99,6 +99,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	describeAlignment(ch)
 	describeStorage(ch)
 	ch <- workloadInfoDesc
+	ch <- ownerInvalidDesc
 	e.collections.Describe(ch)
 	e.deferredWalks.Describe(ch)
 	e.measureErrors.Describe(ch)

@@ -311,7 +311,11 @@ func objects(l runtime.Object, err error) ([]metav1.Object, error) {
 }
 
 // printPatches writes one kubectl patch command per workload with a suggestion, each after a
-// comment of what backs it; what cannot be patched is a comment saying why.
+// comment of what backs it; what cannot be patched is a comment saying why. The output is run
+// as a shell script, and the names in it are Prometheus labels others may have written: the
+// comments' values are plugin.Printable (no line break ends a comment early), a workload whose
+// namespace, kind or name is no valid Kubernetes name is only a comment, and every word of a
+// command is quoted (recommend.PatchCommand).
 func (r *recommendOptions) printPatches(ctx context.Context, ss []recommend.Suggestion) error {
 	var order []recommend.Workload
 	by := map[recommend.Workload][]recommend.Suggestion{}
@@ -322,17 +326,22 @@ func (r *recommendOptions) printPatches(ctx context.Context, ss []recommend.Sugg
 		}
 		by[w] = append(by[w], s)
 	}
+	comment := func(format string, args ...any) { fmt.Fprint(r.Out, plugin.Sprintf("#"+format+"\n", args...)) }
 	var client kubernetes.Interface
 	for _, w := range order {
 		group := by[w]
-		fmt.Fprintf(r.Out, "# %s %s/%s: %s of history, %d pods\n", w.Kind, w.Namespace, w.Name, recommend.Hours(maxHistory(group)), group[0].Pods)
+		if what, value := w.Invalid(); what != "" {
+			comment(" skipped: a workload whose %s %s is no valid Kubernetes name", what, strconv.Quote(value))
+			continue
+		}
+		comment(" %s %s/%s: %s of history, %d pods", w.Kind, w.Namespace, w.Name, recommend.Hours(maxHistory(group)), group[0].Pods)
 		for _, s := range group {
 			if s.Insufficient != "" && s.Kind != recommend.KindPod {
-				fmt.Fprintf(r.Out, "#   %s %s left out: %s\n", s.Kind, s.Name, s.Insufficient)
+				comment("   %s %s left out: %s", s.Kind, s.Name, s.Insufficient)
 			}
 		}
 		if _, why := recommend.Patchable(w.Kind); why != "" {
-			fmt.Fprintf(r.Out, "#   not patched: %s\n", why)
+			comment("   not patched: %s", why)
 			continue
 		}
 		if client == nil {
@@ -343,7 +352,7 @@ func (r *recommendOptions) printPatches(ctx context.Context, ss []recommend.Sugg
 		}
 		tmpl, resource, err := podTemplate(ctx, client, w)
 		if err != nil {
-			fmt.Fprintf(r.Out, "#   not patched: %v\n", err)
+			comment("   not patched: %v", err)
 			continue
 		}
 		patch, skipped, err := recommend.Patch(w.Kind, tmpl, group, r.Requests)
@@ -351,13 +360,17 @@ func (r *recommendOptions) printPatches(ctx context.Context, ss []recommend.Sugg
 			return err
 		}
 		for _, s := range skipped {
-			fmt.Fprintf(r.Out, "#   %s\n", s)
+			comment("   %s", s)
 		}
 		if patch == nil {
-			fmt.Fprintln(r.Out, "#   nothing to patch")
+			comment("   nothing to patch")
 			continue
 		}
-		fmt.Fprintf(r.Out, "kubectl patch %s %s -n %s --type strategic -p '%s'\n", resource, w.Name, w.Namespace, patch)
+		line, err := recommend.PatchCommand(w, resource, patch)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(r.Out, line)
 	}
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes/fake"
@@ -207,5 +211,110 @@ func TestRecommendUsage(t *testing.T) {
 	err := (&recommendOptions{Options: o, Config: recommend.DefaultConfig()}).Run(context.Background())
 	if err == nil || !plugin.IsUsageError(err) || !strings.Contains(err.Error(), "--prometheus-url") {
 		t.Errorf("without --prometheus-url: %v", err)
+	}
+}
+
+// TestRecommendPatchHostile runs -o patch's script as the docs say (sh patches.sh), with a
+// kubectl that records its arguments, on workloads whose Prometheus labels a tenant chose:
+// an ownerReference's kind and name are not validated by the API server, and anyone who
+// writes to Prometheus writes labels. Only the patch of the one valid workload may run, with
+// exactly its arguments, and no line of the tenant's.
+func TestRecommendPatchHostile(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh:", err)
+	}
+	dir := t.TempDir()
+	mark, record, bin := filepath.Join(dir, "owned"), filepath.Join(dir, "kubectl.calls"), filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The recording kubectl: a line "kubectl" per call, then each argument on its own line.
+	kubectl := "#!/bin/sh\n{ echo kubectl; for a in \"$@\"; do printf '%s\\n' \"$a\"; done; } >> \"$RECORD\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "kubectl"), []byte(kubectl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// Workloads Prometheus names (namespace, kind, name), each with a container app; the API
+	// server holds a workload of each valid kind by that name, as if its names were not checked.
+	const touch = "touch $MARK"
+	hostile := [][3]string{
+		{"shop", "Deployment\n" + touch + "\n#", "web"},
+		{"shop", "Deployment", "web$(" + touch + ")"},
+		{"shop", "Deployment", "`" + touch + "`"},
+		{"shop", "StatefulSet", "db;" + touch},
+		{"shop", "Deployment", `w'e"b`},
+		{"shop", "DaemonSet", "agent\r" + touch},
+		{"shop", "Deployment", "web\n" + touch},
+		{"shop", "Job\x1b]0;owned\a\x1b[2J", "backup"},
+		{"shop'\n" + touch + "\n'", "Deployment", "web"},
+	}
+	prom := cannedPrometheus{}
+	var containers, volumes model.Matrix
+	var objs []runtime.Object
+	for _, h := range hostile {
+		containers = append(containers, points(2016, 50*mi, "namespace", h[0], "workload_kind", h[1], "workload", h[2], "container", "app"))
+		meta := metav1.ObjectMeta{Namespace: h[0], Name: h[2]}
+		tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+		switch h[1] {
+		case "StatefulSet":
+			objs = append(objs, &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Template: tmpl}})
+		case "DaemonSet":
+			objs = append(objs, &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Template: tmpl}})
+		case "Deployment":
+			objs = append(objs, &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Template: tmpl}})
+		}
+	}
+	// The valid workload shop/web: its template's names are hostile too (a container's and a
+	// volume's), and one container has too little history, which a comment names.
+	web := []string{"namespace", "shop", "workload_kind", "Deployment", "workload", "web"}
+	quoted, dollar, short := "a'b;"+touch+";'", "c$("+touch+")`"+touch+"`", "z\n"+touch
+	containers = append(containers, points(2016, 50*mi, append(web, "container", quoted)...), points(12, 5*mi, append(web, "container", short)...))
+	volumes = append(volumes, points(2016, 300*mi, append(web, "volume", dollar)...))
+	prom[recommend.ContainerStepSeries], prom[recommend.VolumeStepSeries] = containers, volumes
+	objs = append(objs, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Volumes:    []corev1.Volume{{Name: dollar, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{Name: quoted}, {Name: short}},
+		}}}})
+
+	out, _, err := runRecommend(t, prom, fake.NewClientset(objs...), "-A", "-o", "patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "patches.sh")
+	if err := os.WriteFile(script, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, script)
+	cmd.Dir = dir // what a tenant's line would write lands there
+	cmd.Env = []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), "MARK=" + mark, "RECORD=" + record}
+	if b, err := cmd.CombinedOutput(); err != nil || len(b) > 0 {
+		t.Errorf("sh patches.sh: %v\n%q", err, b)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Errorf("sh patches.sh ran a tenant's command: %s exists; the script:\n%q", mark, out)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 3 {
+		t.Errorf("sh patches.sh left %v (%v) in its folder, want only bin, kubectl.calls and patches.sh", entries, err)
+	}
+	calls, err := os.ReadFile(record)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	want := strings.Join([]string{"kubectl", "patch", "deployment", "web", "-n", "shop", "--type", "strategic", "-p",
+		`{"spec":{"template":{"spec":{"containers":[{"name":"a'b;touch $MARK;'","resources":{"limits":{"ephemeral-storage":"80Mi"},"requests":{"ephemeral-storage":"56Mi"}}}],"volumes":[{"name":"c$(touch $MARK)` + "`touch $MARK`" + `","emptyDir":{"sizeLimit":"448Mi"}}]}}}}`,
+	}, "\n") + "\n"
+	if string(calls) != want {
+		t.Errorf("kubectl ran with\n%q\nwant only\n%q\nthe script:\n%q", calls, want, out)
+	}
+	// Every comment stays one line, without a control character (the script is read too).
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if strings.ContainsFunc(line, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			t.Errorf("a line with a control character: %q", line)
+		}
+		if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "kubectl patch ") {
+			t.Errorf("a line neither comment nor patch: %q", line)
+		}
 	}
 }

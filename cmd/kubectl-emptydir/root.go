@@ -38,7 +38,7 @@ func execute(ctx context.Context, root *cobra.Command, args []string) int {
 	if err == nil {
 		return plugin.ExitOK
 	}
-	fmt.Fprintf(root.ErrOrStderr(), "error: %v\n", err)
+	fmt.Fprint(root.ErrOrStderr(), plugin.Sprintf("error: %v\n", err))
 	if plugin.IsUsageError(err) || isFlagError(err) {
 		fmt.Fprintf(root.ErrOrStderr(), "See '%s --help' for usage.\n", cmd.CommandPath())
 	}

@@ -109,6 +109,9 @@ func Dir(kubeletRootDir, podUID, volume string) string {
 // a static pod, whose controller is its Node).
 type Workload struct {
 	Kind, Name string
+	// OwnerInvalid says why a pod whose controller reference names no valid kind ("kind") or
+	// object name ("name") is its own workload; empty otherwise.
+	OwnerInvalid string
 }
 
 // OverLimit is how far used exceeds limit, compared as the kubelet compares them (strictly, a

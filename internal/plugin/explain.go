@@ -271,7 +271,9 @@ func selects(b *policyv1.PodDisruptionBudget, pod *corev1.Pod) bool {
 // Write prints the explanation for a person.
 func (x *Explanation) Write(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Pod %s/%s on node %s, measured live at %s (source %s).\n", x.Namespace, x.Pod, x.Node,
+	// Every name here comes from the cluster or the exporter: printed Printable.
+	printf := func(format string, args ...any) { b.WriteString(Sprintf(format, args...)) }
+	printf("Pod %s/%s on node %s, measured live at %s (source %s).\n", x.Namespace, x.Pod, x.Node,
 		x.MeasuredAt.Local().Format("15:04:05"), x.Source)
 	if len(x.Limits) == 0 {
 		b.WriteString("\nThe pod has no emptyDir volume and no ephemeral-storage limit: nothing of it is measured.\n")
@@ -280,10 +282,10 @@ func (x *Explanation) Write(w io.Writer) error {
 		b.WriteString("\n")
 		title := l.Kind
 		if l.Name != "" {
-			title += " " + l.Name
+			title += " " + Printable(l.Name)
 		}
 		if l.Medium != "" && l.Medium != "disk" {
-			title += " (medium " + l.Medium + ")"
+			title += " (medium " + Printable(l.Medium) + ")"
 		}
 		used := FormatBytes(l.UsedBytes)
 		if l.LowerBound {
@@ -291,21 +293,21 @@ func (x *Explanation) Write(w io.Writer) error {
 		}
 		switch {
 		case l.LimitBytes == nil:
-			fmt.Fprintf(&b, "%s: %s used, no limit\n", title, used)
+			printf("%s: %s used, no limit\n", title, used)
 		case *l.LimitBytes > 0:
-			fmt.Fprintf(&b, "%s: %s used of %s (%s)\n", title, used, FormatBytes(*l.LimitBytes),
+			printf("%s: %s used of %s (%s)\n", title, used, FormatBytes(*l.LimitBytes),
 				FormatPercent(100*float64(l.UsedBytes)/float64(*l.LimitBytes)))
 		default:
-			fmt.Fprintf(&b, "%s: %s used, limit 0\n", title, used)
+			printf("%s: %s used, limit 0\n", title, used)
 		}
 		for _, p := range l.Parts {
 			mark := ""
 			if !p.Counts {
 				mark = " (not counted)"
 			}
-			fmt.Fprintf(&b, "  %-15s %8s%s  %s\n", p.Name, FormatBytes(p.Bytes), mark, p.What)
+			printf("  %-15s %8s%s  %s\n", p.Name, FormatBytes(p.Bytes), mark, p.What)
 		}
-		fmt.Fprintf(&b, "  %s\n", l.Enforcement)
+		printf("  %s\n", l.Enforcement)
 	}
 	b.WriteString("\n")
 	switch {
@@ -314,12 +316,12 @@ func (x *Explanation) Write(w io.Writer) error {
 	case len(x.Disruption.Budgets) == 0:
 		b.WriteString("PodDisruptionBudgets: none selects this pod; an eviction by emptyDir guard goes through at once.\n")
 	case *x.Disruption.EvictionAllowed:
-		fmt.Fprintf(&b, "PodDisruptionBudgets: %s, allowing a disruption now: an eviction by emptyDir guard goes through.\n", strings.Join(x.Disruption.Budgets, ", "))
+		printf("PodDisruptionBudgets: %s, allowing a disruption now: an eviction by emptyDir guard goes through.\n", strings.Join(x.Disruption.Budgets, ", "))
 	default:
-		fmt.Fprintf(&b, "PodDisruptionBudgets: %s, allowing no disruption now: emptyDir guard's eviction waits (and retries) until one is allowed; the kubelet's does not wait.\n", strings.Join(x.Disruption.Budgets, ", "))
+		printf("PodDisruptionBudgets: %s, allowing no disruption now: emptyDir guard's eviction waits (and retries) until one is allowed; the kubelet's does not wait.\n", strings.Join(x.Disruption.Budgets, ", "))
 	}
 	if x.OptedOut {
-		fmt.Fprintf(&b, "The pod is annotated %s=false: where the operator allows opting out in this namespace, emptyDir guard leaves it alone (the kubelet does not).\n", optOutAnnotation)
+		printf("The pod is annotated %s=false: where the operator allows opting out in this namespace, emptyDir guard leaves it alone (the kubelet does not).\n", optOutAnnotation)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -137,3 +137,28 @@ func TestLiveErrors(t *testing.T) {
 		t.Errorf("proxied %q, want %q", c.proxied, want)
 	}
 }
+
+// TestExplainWriteHostile: explain's text carries names from the cluster and the exporter's
+// answer (its node, a container, a reason): each is quoted when it holds a control
+// character, so that none reaches the terminal.
+func TestExplainWriteHostile(t *testing.T) {
+	lim := int64(10 << 20)
+	x := &Explanation{Namespace: "shop", Pod: "db", Node: "node-a\x1b[2J", Source: "filesystem\r",
+		Limits: []Limit{{Kind: KindContainer, Name: "app\nfake line", UsedBytes: 1 << 20, LimitBytes: &lim,
+			Parts: []Part{{Name: "writable_layer", Counts: true, What: "not located (\x1b]0;owned\a)"}}, Enforcement: "evicted\x07"}},
+		Disruption: Disruption{Checked: true, Budgets: []string{"pdb\x1b[31m"}, EvictionAllowed: new(bool)}}
+	var b strings.Builder
+	if err := x.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.ContainsFunc(out, func(r rune) bool { return r < ' ' && r != '\n' }) {
+		t.Errorf("a control character reaches the terminal:\n%q", out)
+	}
+	for _, want := range []string{`Pod shop/db on node "node-a\x1b[2J"`, `(source "filesystem\r")`, `container "app\nfake line": 1Mi used of 10Mi`,
+		`"not located (\x1b]0;owned\a)"`, `"evicted\a"`, `PodDisruptionBudgets: "pdb\x1b[31m", allowing no disruption`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%q", want, out)
+		}
+	}
+}

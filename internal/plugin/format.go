@@ -3,7 +3,10 @@ package plugin
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // FormatBytes prints n in binary units as a person reads them and kubectl top prints them:
@@ -50,4 +53,42 @@ func FormatAge(seconds float64) string {
 		return fmt.Sprintf("%dm", m)
 	}
 	return fmt.Sprintf("%dh", int(d.Hours()))
+}
+
+// Printable is s as it may reach a terminal: s itself when every rune of it is printable,
+// else s quoted as Go quotes strings ("web\n\x1b[2J"). Names and label values come from the
+// cluster and from Prometheus, which tenants write: a control character or an escape
+// sequence in one must not move the cursor, rewrite the screen or end a line.
+func Printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Sprintf is fmt.Sprintf with each argument of a string type, error or fmt.Stringer
+// Printable.
+func Sprintf(format string, args ...any) string {
+	safe := make([]any, len(args))
+	for i, a := range args {
+		if rv := reflect.ValueOf(a); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			safe[i] = a // fmt prints a nil receiver's <nil> without calling it
+			continue
+		}
+		switch v := a.(type) {
+		case error:
+			safe[i] = Printable(v.Error())
+		case fmt.Stringer:
+			safe[i] = Printable(v.String())
+		default:
+			if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
+				safe[i] = Printable(rv.String())
+			} else {
+				safe[i] = a
+			}
+		}
+	}
+	return fmt.Sprintf(format, safe...)
 }

@@ -1,6 +1,10 @@
 package plugin
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 func TestFormat(t *testing.T) {
 	for _, tc := range []struct {
@@ -27,5 +31,41 @@ func TestFormat(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"web-0":             "web-0",
+		"":                  "",
+		`a "quoted" \ name`: `a "quoted" \ name`,
+		"café":              "café",
+		"web\n$(id)":        `"web\n$(id)"`,
+		"\x1b[31mred":       `"\x1b[31mred"`,
+		"a\tb\rc\x00":       `"a\tb\rc\x00"`,
+		"\u202eevil":        `"\u202eevil"`,
+		"\xff":              `"\xff"`,
+		"line\u2028sep":     `"line\u2028sep"`,
+		"del\x7f":           `"del\x7f"`,
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+	type kind string
+	err := errors.New("pod \x1b[2Jweb: gone")
+	if got, want := Sprintf("%s %v %s %d %q", "a\nb", err, kind("k\r"), 3, "ok"), `"a\nb" "pod \x1b[2Jweb: gone" "k\r" 3 "ok"`; got != want {
+		t.Errorf("Sprintf = %s, want %s", got, want)
+	}
+	var nilErr *LiveError
+	if got := Sprintf("%v", nilErr); got != "<nil>" {
+		t.Errorf("Sprintf of a nil *LiveError = %s", got)
+	}
+	var b strings.Builder
+	o := &Options{}
+	o.ErrOut = &b
+	o.Warnf("Prometheus: %s", "bad\x1b]0;owned\a")
+	if want := "Warning: Prometheus: \"bad\\x1b]0;owned\\a\"\n"; b.String() != want {
+		t.Errorf("Warnf wrote %q, want %q", b.String(), want)
 	}
 }

@@ -124,5 +124,5 @@ func (o *Options) Warnf(format string, args ...any) {
 	if o.ErrOut == nil {
 		return
 	}
-	fmt.Fprintf(o.ErrOut, "Warning: "+strings.TrimSuffix(format, "\n")+"\n", args...)
+	fmt.Fprint(o.ErrOut, Sprintf("Warning: "+strings.TrimSuffix(format, "\n")+"\n", args...))
 }

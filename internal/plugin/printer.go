@@ -102,7 +102,7 @@ func Print(w io.Writer, f Format, noHeaders bool, t *Table, v any) error {
 		var out []string
 		for i, c := range cells {
 			if i < len(keep) && keep[i] {
-				out = append(out, c)
+				out = append(out, Printable(c)) // a tab or newline would break the columns too
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(out, "\t"))

@@ -62,3 +62,27 @@ func TestParseOutputExtra(t *testing.T) {
 		t.Errorf("-o name with patch added: %v", err)
 	}
 }
+
+// TestPrintHostile: a table's cells come from the cluster and from Prometheus, which tenants
+// write: no control character, escape sequence or invalid UTF-8 of theirs reaches the
+// terminal, and none breaks the columns or adds a row.
+func TestPrintHostile(t *testing.T) {
+	table := &Table{Columns: []Column{{Name: "POD"}, {Name: "TARGET"}, {Name: "USED"}}}
+	table.Add("web", "emptyDir/cache", "1Mi")
+	table.Add("web\x1b[2J\x1b]0;owned\a", "emptyDir/a\tb", "2Mi")
+	table.Add("evil\nweb", "emptyDir/c\r", "3Mi")
+	table.Add("\u202eresu", "emptyDir/\xff", "4Mi")
+	var b bytes.Buffer
+	if err := Print(&b, FormatTable, false, table, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `POD                          TARGET            USED
+web                          emptyDir/cache    1Mi
+"web\x1b[2J\x1b]0;owned\a"   "emptyDir/a\tb"   2Mi
+"evil\nweb"                  "emptyDir/c\r"    3Mi
+"\u202eresu"                 "emptyDir/\xff"   4Mi
+`
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}

@@ -101,3 +101,30 @@ func TestTopPrometheus(t *testing.T) {
 		t.Errorf("queries %q", *queries)
 	}
 }
+
+// TestTopPrometheusHostileLabels: a shared Prometheus holds whatever labels its writers gave
+// their series; top's table shows them quoted, with no control character reaching the
+// terminal and no row added.
+func TestTopPrometheusHostileLabels(t *testing.T) {
+	vol := func(name string) map[string]string {
+		return map[string]string{"__name__": name, "namespace": "shop", "pod": "web", "uid": "u-web",
+			"volume": "cache\x1b[2J\x1b]0;owned\a", "node": "node-a\nshop  fake  row", "medium": "disk\r", "job": "emptydir-exporter"}
+	}
+	url, _ := fakePrometheus(t, []map[string]string{vol("emptydir_used_bytes"), vol("emptydir_limit_bytes")},
+		[]float64{524288, 1048576}, []time.Duration{0, 0})
+	o, out, _ := testOptions("shop")
+	o.PrometheusURL = url
+	o.Output = "wide"
+	if err := o.Validate(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewTopOptions(o).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 2 || strings.ContainsFunc(out.String(), func(r rune) bool { return r < ' ' && r != '\n' }) ||
+		!strings.Contains(lines[1], `"emptyDir/cache\x1b[2J\x1b]0;owned\a"`) || !strings.Contains(lines[1], `"node-a\nshop  fake  row"`) ||
+		!strings.Contains(lines[1], `"disk\r"`) {
+		t.Errorf("table\n%q", out.String())
+	}
+}

@@ -253,7 +253,7 @@ func (s *scraper) scrape(ctx context.Context, nodes []string) {
 	prog.finish()
 	for _, n := range todo {
 		if err := s.errs[n]; err != nil {
-			fmt.Fprintf(s.errOut, "Warning: %v\n", err)
+			fmt.Fprint(s.errOut, Sprintf("Warning: %v\n", err))
 		}
 	}
 }

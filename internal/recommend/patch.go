@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/kubename"
 )
 
 // Workload is a workload's identity as the suggestions name it.
@@ -15,6 +18,45 @@ type Workload struct {
 
 // WorkloadOf is the workload s is for.
 func WorkloadOf(s Suggestion) Workload { return Workload{s.Namespace, s.WorkloadKind, s.Workload} }
+
+// Invalid names the first of w's namespace, kind and name that is no valid Kubernetes name,
+// and its value; "" when all are. They are labels read from Prometheus, which others write
+// to: a workload with an invalid one is never named in a command.
+func (w Workload) Invalid() (what, value string) {
+	switch {
+	case !kubename.IsNamespace(w.Namespace):
+		return "namespace", w.Namespace
+	case !kubename.IsKind(w.Kind):
+		return "kind", w.Kind
+	case !kubename.IsObjectName(w.Name):
+		return "name", w.Name
+	}
+	return "", ""
+}
+
+// PatchCommand is the kubectl patch command, one line of POSIX shell, that applies patch to
+// w (resource is kubectl's name of its kind: deployment); an error, and no command, when
+// w.Invalid.
+func PatchCommand(w Workload, resource string, patch []byte) (string, error) {
+	if what, value := w.Invalid(); what != "" {
+		return "", fmt.Errorf("the workload's %s %q is no valid Kubernetes name", what, value)
+	}
+	args := []string{"kubectl", "patch", resource, w.Name, "-n", w.Namespace, "--type", "strategic", "-p", string(patch)}
+	for i, a := range args {
+		args[i] = ShellQuote(a)
+	}
+	return strings.Join(args, " "), nil
+}
+
+// ShellQuote is s as one word of POSIX shell: s itself when it is made of characters no
+// shell treats specially, else s in single quotes, where each single quote of s ends the
+// quoted part, is escaped with a backslash, and starts the next.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // Patchable says whether kubectl patch can change the pod template of a workload of kind, and
 // where the template sits in it; why not otherwise.

@@ -48,3 +48,34 @@ func TestPatch(t *testing.T) {
 		}
 	}
 }
+
+// TestPatchCommand: the command is one line of POSIX shell whatever the patch holds, and a
+// workload whose labels are no valid Kubernetes names gets none.
+func TestPatchCommand(t *testing.T) {
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"a'b;$(id)` + "`id`" + `"}]}}}}`)
+	got, err := PatchCommand(Workload{"shop", "Deployment", "web"}, "deployment", patch)
+	want := `kubectl patch deployment web -n shop --type strategic -p '{"spec":{"template":{"spec":{"containers":[{"name":"a'\''b;$(id)` + "`id`" + `"}]}}}}'`
+	if err != nil || got != want {
+		t.Errorf("PatchCommand = %s, %v\nwant %s", got, err, want)
+	}
+	for _, w := range []Workload{
+		{"shop", "Deployment\ntouch /tmp/x\n#", "web"}, {"shop", "Deployment", "web$(id)"}, {"shop", "Deployment", "`id`"},
+		{"shop", "Deployment", "web;id"}, {"shop", "Deployment", `w'e"b`}, {"shop", "Deployment", "web\rid"},
+		{"shop", "Job\x1b[2J", "web"}, {"shop\nid", "Deployment", "web"}, {"", "Deployment", "web"},
+	} {
+		if what, _ := w.Invalid(); what == "" {
+			t.Errorf("%q is valid", w)
+		}
+		if got, err := PatchCommand(w, "deployment", []byte("{}")); err == nil {
+			t.Errorf("%q: command %s", w, got)
+		}
+	}
+	for s, want := range map[string]string{
+		"web": "web", "a-b.c_d:e/f=g@h%i+j,k": "a-b.c_d:e/f=g@h%i+j,k", "": "''", "a b": "'a b'", "it's": `'it'\''s'`,
+		"$(id)": "'$(id)'", "`id`": "'`id`'", "a\nb": "'a\nb'", "~": "'~'", "*": "'*'", `\`: `'\'`, "''": `''\'''\'''`,
+	} {
+		if got := ShellQuote(s); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", s, got, want)
+		}
+	}
+}
