@@ -417,7 +417,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	kept := make([]volume.VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
-			r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
+			if e.walks == nil { // the walks keep each volume's run of lower bounds themselves
+				r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
+			}
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
 			// did not measure every volume.

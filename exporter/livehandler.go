@@ -194,7 +194,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: &m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
 			UnreadableEntries: m.UnreadableEntries, ChangedFolders: m.ChangedFolders, CutShort: m.CutShort,
-			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
+			LowerBound: m.LowerBound(), IncompleteSince: res.IncompleteSince, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
 	if volName == "" && pv.Storage != nil {
@@ -215,21 +215,45 @@ func (e *Exporter) liveStorage(pv volume.PodVolumes, results []volume.VolumeResu
 	}
 	u := storageUsage(pv, byName, e.cfg.DedicatedImageFilesystem, true)
 	out := &liveapi.PodStorage{UsedBytes: u.UsedBytes, LimitBytes: u.LimitBytes, Parts: u.Parts, LowerBound: u.LowerBound,
-		DedicatedImageFilesystem: e.cfg.DedicatedImageFilesystem, MeasuredAt: u.MeasuredAt, CompletedAt: completed,
+		IncompleteSince: u.IncompleteSince, DedicatedImageFilesystem: e.cfg.DedicatedImageFilesystem, MeasuredAt: u.MeasuredAt, CompletedAt: completed,
 		Containers: []liveapi.ContainerStorage{}}
 	for _, c := range u.Containers {
 		out.Containers = append(out.Containers, liveapi.ContainerStorage{Name: c.Name, UsedBytes: c.UsedBytes, LimitBytes: c.LimitBytes,
-			WritableLayerBytes: c.WritableLayerBytes, LogsBytes: c.LogsBytes, WritableLayerUnlocated: c.Unlocated, LowerBound: c.LowerBound})
+			WritableLayerBytes: c.WritableLayerBytes, LogsBytes: c.LogsBytes, WritableLayerUnlocated: c.Unlocated, LowerBound: c.LowerBound,
+			IncompleteSince: c.IncompleteSince})
 	}
 	return out
 }
 
+// continueIncomplete sets the IncompleteSince of live results, of a source the collection does
+// not walk volume by volume, from the runs of lower bounds the last cycle published.
+func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for i, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		var prev time.Time
+		for _, p := range e.snap.volumes {
+			if p.UID == r.UID && p.Volume.Name == r.Volume.Name {
+				prev = p.IncompleteSince
+			}
+		}
+		results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
+	}
+}
+
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
 // place of their periodic walks (volumeWalks.beginLive) and its results are published too.
+// Each result's IncompleteSince continues its volume's run of lower bounds: the pod's
+// incompleteSince in the answer is the earliest of its parts'.
 // Its walks' CPU goes to meter.
 func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter *fswalk.CPUMeter) []volume.VolumeResult {
 	if e.walks == nil {
-		return e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
+		results := e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
+		e.continueIncomplete(results)
+		return results
 	}
 	keys := make([]volume.Key, 0, len(pv.Volumes))
 	for _, v := range pv.Volumes {

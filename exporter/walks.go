@@ -103,6 +103,20 @@ type volumeRecord struct {
 	mark any
 	// unchangedAt is when a cycle last found the pod's mark still mark; zero: none since.
 	unchangedAt time.Time
+	// incompleteSince is when the first of the volume's consecutive lower-bound walks started,
+	// periodic and live ones alike (volume.IncompleteSince); zero while its last completed walk
+	// was complete. A failed walk changes nothing.
+	incompleteSince time.Time
+}
+
+// noteWalk appends r, a completed walk of the volume, to its run of lower bounds and sets
+// r.IncompleteSince from it. Callers hold w.mu.
+func (rec *volumeRecord) noteWalk(r *volume.VolumeResult) {
+	if r.Err != nil {
+		return
+	}
+	rec.incompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
+	r.IncompleteSince = rec.incompleteSince
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
@@ -189,7 +203,8 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // of them in flight is cancelled, since the live walk redoes its work and both would share
 // the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
 // starts until the live walk ends. end records the live walk's successful results as the
-// volumes' latest measurement, which the next cycle publishes, and gives the volumes back.
+// volumes' latest measurement, which the next cycle publishes, sets their IncompleteSince
+// from the volumes' run of lower bounds (volumeRecord.noteWalk), and gives the volumes back.
 func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResult)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -208,13 +223,22 @@ func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResu
 	return func(results []volume.VolumeResult) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		for _, r := range results {
+		for i, r := range results {
 			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
 			if _, ok := mine[k]; ok && r.Err == nil {
 				rec := w.record(k)
+				rec.noteWalk(&results[i])
+				r = results[i]
 				rec.latest = &r
 				rec.UsedBytes, rec.Measured = r.Measurement.UsedBytes, true
 				rec.mark, rec.unchangedAt = nil, time.Time{} // no mark was read before it
+			} else if r.Err == nil {
+				// Another live walk records this volume: this one continues its run unrecorded.
+				var prev time.Time
+				if rec := w.volumes[k]; rec != nil {
+					prev = rec.incompleteSince
+				}
+				results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
 			}
 		}
 		for k, f := range mine {
@@ -637,6 +661,7 @@ func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, me
 	}
 	w.mu.Lock()
 	rec := w.record(d.Key)
+	rec.noteWalk(&r)
 	rec.latest = &r
 	if r.Err == nil {
 		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true

@@ -73,6 +73,11 @@ type Measurement struct {
 	Unlocated string
 	// Incomplete says UsedBytes is a lower bound, for any reason (Measurement.LowerBound).
 	Incomplete bool
+	// IncompleteSince is, for a lower bound, since when the source says the subject has been
+	// measurable only as one without a break (the exporter's record of its walks,
+	// liveapi.Volume.IncompleteSince); zero when it does not say. The only evidence
+	// Config.EvictIncompleteAfter decides on.
+	IncompleteSince time.Time
 	// MeasuredAt is when the measured value was complete: the end of the exporter's walk
 	// (its completedAt), or the kubelet's stats time. Freshness is judged on it, so a long
 	// honest walk of a big volume is as fresh as a short one when it ends.
