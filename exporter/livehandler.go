@@ -132,18 +132,28 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
 	caller := live.CallerOf(r)
-	budget := budgets.Of(caller, ns)
-	if wait, scope := budget.Wait(); wait > 0 {
+	// The walk's context: cut (live.ErrCut) once the walk has exhausted a budget it draws on.
+	walkCtx, cutWalk := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	estimate := e.liveEstimate(pv)
+	walk, wait, scope := budgets.Of(caller, ns).Admit(estimate, func() { cutWalk(live.ErrCut) })
+	if walk == nil {
+		cutWalk(nil)
 		e.liveRefusals.WithLabelValues(scope).Inc()
-		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, live.TenantShare, live.TenantBurst)
+		held := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, live.TenantShare, live.TenantBurst)
 		if scope == live.ScopeCaller {
-			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", live.CallerShare, live.CallerBurst)
+			held = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", live.CallerShare, live.CallerBurst)
+		}
+		spent := "has spent " + held
+		if estimate > 0 {
+			spent = fmt.Sprintf("has less than the %s this pod's last walks cost left in %s", estimate.Round(time.Millisecond), held)
 		}
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
-			"caller %s has spent %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
+			"caller %s %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
 	}
+	abandon := func() { cutWalk(nil) }
 	release, ok := callers.Acquire(waitCtx, caller, ns, uid)
 	if !ok {
+		abandon()
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per namespace, %d per caller",
 			caller, e.cfg.NodeName, callers.PerTenant(), callers.PerCaller())},
@@ -153,6 +163,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 	case e.liveSlots <- struct{}{}:
 	case <-waitCtx.Done():
 		release()
+		abandon()
 		return http.StatusServiceUnavailable, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
@@ -161,17 +172,23 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 	go func() {
 		defer release()
 		defer func() { <-e.liveSlots }()
-		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), deadline)
+		defer abandon()
+		ctx, cancel := context.WithDeadline(walkCtx, deadline)
 		defer cancel()
-		results := e.measureLive(ctx, pv, budget.Meter())
+		results := e.measureLive(ctx, pv, walk.Meter())
 		for _, res := range results {
 			if res.Err != nil {
 				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonOf(res.Err)).Inc()
 			}
 			e.noteQuotaExcess(res)
 		}
+		if cut, scope := walk.Cut(); cut {
+			e.liveCuts.WithLabelValues(scope).Inc()
+			e.log.Info("live walk cut: it exhausted the caller's live CPU budget; answering what it counted, a lower bound",
+				"namespace", ns, "pod", name, "uid", uid, "caller", caller, "scope", scope, "cpu", walk.Meter().Spent())
+		}
 		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volName,
-			"duration", e.now().Sub(started))
+			"duration", e.now().Sub(started), "cpu", walk.Meter().Spent())
 		done <- results
 	}()
 	var results []volume.VolumeResult
@@ -245,7 +262,8 @@ func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
 }
 
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
-// place of their periodic walks (volumeWalks.beginLive) and its results are published too.
+// place of their periodic walks (volumeWalks.beginLive) and its results are published too, with
+// what each part's walk cost, for the estimate of the next live walk.
 // Each result's IncompleteSince continues its volume's run of lower bounds: the pod's
 // incompleteSince in the answer is the earliest of its parts'.
 // Its walks' CPU goes to meter.
@@ -264,9 +282,26 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 		measure = live.MeasureVolumeLive
 	}
 	end := e.walks.beginLive(keys)
+	// One part after another (MeasureEach): each one's cost is what the meter gained meanwhile.
+	costs := make(map[volume.Key]time.Duration, len(keys))
 	results := volume.MeasureEach(ctx, []volume.PodVolumes{pv}, func(ctx context.Context, p volume.PodVolumes, v volume.Volume, _ *fswalk.CPUMeter) (volume.Measurement, error) {
+		before := meter.Spent()
+		defer func() { costs[volume.Key{UID: p.UID, Volume: v.Name}] = meter.Spent() - before }()
 		return measure(ctx, p, v, meter)
 	})
-	end(results)
+	end(results, costs)
 	return results
+}
+
+// liveEstimate is what a live walk of pv's volumes is expected to cost: what their last walks
+// cost (volumeWalks.liveEstimate); 0 when not known, or the source is not walked volume by volume.
+func (e *Exporter) liveEstimate(pv volume.PodVolumes) time.Duration {
+	if e.walks == nil {
+		return 0
+	}
+	keys := make([]volume.Key, 0, len(pv.Volumes))
+	for _, v := range pv.Volumes {
+		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
+	}
+	return e.walks.liveEstimate(keys)
 }

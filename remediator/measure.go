@@ -66,7 +66,8 @@ type Measurement struct {
 	// is a lower bound.
 	UnreadableEntries int64
 	// ChangedFolders counts folders the walk did not see as they were when it started, and
-	// CutShort says it hit its deadline (liveapi.Volume): either makes UsedBytes a lower bound.
+	// CutShort says it hit its deadline or its CPU budget (liveapi.Volume): either makes
+	// UsedBytes a lower bound.
 	ChangedFolders int64
 	CutShort       bool
 	// Unlocated is why a writable layer counted in UsedBytes could not be located (as 0).
@@ -100,7 +101,7 @@ func (m Measurement) incompleteWhy() string {
 		why = append(why, fmt.Sprintf("%d folders changed during the walk", m.ChangedFolders))
 	}
 	if m.CutShort {
-		why = append(why, "walk cut short by its deadline")
+		why = append(why, "walk cut short by its deadline or CPU budget")
 	}
 	if len(why) == 0 && m.Unlocated != "" {
 		why = append(why, "writable layer not located: "+m.Unlocated)

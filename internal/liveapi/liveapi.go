@@ -114,8 +114,9 @@ type Volume struct {
 	// or swapped when it came to enter them, or changed before it had read them to the end):
 	// when it is not 0, data may have moved past the walk, and UsedBytes is a lower bound.
 	ChangedFolders int64 `json:"changedFolders,omitempty"`
-	// CutShort says that the walk hit its deadline before reading every folder: UsedBytes is
-	// what it counted until then, a lower bound.
+	// CutShort says that the walk hit its deadline, or exhausted a live CPU budget of its
+	// caller, before reading every folder: UsedBytes is what it counted until then, a lower
+	// bound.
 	CutShort bool `json:"cutShort,omitempty"`
 	// LowerBound says that UsedBytes is a lower bound, for any of the reasons above. A client
 	// should also take UnreadableEntries, ChangedFolders or CutShort alone as one: exporters
