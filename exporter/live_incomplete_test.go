@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,4 +117,60 @@ func TestLiveAnswerSaysSinceWhenIncomplete(t *testing.T) {
 	clk.Add(time.Minute)
 	set(true, false)
 	check("live lower bound after a periodic one", ask("live lower bound after a periodic one"), again, again, time.Time{})
+}
+
+// TestLiveWalkCutByBudgetIsNoEvidence: a live walk cut because its caller's live CPU budget ran
+// out (issue 37, item 7) says nothing of the volume: it is answered as a lower bound, but is not
+// recorded as the volume's measurement nor continues its run of lower bounds, so that no caller
+// (a tenant asking for another tenant's pod on a spent budget) can make a volume look
+// incomplete for hours to the remediator's --policy.evict-incomplete-after.
+func TestLiveWalkCutByBudgetIsNoEvidence(t *testing.T) {
+	const uid = "0000000b-0000-4000-8000-000000000000"
+	clk := exportertest.NewClock(t0)
+	var cost atomic.Int64
+	var racing atomic.Bool
+	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
+		m := volume.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now(), Method: volume.MethodWalk}
+		if racing.Load() {
+			m.ChangedFolders = 1
+		}
+		return m, nil
+	}).Costs(func(volume.PodVolumes, volume.Volume) time.Duration { return time.Duration(cost.Load()) }).VolumeSource()
+	pods := exportertest.NewPods(exportertest.PodWith("ns", "p", uid, exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods, Now: clk.Now, Source: src}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(liveapi.Pattern, e.LiveHandler())
+	ask := func(step string) liveapi.Volume {
+		t.Helper()
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/live/namespaces/ns/pods/p?uid="+uid+"&volume=data", nil))
+		var r liveapi.Response
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &r) != nil || len(r.Volumes) != 1 {
+			t.Fatalf("%s: %d %s", step, w.Code, w.Body)
+		}
+		return r.Volumes[0]
+	}
+
+	cost.Store(int64(time.Second))
+	e.Refresh(context.Background()) // a complete periodic walk
+
+	// A live walk costlier than the caller's budget for the namespace: cut, a lower bound.
+	clk.Add(time.Minute)
+	cost.Store(int64(time.Minute))
+	cutAt := clk.Now()
+	if v := ask("cut"); !v.CutShort || !v.LowerBound || !v.IncompleteSince.Equal(cutAt) {
+		t.Fatalf("cut walk: %+v; want a lower bound, cut short, since its own start %s", v, cutAt)
+	}
+	// Its budget full again, a walk that is a lower bound of its own (folders changed): its run
+	// starts with it, not with the cut walk.
+	clk.Add(5 * time.Minute)
+	cost.Store(int64(time.Second))
+	racing.Store(true)
+	racingAt := clk.Now()
+	if v := ask("racing"); v.CutShort || !v.LowerBound || !v.IncompleteSince.Equal(racingAt) {
+		t.Errorf("racing walk after a cut one: %+v; want a lower bound since its own start %s, not the cut walk's %s", v, racingAt, cutAt)
+	}
 }

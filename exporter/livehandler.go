@@ -263,7 +263,8 @@ func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
 
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
 // place of their periodic walks (volumeWalks.beginLive) and its results are published too, with
-// what each part's walk cost, for the estimate of the next live walk.
+// what each part's walk cost, for the estimate of the next live walk; a part cut short by the
+// caller's live CPU budget is answered only.
 // Each result's IncompleteSince continues its volume's run of lower bounds: the pod's
 // incompleteSince in the answer is the earliest of its parts'.
 // Its walks' CPU goes to meter.
@@ -289,7 +290,7 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 		defer func() { costs[volume.Key{UID: p.UID, Volume: v.Name}] = meter.Spent() - before }()
 		return measure(ctx, p, v, meter)
 	})
-	end(results, costs)
+	end(results, costs, errors.Is(context.Cause(ctx), live.ErrCut))
 	return results
 }
 

@@ -209,8 +209,10 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // starts until the live walk ends. end records the live walk's successful results as the
 // volumes' latest measurement, which the next cycle publishes, and what their walks cost
 // (costs), sets their IncompleteSince from the volumes' run of lower bounds
-// (volumeRecord.noteWalk), and gives the volumes back.
-func (w *volumeWalks) beginLive(keys []volume.Key) (end func(results []volume.VolumeResult, costs map[volume.Key]time.Duration)) {
+// (volumeRecord.noteWalk), and gives the volumes back. With budgetCut (the walk exhausted its
+// caller's live CPU budget), a result cut short is no evidence about its volume, only about
+// the caller's budget: it is answered, but neither recorded nor part of the volume's run.
+func (w *volumeWalks) beginLive(keys []volume.Key) (end func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mine := map[volume.Key]*inflight{}
@@ -225,12 +227,21 @@ func (w *volumeWalks) beginLive(keys []volume.Key) (end func(results []volume.Vo
 		mine[k] = &inflight{}
 		w.running[k] = mine[k]
 	}
-	return func(results []volume.VolumeResult, costs map[volume.Key]time.Duration) {
+	return func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for i, r := range results {
 			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
-			if _, ok := mine[k]; ok && r.Err == nil {
+			_, own := mine[k]
+			switch {
+			case r.Err != nil:
+			case own && budgetCut && r.Measurement.CutShort:
+				// Evidence of the caller's budget, not of the volume: answered, not recorded.
+				// What it spent is the least its next walk costs.
+				rec := w.record(k)
+				rec.liveCost = max(costs[k], rec.liveCost)
+				results[i].IncompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
+			case own:
 				rec := w.record(k)
 				rec.noteWalk(&results[i])
 				r = results[i]
@@ -243,7 +254,7 @@ func (w *volumeWalks) beginLive(keys []volume.Key) (end func(results []volume.Vo
 					}
 					rec.liveCost = cost
 				}
-			} else if r.Err == nil {
+			default:
 				// Another live walk records this volume: this one continues its run unrecorded.
 				var prev time.Time
 				if rec := w.volumes[k]; rec != nil {
