@@ -37,10 +37,11 @@ type liveRefusal struct {
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
 // measurement at a time per pod, of at most all the global slots but one
 // (Config.LiveConcurrency - 1) pods at once, of which one namespace's pods hold all but one,
-// and a short queue; beyond that it gets 429, as when its CPU budgets (live.Budgets) are
-// spent. The global bound keeps the node's I/O in check; as a single caller cannot hold every
-// slot, it cannot starve the remediator, and one tenant's slow pods hold some of the
-// remediator's turns, not all. Config.LiveMaxWait bounds the wait for both.
+// and a short queue; beyond that it gets 429, as when its CPU budgets (live.Budgets) hold less
+// than the walk is expected to cost; a walk that exhausts one is cut, its answer a lower bound.
+// The global bound keeps the node's I/O in check; as a single caller cannot hold every slot, it
+// cannot starve the remediator, and one tenant's slow pods hold some of the remediator's turns,
+// not all. Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
 	callers := live.NewQueue(e.cfg.LiveConcurrency - 1)
 	budgets := live.NewBudgets(e.now)
