@@ -107,6 +107,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	e.watchErrors.Describe(ch)
 	e.liveRequests.Describe(ch)
 	e.liveRefusals.Describe(ch)
+	e.liveCuts.Describe(ch)
 	if e.changeMarks != nil {
 		e.changeMarks.Describe(ch)
 		e.unchangedWalks.Describe(ch)
@@ -222,6 +223,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	e.watchErrors.Collect(ch)
 	e.liveRequests.Collect(ch)
 	e.liveRefusals.Collect(ch)
+	e.liveCuts.Collect(ch)
 	if e.changeMarks != nil {
 		e.changeMarks.Collect(ch)
 		e.unchangedWalks.Collect(ch)

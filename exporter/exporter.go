@@ -175,6 +175,7 @@ type Exporter struct {
 	watchErrors    prometheus.Counter
 	liveRequests   *prometheus.CounterVec
 	liveRefusals   *prometheus.CounterVec
+	liveCuts       *prometheus.CounterVec
 	liveSlots      chan struct{}
 	// changeMarks and unchangedWalks are set with Config.ChangeSignal.
 	changeMarks    *prometheus.CounterVec
@@ -258,6 +259,11 @@ func New(cfg Config) (*Exporter, error) {
 			Help:        "Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).",
 			ConstLabels: constLabels,
 		}, []string{"scope"}),
+		liveCuts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "emptydir_exporter_live_walks_cut_total",
+			Help:        "Live walks cut short, their answer a lower bound, because they exhausted the caller's live CPU budget, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).",
+			ConstLabels: constLabels,
+		}, []string{"scope"}),
 		deferredWalks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_walks_deferred_total",
 			Help:        "Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.",
@@ -273,8 +279,10 @@ func New(cfg Config) (*Exporter, error) {
 	for _, code := range []int{http.StatusOK, http.StatusBadRequest, http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		e.liveRequests.WithLabelValues(strconv.Itoa(code))
 	}
-	e.liveRefusals.WithLabelValues(live.ScopeNamespace)
-	e.liveRefusals.WithLabelValues(live.ScopeCaller)
+	for _, scope := range []string{live.ScopeNamespace, live.ScopeCaller} {
+		e.liveRefusals.WithLabelValues(scope)
+		e.liveCuts.WithLabelValues(scope)
+	}
 	e.collections.WithLabelValues("success")
 	e.collections.WithLabelValues("error")
 	if cfg.AlignToScrapes {
@@ -417,7 +425,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	kept := make([]volume.VolumeResult, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
-			r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
+			if e.walks == nil { // the walks keep each volume's run of lower bounds themselves
+				r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
+			}
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
 			// did not measure every volume.

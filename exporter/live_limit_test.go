@@ -234,13 +234,14 @@ func (f *budgetFixture) call(remote string, i int) *httptest.ResponseRecorder {
 // volumes back to back held a whole core (issue 18, item 7). The remediator is one caller for
 // every tenant, so a budget per caller let one tenant's costly over-limit pod, re-checked on
 // every Alertmanager retry, spend it for all: the next tenant's re-check got 429 (issue 30,
-// item 4). Past it the caller gets 429 with the time its debt takes to repay, for that
-// namespace only; another caller's budget for the same namespace is not touched.
+// item 4). A walk starts only while the budget holds what the pod's last walk cost (issue 37,
+// item 7): past it the caller gets 429 with the time the budget takes to hold that much, for
+// that namespace only; another caller's budget for the same namespace is not touched.
 func TestLiveCPUBudgetPerTenant(t *testing.T) {
 	const remediator, other = "10.0.0.7:1", "10.0.0.66:1"
 	f := newBudgetFixture(t, 2)
-	// 10 CPU-s at once: four 3 CPU-s walks of tenant-0's pod, the fourth overdrawing by 2 s.
-	for i := range 4 {
+	// 10 CPU-s at once: three 3 CPU-s walks of tenant-0's pod leave 1 CPU-s, less than a walk.
+	for i := range 3 {
 		if w := f.call(remediator, 0); w.Code != http.StatusOK {
 			t.Fatalf("walk %d within the budget: %d %s", i+1, w.Code, w.Body)
 		}
@@ -248,7 +249,7 @@ func TestLiveCPUBudgetPerTenant(t *testing.T) {
 	w := f.call(remediator, 0)
 	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "20" ||
 		!strings.Contains(w.Body.String(), "CPU budget") || !strings.Contains(w.Body.String(), "tenant-0") {
-		t.Errorf("a walk of tenant-0 past the budget: %d Retry-After %q %s; want 429, Retry-After 20 (2 CPU-s at 10 %%), the reason naming the namespace",
+		t.Errorf("a walk of tenant-0 past the budget: %d Retry-After %q %s; want 429, Retry-After 20 (2 CPU-s more at 10 %%), the reason naming the namespace",
 			w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
 	if w := f.call(remediator, 1); w.Code != http.StatusOK {
@@ -259,11 +260,11 @@ func TestLiveCPUBudgetPerTenant(t *testing.T) {
 	}
 	f.clk.Add(18 * time.Second)
 	if w := f.call(remediator, 0); w.Code != http.StatusTooManyRequests {
-		t.Errorf("tenant-0 before the debt is repaid: %d %s, want 429", w.Code, w.Body)
+		t.Errorf("tenant-0 before the budget holds a walk again: %d %s, want 429", w.Code, w.Body)
 	}
-	f.clk.Add(3 * time.Second) // the debt repaid
+	f.clk.Add(3 * time.Second) // 3.1 CPU-s
 	if w := f.call(remediator, 0); w.Code != http.StatusOK {
-		t.Errorf("tenant-0 once the debt is repaid: %d %s, want 200", w.Code, w.Body)
+		t.Errorf("tenant-0 once the budget holds a walk: %d %s, want 200", w.Code, w.Body)
 	}
 }
 
@@ -300,4 +301,115 @@ emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="namespace"
 	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want), "emptydir_exporter_live_cpu_budget_refusals_total"); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestLiveCostlyWalkLeavesOtherNamespacesTheirBudget: one costly live walk must not drain the
+// remediator's budget for every namespace (issue 37, item 7). A walk was admitted on any
+// credit and charged after: tenant-0's pod, 60 CPU-s to walk (LiveTimeout × a walk
+// concurrency of 2), took the remediator's budget in all from +30 to −30 CPU-s, and tenant-1's
+// re-checks, each 10 s beside tenant-0's for 10 minutes, were refused 55 times out of 60. Now
+// the walk is cut once it has exhausted tenant-0's budget (a lower bound, 200), and the next
+// one waits until that budget holds what it cost: tenant-1 is re-checked every time.
+func TestLiveCostlyWalkLeavesOtherNamespacesTheirBudget(t *testing.T) {
+	const remediator = "10.0.0.7:1"
+	clk := exportertest.NewClock(time.Now())
+	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
+		return volume.Measurement{UsedBytes: 2 << 20, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+	}).Costs(func(p volume.PodVolumes, _ volume.Volume) time.Duration {
+		if p.Namespace == "tenant-0" {
+			return 2 * exporter.LiveTimeout
+		}
+		return time.Second
+	}).VolumeSource()
+	pods := exportertest.NewPods(
+		exportertest.PodWith("tenant-0", "big", tenantUID(0), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)),
+		exportertest.PodWith("tenant-1", "big", tenantUID(1), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now, Pods: pods}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
+	f := &budgetFixture{clk: clk, exp: exp, mux: mux}
+
+	costlyOK, costlyCut, otherRefused := 0, 0, 0
+	for round := range 60 {
+		if w := f.call(remediator, 0); w.Code == http.StatusOK {
+			costlyOK++
+			var r liveapi.Response
+			if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil || len(r.Volumes) != 1 {
+				t.Fatalf("round %d, tenant-0: %s", round, w.Body)
+			}
+			if r.Volumes[0].CutShort && r.Volumes[0].LowerBound {
+				costlyCut++
+			}
+		} else if w.Code != http.StatusTooManyRequests || !strings.Contains(w.Body.String(), "namespace tenant-0") {
+			t.Errorf("round %d, tenant-0: %d %s; want 200 or 429 for tenant-0's own budget", round, w.Code, w.Body)
+		}
+		if w := f.call(remediator, 1); w.Code != http.StatusOK {
+			otherRefused++
+			if otherRefused == 1 {
+				t.Logf("round %d, tenant-1: %d %s", round, w.Code, w.Body)
+			}
+		}
+		clk.Add(10 * time.Second)
+	}
+	t.Logf("tenant-0 walked %d times, %d cut; tenant-1 refused %d", costlyOK, costlyCut, otherRefused)
+	if otherRefused > 0 {
+		t.Errorf("tenant-1's re-checks refused %d times out of 60 beside tenant-0's costly pod; want none", otherRefused)
+	}
+	// tenant-0 is walked as often as its own budget holds a walk, every 100 s or so, each one
+	// cut at what the budget held: a lower bound, never a debt.
+	if costlyOK < 5 || costlyCut != costlyOK {
+		t.Errorf("tenant-0 walked %d times, %d of them cut; want about every 100 s, each cut", costlyOK, costlyCut)
+	}
+	want := fmt.Sprintf(`
+# HELP emptydir_exporter_live_cpu_budget_refusals_total Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).
+# TYPE emptydir_exporter_live_cpu_budget_refusals_total counter
+emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="caller"} 0
+emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="namespace"} %d
+# HELP emptydir_exporter_live_walks_cut_total Live walks cut short, their answer a lower bound, because they exhausted the caller's live CPU budget, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).
+# TYPE emptydir_exporter_live_walks_cut_total counter
+emptydir_exporter_live_walks_cut_total{node="node-1",scope="caller"} 0
+emptydir_exporter_live_walks_cut_total{node="node-1",scope="namespace"} %d
+`, 60-costlyOK, costlyCut)
+	if err := testutil.CollectAndCompare(f.exp, strings.NewReader(want),
+		"emptydir_exporter_live_cpu_budget_refusals_total", "emptydir_exporter_live_walks_cut_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestLiveWalkWaitsForItsEstimate: a live walk whose parts' last walks cost more than its
+// budget holds is refused (429, Retry-After the time to earn the rest) rather than started and
+// cut at once: once the budget holds its cost it runs to its end, a complete answer.
+func TestLiveWalkWaitsForItsEstimate(t *testing.T) {
+	const remediator = "10.0.0.7:1"
+	clk := exportertest.NewClock(time.Now())
+	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
+		return volume.Measurement{UsedBytes: 2 << 20, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+	}).Cost(8 * time.Second).VolumeSource()
+	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
+		Pods: exportertest.NewPods(exportertest.PodWith("tenant-0", "big", tenantUID(0), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(liveapi.Pattern, exp.LiveHandler())
+	f := &budgetFixture{clk: clk, exp: exp, mux: mux}
+	complete := func(step string, w *httptest.ResponseRecorder) {
+		t.Helper()
+		var r liveapi.Response
+		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &r) != nil || len(r.Volumes) != 1 || r.Volumes[0].LowerBound {
+			t.Errorf("%s: %d %s; want 200, a complete answer", step, w.Code, w.Body)
+		}
+	}
+	complete("the first walk, 8 of the budget's 10 CPU-s", f.call(remediator, 0))
+	clk.Add(30 * time.Second) // 5 CPU-s: less than the walk's 8
+	w := f.call(remediator, 0)
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "30" || !strings.Contains(w.Body.String(), "8s this pod's last walks cost") {
+		t.Errorf("a walk of 8 CPU-s on 5: %d Retry-After %q %s; want 429, Retry-After 30 (3 CPU-s more at 10 %%), naming the cost",
+			w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	clk.Add(31 * time.Second) // 8.1 CPU-s
+	complete("once the budget holds the walk's cost", f.call(remediator, 0))
 }

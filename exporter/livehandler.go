@@ -37,10 +37,11 @@ type liveRefusal struct {
 // Any pod that can reach the port may call it, so each caller (remote IP) gets one
 // measurement at a time per pod, of at most all the global slots but one
 // (Config.LiveConcurrency - 1) pods at once, of which one namespace's pods hold all but one,
-// and a short queue; beyond that it gets 429, as when its CPU budgets (live.Budgets) are
-// spent. The global bound keeps the node's I/O in check; as a single caller cannot hold every
-// slot, it cannot starve the remediator, and one tenant's slow pods hold some of the
-// remediator's turns, not all. Config.LiveMaxWait bounds the wait for both.
+// and a short queue; beyond that it gets 429, as when its CPU budgets (live.Budgets) hold less
+// than the walk is expected to cost; a walk that exhausts one is cut, its answer a lower bound.
+// The global bound keeps the node's I/O in check; as a single caller cannot hold every slot, it
+// cannot starve the remediator, and one tenant's slow pods hold some of the remediator's turns,
+// not all. Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
 	callers := live.NewQueue(e.cfg.LiveConcurrency - 1)
 	budgets := live.NewBudgets(e.now)
@@ -132,18 +133,28 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 	waitCtx, cancelWait := context.WithTimeout(r.Context(), min(maxWait, LiveTimeout))
 	defer cancelWait()
 	caller := live.CallerOf(r)
-	budget := budgets.Of(caller, ns)
-	if wait, scope := budget.Wait(); wait > 0 {
+	// The walk's context: cut (live.ErrCut) once the walk has exhausted a budget it draws on.
+	walkCtx, cutWalk := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	estimate := e.liveEstimate(pv)
+	walk, wait, scope := budgets.Of(caller, ns).Admit(estimate, func() { cutWalk(live.ErrCut) })
+	if walk == nil {
+		cutWalk(nil)
 		e.liveRefusals.WithLabelValues(scope).Inc()
-		spent := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, live.TenantShare, live.TenantBurst)
+		held := fmt.Sprintf("its live measurements' CPU budget for namespace %s (%g of a core, %s at once)", ns, live.TenantShare, live.TenantBurst)
 		if scope == live.ScopeCaller {
-			spent = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", live.CallerShare, live.CallerBurst)
+			held = fmt.Sprintf("its live measurements' CPU budget for all namespaces (%g of a core, %s at once)", live.CallerShare, live.CallerBurst)
+		}
+		spent := "has spent " + held
+		if estimate > 0 {
+			spent = fmt.Sprintf("has less than the %s this pod's last walks cost left in %s", estimate.Round(time.Millisecond), held)
 		}
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
-			"caller %s has spent %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
+			"caller %s %s on node %s: retry in %s", caller, spent, e.cfg.NodeName, wait.Round(time.Second))}, wait}
 	}
+	abandon := func() { cutWalk(nil) }
 	release, ok := callers.Acquire(waitCtx, caller, ns, uid)
 	if !ok {
+		abandon()
 		return http.StatusTooManyRequests, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"caller %s already has live measurements running on node %s: one at a time per pod, %d pods at a time per namespace, %d per caller",
 			caller, e.cfg.NodeName, callers.PerTenant(), callers.PerCaller())},
@@ -153,6 +164,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 	case e.liveSlots <- struct{}{}:
 	case <-waitCtx.Done():
 		release()
+		abandon()
 		return http.StatusServiceUnavailable, liveRefusal{liveapi.Error{Error: fmt.Sprintf(
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
@@ -161,17 +173,23 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 	go func() {
 		defer release()
 		defer func() { <-e.liveSlots }()
-		ctx, cancel := context.WithDeadline(context.WithoutCancel(r.Context()), deadline)
+		defer abandon()
+		ctx, cancel := context.WithDeadline(walkCtx, deadline)
 		defer cancel()
-		results := e.measureLive(ctx, pv, budget.Meter())
+		results := e.measureLive(ctx, pv, walk.Meter())
 		for _, res := range results {
 			if res.Err != nil {
 				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonOf(res.Err)).Inc()
 			}
 			e.noteQuotaExcess(res)
 		}
+		if cut, scope := walk.Cut(); cut {
+			e.liveCuts.WithLabelValues(scope).Inc()
+			e.log.Info("live walk cut: it exhausted the caller's live CPU budget; answering what it counted, a lower bound",
+				"namespace", ns, "pod", name, "uid", uid, "caller", caller, "scope", scope, "cpu", walk.Meter().Spent())
+		}
 		e.log.Info("live measurement", "namespace", ns, "pod", name, "uid", uid, "volume", volName,
-			"duration", e.now().Sub(started))
+			"duration", e.now().Sub(started), "cpu", walk.Meter().Spent())
 		done <- results
 	}()
 	var results []volume.VolumeResult
@@ -194,7 +212,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: &m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
 			UnreadableEntries: m.UnreadableEntries, ChangedFolders: m.ChangedFolders, CutShort: m.CutShort,
-			LowerBound: m.LowerBound(), MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
+			LowerBound: m.LowerBound(), IncompleteSince: res.IncompleteSince, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}
 	if volName == "" && pv.Storage != nil {
@@ -215,21 +233,47 @@ func (e *Exporter) liveStorage(pv volume.PodVolumes, results []volume.VolumeResu
 	}
 	u := storageUsage(pv, byName, e.cfg.DedicatedImageFilesystem, true)
 	out := &liveapi.PodStorage{UsedBytes: u.UsedBytes, LimitBytes: u.LimitBytes, Parts: u.Parts, LowerBound: u.LowerBound,
-		DedicatedImageFilesystem: e.cfg.DedicatedImageFilesystem, MeasuredAt: u.MeasuredAt, CompletedAt: completed,
+		IncompleteSince: u.IncompleteSince, DedicatedImageFilesystem: e.cfg.DedicatedImageFilesystem, MeasuredAt: u.MeasuredAt, CompletedAt: completed,
 		Containers: []liveapi.ContainerStorage{}}
 	for _, c := range u.Containers {
 		out.Containers = append(out.Containers, liveapi.ContainerStorage{Name: c.Name, UsedBytes: c.UsedBytes, LimitBytes: c.LimitBytes,
-			WritableLayerBytes: c.WritableLayerBytes, LogsBytes: c.LogsBytes, WritableLayerUnlocated: c.Unlocated, LowerBound: c.LowerBound})
+			WritableLayerBytes: c.WritableLayerBytes, LogsBytes: c.LogsBytes, WritableLayerUnlocated: c.Unlocated, LowerBound: c.LowerBound,
+			IncompleteSince: c.IncompleteSince})
 	}
 	return out
 }
 
+// continueIncomplete sets the IncompleteSince of live results, of a source the collection does
+// not walk volume by volume, from the runs of lower bounds the last cycle published.
+func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for i, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		var prev time.Time
+		for _, p := range e.snap.volumes {
+			if p.UID == r.UID && p.Volume.Name == r.Volume.Name {
+				prev = p.IncompleteSince
+			}
+		}
+		results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
+	}
+}
+
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
-// place of their periodic walks (volumeWalks.beginLive) and its results are published too.
+// place of their periodic walks (volumeWalks.beginLive) and its results are published too, with
+// what each part's walk cost, for the estimate of the next live walk; a part cut short by the
+// caller's live CPU budget is answered only.
+// Each result's IncompleteSince continues its volume's run of lower bounds: the pod's
+// incompleteSince in the answer is the earliest of its parts'.
 // Its walks' CPU goes to meter.
 func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter *fswalk.CPUMeter) []volume.VolumeResult {
 	if e.walks == nil {
-		return e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
+		results := e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
+		e.continueIncomplete(results)
+		return results
 	}
 	keys := make([]volume.Key, 0, len(pv.Volumes))
 	for _, v := range pv.Volumes {
@@ -240,9 +284,26 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 		measure = live.MeasureVolumeLive
 	}
 	end := e.walks.beginLive(keys)
+	// One part after another (MeasureEach): each one's cost is what the meter gained meanwhile.
+	costs := make(map[volume.Key]time.Duration, len(keys))
 	results := volume.MeasureEach(ctx, []volume.PodVolumes{pv}, func(ctx context.Context, p volume.PodVolumes, v volume.Volume, _ *fswalk.CPUMeter) (volume.Measurement, error) {
+		before := meter.Spent()
+		defer func() { costs[volume.Key{UID: p.UID, Volume: v.Name}] = meter.Spent() - before }()
 		return measure(ctx, p, v, meter)
 	})
-	end(results)
+	end(results, costs, errors.Is(context.Cause(ctx), live.ErrCut))
 	return results
+}
+
+// liveEstimate is what a live walk of pv's volumes is expected to cost: what their last walks
+// cost (volumeWalks.liveEstimate); 0 when not known, or the source is not walked volume by volume.
+func (e *Exporter) liveEstimate(pv volume.PodVolumes) time.Duration {
+	if e.walks == nil {
+		return 0
+	}
+	keys := make([]volume.Key, 0, len(pv.Volumes))
+	for _, v := range pv.Volumes {
+		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
+	}
+	return e.walks.liveEstimate(keys)
 }

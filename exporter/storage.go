@@ -43,7 +43,9 @@ type ContainerUsage struct {
 	// Unlocated is why its writable layer could not be located; "" when it was.
 	Unlocated  string
 	LowerBound bool
-	MeasuredAt time.Time
+	// IncompleteSince is the earliest VolumeResult.IncompleteSince of the parts it counts.
+	IncompleteSince time.Time
+	MeasuredAt      time.Time
 }
 
 // storageUsage adds up the measurements of pod p's parts in results (keyed by part name; an
@@ -112,6 +114,9 @@ func storageUsage(p volume.PodVolumes, results map[string]volume.VolumeResult, d
 		}
 		c.UsedBytes += m.UsedBytes
 		c.LowerBound = c.LowerBound || m.LowerBound()
+		if !r.IncompleteSince.IsZero() {
+			older(&c.IncompleteSince, r.IncompleteSince)
+		}
 		older(&c.MeasuredAt, m.MeasuredAt)
 	}
 	u.IncompleteReasons = slices.Sorted(maps.Keys(reasons))

@@ -103,6 +103,24 @@ type volumeRecord struct {
 	mark any
 	// unchangedAt is when a cycle last found the pod's mark still mark; zero: none since.
 	unchangedAt time.Time
+	// liveCost is what its last live walk cost (a walk cut short: the most one cost); 0: none
+	// known. A live walk measures what a periodic one may read from a quota, so State.Cost may
+	// be much less.
+	liveCost time.Duration
+	// incompleteSince is when the first of the volume's consecutive lower-bound walks started,
+	// periodic and live ones alike (volume.IncompleteSince); zero while its last completed walk
+	// was complete. A failed walk changes nothing.
+	incompleteSince time.Time
+}
+
+// noteWalk appends r, a completed walk of the volume, to its run of lower bounds and sets
+// r.IncompleteSince from it. Callers hold w.mu.
+func (rec *volumeRecord) noteWalk(r *volume.VolumeResult) {
+	if r.Err != nil {
+		return
+	}
+	rec.incompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
+	r.IncompleteSince = rec.incompleteSince
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
@@ -189,8 +207,12 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // of them in flight is cancelled, since the live walk redoes its work and both would share
 // the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
 // starts until the live walk ends. end records the live walk's successful results as the
-// volumes' latest measurement, which the next cycle publishes, and gives the volumes back.
-func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResult)) {
+// volumes' latest measurement, which the next cycle publishes, and what their walks cost
+// (costs), sets their IncompleteSince from the volumes' run of lower bounds
+// (volumeRecord.noteWalk), and gives the volumes back. With budgetCut (the walk exhausted its
+// caller's live CPU budget), a result cut short is no evidence about its volume, only about
+// the caller's budget: it is answered, but neither recorded nor part of the volume's run.
+func (w *volumeWalks) beginLive(keys []volume.Key) (end func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	mine := map[volume.Key]*inflight{}
@@ -205,16 +227,40 @@ func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResu
 		mine[k] = &inflight{}
 		w.running[k] = mine[k]
 	}
-	return func(results []volume.VolumeResult) {
+	return func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		for _, r := range results {
+		for i, r := range results {
 			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
-			if _, ok := mine[k]; ok && r.Err == nil {
+			_, own := mine[k]
+			switch {
+			case r.Err != nil:
+			case own && budgetCut && r.Measurement.CutShort:
+				// Evidence of the caller's budget, not of the volume: answered, not recorded.
+				// What it spent is the least its next walk costs.
 				rec := w.record(k)
+				rec.liveCost = max(costs[k], rec.liveCost)
+				results[i].IncompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
+			case own:
+				rec := w.record(k)
+				rec.noteWalk(&results[i])
+				r = results[i]
 				rec.latest = &r
 				rec.UsedBytes, rec.Measured = r.Measurement.UsedBytes, true
 				rec.mark, rec.unchangedAt = nil, time.Time{} // no mark was read before it
+				if cost, ok := costs[k]; ok {
+					if r.Measurement.CutShort { // it would have cost more: what it spent is a lower bound
+						cost = max(cost, rec.liveCost)
+					}
+					rec.liveCost = cost
+				}
+			default:
+				// Another live walk records this volume: this one continues its run unrecorded.
+				var prev time.Time
+				if rec := w.volumes[k]; rec != nil {
+					prev = rec.incompleteSince
+				}
+				results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
 			}
 		}
 		for k, f := range mine {
@@ -223,6 +269,25 @@ func (w *volumeWalks) beginLive(keys []volume.Key) (end func([]volume.VolumeResu
 			}
 		}
 	}
+}
+
+// liveEstimate is what a live walk of the volumes keys is expected to cost: for each, what its
+// last live walk cost, else its last periodic walk; 0 for those never walked.
+func (w *volumeWalks) liveEstimate(keys []volume.Key) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var total time.Duration
+	for _, k := range keys {
+		rec := w.volumes[k]
+		switch {
+		case rec == nil:
+		case rec.liveCost > 0:
+			total += rec.liveCost
+		case rec.Measured:
+			total += rec.Cost
+		}
+	}
+	return total
 }
 
 // cycle starts, under walksCtx, the walks due now (schedule.Due), most urgent first, each
@@ -637,6 +702,7 @@ func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, me
 	}
 	w.mu.Lock()
 	rec := w.record(d.Key)
+	rec.noteWalk(&r)
 	rec.latest = &r
 	if r.Err == nil {
 		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true

@@ -58,9 +58,11 @@ type Config struct {
 	// otherwise run its writer as one.
 	DaemonSetNamespaceSelector labels.Selector
 	// EvictIncompleteAfter, when positive, evicts a pod whose emptyDir (or ephemeral storage) has
-	// been measurable only as a lower bound, under its limit, for this long: on an alert that
-	// says so (RemediationEvictIncomplete) and has fired this long, when the live re-check is
-	// still a lower bound. 0: never; only what is proven over its limit is evicted.
+	// been measurable only as a lower bound, under its limit, for this long: when the live
+	// re-check is a lower bound that the exporter says has been one, without a break, this long
+	// (liveapi.Volume.IncompleteSince), on any alert about it (RemediationEvictIncomplete routes
+	// one; the alert's startsAt decides nothing). 0: never; only what is proven over its limit
+	// is evicted.
 	EvictIncompleteAfter time.Duration
 	// Cooldown: a pod UID evicted (or dry-run evicted) is not acted on again for this long.
 	Cooldown time.Duration

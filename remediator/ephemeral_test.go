@@ -217,16 +217,16 @@ func TestExporterMeasurerEphemeralStorage(t *testing.T) {
 	pod := newPod("default", "job", uid1).build()
 
 	got, err := m.Measure(t.Context(), pod, Subject{Check: CheckPod})
-	if err != nil || got.UsedBytes != 14*mib64+4096 || !got.LowerBound() || !got.MeasuredAt.Equal(at) {
-		t.Errorf("pod: %+v, %v; want 14Mi+4096 (emptyDir, layer, logs), a lower bound (a layer not located), measured at %s", got, err, at)
+	if err != nil || got.UsedBytes != 14*mib64+4096 || !got.LowerBound() || !got.MeasuredAt.Equal(at) || !got.IncompleteSince.Equal(at) {
+		t.Errorf("pod: %+v, %v; want 14Mi+4096 (emptyDir, layer, logs), a lower bound (a layer not located) since and measured at %s", got, err, at)
 	}
 	got, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "app"})
-	if err != nil || got.UsedBytes != 12*mib64 || got.LowerBound() {
+	if err != nil || got.UsedBytes != 12*mib64 || got.LowerBound() || !got.IncompleteSince.IsZero() {
 		t.Errorf("container app: %+v, %v; want 12Mi (layer and logs), exact", got, err)
 	}
 	got, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "side"})
-	if err != nil || !got.LowerBound() || got.Unlocated != source.LayerOtherRuntime || !strings.Contains(got.incompleteWhy(), source.LayerOtherRuntime) {
-		t.Errorf("container side: %+v, %v; want a lower bound saying its layer was not located", got, err)
+	if err != nil || !got.LowerBound() || got.Unlocated != source.LayerOtherRuntime || !strings.Contains(got.incompleteWhy(), source.LayerOtherRuntime) || !got.IncompleteSince.Equal(at) {
+		t.Errorf("container side: %+v, %v; want a lower bound since %s saying its layer was not located", got, err, at)
 	}
 	_, err = m.Measure(t.Context(), pod, Subject{Check: CheckContainer, Container: "gone"})
 	assertMeasurement(t, Measurement{}, err, 0, MeasureNotFound)

@@ -19,11 +19,16 @@ func incompleteAlert(firingFor time.Duration) Alert {
 func withoutStart(a Alert) Alert { a.StartsAt = time.Time{}; return a }
 
 // A volume measurable only as a lower bound under its limit (a tenant racing every walk) is
-// evicted only by the opt-in policy, after the alert that says so has fired for
-// --policy.evict-incomplete-after, and only if the live re-check is still a lower bound; an
-// over-limit alert never takes that path, and with the policy off nothing is measured.
+// evicted only by the opt-in policy, and only on the exporter's evidence: the live re-check is
+// a lower bound that the exporter says has been one for --policy.evict-incomplete-after. The
+// alert's startsAt and remediation label only route (issue 37, item 6): a forged alert that
+// says "incomplete for hours" over a lower bound the exporter has seen for a minute evicts
+// nothing, and with the policy off nothing is measured.
 func TestEvictIncompletePolicy(t *testing.T) {
-	racing := liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2, changed: 3, lowerBound: true}
+	racing := func(incompleteFor time.Duration) liveAnswer {
+		return liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2, changed: 3, lowerBound: true, incompleteFor: incompleteFor}
+	}
+	ordinary := firing("default", "web-0", uid1)
 	tests := []struct {
 		name         string
 		after        time.Duration // Config.EvictIncompleteAfter
@@ -37,15 +42,24 @@ func TestEvictIncompletePolicy(t *testing.T) {
 		wantEvent    string
 	}{
 		{name: "policy off (the default): skipped, nothing measured",
-			alert: incompleteAlert(24 * time.Hour), answer: racing,
+			alert: incompleteAlert(24 * time.Hour), answer: racing(24 * time.Hour),
 			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipIncompletePolicyOff},
-		{name: "policy on, the alert younger than the policy: skipped, nothing measured",
-			after: time.Hour, alert: incompleteAlert(59 * time.Minute), answer: racing,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipIncompleteTooRecent},
-		{name: "policy on, still a lower bound under the limit after it: evicted",
-			after: time.Hour, alert: incompleteAlert(time.Hour), answer: racing,
+		{name: "a forged alert firing for a day, the exporter's lower bound a minute old: not evicted",
+			after: time.Hour, alert: incompleteAlert(24 * time.Hour), answer: racing(time.Minute),
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipIncompleteTooRecent, wantRequests: 1},
+		{name: "a lower bound for two hours by the exporter's record: evicted",
+			after: time.Hour, alert: incompleteAlert(2 * time.Hour), answer: racing(2 * time.Hour),
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantRequests: 1,
-			wantEvent: `could be measured only as a lower bound for 1h0m0s (--policy.evict-incomplete-after=1h0m0s)`},
+			wantEvent: `could be measured only as a lower bound for 2h0m0s (--policy.evict-incomplete-after=1h0m0s)`},
+		{name: "the alert a minute old, the exporter's lower bound two hours: evicted (the alert's age decides nothing)",
+			after: time.Hour, alert: incompleteAlert(time.Minute), answer: racing(2 * time.Hour),
+			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantRequests: 1},
+		{name: "an alert without a start, the exporter's lower bound two hours: evicted",
+			after: time.Hour, alert: withoutStart(incompleteAlert(2 * time.Hour)), answer: racing(2 * time.Hour),
+			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantRequests: 1},
+		{name: "an exporter that does not say since when: not evicted",
+			after: time.Hour, alert: incompleteAlert(24 * time.Hour), answer: racing(0),
+			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipIncompleteTooRecent, wantRequests: 1},
 		{name: "policy on, measured completely under the limit now: not evicted",
 			after: time.Hour, alert: incompleteAlert(2 * time.Hour),
 			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2},
@@ -55,12 +69,21 @@ func TestEvictIncompletePolicy(t *testing.T) {
 			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: 2 * mib},
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantRequests: 1,
 			wantEvent: `Usage of EmptyDir volume "empty" exceeds the limit "1Mi"`},
-		{name: "policy on, an over-limit alert whose re-check is a lower bound under the limit: cannot decide",
-			after: time.Hour, alert: firing("default", "web-0", uid1), answer: racing,
+		{name: "policy on, an over-limit alert whose re-check the exporter has seen a lower bound for two hours: evicted on its evidence",
+			after: time.Hour, alert: ordinary, answer: racing(2 * time.Hour),
+			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantRequests: 1,
+			wantEvent: `could be measured only as a lower bound for 2h0m0s`},
+		{name: "policy on, an over-limit alert whose re-check is a lower bound for a minute: cannot decide",
+			after: time.Hour, alert: ordinary, answer: racing(time.Minute),
 			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_incomplete", wantRequests: 1},
-		{name: "policy on, an alert without a start: skipped",
-			after: time.Hour, alert: withoutStart(incompleteAlert(2 * time.Hour)), answer: racing,
-			wantCode: 200, wantOut: OutcomeSkipped, wantReason: SkipIncompleteTooRecent},
+		{name: "policy off, an over-limit alert whose re-check is a lower bound for two hours: cannot decide",
+			alert: ordinary, answer: racing(2 * time.Hour),
+			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_incomplete", wantRequests: 1},
+		{name: "a lower bound over the limit proves it, whatever its age",
+			after: time.Hour, alert: ordinary,
+			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: 2 * mib, changed: 3, lowerBound: true, incompleteFor: time.Second},
+			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1, wantRequests: 1,
+			wantEvent: `Usage of EmptyDir volume "empty" exceeds the limit "1Mi"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,13 +66,19 @@ type Measurement struct {
 	// is a lower bound.
 	UnreadableEntries int64
 	// ChangedFolders counts folders the walk did not see as they were when it started, and
-	// CutShort says it hit its deadline (liveapi.Volume): either makes UsedBytes a lower bound.
+	// CutShort says it hit its deadline or its CPU budget (liveapi.Volume): either makes
+	// UsedBytes a lower bound.
 	ChangedFolders int64
 	CutShort       bool
 	// Unlocated is why a writable layer counted in UsedBytes could not be located (as 0).
 	Unlocated string
 	// Incomplete says UsedBytes is a lower bound, for any reason (Measurement.LowerBound).
 	Incomplete bool
+	// IncompleteSince is, for a lower bound, since when the source says the subject has been
+	// measurable only as one without a break (the exporter's record of its walks,
+	// liveapi.Volume.IncompleteSince); zero when it does not say. The only evidence
+	// Config.EvictIncompleteAfter decides on.
+	IncompleteSince time.Time
 	// MeasuredAt is when the measured value was complete: the end of the exporter's walk
 	// (its completedAt), or the kubelet's stats time. Freshness is judged on it, so a long
 	// honest walk of a big volume is as fresh as a short one when it ends.
@@ -95,7 +101,7 @@ func (m Measurement) incompleteWhy() string {
 		why = append(why, fmt.Sprintf("%d folders changed during the walk", m.ChangedFolders))
 	}
 	if m.CutShort {
-		why = append(why, "walk cut short by its deadline")
+		why = append(why, "walk cut short by its deadline or CPU budget")
 	}
 	if len(why) == 0 && m.Unlocated != "" {
 		why = append(why, "writable layer not located: "+m.Unlocated)

@@ -41,12 +41,12 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 		{name: "measured: numbers and the end of the walk", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)),
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
-				UnreadableEntries: 2, Incomplete: true, MeasuredAt: completed}},
+				UnreadableEntries: 2, Incomplete: true, IncompleteSince: started, MeasuredAt: completed}},
 		{name: "walk cut short after folders changed: a lower bound, and why", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
 				ChangedFolders: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}, nil)),
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
-				ChangedFolders: 4, CutShort: true, Incomplete: true, MeasuredAt: completed}},
+				ChangedFolders: 4, CutShort: true, Incomplete: true, IncompleteSince: started, MeasuredAt: completed}},
 		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
 		{name: "volume not in use", pod: newPod("default", "web-0", uid1), volume: "data",
@@ -86,6 +86,11 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 				t.Errorf("measuredAt %s, want the end of the walk %s", got.MeasuredAt, tt.want.MeasuredAt)
 			}
 			got.MeasuredAt = tt.want.MeasuredAt
+			// A first lower bound starts its run: the exporter's evidence of how long it lasts.
+			if !got.IncompleteSince.Equal(tt.want.IncompleteSince) {
+				t.Errorf("incompleteSince %s, want %s", got.IncompleteSince, tt.want.IncompleteSince)
+			}
+			got.IncompleteSince = tt.want.IncompleteSince
 			if got != tt.want {
 				t.Errorf("measurement %+v, want %+v", got, tt.want)
 			}

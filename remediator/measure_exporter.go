@@ -159,11 +159,23 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, subject
 		if v.UnreadableEntries < 0 || v.ChangedFolders < 0 {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d, changedFolders %d", volume, v.UnreadableEntries, v.ChangedFolders)
 		}
-		return Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: *v.UsedBytes,
+		m := Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: *v.UsedBytes,
 			UnreadableEntries: v.UnreadableEntries, ChangedFolders: v.ChangedFolders, CutShort: v.CutShort,
-			Incomplete: v.LowerBound, MeasuredAt: completedAt(&lr, v)}, nil
+			Incomplete: v.LowerBound, MeasuredAt: completedAt(&lr, v)}
+		m.IncompleteSince = incompleteSince(m, v.IncompleteSince)
+		return m, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no volume %q", volume)
+}
+
+// incompleteSince is the since of an answer's lower bound m, as the exporter said it: kept
+// for a lower bound only (a complete answer has nothing to say), and only when it is not
+// after the measurement it is about, which would be no run of lower bounds at all.
+func incompleteSince(m Measurement, since time.Time) time.Time {
+	if !m.LowerBound() || since.IsZero() || since.After(m.MeasuredAt) {
+		return time.Time{}
+	}
+	return since
 }
 
 // storageMeasurement is the pod's or a container's ephemeral storage of an answer.
@@ -180,8 +192,10 @@ func storageMeasurement(lr *liveapi.Response, subject Subject) (Measurement, err
 		return Measurement{}, measureErr(MeasureBadResponse, "exporter answer has ephemeral-storage usedBytes %d", es.UsedBytes)
 	}
 	if subject.Check == CheckPod {
-		return Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: es.UsedBytes,
-			Incomplete: es.LowerBound, MeasuredAt: at}, nil
+		m := Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: es.UsedBytes,
+			Incomplete: es.LowerBound, MeasuredAt: at}
+		m.IncompleteSince = incompleteSince(m, es.IncompleteSince)
+		return m, nil
 	}
 	for _, c := range es.Containers {
 		if c.Name != subject.Container {
@@ -190,8 +204,10 @@ func storageMeasurement(lr *liveapi.Response, subject Subject) (Measurement, err
 		if c.UsedBytes < 0 {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer has usedBytes %d for container %q", c.UsedBytes, c.Name)
 		}
-		return Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: c.UsedBytes,
-			Unlocated: c.WritableLayerUnlocated, Incomplete: c.LowerBound, MeasuredAt: at}, nil
+		m := Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: c.UsedBytes,
+			Unlocated: c.WritableLayerUnlocated, Incomplete: c.LowerBound, MeasuredAt: at}
+		m.IncompleteSince = incompleteSince(m, c.IncompleteSince)
+		return m, nil
 	}
 	return Measurement{}, measureErr(MeasureNotFound, "exporter answer has no running container %q", subject.Container)
 }

@@ -58,7 +58,9 @@ const (
 	// SkipIncompletePolicyOff: an alert of a subject measurable only as a lower bound, without
 	// Config.EvictIncompleteAfter.
 	SkipIncompletePolicyOff = "incomplete_policy_off"
-	// SkipIncompleteTooRecent: such an alert that has not fired for EvictIncompleteAfter yet.
+	// SkipIncompleteTooRecent: such an alert whose subject the live re-check finds a lower bound
+	// under its limit that the exporter has not seen as one for EvictIncompleteAfter yet (or
+	// does not say since when).
 	SkipIncompleteTooRecent = "incomplete_too_recent"
 )
 

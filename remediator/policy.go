@@ -183,24 +183,38 @@ func kubeletMessage(subject Subject, limit int64) string {
 }
 
 // incompleteDecline decides an alert saying that its subject has been measurable only as a
-// lower bound since firingSince, before anything is asked of the API server or the exporter: the
-// policy must be on and the alert must have fired for EvictIncompleteAfter. The duration is
-// Prometheus's, from the exporter's series; the live re-check then decides whether it still holds.
-func incompleteDecline(cfg Config, firingSince, now time.Time) (string, string) {
-	switch {
-	case cfg.EvictIncompleteAfter <= 0:
+// lower bound (RemediationEvictIncomplete) before anything is asked of the API server or the
+// exporter: with the policy off it is skipped at no cost. The alert only routes: whether its
+// subject has been one for long enough is the exporter's to say (incompleteLongEnough), never
+// the alert's startsAt, which anyone who can publish series or rules can forge.
+func incompleteDecline(cfg Config) (string, string) {
+	if cfg.EvictIncompleteAfter <= 0 {
 		return SkipIncompletePolicyOff, "measurable only as a lower bound, but --policy.evict-incomplete-after is off: only what is proven over its limit is evicted"
-	case firingSince.IsZero() || now.Sub(firingSince) < cfg.EvictIncompleteAfter:
-		return SkipIncompleteTooRecent, fmt.Sprintf("measurable only as a lower bound since %s (the alert's start), less than --policy.evict-incomplete-after=%s ago",
-			firingSince.UTC().Format(time.RFC3339), cfg.EvictIncompleteAfter)
 	}
 	return "", ""
 }
 
+// incompleteLongEnough reports whether m, a live lower bound at or under the limit, stands in for
+// a complete measurement over it: the policy is on and the exporter says the subject has been
+// measurable only as a lower bound, without a break, for EvictIncompleteAfter up to m (both
+// times of the exporter's clock). Otherwise why says what is missing.
+func incompleteLongEnough(cfg Config, m Measurement) (bool, string) {
+	switch {
+	case cfg.EvictIncompleteAfter <= 0:
+		return false, "--policy.evict-incomplete-after is off"
+	case m.IncompleteSince.IsZero():
+		return false, "the exporter does not say since when it has been a lower bound (an exporter before incompleteSince)"
+	case m.MeasuredAt.Sub(m.IncompleteSince) < cfg.EvictIncompleteAfter:
+		return false, fmt.Sprintf("the exporter has measured it only as a lower bound since %s, less than --policy.evict-incomplete-after=%s before this measurement",
+			m.IncompleteSince.UTC().Format(time.RFC3339), cfg.EvictIncompleteAfter)
+	}
+	return true, ""
+}
+
 // incompleteMessage says why a subject under its limit as far as it could be measured is evicted.
-func incompleteMessage(subject Subject, firing, after time.Duration) string {
+func incompleteMessage(subject Subject, lasted, after time.Duration) string {
 	return fmt.Sprintf("Usage of %s could be measured only as a lower bound for %s (--policy.evict-incomplete-after=%s).",
-		subject, firing.Round(time.Second), after)
+		subject, lasted.Round(time.Second), after)
 }
 
 // quantity spells n bytes as the kubelet spells sizes in its eviction messages and as a

@@ -24,7 +24,7 @@ func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult 
 	} else {
 		// One alert per pod UID at a time: duplicates wait, then see the first one's eviction.
 		unlock := s.locks.lock(res.Target.UID)
-		err = s.remediate(ctx, &res, a.StartsAt)
+		err = s.remediate(ctx, &res)
 		unlock()
 	}
 	s.metrics.alerts.WithLabelValues(string(res.Outcome)).Inc()
@@ -74,19 +74,21 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 	s.logger.LogAttrs(ctx, level, "alert handled", attrs...)
 }
 
-// remediate runs the documented steps for one firing alert, which has fired since firingSince,
-// and fills res. The returned error is the cause of an error or pdb_blocked outcome, for the
-// audit line.
-func (s *Server) remediate(ctx context.Context, res *AlertResult, firingSince time.Time) error {
+// remediate runs the documented steps for one firing alert and fills res. The returned error is
+// the cause of an error or pdb_blocked outcome, for the audit line. Nothing of the alert but
+// its target (and whether it asks about a lower bound, which routes) is used: its startsAt,
+// like its values, is anyone's to forge.
+func (s *Server) remediate(ctx context.Context, res *AlertResult) error {
 	t := res.Target
 	set := func(o Outcome, reason, format string, args ...any) {
 		res.Outcome, res.Reason, res.Message = o, reason, fmt.Sprintf(format, args...)
 	}
 
 	// 0. An alert that says its subject has been measurable only as a lower bound is decided by
-	// the configuration and its age alone first: off by default, it costs no request at all.
+	// the configuration first: off by default, it costs no request at all. How long it has been
+	// one is the exporter's to say, at step 3.
 	if t.Incomplete {
-		if reason, why := incompleteDecline(s.cfg, firingSince, s.now()); reason != "" {
+		if reason, why := incompleteDecline(s.cfg); reason != "" {
 			set(OutcomeSkipped, reason, "pod %s/%s: %s", t.Namespace, t.Pod, why)
 			return nil
 		}
@@ -204,20 +206,26 @@ func (s *Server) remediate(ctx context.Context, res *AlertResult, firingSince ti
 	usage := s.recordUsage(res, subject, m, limit)
 
 	// 3. Over the pod's current limit? A lower bound above the limit proves it; a lower bound
-	// at or below the limit proves nothing, unless it has been all there is for
-	// EvictIncompleteAfter (an incomplete alert that step 0 let through) and still is.
+	// at or below the limit proves nothing, unless the exporter says it has been all there is
+	// for EvictIncompleteAfter (whatever alert asked: the evidence is the exporter's, and the
+	// alert only routes). An alert that asked about a lower bound and finds it too recent is
+	// skipped until its next delivery; any other is retried.
 	kubeletSays := kubeletMessage(subject, limit)
 	if !overLimit(used, limit, s.cfg.ThresholdRatio) {
+		long, why := incompleteLongEnough(s.cfg, m)
 		switch {
-		case m.LowerBound() && t.Incomplete:
-			kubeletSays = incompleteMessage(subject, s.now().Sub(firingSince), s.cfg.EvictIncompleteAfter)
-		case m.LowerBound():
+		case !m.LowerBound():
+			set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
+			return nil
+		case long:
+			kubeletSays = incompleteMessage(subject, m.MeasuredAt.Sub(m.IncompleteSince), s.cfg.EvictIncompleteAfter)
+		case t.Incomplete:
+			set(OutcomeSkipped, SkipIncompleteTooRecent, "%s; not evicted: %s", usage, why)
+			return nil
+		default:
 			s.metrics.measureErrors.WithLabelValues(MeasureIncomplete).Inc()
 			set(OutcomeError, "measurement_"+MeasureIncomplete, "%s: cannot decide whether it is over the limit; nothing done, retry", usage)
 			return measureErr(MeasureIncomplete, "%s measured a lower bound only: %s", subject, m.incompleteWhy())
-		default:
-			set(OutcomeSkipped, SkipNotOverLimit, "%s: no longer over the limit", usage)
-			return nil
 		}
 	}
 

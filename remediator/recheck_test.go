@@ -27,6 +27,8 @@ type liveAnswer struct {
 	// changed, cutShort, lowerBound: the other lower-bound fields of the answer.
 	changed              int64
 	cutShort, lowerBound bool
+	// incompleteFor sets incompleteSince that long before the walk ended; 0 leaves it out.
+	incompleteFor time.Duration
 }
 
 func (a liveAnswer) body(t *testing.T, now time.Time) []byte {
@@ -39,6 +41,9 @@ func (a liveAnswer) body(t *testing.T, now time.Time) []byte {
 		CutShort: a.cutShort, LowerBound: a.lowerBound, MeasuredAt: started}
 	if !a.noCompletedAt {
 		vol.CompletedAt = completed
+	}
+	if a.incompleteFor > 0 {
+		vol.IncompleteSince = completed.Add(-a.incompleteFor)
 	}
 	return encodeJSON(t, liveapi.Response{Node: a.node, Namespace: "default", Pod: "web-0", UID: uid1,
 		Source: "filesystem", MeasuredAt: started, Volumes: []liveapi.Volume{vol}})

@@ -147,7 +147,7 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("policy.allow-critical-pods", "Also evict system-critical pods (system-node-critical, system-cluster-critical, priority >= 2000000000).").
 		Default(def(rc.AllowCriticalPods)).BoolVar(&rc.AllowCriticalPods)
 
-	app.Flag("policy.evict-incomplete-after", "Also evict a pod whose emptyDir with a sizeLimit (or whose ephemeral storage) the exporter has measured only as a lower bound under the limit for this long: on an EmptyDirMeasurementIncomplete alert (remediation=\"evict_incomplete\", routed to the remediator) that has fired this long, when the live re-check is still a lower bound. 0: off, only what is proven over its limit is evicted (docs/remediator.md).").
+	app.Flag("policy.evict-incomplete-after", "Also evict a pod whose emptyDir with a sizeLimit (or whose ephemeral storage) the exporter has measured only as a lower bound under the limit for this long: as the exporter's record of its walks says in the live re-check, itself a lower bound (an alert's startsAt decides nothing); the EmptyDirMeasurementIncomplete alert (remediation=\"evict_incomplete\", routed to the remediator) asks for the re-check. 0: off, only what is proven over its limit is evicted (docs/remediator.md).").
 		Default(def(rc.EvictIncompleteAfter)).DurationVar(&rc.EvictIncompleteAfter)
 
 	app.Flag("eviction.dry-run", "Do everything except the Eviction API call: re-check, policy, Events (\"dry run: would evict\"), metrics, audit log.").

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/live"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
@@ -109,7 +110,7 @@ func Through(src volume.VolumeSource) MeasureFunc {
 type Source struct {
 	measure MeasureFunc
 	before  func(ctx context.Context, pods []volume.PodVolumes)
-	cost    time.Duration
+	cost    func(volume.PodVolumes, volume.Volume) time.Duration
 
 	mu    sync.Mutex
 	calls int
@@ -128,9 +129,17 @@ func (s *Source) Before(hook func(ctx context.Context, pods []volume.PodVolumes)
 }
 
 // Cost makes each walk of the VolumeSource view charge d of CPU time to the walk's meter, as
-// its threads would, for the collection's CPU budget; and returns s.
+// its threads would, for the collection's CPU budget and the live ones: in steps of costStep,
+// stopping when the walk's context ends, so that a live walk cut by its budget (live.ErrCut)
+// overdraws it by a step at most; and returns s.
 func (s *Source) Cost(d time.Duration) *Source {
-	s.cost = d
+	return s.Costs(func(volume.PodVolumes, volume.Volume) time.Duration { return d })
+}
+
+// Costs is Cost with each walk's cost what cost says for its pod and volume (a tenant's
+// costly volume beside cheap ones); and returns s.
+func (s *Source) Costs(cost func(volume.PodVolumes, volume.Volume) time.Duration) *Source {
+	s.cost = cost
 	return s
 }
 
@@ -205,14 +214,29 @@ type VolumeSource struct{ *Source }
 // VolumeSource returns s as an exporter.VolumeSource.
 func (s *Source) VolumeSource() *VolumeSource { return &VolumeSource{s} }
 
+// costStep is how much of Cost a walk charges at a time, as a walk's threads charge their
+// meter every few dozen folders.
+const costStep = 100 * time.Millisecond
+
 // MeasureVolume implements exporter.VolumeSource: one request of pod p with volume v alone,
-// charged Cost.
+// charged Cost. A walk its budget cut before it was charged all of it (the context's cause
+// live.ErrCut) answers what the MeasureFunc says, CutShort, as a real walk cut short answers
+// what it counted until then.
 func (s *VolumeSource) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
 	one := p
 	one.Volumes = []volume.Volume{v}
-	if meter != nil {
-		meter.Add(s.cost)
+	var left time.Duration
+	if s.cost != nil {
+		left = s.cost(p, v)
+	}
+	for ; meter != nil && left > 0 && ctx.Err() == nil; left -= costStep {
+		meter.Add(min(left, costStep))
 	}
 	s.request(ctx, []volume.PodVolumes{one})
+	if left > 0 && meter != nil && errors.Is(context.Cause(ctx), live.ErrCut) {
+		m, err := s.measure(ctx, p, v)
+		m.CutShort = err == nil
+		return m, err
+	}
 	return s.answer(ctx, p, v)
 }

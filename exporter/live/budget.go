@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +22,14 @@ import (
 //     namespaces it asks for;
 //   - all callers: at most --live.concurrency walks at once (the slots).
 //
-// So one tenant takes at most TenantShare/CallerShare (a third) of the remediator's
-// budget; refusing another tenant's re-check takes three namespaces whose pods are costly to
-// walk, re-checked at once. Keying by namespace alone would let any pod spend another
+// A walk starts only while both budgets hold what its parts' last walks cost (up to a full
+// bucket), and is cut once either holds less than nothing (Budget.Admit): a walk
+// admitted on any credit and charged after could spend up to LiveTimeout × its concurrency (one
+// of 60 CPU-s took the remediator's budget from +30 to −30 s, and another namespace's re-checks
+// were refused 55 times out of 60 in 10 minutes). So no walk takes a budget into debt, and one
+// tenant takes at most TenantShare/CallerShare (a third) of the remediator's budget; refusing
+// another tenant's re-check takes three namespaces whose pods are costly to walk, re-checked at
+// once. Keying by namespace alone would let any pod spend another
 // tenant's budget by asking for its pods, and the remediator's re-checks of them with it.
 const (
 	TenantShare = 0.1
@@ -40,6 +46,10 @@ const (
 	ScopeNamespace = "namespace"
 	ScopeCaller    = "caller"
 )
+
+// ErrCut is the cause of the context of a live walk that exhausted a budget it draws on
+// (Budget.Admit): the walk ends there, cut short, its count a lower bound.
+var ErrCut = errors.New("live walk cut: it spent what its caller's live CPU budget held for it")
 
 // Budgets holds the CPU budgets of the live callers.
 type Budgets struct {
@@ -95,25 +105,66 @@ func budgetIn[K comparable](m map[K]*spendBudget, key K, share float64, burst ti
 	return b
 }
 
-// Meter charges a live walk's CPU to both budgets.
-func (b Budget) Meter() *fswalk.CPUMeter {
-	return fswalk.NewCPUMeter(&b.tenant.spent, &b.caller.spent)
+// Walk is one live walk admitted on a Budget. Its meter charges both budgets as the walk's
+// threads go, and cuts the walk as soon as either holds less than nothing: it has spent what
+// the budget held (shared with the caller's other walks on it). So one walk, however costly
+// (a tenant's millions of files, up to LiveTimeout × the walk's concurrency of CPU), never
+// takes a budget into debt beyond what its threads spend between two charges: the caller's
+// budget in all keeps its credit for the other namespaces' walks.
+type Walk struct {
+	meter *fswalk.CPUMeter
+	// cutBy is the scope of the budget whose credit the walk exhausted; "" while not cut.
+	cutBy atomic.Pointer[string]
 }
 
-// Wait is how long the caller must wait before its next live walk of the namespace, and the
-// scope of the budget that is spent; 0 when it may walk now.
-func (b Budget) Wait() (time.Duration, string) {
-	if w := b.tenant.wait(); w > 0 {
-		return max(w, b.caller.wait()), ScopeNamespace
+// Admit admits a live walk expected to cost estimate (what its parts' last walks cost; 0: not
+// known) when each budget holds more than 0 and at least min(estimate, its capacity): a walk
+// whose cost is known starts when it can run to its end, not to be cut at once. cut is called,
+// once, when the walk has exhausted either budget. Otherwise Admit returns nil, how long the
+// caller should wait, and the scope of the budget that lacks credit (ScopeNamespace when both
+// do).
+func (b Budget) Admit(estimate time.Duration, cut func()) (*Walk, time.Duration, string) {
+	tenantWait, callerWait := b.tenant.waitFor(estimate), b.caller.waitFor(estimate)
+	switch {
+	case tenantWait > 0:
+		return nil, max(tenantWait, callerWait), ScopeNamespace
+	case callerWait > 0:
+		return nil, callerWait, ScopeCaller
 	}
-	return b.caller.wait(), ScopeCaller
+	w := &Walk{}
+	w.meter = fswalk.NewCPUMeter(&b.tenant.spent, &b.caller.spent).CutWhen(func() bool {
+		scope := ScopeNamespace
+		switch {
+		case b.tenant.bucket.Remaining() < 0:
+		case b.caller.bucket.Remaining() < 0:
+			scope = ScopeCaller
+		default:
+			return false
+		}
+		w.cutBy.Store(&scope)
+		return true
+	}, cut)
+	return w, 0, ""
 }
 
-// wait is how long until the bucket holds credit again; 0 when it does now.
-func (b *spendBudget) wait() time.Duration {
-	if b.bucket.Allows(0) {
+// Meter charges the walk's CPU to both budgets, and cuts it once it has exhausted either.
+func (w *Walk) Meter() *fswalk.CPUMeter { return w.meter }
+
+// Cut reports whether the walk was cut, and the scope of the budget it exhausted.
+func (w *Walk) Cut() (bool, string) {
+	if scope := w.cutBy.Load(); scope != nil {
+		return true, *scope
+	}
+	return false, ""
+}
+
+// waitFor is how long until the bucket allows a walk expected to cost estimate (its credit
+// over 0 and at least min(estimate, capacity)), at its share; 0 when it does now.
+func (b *spendBudget) waitFor(estimate time.Duration) time.Duration {
+	need, left := min(estimate, b.bucket.Capacity()), b.bucket.Remaining()
+	if left > 0 && left >= need {
 		return 0
 	}
 	// At least a nanosecond: an empty bucket (no debt) allows nothing either.
-	return max(time.Duration(float64(-b.bucket.Remaining())/b.share), 1)
+	return max(time.Duration(float64(need-left)/b.share), 1)
 }

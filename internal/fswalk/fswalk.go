@@ -2,6 +2,7 @@ package fswalk
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -70,6 +71,10 @@ type Space struct {
 type CPUMeter struct {
 	walk   atomic.Int64
 	totals []*atomic.Int64
+	// over and cut are set by CutWhen.
+	over    func() bool
+	cut     func()
+	cutOnce sync.Once
 }
 
 // NewCPUMeter returns a meter for one walk that also adds to each of totals (nil ones left
@@ -84,11 +89,24 @@ func NewCPUMeter(totals ...*atomic.Int64) *CPUMeter {
 	return m
 }
 
+// CutWhen makes the meter ask over after each charge and call cut, once, the first time it
+// says yes (a live walk that has exhausted its caller's CPU budget: cut cancels its context),
+// and returns m; call it before the walk starts. The walk then ends at its threads' next look
+// at its context: it overshoots by what they spend until then, at most the threadMeterEvery
+// folders (or batches) each reads between two charges.
+func (m *CPUMeter) CutWhen(over func() bool, cut func()) *CPUMeter {
+	m.over, m.cut = over, cut
+	return m
+}
+
 // Add charges d of CPU time to the walk.
 func (m *CPUMeter) Add(d time.Duration) {
 	m.walk.Add(int64(d))
 	for _, t := range m.totals {
 		t.Add(int64(d))
+	}
+	if m.over != nil && m.over() {
+		m.cutOnce.Do(m.cut)
 	}
 }
 

@@ -35,3 +35,21 @@ func TestCPUMeterTotals(t *testing.T) {
 		t.Errorf("totals %v and %v, walk %v; want 3s each", time.Duration(tenant.Load()), time.Duration(caller.Load()), m.Spent())
 	}
 }
+
+// TestCPUMeterCutWhen: a meter that is to be cut asks after each charge, and cuts once, from
+// the first charge after which it is over (a live walk that exhausted its caller's budget).
+func TestCPUMeterCutWhen(t *testing.T) {
+	var total atomic.Int64
+	cuts := 0
+	m := NewCPUMeter(&total).CutWhen(func() bool { return total.Load() > int64(2*time.Second) }, func() { cuts++ })
+	m.Add(time.Second)
+	m.Add(time.Second)
+	if cuts != 0 {
+		t.Fatalf("cut at %v, not over yet", m.Spent())
+	}
+	m.Add(time.Millisecond)
+	m.Add(time.Second)
+	if cuts != 1 || total.Load() != int64(3*time.Second+time.Millisecond) {
+		t.Errorf("%d cuts, total %v; want 1 cut and every charge counted", cuts, time.Duration(total.Load()))
+	}
+}

@@ -70,6 +70,9 @@ type PodStorage struct {
 	Parts map[string]int64 `json:"parts"`
 	// LowerBound says some part is a lower bound (a writable layer not located among them).
 	LowerBound bool `json:"lowerBound"`
+	// IncompleteSince is set with LowerBound: since when UsedBytes has been a lower bound
+	// without a break, as the exporter's own record of its walks says (see Volume).
+	IncompleteSince time.Time `json:"incompleteSince,omitzero"`
 	// DedicatedImageFilesystem says writable layers do not count toward their containers.
 	DedicatedImageFilesystem bool `json:"dedicatedImageFilesystem"`
 	// MeasuredAt is when the first part's measurement started, CompletedAt when the last ended.
@@ -90,6 +93,8 @@ type ContainerStorage struct {
 	// WritableLayerUnlocated is why the writable layer could not be located, if it could not.
 	WritableLayerUnlocated string `json:"writableLayerUnlocated,omitempty"`
 	LowerBound             bool   `json:"lowerBound"`
+	// IncompleteSince is set with LowerBound, as PodStorage's.
+	IncompleteSince time.Time `json:"incompleteSince,omitzero"`
 }
 
 // Volume is one volume of a Response.
@@ -109,13 +114,21 @@ type Volume struct {
 	// or swapped when it came to enter them, or changed before it had read them to the end):
 	// when it is not 0, data may have moved past the walk, and UsedBytes is a lower bound.
 	ChangedFolders int64 `json:"changedFolders,omitempty"`
-	// CutShort says that the walk hit its deadline before reading every folder: UsedBytes is
-	// what it counted until then, a lower bound.
+	// CutShort says that the walk hit its deadline, or exhausted a live CPU budget of its
+	// caller, before reading every folder: UsedBytes is what it counted until then, a lower
+	// bound.
 	CutShort bool `json:"cutShort,omitempty"`
 	// LowerBound says that UsedBytes is a lower bound, for any of the reasons above. A client
 	// should also take UnreadableEntries, ChangedFolders or CutShort alone as one: exporters
 	// before LowerBound sent UnreadableEntries only.
 	LowerBound bool `json:"lowerBound"`
+	// IncompleteSince is set with LowerBound: when the first of the volume's consecutive
+	// lower-bound measurements started, this one included, from the exporter's own record of
+	// its walks (periodic and live): this walk's start when the one before was complete. It is
+	// the exporter's evidence that a volume has been measurable only as a lower bound for a
+	// while, on which the remediator's --policy.evict-incomplete-after decides. Left out when
+	// complete, and by exporters before it was added: a client takes no value as "not known".
+	IncompleteSince time.Time `json:"incompleteSince,omitzero"`
 	// MeasuredAt is when the volume's walk started, CompletedAt when it ended (for the
 	// kubelet source, both are the kubelet's stats time).
 	MeasuredAt  time.Time `json:"measuredAt"`

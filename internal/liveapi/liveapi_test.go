@@ -1,8 +1,11 @@
 package liveapi_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -64,3 +67,25 @@ type nopWriter struct{}
 func (nopWriter) Header() http.Header         { return http.Header{} }
 func (nopWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (nopWriter) WriteHeader(int)             {}
+
+// incompleteSince is an optional field: left out of a complete answer, so that the answer's
+// shape is what clients before it read; RFC 3339 when set.
+func TestIncompleteSinceIsOptional(t *testing.T) {
+	used := int64(1)
+	complete, err := json.Marshal(liveapi.Response{Volumes: []liveapi.Volume{{Name: "v", UsedBytes: &used}},
+		EphemeralStorage: &liveapi.PodStorage{Containers: []liveapi.ContainerStorage{{Name: "c"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(complete), "incompleteSince") {
+		t.Errorf("a complete answer carries incompleteSince: %s", complete)
+	}
+	since := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	lower, err := json.Marshal(liveapi.Volume{Name: "v", UsedBytes: &used, LowerBound: true, IncompleteSince: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(lower), `"incompleteSince":"2026-12-02T17:00:00Z"`) {
+		t.Errorf("a lower bound's incompleteSince is not RFC 3339: %s", lower)
+	}
+}
