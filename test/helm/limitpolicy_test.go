@@ -6,7 +6,12 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
@@ -54,9 +59,10 @@ func resourcesMatched(p *admissionregistrationv1.ValidatingAdmissionPolicy) map[
 }
 
 // TestLimitPolicy: the limit policy is off by default (chart and kustomize base); on, its
-// binding has the values' actions and namespaces, the policy matches pods at creation and the
-// workloads' templates, and each check, the exemption and the message come from the values.
-// What it admits and refuses is proven on a real API server (TestLimitPolicyOnRealAPIServer).
+// binding has the values' actions and namespaces (the exemption label's among them), the
+// policy matches pods at creation and the workloads' templates, and each check and the
+// message come from the values. What it admits and refuses is proven in the API server's
+// admission code (the tests below) and on a real API server (TestLimitPolicyOnRealAPIServer).
 func TestLimitPolicy(t *testing.T) {
 	with := func(v string) helmchart.Release {
 		r := release("guard")
@@ -82,9 +88,10 @@ func TestLimitPolicy(t *testing.T) {
 		t.Errorf("default actions %v, want %v", b.Spec.ValidationActions, want)
 	}
 	wantExcluded := metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "guard"}}
-	if sel := b.Spec.MatchResources.NamespaceSelector; sel == nil || len(sel.MatchLabels) != 0 || len(sel.MatchExpressions) != 1 ||
-		!equalRequirement(sel.MatchExpressions[0], wantExcluded) {
-		t.Errorf("default namespaceSelector %+v, want every namespace but kube-system and the release's", sel)
+	wantExempt := metav1.LabelSelectorRequirement{Key: policyExemptKey, Operator: metav1.LabelSelectorOpNotIn, Values: []string{policyExemptValue}}
+	if sel := b.Spec.MatchResources.NamespaceSelector; sel == nil || len(sel.MatchLabels) != 0 || len(sel.MatchExpressions) != 2 ||
+		!equalRequirement(sel.MatchExpressions[0], wantExcluded) || !equalRequirement(sel.MatchExpressions[1], wantExempt) {
+		t.Errorf("default namespaceSelector %+v, want every namespace but kube-system, the release's and those labelled %s=%s", sel, policyExemptKey, policyExemptValue)
 	}
 	matched := resourcesMatched(p)
 	if ops := matched["/pods"]; !slices.Equal(ops, []admissionregistrationv1.OperationType{"CREATE"}) {
@@ -101,8 +108,8 @@ func TestLimitPolicy(t *testing.T) {
 	if len(p.Spec.Validations) != 1 || !strings.Contains(p.Spec.Validations[0].MessageExpression, "see docs/policy.md") {
 		t.Errorf("validations %+v, want one whose message points to docs/policy.md", p.Spec.Validations)
 	}
-	if e := variable(p, "exempt"); strings.Count(e, "'emptydir-guard.io/limits-policy'") != 4 || strings.Count(e, "'exempt'") != 2 {
-		t.Errorf("exempt: %s, want the label and the annotation emptydir-guard.io/limits-policy=exempt", e)
+	if strings.Contains(p.Spec.Validations[0].Expression, "exempt") || variable(p, "exempt") != "" {
+		t.Errorf("validation %s, variables %+v: want nothing of the pod's own exempting it", p.Spec.Validations[0].Expression, p.Spec.Variables)
 	}
 	if !strings.Contains(variable(p, "withoutSizeLimit"), "sizeLimit") || !strings.Contains(variable(p, "withoutEphemeralStorageLimit"), "'ephemeral-storage'") {
 		t.Errorf("variables %+v, want both checks", p.Spec.Variables)
@@ -119,24 +126,23 @@ func TestLimitPolicy(t *testing.T) {
   namespaceSelector: {matchLabels: {team: shop}, matchExpressions: [{key: tier, operator: Exists}]}
   excludedNamespaces: [kube-system, ops]
   excludeReleaseNamespace: false
-  exemption: {key: example.com/no-limits, value: "yes"}
+  exemptNamespaceLabel: {key: example.com/no-limits, value: "yes"}
   message: "Ask the platform team's 'sizing' channel."`)))
 	if !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{"Deny"}) {
 		t.Errorf("actions %v, want [Deny]", b.Spec.ValidationActions)
 	}
 	sel := b.Spec.MatchResources.NamespaceSelector
-	if sel == nil || sel.MatchLabels["team"] != "shop" || len(sel.MatchExpressions) != 2 || sel.MatchExpressions[0].Key != "tier" ||
-		!equalRequirement(sel.MatchExpressions[1], metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "ops"}}) {
-		t.Errorf("namespaceSelector %+v, want the values' selector and NotIn [kube-system ops]", sel)
+	if sel == nil || sel.MatchLabels["team"] != "shop" || len(sel.MatchExpressions) != 3 || sel.MatchExpressions[0].Key != "tier" ||
+		!equalRequirement(sel.MatchExpressions[1], metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", "ops"}}) ||
+		!equalRequirement(sel.MatchExpressions[2], metav1.LabelSelectorRequirement{Key: "example.com/no-limits", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"yes"}}) {
+		t.Errorf("namespaceSelector %+v, want the values' selector, NotIn [kube-system ops] and example.com/no-limits NotIn [yes]", sel)
 	}
 	if matched := resourcesMatched(p); len(matched) != 1 || matched["/pods"] == nil {
 		t.Errorf("workloads false: matched %v, want pods only", matched)
 	}
+
 	if e := variable(p, "withoutSizeLimit"); e != "[]" {
 		t.Errorf("checks.sizeLimit false: withoutSizeLimit %q, want []", e)
-	}
-	if e := variable(p, "exempt"); !strings.Contains(e, "'example.com/no-limits'") || !strings.Contains(e, "'yes'") {
-		t.Errorf("exempt %s, want example.com/no-limits=yes", e)
 	}
 	// A quote in the message is escaped in its CEL string.
 	if m := p.Spec.Validations[0].MessageExpression; !strings.Contains(m, `'Ask the platform team\'s \'sizing\' channel.'`) {
@@ -148,7 +154,8 @@ func TestLimitPolicy(t *testing.T) {
 		{"limitPolicy: {enabled: true, checks: {sizeLimit: false, ephemeralStorage: false}}", "needs at least one of"},
 		{"limitPolicy: {enabled: true, validationActions: [Block]}", "validationActions"},
 		{"limitPolicy: {enabled: true, validationActions: []}", "validationActions"},
-		{"limitPolicy: {enabled: true, exemption: {key: 'bad key', value: x}}", "key"},
+		{"limitPolicy: {enabled: true, exemptNamespaceLabel: {key: 'bad key', value: x}}", "key"},
+		{"limitPolicy: {enabled: true, exemption: {key: example.com/no-limits, value: 'yes'}}", "limitPolicy.exemption is gone"},
 		{"limitPolicy: {enabled: true, excludedNamespaces: [Kube_System]}", "excludedNamespaces"},
 		{"limitPolicy: {enabled: true, namespaceSelector: {matchLabel: {a: b}}}", "matchLabel"},
 	} {
@@ -160,4 +167,167 @@ func TestLimitPolicy(t *testing.T) {
 
 func equalRequirement(a, b metav1.LabelSelectorRequirement) bool {
 	return a.Key == b.Key && a.Operator == b.Operator && slices.Equal(a.Values, b.Values)
+}
+
+// limitPolicyAdmitter renders the chart with the limit policy's values and loads its policy
+// and binding into the API server's admission code, with the namespaces shop (a tenant's),
+// exempt-by-label (labelled as the exemption asks), guard (the release's) and kube-system.
+func limitPolicyAdmitter(t *testing.T, values string) *admitter {
+	t.Helper()
+	r := release("guard")
+	if err := yaml.Unmarshal([]byte(values), &r.Values); err != nil {
+		t.Fatal(err)
+	}
+	return newAdmitter(t, render(t, r),
+		namespace("shop", map[string]string{"team": "shop"}),
+		namespace("exempt-by-label", map[string]string{policyExemptKey: policyExemptValue}),
+		namespace("other-value", map[string]string{policyExemptKey: "no"}),
+		namespace("guard", nil),
+		namespace("kube-system", nil))
+}
+
+// The chart's default exemption label (values.yaml, limitPolicy.exemptNamespaceLabel).
+const (
+	policyExemptKey   = "emptydir-guard.io/limits-policy"
+	policyExemptValue = "exempt"
+)
+
+// flaggedMessage is what the policy says of policyPod.
+const flaggedMessage = "emptyDir volumes without a sizeLimit: cache, zero. containers without an ephemeral-storage limit: init, sidecar, app. "
+
+// policyPod is a pod the limit policy flags on every count unless options change it: an init
+// container (init) and a restartable one (sidecar) without an ephemeral-storage limit, a
+// container (app) whose limit is 0, a disk emptyDir without a sizeLimit (cache) and one whose
+// sizeLimit is 0 (zero): the kubelet enforces neither 0. A memory emptyDir (ram) needs none.
+func policyPod(ns, name string, options ...func(*corev1.Pod)) *corev1.Pod {
+	always := corev1.ContainerRestartPolicyAlways
+	ctr := func(name string) corev1.Container { return corev1.Container{Name: name, Image: "busybox"} }
+	sidecar := ctr("sidecar")
+	sidecar.RestartPolicy = &always
+	zero := resource.MustParse("0")
+	app := ctr("app")
+	app.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: zero}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{ctr("init"), sidecar},
+			Containers:     []corev1.Container{app},
+			Volumes: []corev1.Volume{
+				{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "zero", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &zero}}},
+				{Name: "ram", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}},
+			},
+		},
+	}
+	for _, o := range options {
+		o(p)
+	}
+	return p
+}
+
+// withContainerLimits gives every container an ephemeral-storage limit.
+func withContainerLimits(p *corev1.Pod) {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			cs[i].Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("64Mi")}}
+		}
+	}
+}
+
+// withSizeLimits gives every disk emptyDir a sizeLimit of 16Mi.
+func withSizeLimits(p *corev1.Pod) {
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.Medium == "" {
+			limit := resource.MustParse("16Mi")
+			v.EmptyDir.SizeLimit = &limit
+		}
+	}
+}
+
+// selfExempt labels and annotates the pod (or the template it is made into) with the
+// exemption, as a tenant may.
+func selfExempt(p *corev1.Pod) {
+	p.Labels = map[string]string{policyExemptKey: policyExemptValue}
+	p.Annotations = map[string]string{policyExemptKey: policyExemptValue}
+}
+
+// template is p as a workload's pod template.
+func template(p *corev1.Pod) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}
+}
+
+// policyDeployment, policyJob: workloads of policyPod's template with the
+// options, their own metadata labelled as the template is.
+func policyDeployment(ns, name string, options ...func(*corev1.Pod)) *appsv1.Deployment {
+	p := policyPod(ns, name, options...)
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: p.Labels, Annotations: p.Annotations},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{}, Template: template(p)}}
+}
+
+func policyJob(ns, name string, options ...func(*corev1.Pod)) *batchv1.Job {
+	p := policyPod(ns, name, options...)
+	p.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: batchv1.JobSpec{Template: template(p)}}
+}
+
+// TestLimitPolicyExemptsNamespacesNotPods (issue 37, item 4): under Deny, in the API server's
+// own admission code, an exemption is a Namespace's label, which a cluster admin sets. A pod,
+// or a workload's template, that labels or annotates itself exempt is refused like any other:
+// the tenant writes those. A pod without limits is admitted in a namespace labelled exempt,
+// in the release namespace and in kube-system.
+func TestLimitPolicyExemptsNamespacesNotPods(t *testing.T) {
+	a := limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny]}")
+	labelled := func(p *corev1.Pod) { p.Labels = map[string]string{policyExemptKey: policyExemptValue} }
+	annotated := func(p *corev1.Pod) { p.Annotations = map[string]string{policyExemptKey: policyExemptValue} }
+	for _, tc := range []struct {
+		what string
+		obj  runtime.Object
+	}{
+		{"a pod without limits", policyPod("shop", "plain")},
+		{"a pod labelled exempt", policyPod("shop", "labelled", labelled)},
+		{"a pod annotated exempt", policyPod("shop", "annotated", annotated)},
+		{"a Deployment labelled and annotated exempt, and its template", policyDeployment("shop", "self-exempt", selfExempt)},
+		{"a Job whose template is labelled and annotated exempt", policyJob("shop", "self-exempt", selfExempt)},
+		{"a pod labelled exempt, in a namespace whose label has another value", policyPod("other-value", "labelled", selfExempt)},
+	} {
+		if v := a.create(t, tc.obj, tenant); v.admitted() || !strings.Contains(v.err.Error(), flaggedMessage) {
+			t.Errorf("Deny: %s: %s, want it refused with %q", tc.what, v, flaggedMessage)
+		}
+	}
+	for _, tc := range []struct {
+		what string
+		obj  runtime.Object
+	}{
+		{"a pod without limits in a namespace labelled exempt", policyPod("exempt-by-label", "plain")},
+		{"a Deployment without limits in a namespace labelled exempt", policyDeployment("exempt-by-label", "plain")},
+		{"a pod without limits in the release namespace", policyPod("guard", "plain")},
+		{"a pod without limits in kube-system", policyPod("kube-system", "plain")},
+		{"a pod with every limit", policyPod("shop", "every-limit", withContainerLimits, withSizeLimits)},
+	} {
+		if v := a.create(t, tc.obj, tenant); !v.admitted() || len(v.warnings) > 0 {
+			t.Errorf("Deny: %s: %s, want it admitted", tc.what, v)
+		}
+	}
+
+	// Under Warn, the default, a self-exempt pod is warned of as any.
+	a = limitPolicyAdmitter(t, "limitPolicy: {enabled: true}")
+	if v := a.create(t, policyPod("shop", "labelled", selfExempt), tenant); !v.admitted() || len(v.warnings) != 1 || !strings.Contains(v.warnings[0], flaggedMessage) {
+		t.Errorf("Warn: a pod labelled and annotated exempt: %s, want it admitted with the warning %q", v, flaggedMessage)
+	}
+	if v := a.create(t, policyPod("exempt-by-label", "plain"), tenant); v.flagged() {
+		t.Errorf("Warn: a pod without limits in a namespace labelled exempt: %s, want no warning", v)
+	}
+
+	// The label is the values': another one exempts instead; key "" none.
+	a = limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny], exemptNamespaceLabel: {key: team, value: shop}}")
+	if v := a.create(t, policyPod("shop", "plain"), tenant); !v.admitted() {
+		t.Errorf("exemptNamespaceLabel team=shop: a pod in the namespace labelled so: %s, want it admitted", v)
+	}
+	if v := a.create(t, policyPod("exempt-by-label", "plain"), tenant); v.admitted() {
+		t.Errorf("exemptNamespaceLabel team=shop: a pod in a namespace labelled %s=%s: %s, want it refused", policyExemptKey, policyExemptValue, v)
+	}
+	a = limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny], exemptNamespaceLabel: {key: '', value: ''}}")
+	if v := a.create(t, policyPod("exempt-by-label", "plain"), tenant); v.admitted() {
+		t.Errorf("exemptNamespaceLabel.key '': a pod in a namespace labelled %s=%s: %s, want it refused", policyExemptKey, policyExemptValue, v)
+	}
 }
