@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
@@ -49,7 +51,9 @@ const (
 //     the message, and so is a pod labelled exempt; the chart's own exporter DaemonSet and
 //     remediator Deployment, and pods made from their templates, are admitted; what the policy
 //     must not block is admitted (an update of an old pod, an update leaving a workload's
-//     template as it was, an ephemeral container), while a change of that template is refused.
+//     template as it was, an ephemeral container, a ReplicaSet's pod made by the
+//     replicaset-controller's user), while a change of that template is refused, and so is the
+//     same ReplicaSet's pod, ownerReferences and all, made by anyone else.
 //
 // No pod here runs: none has a node (no scheduler runs), so only admission is exercised.
 func TestLimitPolicyOnRealAPIServer(t *testing.T) {
@@ -167,6 +171,43 @@ limitPolicy: {enabled: true, validationActions: [Deny], excludeReleaseNamespace:
 	_, err = client.CoreV1().Pods(shopNS).Create(ctx, policyPod(shopNS, "self-exempt-deny", selfExempt), metav1.CreateOptions{})
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), denied) {
 		t.Errorf("Deny: creating a pod without limits labelled and annotated exempt: %v, want it refused with %q", err, denied)
+	}
+
+	// A workload older than the policy keeps replacing its pods: what the replicaset-controller
+	// makes is admitted, known by the user the API server authenticated (impersonated here; in
+	// system:masters only so that RBAC lets each user create pods), never by ownerReferences.
+	rsPod := func(name string) *corev1.Pod {
+		return policyPod(shopNS, name, func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: legacyDeploy.Name + "-5d4f8",
+				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}
+		})
+	}
+	for _, tc := range []struct {
+		user  string
+		admit bool
+	}{
+		{"system:serviceaccount:kube-system:replicaset-controller", true},
+		{"system:kube-controller-manager", true},
+		{"system:serviceaccount:" + shopNS + ":replicaset-controller", false},
+		{"system:serviceaccount:kube-system:default", false},
+	} {
+		rc := c.RESTConfig()
+		rc.Impersonate = rest.ImpersonationConfig{UserName: tc.user, Groups: []string{"system:masters", "system:authenticated"}}
+		as, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := rsPod("replaced-" + framework.RandSuffix())
+		_, err = as.CoreV1().Pods(shopNS).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case tc.admit && err != nil:
+			t.Errorf("Deny: a ReplicaSet's pod without limits made by %s: %v, want it admitted", tc.user, err)
+		case !tc.admit && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), denied)):
+			t.Errorf("Deny: a pod without limits with a ReplicaSet's ownerReferences made by %s: %v, want it refused with %q", tc.user, err, denied)
+		}
+	}
+	if _, err := client.CoreV1().Pods(shopNS).Create(ctx, rsPod("forged-owner"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsInvalid(err) {
+		t.Errorf("Deny: a pod without limits with a ReplicaSet's ownerReferences made by the test's user: %v, want it refused", err)
 	}
 
 	// What the policy must not block: changes that add no pod without limits.

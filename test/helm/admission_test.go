@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/warning"
@@ -37,6 +38,18 @@ type admitter struct {
 // tenant is the user of the requests that name no other: a person or a CD tool with the
 // RBAC of a namespace, who writes its pods' labels, annotations and ownerReferences.
 var tenant user.Info = &user.DefaultInfo{Name: "alice", Groups: []string{user.AllAuthenticated}}
+
+// controller is the user a built-in controller of kube-controller-manager runs as, with
+// --use-service-account-credentials (kubeadm's default): its service account in kube-system,
+// as the API server's authentication names it.
+func controller(name string) user.Info {
+	return serviceAccountUser("kube-system", name)
+}
+
+func serviceAccountUser(ns, name string) user.Info {
+	return &user.DefaultInfo{Name: serviceaccount.MakeUsername(ns, name),
+		Groups: []string{serviceaccount.AllServiceAccountsGroup, serviceaccount.MakeNamespaceGroupName(ns), user.AllAuthenticated}}
+}
 
 // namespace is a Namespace with labels, and kubernetes.io/metadata.name as the API server sets it.
 func namespace(name string, labels map[string]string) *corev1.Namespace {

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
@@ -111,6 +114,9 @@ func TestLimitPolicy(t *testing.T) {
 	if strings.Contains(p.Spec.Validations[0].Expression, "exempt") || variable(p, "exempt") != "" {
 		t.Errorf("validation %s, variables %+v: want nothing of the pod's own exempting it", p.Spec.Validations[0].Expression, p.Spec.Variables)
 	}
+	if len(p.Spec.MatchConditions) != 1 || !strings.Contains(p.Spec.MatchConditions[0].Expression, "'system:serviceaccount:kube-system:replicaset-controller'") {
+		t.Errorf("matchConditions %+v, want one leaving out the built-in controllers' requests", p.Spec.MatchConditions)
+	}
 	if !strings.Contains(variable(p, "withoutSizeLimit"), "sizeLimit") || !strings.Contains(variable(p, "withoutEphemeralStorageLimit"), "'ephemeral-storage'") {
 		t.Errorf("variables %+v, want both checks", p.Spec.Variables)
 	}
@@ -140,7 +146,9 @@ func TestLimitPolicy(t *testing.T) {
 	if matched := resourcesMatched(p); len(matched) != 1 || matched["/pods"] == nil {
 		t.Errorf("workloads false: matched %v, want pods only", matched)
 	}
-
+	if len(p.Spec.MatchConditions) != 0 {
+		t.Errorf("workloads false: matchConditions %+v, want none (no template is checked, so every pod is)", p.Spec.MatchConditions)
+	}
 	if e := variable(p, "withoutSizeLimit"); e != "[]" {
 		t.Errorf("checks.sizeLimit false: withoutSizeLimit %q, want []", e)
 	}
@@ -251,17 +259,32 @@ func selfExempt(p *corev1.Pod) {
 	p.Annotations = map[string]string{policyExemptKey: policyExemptValue}
 }
 
+// ownedBy gives the pod a controller ownerReference to a kind/name of apiVersion, as its
+// controller would, or as a tenant may write it.
+func ownedBy(apiVersion, kind, name string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name,
+			UID: types.UID("uid-of-" + name), Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	}
+}
+
 // template is p as a workload's pod template.
 func template(p *corev1.Pod) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: p.Labels, Annotations: p.Annotations}, Spec: p.Spec}
 }
 
-// policyDeployment, policyJob: workloads of policyPod's template with the
+// policyDeployment, policyReplicaSet, policyJob: workloads of policyPod's template with the
 // options, their own metadata labelled as the template is.
 func policyDeployment(ns, name string, options ...func(*corev1.Pod)) *appsv1.Deployment {
 	p := policyPod(ns, name, options...)
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: p.Labels, Annotations: p.Annotations},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{}, Template: template(p)}}
+}
+
+func policyReplicaSet(ns, name string, options ...func(*corev1.Pod)) *appsv1.ReplicaSet {
+	p := policyPod(ns, name, options...)
+	return &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: p.Labels, Annotations: p.Annotations},
+		Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{}, Template: template(p)}}
 }
 
 func policyJob(ns, name string, options ...func(*corev1.Pod)) *batchv1.Job {
@@ -329,5 +352,71 @@ func TestLimitPolicyExemptsNamespacesNotPods(t *testing.T) {
 	a = limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny], exemptNamespaceLabel: {key: '', value: ''}}")
 	if v := a.create(t, policyPod("exempt-by-label", "plain"), tenant); v.admitted() {
 		t.Errorf("exemptNamespaceLabel.key '': a pod in a namespace labelled %s=%s: %s, want it refused", policyExemptKey, policyExemptValue, v)
+	}
+}
+
+// TestLimitPolicyLetsBuiltInControllersReplacePods (issue 37, item 5): under Deny, in the API
+// server's own admission code, what kube-controller-manager's built-in controllers make from a
+// workload's template (pods, a Deployment's ReplicaSets, a CronJob's Jobs) is admitted, so a
+// workload older than the policy keeps replacing its pods; its template is checked when it is
+// written instead. The controllers are known by the user the API server authenticated, which
+// no tenant can be: the same pod, ownerReferences and all, created by a tenant, by a service
+// account of the same name in the tenant's namespace, or by another of kube-system's, is
+// refused. With workloads: false the pods are the only check, whoever makes them.
+func TestLimitPolicyLetsBuiltInControllersReplacePods(t *testing.T) {
+	a := limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny]}")
+	rsPod := policyPod("shop", "web-5d4f8-x2k5q", ownedBy("apps/v1", "ReplicaSet", "web-5d4f8"))
+	for _, tc := range []struct {
+		what string
+		obj  runtime.Object
+		by   user.Info
+	}{
+		{"a ReplicaSet's pod, by the replicaset-controller", rsPod, controller("replicaset-controller")},
+		{"a ReplicationController's pod, by the replication-controller", policyPod("shop", "rc-x2k5q", ownedBy("v1", "ReplicationController", "rc")), controller("replication-controller")},
+		{"a StatefulSet's pod, by the statefulset-controller", policyPod("shop", "db-0", ownedBy("apps/v1", "StatefulSet", "db")), controller("statefulset-controller")},
+		{"a DaemonSet's pod, by the daemon-set-controller", policyPod("shop", "agent-x2k5q", ownedBy("apps/v1", "DaemonSet", "agent")), controller("daemon-set-controller")},
+		{"a Job's pod, by the job-controller", policyPod("shop", "batch-x2k5q", ownedBy("batch/v1", "Job", "batch")), controller("job-controller")},
+		{"a Deployment's ReplicaSet, by the deployment-controller", policyReplicaSet("shop", "web-5d4f8"), controller("deployment-controller")},
+		{"a CronJob's Job, by the cronjob-controller", policyJob("shop", "nightly-29000000"), controller("cronjob-controller")},
+		{"a ReplicaSet's pod, by kube-controller-manager's own user", rsPod, &user.DefaultInfo{Name: user.KubeControllerManager}},
+	} {
+		if v := a.create(t, tc.obj, tc.by); !v.admitted() {
+			t.Errorf("Deny: %s: %s, want it admitted (its template was checked when written, or predates the policy)", tc.what, v)
+		}
+	}
+	for _, tc := range []struct {
+		what string
+		obj  runtime.Object
+		by   user.Info
+	}{
+		{"a pod owned by a ReplicaSet (as the tenant writes it), by the tenant", rsPod, tenant},
+		{"the same, by the tenant's service account named replicaset-controller", rsPod, serviceAccountUser("shop", "replicaset-controller")},
+		{"the same, by a user named replicaset-controller", rsPod, &user.DefaultInfo{Name: "replicaset-controller"}},
+		{"the same, by kube-system's default service account", rsPod, serviceAccountUser("kube-system", "default")},
+		{"a ReplicaSet, by the tenant", policyReplicaSet("shop", "web-5d4f8"), tenant},
+		{"a Job, by the tenant", policyJob("shop", "batch"), tenant},
+		{"a Deployment, by the tenant", policyDeployment("shop", "web"), tenant},
+	} {
+		if v := a.create(t, tc.obj, tc.by); v.admitted() || !strings.Contains(v.err.Error(), flaggedMessage) {
+			t.Errorf("Deny: %s: %s, want it refused with %q", tc.what, v, flaggedMessage)
+		}
+	}
+	// An old Deployment: scaled, admitted; its template changed (a rollout restart), refused.
+	old := policyDeployment("shop", "web")
+	scaled := old.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](5)
+	if v := a.update(t, scaled, old, tenant); !v.admitted() {
+		t.Errorf("Deny: scaling a Deployment older than the policy: %s, want it admitted", v)
+	}
+	restarted := old.DeepCopy()
+	restarted.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+	if v := a.update(t, restarted, old, tenant); v.admitted() {
+		t.Errorf("Deny: restarting a Deployment older than the policy (its template changes): %s, want it refused", v)
+	}
+
+	// workloads: false checks pods only, so whoever makes them.
+	a = limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny], workloads: false}")
+	if v := a.create(t, rsPod, controller("replicaset-controller")); v.admitted() {
+		t.Errorf("Deny, workloads false: a ReplicaSet's pod by the replicaset-controller: %s, want it refused (no template is checked)", v)
 	}
 }
