@@ -9,15 +9,19 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
+	"github.com/emptydir-guard/emptydir-guard/internal/plugin"
 	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
 )
 
@@ -418,5 +422,159 @@ func TestLimitPolicyLetsBuiltInControllersReplacePods(t *testing.T) {
 	a = limitPolicyAdmitter(t, "limitPolicy: {enabled: true, validationActions: [Deny], workloads: false}")
 	if v := a.create(t, rsPod, controller("replicaset-controller")); v.admitted() {
 		t.Errorf("Deny, workloads false: a ReplicaSet's pod by the replicaset-controller: %s, want it refused (no template is checked)", v)
+	}
+}
+
+// TestPolicyCheckListsWhatDenyRefuses: `kubectl emptydir policy-check`, the check to run before
+// switching to Deny, lists exactly what the API server's admission code, with the chart's
+// policy under Deny, refuses next of each object of a cluster, for the chart's defaults and
+// each value that changes what is checked. The next of an object is what happens to it
+// anyway: for a workload its template's next change (by the tenant), for what a built-in
+// controller made (a ReplicaSet's pod, a Deployment's ReplicaSet) its re-creation by that
+// controller, for any other pod the next one like it (by its creator, a tenant or an
+// operator's service account). And for what it lists it names what the message names.
+func TestPolicyCheckListsWhatDenyRefuses(t *testing.T) {
+	operator := serviceAccountUser("argo", "argo-workflow-controller")
+	partial := func(p *corev1.Pod) { // only the init container lacks its limit
+		withContainerLimits(p)
+		withSizeLimits(p)
+		p.Spec.InitContainers[0].Resources = corev1.ResourceRequirements{}
+	}
+	type next struct {
+		obj runtime.Object
+		do  func(a *admitter) verdict
+	}
+	// templateChange: the tenant annotates the template of obj (tmpl finds it), as kubectl
+	// rollout restart does.
+	templateChange := func(obj runtime.Object, tmpl func(runtime.Object) *corev1.PodTemplateSpec) func(*admitter) verdict {
+		return func(a *admitter) verdict {
+			changed := obj.DeepCopyObject()
+			tmpl(changed).Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": "now"}
+			return a.update(t, changed, obj, tenant)
+		}
+	}
+	createdBy := func(obj runtime.Object, u user.Info) func(*admitter) verdict {
+		return func(a *admitter) verdict { return a.create(t, obj, u) }
+	}
+	var cluster []next
+	for _, ns := range []string{"shop", "exempt-by-label", "guard", "kube-system"} {
+		web := policyDeployment(ns, "web")
+		webRS := policyReplicaSet(ns, "web-5d4f8")
+		webRS.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", UID: "uid-of-web", Controller: ptr.To(true)}}
+		webPod := policyPod(ns, "web-5d4f8-x2k5q", ownedBy("apps/v1", "ReplicaSet", "web-5d4f8"))
+		api := policyDeployment(ns, "api", withContainerLimits, withSizeLimits)
+		apiPod := policyPod(ns, "api-7c9-abcde", ownedBy("apps/v1", "ReplicaSet", "api-7c9"), withContainerLimits, withSizeLimits)
+		db := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{Template: template(policyPod(ns, "db", partial))}}
+		dbPod := policyPod(ns, "db-0", ownedBy("apps/v1", "StatefulSet", "db"), partial)
+		agent := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{Template: template(policyPod(ns, "agent"))}}
+		agentPod := policyPod(ns, "agent-x2k5q", ownedBy("apps/v1", "DaemonSet", "agent"))
+		nightlyJob := policyJob(ns, "nightly-29000000")
+		nightlyJob.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "CronJob", Name: "nightly", UID: "uid-of-nightly", Controller: ptr.To(true)}}
+		nightly := &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+			Spec: batchv1.CronJobSpec{Schedule: "0 0 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: nightlyJob.Spec}}}
+		nightlyPod := policyPod(ns, "nightly-29000000-abcde", ownedBy("batch/v1", "Job", "nightly-29000000"))
+		once := policyJob(ns, "once")
+		oncePod := policyPod(ns, "once-abcde", ownedBy("batch/v1", "Job", "once"))
+		rc := &corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy"},
+			Spec: corev1.ReplicationControllerSpec{Template: ptr.To(template(policyPod(ns, "legacy")))}}
+		rcPod := policyPod(ns, "legacy-x2k5q", ownedBy("v1", "ReplicationController", "legacy"))
+		debug := policyPod(ns, "debug")
+		build := policyPod(ns, "build-1", ownedBy("argoproj.io/v1alpha1", "Workflow", "build"))
+		deploymentTemplate := func(o runtime.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.Deployment).Spec.Template }
+		cluster = append(cluster,
+			next{web, templateChange(web, deploymentTemplate)},
+			next{webRS, createdBy(webRS, controller("deployment-controller"))},
+			next{webPod, createdBy(webPod, controller("replicaset-controller"))},
+			next{api, templateChange(api, deploymentTemplate)},
+			next{apiPod, createdBy(apiPod, controller("replicaset-controller"))},
+			next{db, templateChange(db, func(o runtime.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.StatefulSet).Spec.Template })},
+			next{dbPod, createdBy(dbPod, controller("statefulset-controller"))},
+			next{agent, templateChange(agent, func(o runtime.Object) *corev1.PodTemplateSpec { return &o.(*appsv1.DaemonSet).Spec.Template })},
+			next{agentPod, createdBy(agentPod, controller("daemon-set-controller"))},
+			next{nightly, templateChange(nightly, func(o runtime.Object) *corev1.PodTemplateSpec {
+				return &o.(*batchv1.CronJob).Spec.JobTemplate.Spec.Template
+			})},
+			next{nightlyJob, createdBy(nightlyJob, controller("cronjob-controller"))},
+			next{nightlyPod, createdBy(nightlyPod, controller("job-controller"))},
+			next{once, templateChange(once, func(o runtime.Object) *corev1.PodTemplateSpec { return &o.(*batchv1.Job).Spec.Template })},
+			next{oncePod, createdBy(oncePod, controller("job-controller"))},
+			next{rc, templateChange(rc, func(o runtime.Object) *corev1.PodTemplateSpec { return o.(*corev1.ReplicationController).Spec.Template })},
+			next{rcPod, createdBy(rcPod, controller("replication-controller"))},
+			next{debug, createdBy(debug, tenant)},
+			next{build, createdBy(build, operator)},
+		)
+	}
+	namespaces := []*corev1.Namespace{
+		namespace("shop", map[string]string{"team": "shop"}),
+		namespace("exempt-by-label", map[string]string{policyExemptKey: policyExemptValue}),
+		namespace("guard", nil),
+		namespace("kube-system", nil),
+	}
+	for _, values := range []string{
+		"limitPolicy: {enabled: true, validationActions: [Deny]}",
+		"limitPolicy: {enabled: true, validationActions: [Deny], workloads: false}",
+		"limitPolicy: {enabled: true, validationActions: [Deny], checks: {sizeLimit: false}}",
+		"limitPolicy: {enabled: true, validationActions: [Deny], checks: {ephemeralStorage: false}, excludedNamespaces: []}",
+	} {
+		t.Run(values, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			rendered := render(t, r)
+			a := newAdmitter(t, rendered, namespaces...)
+			objs := []runtime.Object{}
+			for _, ns := range namespaces {
+				objs = append(objs, ns)
+			}
+			p, b := limitPolicy(t, rendered)
+			objs = append(objs, p, b)
+			for _, n := range cluster {
+				objs = append(objs, n.obj)
+			}
+			client := kubefake.NewClientset(objs...)
+			policy, err := plugin.ReadLimitPolicy(t.Context(), client, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			items, err := plugin.PolicyCheck(t.Context(), client, policy, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed := map[string]plugin.PolicyCheckItem{}
+			for _, i := range items {
+				listed[i.Namespace+"/"+i.Kind+"/"+i.Name] = i
+			}
+			refused := 0
+			for _, n := range cluster {
+				m, _ := meta.Accessor(n.obj)
+				kinds, _, _ := clientgoscheme.Scheme.ObjectKinds(n.obj)
+				key := m.GetNamespace() + "/" + kinds[0].Kind + "/" + m.GetName()
+				item, isListed := listed[key]
+				v := n.do(a)
+				if v.admitted() == isListed {
+					t.Errorf("%s: its next %s; the check lists it: %v", key, v, isListed)
+					continue
+				}
+				if !isListed {
+					continue
+				}
+				refused++
+				want := ""
+				if len(item.VolumesWithoutSizeLimit) > 0 {
+					want += "emptyDir volumes without a sizeLimit: " + strings.Join(item.VolumesWithoutSizeLimit, ", ") + ". "
+				}
+				if len(item.ContainersWithoutEphemeralStorageLimit) > 0 {
+					want += "containers without an ephemeral-storage limit: " + strings.Join(item.ContainersWithoutEphemeralStorageLimit, ", ") + ". "
+				}
+				if !strings.Contains(v.err.Error(), "denied request: "+want+"Set them") {
+					t.Errorf("%s: the check says it misses %q; its next is %s", key, item.Missing(), v)
+				}
+			}
+			if refused == 0 || refused != len(items) {
+				t.Errorf("%d refused, %d listed: want some, and nothing listed outside the cluster's objects", refused, len(items))
+			}
+			t.Logf("%d objects, %d of whose next Deny refuses, each listed by the check", len(cluster), refused)
+		})
 	}
 }
