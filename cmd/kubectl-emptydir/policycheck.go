@@ -18,9 +18,11 @@ bindings (the namespaces they select, exemptions left out):
   template-change  a workload whose pod template lacks the limits: it keeps running, and its
                    controller keeps replacing its pods, but its next template change (a
                    rollout restart, an image bump) is refused;
-  next-pod         a pod that lacks them and that no built-in controller remakes (a bare pod,
+  re-creation      a pod that lacks them and that no built-in controller remakes (a bare pod,
                    an operator's): the next pod like it is refused. With limitPolicy.workloads
-                   false every pod is checked, so every such pod is listed, its replacement too.
+                   false every pod is checked, so every such pod is listed, its replacement too;
+                   with a policy that checks the built-in controllers (a chart older than
+                   that), a Deployment's ReplicaSets and a CronJob's Jobs too.
 
 MISSING names the disk emptyDirs without a sizeLimit and the containers without an
 ephemeral-storage limit, as the policy's message would.

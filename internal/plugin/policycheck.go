@@ -32,9 +32,10 @@ const (
 	// RefusedTemplateChange: the workload runs on, and its controller replaces its pods, but
 	// the next change of its pod template (a rollout restart, an image bump) is refused.
 	RefusedTemplateChange = "template-change"
-	// RefusedNextPod: a new pod like this one is refused, whoever makes it (its replacement,
-	// or its creator's next one).
-	RefusedNextPod = "next-pod"
+	// RefusedRecreation: the next one like it is refused, whoever makes it (a pod's
+	// replacement or its creator's next; a ReplicaSet's or Job's next from its owner's
+	// controller, where the policy checks the built-in controllers).
+	RefusedRecreation = "re-creation"
 )
 
 // PolicyCheckList is what `policy-check -o json|yaml` prints.
@@ -52,7 +53,7 @@ type PolicyCheckItem struct {
 	Name      string `json:"name"`
 	// Owner is the pod's controller (Kind/name), if it has one.
 	Owner string `json:"owner,omitempty"`
-	// Refused is what Deny refuses: RefusedTemplateChange or RefusedNextPod.
+	// Refused is what Deny refuses: RefusedTemplateChange or RefusedRecreation.
 	Refused string `json:"refused"`
 	// VolumesWithoutSizeLimit and ContainersWithoutEphemeralStorageLimit are what the policy's
 	// message would name.
@@ -216,7 +217,7 @@ func ownerOf(m *metav1.ObjectMeta) (groupKind, ref string) {
 // PolicyCheck lists what the limit policy p, switched to Deny, would refuse in the namespace
 // ns ("": every namespace it checks): the workloads whose pod template lacks the limits (their
 // next template change), and the pods that lack them and that no built-in controller would
-// remake (a new pod like them). A pod's or a ReplicaSet's controller, read from its
+// remake (the next pod like them). A pod's or a ReplicaSet's controller, read from its
 // ownerReferences, only decides where it is listed: the policy knows the built-in controllers
 // by the user they run as, not by ownerReferences, which a tenant may write.
 func PolicyCheck(ctx context.Context, client kubernetes.Interface, p *LimitPolicy, ns string) ([]PolicyCheckItem, error) {
@@ -257,7 +258,13 @@ func PolicyCheck(ctx context.Context, client kubernetes.Interface, p *LimitPolic
 	if p.Workloads {
 		if err := listWorkloads(ctx, client, ns, func(m *metav1.ObjectMeta, kind string, spec *corev1.PodSpec) {
 			if ownedByBuiltIn(m, kind) {
-				return // its owner's template is listed; the owner's controller remakes it
+				// A Deployment's ReplicaSet, a CronJob's Job: its owner's template is listed.
+				// Its owner's controller remakes it unchecked, unless the policy checks the
+				// built-in controllers too (a policy older than that matchConditions).
+				if !p.ControllersSkipped {
+					add(m, kind, RefusedRecreation, spec)
+				}
+				return
 			}
 			add(m, kind, RefusedTemplateChange, spec)
 		}); err != nil {
@@ -273,7 +280,7 @@ func PolicyCheck(ctx context.Context, client kubernetes.Interface, p *LimitPolic
 		if gk, _ := ownerOf(&pod.ObjectMeta); p.ControllersSkipped && builtInPodOwners[gk] {
 			continue // its workload's template is what counts, listed above
 		}
-		add(&pod.ObjectMeta, "Pod", RefusedNextPod, &pod.Spec)
+		add(&pod.ObjectMeta, "Pod", RefusedRecreation, &pod.Spec)
 	}
 	slices.SortStableFunc(out, func(a, b PolicyCheckItem) int {
 		return strings.Compare(a.Namespace+"\x00"+a.Kind+"\x00"+a.Name, b.Namespace+"\x00"+b.Kind+"\x00"+b.Name)

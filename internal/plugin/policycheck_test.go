@@ -133,7 +133,8 @@ func itemKeys(items []PolicyCheckItem) []string {
 // what is missing as the policy's message would; not a Deployment's ReplicaSet or its pods,
 // a CronJob's Job or its pods, nor anything with every limit, in a namespace labelled exempt
 // or in the release's. With workloads off every pod without its limits is listed and no
-// workload; with a check off, what only it asks for is not.
+// workload; with a policy that checks the built-in controllers (an older chart's) their pods,
+// ReplicaSets and Jobs too; with a check off, what only it asks for is not.
 func TestPolicyCheck(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -144,18 +145,31 @@ func TestPolicyCheck(t *testing.T) {
 		{"the component's", nil, []string{
 			"shop CronJob/nightly template-change sizeLimit: cache; ephemeral-storage: init,app",
 			"shop Deployment/web template-change sizeLimit: cache; ephemeral-storage: init,app",
-			"shop Pod/build-1 next-pod sizeLimit: cache; ephemeral-storage: init,app",
-			"shop Pod/debug next-pod sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/build-1 re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/debug re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop StatefulSet/db template-change ephemeral-storage: init",
+		}},
+		{"an older chart's, which checks the built-in controllers", func(p *admissionregistrationv1.ValidatingAdmissionPolicy, _ *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+			p.Spec.MatchConditions = nil
+		}, []string{
+			"shop CronJob/nightly template-change sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Deployment/web template-change sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Job/nightly-29000000 re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/build-1 re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/debug re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/nightly-29000000-abcde re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/web-5d4f8-x2k5q re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop ReplicaSet/web-5d4f8 re-creation sizeLimit: cache; ephemeral-storage: init,app",
 			"shop StatefulSet/db template-change ephemeral-storage: init",
 		}},
 		{"workloads off", func(p *admissionregistrationv1.ValidatingAdmissionPolicy, _ *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 			p.Spec.MatchConstraints.ResourceRules = p.Spec.MatchConstraints.ResourceRules[:1]
 			p.Spec.MatchConditions = nil
 		}, []string{
-			"shop Pod/build-1 next-pod sizeLimit: cache; ephemeral-storage: init,app",
-			"shop Pod/debug next-pod sizeLimit: cache; ephemeral-storage: init,app",
-			"shop Pod/nightly-29000000-abcde next-pod sizeLimit: cache; ephemeral-storage: init,app",
-			"shop Pod/web-5d4f8-x2k5q next-pod sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/build-1 re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/debug re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/nightly-29000000-abcde re-creation sizeLimit: cache; ephemeral-storage: init,app",
+			"shop Pod/web-5d4f8-x2k5q re-creation sizeLimit: cache; ephemeral-storage: init,app",
 		}},
 		{"sizeLimit off", func(p *admissionregistrationv1.ValidatingAdmissionPolicy, _ *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 			for i := range p.Spec.Variables {
@@ -166,8 +180,8 @@ func TestPolicyCheck(t *testing.T) {
 		}, []string{
 			"shop CronJob/nightly template-change ephemeral-storage: init,app",
 			"shop Deployment/web template-change ephemeral-storage: init,app",
-			"shop Pod/build-1 next-pod ephemeral-storage: init,app",
-			"shop Pod/debug next-pod ephemeral-storage: init,app",
+			"shop Pod/build-1 re-creation ephemeral-storage: init,app",
+			"shop Pod/debug re-creation ephemeral-storage: init,app",
 			"shop StatefulSet/db template-change ephemeral-storage: init",
 		}},
 		{"ephemeralStorage off, every namespace bound", func(p *admissionregistrationv1.ValidatingAdmissionPolicy, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
@@ -182,8 +196,8 @@ func TestPolicyCheck(t *testing.T) {
 			"exempt Deployment/web template-change sizeLimit: cache",
 			"shop CronJob/nightly template-change sizeLimit: cache",
 			"shop Deployment/web template-change sizeLimit: cache",
-			"shop Pod/build-1 next-pod sizeLimit: cache",
-			"shop Pod/debug next-pod sizeLimit: cache",
+			"shop Pod/build-1 re-creation sizeLimit: cache",
+			"shop Pod/debug re-creation sizeLimit: cache",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -259,7 +273,7 @@ func TestPolicyCheckRun(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 6 || strings.Join(strings.Fields(lines[0]), " ") != "NAMESPACE KIND NAME REFUSED MISSING OWNER" ||
-		strings.Join(strings.Fields(lines[3]), " ") != "shop Pod build-1 next-pod sizeLimit: cache; ephemeral-storage: init,app Workflow/build" {
+		strings.Join(strings.Fields(lines[3]), " ") != "shop Pod build-1 re-creation sizeLimit: cache; ephemeral-storage: init,app Workflow/build" {
 		t.Errorf("-A -o wide printed\n%s", out)
 	}
 
