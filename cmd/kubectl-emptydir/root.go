@@ -21,6 +21,7 @@ var subcommands = []func(*plugin.Options) *cobra.Command{
 	newTopCmd,
 	newExplainCmd,
 	newRecommendCmd,
+	newPolicyCheckCmd,
 	newVersionCmd,
 }
 

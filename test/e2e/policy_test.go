@@ -22,12 +22,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
-// The chart's limitPolicy defaults the test relies on (values.yaml).
+// The chart's limitPolicy defaults the test relies on (values.yaml): the Namespace label that
+// exempts, and the page the message names.
 const (
 	policyExemptKey   = "emptydir-guard.io/limits-policy"
 	policyExemptValue = "exempt"
@@ -41,13 +44,16 @@ const (
 //     limits is created, its response carries the message as a warning (client-go's
 //     WarningHandler), the API server's audit log has the validation_failure annotation, and a
 //     Deployment or CronJob with such a template warns at its own creation;
-//   - the exemptions pass without either: the release namespace, kube-system, the exemption
-//     label, the exemption annotation, a memory emptyDir, a pod with every limit;
+//   - the exemptions pass without either: the release namespace, kube-system, a namespace
+//     labelled with the exemption, a memory emptyDir, a pod with every limit; a pod labelled
+//     and annotated with the exemption itself is no exemption (its author is the tenant);
 //   - Deny (and the release namespace checked): the same pod and Deployment are refused with
-//     the message; the chart's own exporter DaemonSet and remediator Deployment, and pods made
-//     from their templates, are admitted; what the policy must not block is admitted (an
-//     update of an old pod, an update leaving a workload's template as it was, an ephemeral
-//     container), while a change of that template is refused.
+//     the message, and so is a pod labelled exempt; the chart's own exporter DaemonSet and
+//     remediator Deployment, and pods made from their templates, are admitted; what the policy
+//     must not block is admitted (an update of an old pod, an update leaving a workload's
+//     template as it was, an ephemeral container, a ReplicaSet's pod made by the
+//     replicaset-controller's user), while a change of that template is refused, and so is the
+//     same ReplicaSet's pod, ownerReferences and all, made by anyone else.
 //
 // No pod here runs: none has a node (no scheduler runs), so only admission is exercised.
 func TestLimitPolicyOnRealAPIServer(t *testing.T) {
@@ -57,6 +63,11 @@ func TestLimitPolicyOnRealAPIServer(t *testing.T) {
 
 	guardNS := framework.Namespace(ctx, t, c, "policy-guard") // the release's namespace
 	shopNS := framework.Namespace(ctx, t, c, "policy-shop")
+	exemptNS := framework.Namespace(ctx, t, c, "policy-exempt") // labelled exempt, as a cluster admin would
+	if _, err := c.Client().CoreV1().Namespaces().Patch(ctx, exemptNS, types.MergePatchType,
+		fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, policyExemptKey, policyExemptValue), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.EnsureNamespace(ctx, "kube-system"); err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +100,11 @@ func TestLimitPolicyOnRealAPIServer(t *testing.T) {
 		t.Logf("Warn: the pod without limits is created, with the warning %q", w[0])
 	}
 	p.checkAudit(t, "pods", shopNS, "no-limits", name, flaggedMessage)
+	// A pod's own label and annotation exempt nothing: the tenant writes them.
+	p.create(t, policyPod(shopNS, "self-exempt", selfExempt))
+	if w := warned.take(); len(w) != 1 || !strings.Contains(w[0], flaggedMessage) {
+		t.Errorf("Warn: creating a pod without limits labelled and annotated exempt warned %q, want %q", w, flaggedMessage)
+	}
 
 	exempt := []struct {
 		what string
@@ -96,10 +112,7 @@ func TestLimitPolicyOnRealAPIServer(t *testing.T) {
 	}{
 		{"in the release namespace", policyPod(guardNS, "no-limits")},
 		{"in kube-system", policyPod("kube-system", "policy-no-limits-"+framework.RandSuffix())},
-		{"with the exemption label", policyPod(shopNS, "exempt-label", func(p *corev1.Pod) { p.Labels = map[string]string{policyExemptKey: policyExemptValue} })},
-		{"with the exemption annotation", policyPod(shopNS, "exempt-annotation", func(p *corev1.Pod) {
-			p.Annotations = map[string]string{policyExemptKey: policyExemptValue}
-		})},
+		{"in a namespace labelled exempt", policyPod(exemptNS, "no-limits")},
 		{"with a memory emptyDir without a sizeLimit, every container limited", policyPod(shopNS, "memory", withContainerLimits, func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
 		})},
@@ -154,7 +167,48 @@ limitPolicy: {enabled: true, validationActions: [Deny], excludeReleaseNamespace:
 		t.Errorf("Deny: creating a Deployment whose template lacks limits: %v, want it refused with %q", err, denied)
 	}
 	p.create(t, policyPod(shopNS, "every-limit-deny", withContainerLimits, withSizeLimits))
-	p.create(t, policyPod(shopNS, "exempt-label-deny", func(p *corev1.Pod) { p.Labels = map[string]string{policyExemptKey: policyExemptValue} }))
+	p.create(t, policyPod(exemptNS, "no-limits-deny"))
+	_, err = client.CoreV1().Pods(shopNS).Create(ctx, policyPod(shopNS, "self-exempt-deny", selfExempt), metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), denied) {
+		t.Errorf("Deny: creating a pod without limits labelled and annotated exempt: %v, want it refused with %q", err, denied)
+	}
+
+	// A workload older than the policy keeps replacing its pods: what the replicaset-controller
+	// makes is admitted, known by the user the API server authenticated (impersonated here; in
+	// system:masters only so that RBAC lets each user create pods), never by ownerReferences.
+	rsPod := func(name string) *corev1.Pod {
+		return policyPod(shopNS, name, func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: legacyDeploy.Name + "-5d4f8",
+				UID: "00000000-0000-0000-0000-000000000001", Controller: ptr.To(true)}}
+		})
+	}
+	for _, tc := range []struct {
+		user  string
+		admit bool
+	}{
+		{"system:serviceaccount:kube-system:replicaset-controller", true},
+		{"system:kube-controller-manager", true},
+		{"system:serviceaccount:" + shopNS + ":replicaset-controller", false},
+		{"system:serviceaccount:kube-system:default", false},
+	} {
+		rc := c.RESTConfig()
+		rc.Impersonate = rest.ImpersonationConfig{UserName: tc.user, Groups: []string{"system:masters", "system:authenticated"}}
+		as, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := rsPod("replaced-" + framework.RandSuffix())
+		_, err = as.CoreV1().Pods(shopNS).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case tc.admit && err != nil:
+			t.Errorf("Deny: a ReplicaSet's pod without limits made by %s: %v, want it admitted", tc.user, err)
+		case !tc.admit && (!apierrors.IsInvalid(err) || !strings.Contains(err.Error(), denied)):
+			t.Errorf("Deny: a pod without limits with a ReplicaSet's ownerReferences made by %s: %v, want it refused with %q", tc.user, err, denied)
+		}
+	}
+	if _, err := client.CoreV1().Pods(shopNS).Create(ctx, rsPod("forged-owner"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsInvalid(err) {
+		t.Errorf("Deny: a pod without limits with a ReplicaSet's ownerReferences made by the test's user: %v, want it refused", err)
+	}
 
 	// What the policy must not block: changes that add no pod without limits.
 	if _, err := client.CoreV1().Pods(shopNS).Patch(ctx, legacy.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`), metav1.PatchOptions{}); err != nil {
@@ -405,6 +459,12 @@ func withContainerLimits(p *corev1.Pod) {
 			}
 		}
 	}
+}
+
+// selfExempt labels and annotates the pod with the exemption, as a tenant may.
+func selfExempt(p *corev1.Pod) {
+	p.Labels = map[string]string{policyExemptKey: policyExemptValue}
+	p.Annotations = map[string]string{policyExemptKey: policyExemptValue}
 }
 
 // withSizeLimits gives every emptyDir a sizeLimit of 16Mi.
