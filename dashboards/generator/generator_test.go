@@ -475,19 +475,18 @@ func TestRuleExpressionsParseAndUsePublishedMetrics(t *testing.T) {
 }
 
 // remediationTriggers are the alerts the remediator acts on (remediation="evict"), one per
-// local-storage limit the kubelet enforces, in the order the kubelet checks them: the label
+// local-storage limit the kubelet enforces: the label
 // check the remediator reads, the exporter's over-limit family the trigger reads, and the
 // labels it keeps of it, no more (`max by`, so that scrape and target labels neither split nor
 // name the alert).
 var remediationTriggers = map[string]struct {
-	order  int
 	check  string
 	family string
 	by     string
 }{
-	"EmptyDirOverLimit":                  {0, "", "emptydir_over_limit_bytes", "namespace,node,pod,uid,volume"},
-	"PodEphemeralStorageOverLimit":       {1, "pod", "emptydir_pod_ephemeral_storage_over_limit_bytes", "namespace,node,pod,uid"},
-	"ContainerEphemeralStorageOverLimit": {2, "container", "emptydir_container_ephemeral_storage_over_limit_bytes", "container,namespace,node,pod,uid"},
+	"EmptyDirOverLimit":                  {"", "emptydir_over_limit_bytes", "namespace,node,pod,uid,volume"},
+	"PodEphemeralStorageOverLimit":       {"pod", "emptydir_pod_ephemeral_storage_over_limit_bytes", "namespace,node,pod,uid"},
+	"ContainerEphemeralStorageOverLimit": {"container", "emptydir_container_ephemeral_storage_over_limit_bytes", "container,namespace,node,pod,uid"},
 }
 
 func unparen(e parser.Expr) parser.Expr {
@@ -517,37 +516,14 @@ func checkRemediationTrigger(t *testing.T, where, group string, r promrule.Rule,
 	if r.For != "" || group != "emptydir-guard.remediation" {
 		t.Errorf("%s: for %q in group %s, want no for in group emptydir-guard.remediation", where, r.For, group)
 	}
-	var before []string
-	for _, other := range remediationTriggers {
-		if other.order < want.order {
-			before = append(before, other.family)
-		}
+	// Each trigger reads its own over-limit series and nothing else: the kubelet's order
+	// between them is the exporter's to apply (it leaves a later check's series out while an
+	// earlier one holds). Held back on another series, a trigger would be exempted by any
+	// tenant publishing one with its pod's uid into a shared Prometheus.
+	if names := metricNames(parsed); len(names) != 1 || names[0] != want.family {
+		t.Errorf("%s: reads %v, want %s only: no trigger may depend on a series a tenant can publish", where, names, want.family)
 	}
-	sort.Strings(before)
 	expr := unparen(parsed)
-	if u, ok := expr.(*parser.BinaryExpr); ok && u.Op == parser.LUNLESS {
-		if len(before) == 0 {
-			t.Errorf("%s: EmptyDirOverLimit comes first in the kubelet's order: nothing to hold it back", where)
-		}
-		if u.VectorMatching == nil || !u.VectorMatching.On || strings.Join(u.VectorMatching.MatchingLabels, ",") != "uid" {
-			t.Errorf("%s: want unless on (uid)", where)
-		}
-		got := map[string]bool{}
-		for _, n := range metricNames(u.RHS) {
-			got[n] = true
-		}
-		held := make([]string, 0, len(got))
-		for n := range got {
-			held = append(held, n)
-		}
-		sort.Strings(held)
-		if strings.Join(held, " ") != strings.Join(before, " ") {
-			t.Errorf("%s: held back unless %v, want the triggers before it in the kubelet's order: %v", where, held, before)
-		}
-		expr = unparen(u.LHS)
-	} else if len(before) > 0 {
-		t.Errorf("%s: want `unless on (uid)` the triggers before it in the kubelet's order (%v)", where, before)
-	}
 	cmp, ok := expr.(*parser.BinaryExpr)
 	if !ok || cmp.Op != parser.GTR || cmp.ReturnBool {
 		t.Errorf("%s: want a comparison over-limit bytes > 0", where)
