@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,9 @@ type volumeWalks struct {
 	signal change.Signal
 	// skipUnchanged is Config.SkipUnchanged.
 	skipUnchanged bool
+	// carriedBy is Config.ChangeSignalRuntimeClasses and "", the node's default runtime: the
+	// RuntimeClasses whose pods' marks are read.
+	carriedBy map[string]bool
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
 	floor *schedule.Floor
@@ -157,6 +161,10 @@ func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *vo
 	}
 	if w.informerLag <= 0 {
 		w.informerLag = defaultInformerLag
+	}
+	w.carriedBy = map[string]bool{"": true}
+	for _, rc := range cfg.ChangeSignalRuntimeClasses {
+		w.carriedBy[rc] = true
 	}
 	if cfg.CPUBudget > 0 {
 		capacity := cfg.CPUBudgetCapacity
@@ -651,7 +659,9 @@ func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, me
 }
 
 // readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
-// a pod without one is missing, and counted by reason.
+// a pod without one is missing, and counted by reason. A pod whose RuntimeClass is not one
+// whose writes its cgroup carries (carriedBy) has none: its marks would stay equal while its
+// sandbox writes.
 func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
 	if w.signal == nil {
 		return nil
@@ -659,6 +669,10 @@ func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
 	marks := make(map[string]any, len(pods))
 	for _, p := range pods {
 		if !walksSomething(p) {
+			continue
+		}
+		if !w.carriedBy[p.RuntimeClass] {
+			w.marked(change.MarkRuntimeClass, fmt.Errorf("pod %s/%s runs under RuntimeClass %q, not one whose writes its cgroup carries (--collection.change-signal.runtime-classes)", p.Namespace, p.Pod, p.RuntimeClass))
 			continue
 		}
 		m, err := w.signal.Mark(p)

@@ -37,6 +37,10 @@ const (
 	MarkRead = "read"
 	// MarkUnknown: an error that is no *Error.
 	MarkUnknown = "error"
+	// MarkRuntimeClass: the pod runs under a RuntimeClass whose writes its cgroup is not known
+	// to carry (a sandbox such as Kata writes the pod's files from processes of its VM's, outside
+	// the pod's cgroup), so its mark is not read: equal marks would vouch every part unchanged.
+	MarkRuntimeClass = "runtime_class"
 )
 
 // UnchangedSince reports whether a part whose last complete walk began after mark was read
