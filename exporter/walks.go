@@ -430,9 +430,13 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 	// On a node shared by namespaces, a walk that would give its namespace every slot goes
 	// behind the others' walks, and starts only when its namespace holds fewer. An overdue
 	// walk starts on its namespace's part of the floor; that part spent, it goes behind the
-	// others' walks too, and starts on the bucket's credit if any is left.
+	// others' walks too, and starts on the bucket's credit if any is left. A namespace's part
+	// serves its overdue walks in due's order, the longest waiting first: once one of them found
+	// the part short, the later ones do not take what is left of it (their namespace's many
+	// cheap walks would keep it from ever holding what a costlier one needs), and go behind.
 	queue := slices.Clone(due)
 	postponed, behind := map[volume.Key]bool{}, map[volume.Key]bool{}
+	partShort := map[string]bool{} // namespaces whose part an overdue walk found short
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
@@ -452,7 +456,11 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 		switch {
 		case w.budget == nil || d.Cheap:
 		case d.Floor == schedule.FloorFirst && !behind[d.Key]:
-			if floor, estimate = w.takeFloor(d); !floor {
+			if !partShort[d.Pod.Namespace] {
+				floor, estimate = w.takeFloor(d)
+			}
+			if !floor {
+				partShort[d.Pod.Namespace] = true
 				<-w.slots
 				behind[d.Key] = true
 				queue = append(queue, d)
@@ -460,7 +468,10 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 			}
 		case w.budget.Allows(d.Cost):
 		case d.Floor == schedule.FloorAfter:
-			if floor, estimate = w.takeFloor(d); !floor {
+			if !partShort[d.Pod.Namespace] {
+				floor, estimate = w.takeFloor(d)
+			}
+			if !floor {
 				<-w.slots
 				notStarted(d, DeferredCPUBudget)
 				continue
