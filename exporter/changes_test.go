@@ -3,6 +3,7 @@ package exporter_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,7 +84,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	e.Refresh(context.Background())
 	e.WaitForWalks()
 	wantMetrics := `
-# HELP emptydir_exporter_change_marks_total Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.
+# HELP emptydir_exporter_change_marks_total Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node; runtime_class: its RuntimeClass is not in --collection.change-signal.runtime-classes), whose parts are then walked at their cadence.
 # TYPE emptydir_exporter_change_marks_total counter
 emptydir_exporter_change_marks_total{node="node-1",outcome="not_found"} 9
 emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 36
@@ -197,4 +198,63 @@ func TestChangeSignalUnchangedLeftAtCycleEnd(t *testing.T) {
 	}
 	gate.Release()
 	e.WaitForWalks()
+}
+
+// TestChangeSignalRuntimeClasses: a sandboxed runtime (Kata with virtio-fs) writes a pod's
+// files from processes outside the pod's cgroup, whose counters then stay level however much
+// it writes: every part of such a pod was vouched unchanged, and with SkipUnchanged not walked
+// again before UnlimitedInterval whatever it wrote (issue 37, item 8). Now only the pods of the
+// node's default runtime (no RuntimeClass) and of the RuntimeClasses listed as carried by their
+// cgroup (ChangeSignalRuntimeClasses) get a mark; any other is walked every cycle, as without
+// the signal, and counted by emptydir_exporter_change_marks_total{outcome="runtime_class"}.
+func TestChangeSignalRuntimeClasses(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		runtimeClass string   // of the pod "sandboxed"; "quiet" runs under the default runtime
+		carried      []string // Config.ChangeSignalRuntimeClasses
+		vouched      bool     // whether "sandboxed" is vouched unchanged, as "quiet" is
+	}{
+		{name: "kata, by default", runtimeClass: "kata"},
+		{name: "kata, runc-like classes listed", runtimeClass: "kata", carried: []string{"runc", "crun"}},
+		{name: "a runc-like class not listed", runtimeClass: "runc"},
+		{name: "a runc-like class listed", runtimeClass: "runc", carried: []string{"runc", "crun"}, vouched: true},
+		{name: "the default runtime", runtimeClass: "", vouched: true},
+		{name: "the default runtime, classes listed", runtimeClass: "", carried: []string{"nvidia"}, vouched: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := exportertest.NewClock(t0)
+			src := newCostlySource(clk, 0, map[string]int64{"sandboxed": 10, "quiet": 10})
+			pods := exporter.TestVolumes(map[string]int64{"sandboxed": 100, "quiet": 100}, "sandboxed", "quiet")
+			for i := range pods {
+				if pods[i].Pod == "pod-sandboxed" {
+					pods[i].RuntimeClass = tc.runtimeClass
+				}
+			}
+			signal := &fakeSignal{writes: map[string]int{}} // nobody's cgroup counts a write
+			e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: exportertest.NewPods(pods...),
+				Now: clk.Now, UnlimitedInterval: time.Minute, VolumeConcurrency: 1, ChangeSignal: signal, SkipUnchanged: true,
+				ChangeSignalRuntimeClasses: tc.carried}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Cycles at 0, 10, ..., 70 s: a part vouched unchanged is walked at 0 s and once its
+			// walk is a minute old, at 60 s (overdue, first); one not vouched, every cycle.
+			got := walkCycles(t, e, src, clk, 8, nil)
+			want := []string{"quiet,sandboxed", "sandboxed", "sandboxed", "sandboxed", "sandboxed", "sandboxed", "quiet,sandboxed", "sandboxed"}
+			if tc.vouched {
+				want = []string{"quiet,sandboxed", "", "", "", "", "", "quiet,sandboxed", ""}
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("walks per cycle\n%q, want\n%q", got, want)
+			}
+			outcomes := counters(t, e, "emptydir_exporter_change_marks_total", "outcome")
+			wantOutcomes := map[string]float64{change.MarkRead: 16}
+			if !tc.vouched {
+				wantOutcomes = map[string]float64{change.MarkRead: 8, change.MarkRuntimeClass: 8}
+			}
+			if !maps.Equal(outcomes, wantOutcomes) {
+				t.Errorf("emptydir_exporter_change_marks_total by outcome %v, want %v", outcomes, wantOutcomes)
+			}
+		})
+	}
 }

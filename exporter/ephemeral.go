@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
-	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
@@ -16,7 +15,7 @@ import (
 // layer on the node).
 func withStorage(pv volume.PodVolumes, pod *corev1.Pod) volume.PodVolumes {
 	st := &volume.PodStorage{LimitBytes: quantityBytes(resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{}), corev1.ResourceEphemeralStorage),
-		RuntimeClass: ptr.Deref(pod.Spec.RuntimeClassName, "")}
+		RuntimeClass: pv.RuntimeClass}
 	limits := map[string]*int64{}
 	for _, c := range pod.Spec.Containers {
 		limits[c.Name] = quantityBytes(c.Resources.Limits, corev1.ResourceEphemeralStorage)

@@ -138,14 +138,20 @@ func TestWithStorage(t *testing.T) {
 				{"container/debugger/logs", volume.KindContainerLogs, mib(10)},
 				{"pod/files", volume.KindPodFiles, mib(10)},
 			}},
+		// Its RuntimeClass is known all the same: the change signal reads no mark of a sandbox's
+		// pod (Config.ChangeSignalRuntimeClasses).
 		{name: "an ephemeral container alone gives a pod without limits none",
-			pod: newPod("a", "p", "u1").emptyDir("v", "", "1Mi").mount("v").running("main", idMain, false).debug("debugger", idDebug, true).pod, none: true},
+			pod: newPod("a", "p", "u1").emptyDir("v", "", "1Mi").mount("v").running("main", idMain, false).debug("debugger", idDebug, true).
+				runtimeClass("kata").pod, none: true, wantClass: "kata"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			base, ok := podBase(tc.pod)
 			if !ok {
 				t.Fatal("podBase refused the pod")
+			}
+			if base.RuntimeClass != tc.wantClass {
+				t.Errorf("the pod's runtime class = %q, want %q", base.RuntimeClass, tc.wantClass)
 			}
 			emptyDirs := len(base.Volumes)
 			got := withStorage(base, tc.pod)

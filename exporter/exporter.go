@@ -80,6 +80,14 @@ type Config struct {
 	// walk, where they would be walked each cycle, at the price of a wider window for what the
 	// signal cannot see.
 	SkipUnchanged bool
+	// ChangeSignalRuntimeClasses are the RuntimeClasses, besides the node's default runtime
+	// (pods without one), whose pods' writes their pod cgroup carries: runc-like runtimes, whose
+	// containers' processes write the pod's files themselves
+	// (--collection.change-signal.runtime-classes). A pod of any other RuntimeClass gets no
+	// change mark (change.MarkRuntimeClass), so its parts are walked at their cadence: a sandbox
+	// such as Kata with virtio-fs writes them from processes outside the pod's cgroup, whose
+	// counters would then stay level however much it writes.
+	ChangeSignalRuntimeClasses []string
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -309,7 +317,7 @@ func New(cfg Config) (*Exporter, error) {
 		if cfg.ChangeSignal != nil {
 			e.changeMarks = prometheus.NewCounterVec(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_change_marks_total",
-				Help:        "Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node), whose parts are then walked at their cadence.",
+				Help:        "Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node; runtime_class: its RuntimeClass is not in --collection.change-signal.runtime-classes), whose parts are then walked at their cadence.",
 				ConstLabels: constLabels,
 			}, []string{"outcome"})
 			e.changeMarks.WithLabelValues(change.MarkRead)

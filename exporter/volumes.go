@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
@@ -25,6 +26,7 @@ func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
 		return volume.PodVolumes{}, false
 	}
 	pv := volume.PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
+		RuntimeClass:  ptr.Deref(pod.Spec.RuntimeClassName, ""),
 		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
 		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers, Workload: podWorkload(pod)}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {

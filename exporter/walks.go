@@ -3,6 +3,7 @@ package exporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,9 @@ type volumeWalks struct {
 	signal change.Signal
 	// skipUnchanged is Config.SkipUnchanged.
 	skipUnchanged bool
+	// carriedBy is Config.ChangeSignalRuntimeClasses and "", the node's default runtime: the
+	// RuntimeClasses whose pods' marks are read.
+	carriedBy map[string]bool
 	// floor holds each namespace's part of the budget, which its overdue walks start on; set
 	// with budget.
 	floor *schedule.Floor
@@ -175,6 +179,10 @@ func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *vo
 	}
 	if w.informerLag <= 0 {
 		w.informerLag = defaultInformerLag
+	}
+	w.carriedBy = map[string]bool{"": true}
+	for _, rc := range cfg.ChangeSignalRuntimeClasses {
+		w.carriedBy[rc] = true
 	}
 	if cfg.CPUBudget > 0 {
 		capacity := cfg.CPUBudgetCapacity
@@ -487,9 +495,13 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 	// On a node shared by namespaces, a walk that would give its namespace every slot goes
 	// behind the others' walks, and starts only when its namespace holds fewer. An overdue
 	// walk starts on its namespace's part of the floor; that part spent, it goes behind the
-	// others' walks too, and starts on the bucket's credit if any is left.
+	// others' walks too, and starts on the bucket's credit if any is left. A namespace's part
+	// serves its overdue walks in due's order, the longest waiting first: once one of them found
+	// the part short, the later ones do not take what is left of it (their namespace's many
+	// cheap walks would keep it from ever holding what a costlier one needs), and go behind.
 	queue := slices.Clone(due)
 	postponed, behind := map[volume.Key]bool{}, map[volume.Key]bool{}
+	partShort := map[string]bool{} // namespaces whose part an overdue walk found short
 	for len(queue) > 0 {
 		d := queue[0]
 		queue = queue[1:]
@@ -509,7 +521,11 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 		switch {
 		case w.budget == nil || d.Cheap:
 		case d.Floor == schedule.FloorFirst && !behind[d.Key]:
-			if floor, estimate = w.takeFloor(d); !floor {
+			if !partShort[d.Pod.Namespace] {
+				floor, estimate = w.takeFloor(d)
+			}
+			if !floor {
+				partShort[d.Pod.Namespace] = true
 				<-w.slots
 				behind[d.Key] = true
 				queue = append(queue, d)
@@ -517,7 +533,10 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 			}
 		case w.budget.Allows(d.Cost):
 		case d.Floor == schedule.FloorAfter:
-			if floor, estimate = w.takeFloor(d); !floor {
+			if !partShort[d.Pod.Namespace] {
+				floor, estimate = w.takeFloor(d)
+			}
+			if !floor {
 				<-w.slots
 				notStarted(d, DeferredCPUBudget)
 				continue
@@ -717,7 +736,9 @@ func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, me
 }
 
 // readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
-// a pod without one is missing, and counted by reason.
+// a pod without one is missing, and counted by reason. A pod whose RuntimeClass is not one
+// whose writes its cgroup carries (carriedBy) has none: its marks would stay equal while its
+// sandbox writes.
 func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
 	if w.signal == nil {
 		return nil
@@ -725,6 +746,10 @@ func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
 	marks := make(map[string]any, len(pods))
 	for _, p := range pods {
 		if !walksSomething(p) {
+			continue
+		}
+		if !w.carriedBy[p.RuntimeClass] {
+			w.marked(change.MarkRuntimeClass, fmt.Errorf("pod %s/%s runs under RuntimeClass %q, not one whose writes its cgroup carries (--collection.change-signal.runtime-classes)", p.Namespace, p.Pod, p.RuntimeClass))
 			continue
 		}
 		m, err := w.signal.Mark(p)

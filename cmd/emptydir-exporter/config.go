@@ -66,7 +66,11 @@ type config struct {
 	// changeSignalSet: the flag was given, which with the kubelet source is an error rather
 	// than nothing to do.
 	changeSignal, changeSignalSet bool
-	cgroup                        podcgroup.Config
+	// changeSignalRuntimeClasses are comma-separated RuntimeClass names whose pods' writes their
+	// cgroup carries, beside the node's default runtime
+	// (--collection.change-signal.runtime-classes; exporter.Config.ChangeSignalRuntimeClasses).
+	changeSignalRuntimeClasses string
+	cgroup                     podcgroup.Config
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -153,10 +157,12 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.UnlimitedInterval)).DurationVar(&ec.UnlimitedInterval)
 	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
 		Default(def(ec.CPUBudget)).Float64Var(&ec.CPUBudget)
-	app.Flag("collection.change-signal", "Walk a part (an emptyDir or a writable layer) whose pod's cgroup says, by its write counters, that the pod wrote nothing since the part's last complete walk began behind every other walk, on what --collection.cpu-budget has left: the parts that may have grown go first, and a budget that covers every walk still walks it each cycle; every part is walked at least every --collection.unlimited-interval, which bounds what the counters cannot see (docs/change-signal.md). Needs the node's cgroups read-only at --cgroup.mount (source filesystem; with source kubelet it is off unless given, then an error); where they cannot be read, every part is walked at its cadence and emptydir_exporter_change_marks_total says why.").
+	app.Flag("collection.change-signal", "Walk a part (an emptyDir or a writable layer) whose pod's cgroup says, by its write counters, that the pod wrote nothing since the part's last complete walk began behind every other walk, on what --collection.cpu-budget has left: the parts that may have grown go first, and a budget that covers every walk still walks it each cycle; every part is walked at least every --collection.unlimited-interval and a cycle while its namespace's walks stay within its share of --collection.cpu-budget, which bounds what the counters cannot see (docs/change-signal.md). Needs the node's cgroups read-only at --cgroup.mount (source filesystem; with source kubelet it is off unless given, then an error); where they cannot be read, every part is walked at its cadence and emptydir_exporter_change_marks_total says why.").
 		Default(def(cfg.changeSignal)).IsSetByUser(&cfg.changeSignalSet).BoolVar(&cfg.changeSignal)
 	app.Flag("collection.change-signal.skip-unchanged", "With --collection.change-signal, do not walk a part its pod's cgroup vouches unchanged at all until its last walk is --collection.unlimited-interval old, even when the budget would cover it: cheaper where the budget covers every walk, but what the counters cannot see (docs/change-signal.md) may then wait that long.").
 		Default(def(ec.SkipUnchanged)).BoolVar(&ec.SkipUnchanged)
+	app.Flag("collection.change-signal.runtime-classes", "Comma-separated names of the RuntimeClasses whose pods' writes the pod's cgroup carries (runc-like runtimes: runc, crun, nvidia), beside the node's default runtime (pods without a RuntimeClass); empty: the default runtime only. A pod of any other RuntimeClass gets no change mark and is walked at its cadence, counted in emptydir_exporter_change_marks_total{outcome=\"runtime_class\"}: a sandbox such as Kata with virtio-fs writes the pod's files from outside its cgroup, which would vouch them unchanged however much it writes. On a node whose default runtime is such a sandbox, turn --collection.change-signal off (--collection.change-signal).").
+		StringVar(&cfg.changeSignalRuntimeClasses)
 	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal).").
 		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
 	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form (--collection.change-signal).").
@@ -215,6 +221,14 @@ func (c *config) validate() error {
 	}
 	if c.exporter.SkipUnchanged && !c.useChangeSignal() {
 		errs = append(errs, fmt.Errorf("--collection.change-signal.skip-unchanged needs --collection.change-signal and --collection.source=%s", sourceFilesystem))
+	}
+	if c.changeSignalRuntimeClasses != "" && !c.useChangeSignal() {
+		errs = append(errs, fmt.Errorf("--collection.change-signal.runtime-classes needs --collection.change-signal and --collection.source=%s", sourceFilesystem))
+	}
+	for _, rc := range splitList(c.changeSignalRuntimeClasses) {
+		if msgs := validation.IsDNS1123Subdomain(rc); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--collection.change-signal.runtime-classes: %q is not a RuntimeClass name: %s", rc, strings.Join(msgs, "; ")))
+		}
 	}
 	if c.useChangeSignal() {
 		if err := c.cgroup.Validate(); err != nil {

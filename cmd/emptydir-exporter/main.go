@@ -100,6 +100,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}
 	if cfg.useChangeSignal() {
 		ec.ChangeSignal = changeSignal(cfg, logger)
+		ec.ChangeSignalRuntimeClasses = splitList(cfg.changeSignalRuntimeClasses)
 	}
 	ec.Source, ec.Pods, ec.Logger = src, pods, logger
 	exp, err := exporter.New(ec)
@@ -189,7 +190,7 @@ func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
 		logger.Warn("the change signal cannot read the node's cgroups; every part is walked at its cadence (mount the host's /sys/fs/cgroup read-only at --cgroup.mount)", "err", err)
 		return change.Unavailable{Err: err}
 	}
-	logger.Info("change signal on", s.Describe()...)
+	logger.Info("change signal on", append(s.Describe(), "runtime_classes", append([]string{"(default)"}, splitList(cfg.changeSignalRuntimeClasses)...))...)
 	return s
 }
 

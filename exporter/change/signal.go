@@ -5,10 +5,13 @@ import "github.com/emptydir-guard/emptydir-guard/exporter/volume"
 // Signal tells, without walking, whether a pod's own processes may have grown its files
 // since a moment: a mark of what its cgroup's counters say it has written (internal/podcgroup).
 // A guarded part whose pod's mark is still the one read before its last complete walk began is
-// not walked again before Config.UnlimitedInterval has passed since that walk: the kernel says
-// nothing of the pod's can have grown by a write of the pod's. What the marks cannot see (space
-// allocated without a write, writes by processes outside the pod's cgroup) is bounded by that
-// interval, as every part is walked at least that often whatever the marks say
+// walked behind the others (or not at all) before Config.UnlimitedInterval has passed since that
+// walk: the kernel says nothing of the pod's can have grown by a write of the pod's. What the
+// marks cannot see (space allocated without a write, writes by processes outside the pod's
+// cgroup) is bounded by that interval and a cycle, as every guarded part is walked at least that
+// often whatever the marks say, while its namespace's walks stay within its part of the CPU
+// budget (schedule.Due; beyond, its own walks wait for its part). A pod whose runtime writes
+// from outside its cgroup (a sandbox) gets no mark (Config.ChangeSignalRuntimeClasses)
 // (docs/change-signal.md).
 type Signal interface {
 	// Mark reads pod p's mark now: a comparable value that differs from an earlier one of the
@@ -37,6 +40,10 @@ const (
 	MarkRead = "read"
 	// MarkUnknown: an error that is no *Error.
 	MarkUnknown = "error"
+	// MarkRuntimeClass: the pod runs under a RuntimeClass whose writes its cgroup is not known
+	// to carry (a sandbox such as Kata writes the pod's files from processes of its VM's, outside
+	// the pod's cgroup), so its mark is not read: equal marks would vouch every part unchanged.
+	MarkRuntimeClass = "runtime_class"
 )
 
 // UnchangedSince reports whether a part whose last complete walk began after mark was read

@@ -92,35 +92,45 @@ const (
 // and only on credit that covers its last walk's cost.
 //
 // So that a budget too small for every walk defers without starving anyone, a volume
-// overdue goes right after the never-measured ones, the longest unwalked first: one with a
-// sizeLimit whose last walk started (or, never walked, which was first seen)
-// unlimitedInterval ago or more, one without 2×unlimitedInterval ago or more. A volume whose
-// walk is still in flight is not due.
+// overdue goes right after the never-measured ones, the longest waiting first (since its last
+// walk started or, never walked, since it was first seen): a guarded one whose last walk started
+// (or, never walked, which was first seen) unlimitedInterval ago or more, one no limit guards
+// 2×unlimitedInterval ago or more. A guarded part never measured that long (its walks never
+// complete) is overdue too, ranked by how long it waited, not before all. A volume whose walk
+// is still in flight is not due.
 //
 // Under a budget (costly > 0), a part guarded only by a pod or container limit (no sizeLimit
 // of its own) whose pod stood below farShare of that limit at its last walks is due every cycle
 // as an unlimited volume at its cadence is: in the background, on credit that covers its last
-// walk, overdue after 2×unlimitedInterval. A budget too small for every walk then defers these
-// first, not the volumes with a sizeLimit nor the pods near their limits.
+// walk, overdue after unlimitedInterval as every guarded part. A budget too small for every walk
+// then defers these first, not the volumes with a sizeLimit nor the pods near their limits.
 //
 // Under a budget, an overdue walk starts whatever the bucket holds (FloorFirst) on its
 // namespace's part of the floor (Floor: with n namespaces on the node, share/n of a
 // core, saving up costly/n), while that part covers the walk's estimate (its last walk's
 // cost; never walked, a full part) or is full; that part spent, it goes behind the cycle's
-// other walks, on the bucket's credit. A volume whose own walks are costly (its last cost
+// other walks, on the bucket's credit, and so do the later overdue walks of its namespace in
+// that cycle (the collection's dispatch): a namespace's part serves its overdue walks the
+// longest waiting first, so that its many cheap walks cannot keep it from holding what an older,
+// costlier one needs. A volume whose own walks are costly (its last cost
 // more than costly, what the bucket saves up: a tenant's millions of empty files) is due no
 // sooner than its cost takes the budget's share to earn (its last walk's cost / share after
 // that walk started), then walks on a full bucket, or else on a full part (FloorAfter). So,
 // whatever the bucket holds and whatever other namespaces do:
 //
-//   - every volume is walked at least every unlimitedInterval (with a sizeLimit) or
-//     2×unlimitedInterval (without), plus a cycle and its walk, as long as its namespace's
-//     floor walks cost no more than its part earns (at the defaults 3 CPU-s a minute among n
-//     namespaces: 10 walks of 10 ms a minute each with n = 30) and a walk slot is free (a
-//     namespace holds all slots but one at most: holdsItsShare);
-//   - a namespace whose floor walks cost more waits for its own part, its overdue volumes the
-//     longest unwalked first: each starts at most (its part's debt + the estimates of its
-//     overdue walks before it) / (share/n) later; other namespaces' walks do not wait for it;
+//   - every guarded part (a sizeLimit, or a pod or container limit, near it or far) is walked
+//     at least every unlimitedInterval, a volume no limit guards every 2×unlimitedInterval, plus
+//     a cycle and its walk, as long as its namespace's floor walks cost no more than its part
+//     earns (at the defaults 3 CPU-s a minute among n namespaces: 10 walks of 10 ms a minute
+//     each with n = 30) and a walk slot is free (a namespace holds all slots but one at most:
+//     holdsItsShare);
+//   - a namespace whose floor walks cost more (many parts, costly walks, walks that cost more
+//     than their estimates or never complete) waits for its own part, its overdue volumes the
+//     longest waiting first: each starts at most (its part's debt, what its walks spent beyond
+//     their estimates + the estimates of its overdue walks that waited longer + what its own
+//     walk needs, at most a full part) / (share/n) after it is overdue; other namespaces' walks
+//     do not wait for it. Its tenant decides what its walks cost, so that bound is as long as
+//     it makes it: a walk may spend up to the volume timeout times the walk's threads;
 //   - over any window of T the floor walks spend at most share×T plus what the parts saved
 //     (one bucket in all) and what walks under way (at most one per slot) spend beyond their
 //     estimates, however many volumes and namespaces there are. Their cost is a debt of the
@@ -137,15 +147,15 @@ const (
 // its processes, so the parts that may have changed go first; a budget that covers every walk
 // still walks it each cycle, so what the mark cannot see (change.Signal) is measured as soon as
 // without the signal, but for a cycle's delay in publishing it; a budget that does not defers it
-// up to unlimitedInterval, when it is overdue and goes first like any other. With
-// SkipUnchanged it is not due at all before then.
+// up to unlimitedInterval, when it is overdue and goes first like any other: the bounds above.
+// With SkipUnchanged it is not due at all before then.
 func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, policy Policy) []Walk {
 	unlimitedInterval, tolerance, costly, share := policy.UnlimitedInterval, policy.Tolerance, policy.Costly, policy.Share
 	type candidate struct {
 		Walk
-		tier    int       // 0 never measured, 1 overdue, 2 by urgency; unlimited on time: none
+		tier    int       // 0 never measured (and not overdue), 1 overdue, 2 by urgency; unlimited on time: none
 		urgency float64   // limited: usage/limit
-		started time.Time // when its last walk started
+		started time.Time // when its last walk started; overdue: since when it waits (waitingSince)
 	}
 	since := func(s State, d time.Duration) bool { // its last walk started d ago or more
 		return !now.Add(tolerance).Before(s.Started.Add(d))
@@ -157,8 +167,17 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 		}
 		return unlimitedInterval > 0 && !s.Started.IsZero() && since(s, d)
 	}
-	// overdue: a volume without a sizeLimit
+	// overdue: a volume no limit guards
 	overdue := func(s State) bool { return waited(s, 2*unlimitedInterval) }
+	// waitingSince: when its last walk started or, none, when it was first seen: overdue walks
+	// take their namespace's floor part in this order, so that none waits for one that began
+	// waiting later (a new pod's part, or a walk that never completes and so is never measured).
+	waitingSince := func(s State) time.Time {
+		if s.Started.IsZero() {
+			return s.Seen
+		}
+		return s.Started
+	}
 	// earning: a costly part (its last walk cost more than the bucket saves up) whose last walk
 	// the budget's share has not yet earned back.
 	earning := func(s State) bool {
@@ -186,8 +205,9 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 			limit := v.Guard()
 			// A part guarded only by a pod or container limit that its pod is far from (by the
 			// last walks) goes behind the rest, walked every cycle on credit that covers it (and
-			// at least every 2×unlimitedInterval, as overdue): under a budget too small for every
-			// walk, the volumes with a sizeLimit and the pods near their limits keep their cadence.
+			// at least every unlimitedInterval, as overdue, as every guarded part): under a budget
+			// too small for every walk, the volumes with a sizeLimit and the pods near their limits
+			// keep their cadence.
 			far := costly > 0 && v.LimitBytes == nil && limit != nil && s.Measured && float64(podUsed) < farShare*float64(*limit) && !v.Kind.Cheap()
 			if far {
 				limit = nil
@@ -195,18 +215,20 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 			c := candidate{Walk: Walk{Pod: p, Volume: v, Key: k, Wait: limit != nil || unlimitedInterval == 0},
 				started: s.Started}
 			switch {
-			case limit == nil && overdue(s):
-				c.tier = 1
+			case limit == nil && (overdue(s) || far && waited(s, unlimitedInterval)):
+				c.tier, c.started = 1, waitingSince(s)
 				if costly > 0 {
 					c.Floor = FloorFirst
 				}
 				limited = append(limited, c)
 			case limit != nil:
 				switch {
-				case !s.Measured:
+				case !s.Measured && !waited(s, unlimitedInterval):
 					c.tier = 0
-				case unlimitedInterval > 0 && slow(s):
-					c.tier = 1
+				case !s.Measured || unlimitedInterval > 0 && slow(s):
+					// Overdue, never measured included: first seen (or its last walk, which did
+					// not complete, started) unlimitedInterval ago.
+					c.tier, c.started = 1, waitingSince(s)
 				default:
 					c.tier, c.urgency = 2, float64(s.UsedBytes)/float64(*limit)
 				}
@@ -220,7 +242,7 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 						continue
 					}
 					c.Cost, c.Floor = s.Cost, FloorAfter
-				} else if costly > 0 && (c.tier == 1 || c.tier == 0 && waited(s, unlimitedInterval)) {
+				} else if costly > 0 && c.tier == 1 {
 					c.Floor = FloorFirst
 				}
 				limited = append(limited, c)

@@ -53,6 +53,20 @@ func TestDueWalks(t *testing.T) {
 			want:           []string{"new", "empty", "half", "full"},
 		},
 		{
+			// A part whose walks never complete is never measured: it used to go before every
+			// overdue part, and could hold its namespace's part of the floor for good.
+			name: "a part never measured that waited the slow interval is overdue, ranked by how long it waited",
+			pods: volumes(map[string]int64{"full": 100, "half": 100, "stuck": 100, "new": 100}, "full", "half", "stuck", "new"),
+			state: map[string]State{
+				"full":  {Measured: true, UsedBytes: 130, Started: now.Add(-10 * time.Second)},
+				"half":  {Measured: true, UsedBytes: 50, Started: now.Add(-70 * time.Second)},
+				"stuck": {Seen: now.Add(-5 * time.Minute), Started: now.Add(-61 * time.Second)},
+				"new":   {Seen: now.Add(-30 * time.Second)},
+			},
+			unlimitedEvery: time.Minute,
+			want:           []string{"new", "half", "stuck", "full"},
+		},
+		{
 			name:  "a walk in flight is not due again",
 			pods:  volumes(limits, "busy", "half", "logs"),
 			state: map[string]State{"busy": {InFlight: true}, "logs": {InFlight: true}, "half": {Measured: true, UsedBytes: 50}},
@@ -73,6 +87,8 @@ func TestDueWalks(t *testing.T) {
 			wantBackground: []string{"new-unlimited", "logs", "data"},
 		},
 		{
+			// Overdue ones the longest waiting first: since their last walk started or, never
+			// walked, since they were first seen.
 			name: "unlimited overdue by twice its cadence goes with the overdue limited ones, before the nearest to its limit, on any credit",
 			pods: volumes(limits, "full", "logs", "half", "new-logs", "old-new-logs", "data"),
 			state: map[string]State{
@@ -84,7 +100,7 @@ func TestDueWalks(t *testing.T) {
 				"data":         {Measured: true, Started: now.Add(-61 * time.Second), Cost: time.Second},
 			},
 			unlimitedEvery: time.Minute,
-			want:           []string{"old-new-logs", "logs", "half", "full", "new-logs", "data"},
+			want:           []string{"logs", "old-new-logs", "half", "full", "new-logs", "data"},
 			wantCost:       map[string]time.Duration{"logs": 0, "old-new-logs": 0, "data": time.Second},
 			wantBackground: []string{"new-logs", "data"},
 		},
@@ -199,13 +215,15 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 
 // Under a budget, every overdue walk may start on its namespace's part of the floor, whatever
 // the bucket holds: a guarded part not walked (or, never walked, first seen)
-// --collection.unlimited-interval ago, any other part twice that, a pod's part far from its
-// limit too; a costly volume once it has earned its walk, after the bucket; nothing else.
+// --collection.unlimited-interval ago, a pod's part far from its limit included (it used to
+// wait twice that: issue 37, item 8), any other part twice that; a costly volume once it has
+// earned its walk, after the bucket; nothing else.
 func TestDueWalksFloor(t *testing.T) {
 	now := t0
 	podLimit := limit(100)
 	far := volume.PodVolumes{Namespace: "far", Pod: "far", UID: "far", Storage: &volume.PodStorage{LimitBytes: podLimit}, Volumes: []volume.Volume{
 		{Name: "far-recent", Medium: volume.MediumDisk, BudgetBytes: podLimit},
+		{Name: "far-slow", Medium: volume.MediumDisk, BudgetBytes: podLimit},
 		{Name: "far-overdue", Medium: volume.MediumDisk, BudgetBytes: podLimit},
 	}}
 	pods := append(volumes(map[string]int64{"sized": 100, "sized-slow": 100, "new": 100, "new-old": 100, "costly": 100, "costly-early": 100},
@@ -221,13 +239,14 @@ func TestDueWalksFloor(t *testing.T) {
 		"logs":         {Measured: true, Started: ago(70 * time.Second)},
 		"logs-overdue": {Measured: true, Started: ago(2 * time.Minute)},
 		"logs-new-old": {Seen: ago(2 * time.Minute)},
-		"far-recent":   {Measured: true, UsedBytes: 10, Started: ago(70 * time.Second), Cost: time.Millisecond},
+		"far-recent":   {Measured: true, UsedBytes: 10, Started: ago(50 * time.Second), Cost: time.Millisecond},
+		"far-slow":     {Measured: true, UsedBytes: 10, Started: ago(70 * time.Second), Cost: time.Millisecond},
 		"far-overdue":  {Measured: true, UsedBytes: 10, Started: ago(2 * time.Minute), Cost: time.Millisecond},
 	}
 	want := map[string]FloorUse{
 		"sized": NoFloor, "sized-slow": FloorFirst, "new": NoFloor, "new-old": FloorFirst,
 		"costly": FloorAfter, "logs": NoFloor, "logs-overdue": FloorFirst, "logs-new-old": FloorFirst,
-		"far-recent": NoFloor, "far-overdue": FloorFirst,
+		"far-recent": NoFloor, "far-slow": FloorFirst, "far-overdue": FloorFirst,
 	} // costly-early: not due (12 CPU-s take 4 minutes to earn at 5 %)
 	due := Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, Policy{UnlimitedInterval: time.Minute, Costly: 3 * time.Second, Share: 0.05})
 	got := map[string]FloorUse{}

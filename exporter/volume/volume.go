@@ -73,6 +73,10 @@ type PodVolumes struct {
 	// QOSClass is the pod's status.qosClass, set by the API server: which of the kubelet's QoS
 	// cgroups holds the pod's (Config.ChangeSignal).
 	QOSClass string
+	// RuntimeClass is the pod's spec.runtimeClassName, "" for the node's default runtime: a
+	// sandboxed runtime's pod writes through processes outside its cgroup, which the change
+	// signal does not see (Config.ChangeSignalRuntimeClasses).
+	RuntimeClass string
 	// UserNamespace is set for a pod with hostUsers: false: its root is no root of the node,
 	// and cannot change the project IDs the kubelet put its volumes under.
 	UserNamespace bool

@@ -834,7 +834,8 @@ func TestOwnPodsHaveTheLimits(t *testing.T) {
 
 // TestChangeSignal: exporter.changeSignal (on by default) renders --collection.change-signal with
 // the kubelet's cgroup root and driver, and the node's /sys/fs/cgroup mounted read-only where
-// --cgroup.mount says; skipUnchanged adds --collection.change-signal.skip-unchanged; off, it
+// --cgroup.mount says; skipUnchanged adds --collection.change-signal.skip-unchanged,
+// runtimeClasses --collection.change-signal.runtime-classes with their names; off, it
 // renders --no-collection.change-signal (the exporter's default is on) and no mount; with the
 // kubelet source, which walks nothing, neither.
 func TestChangeSignal(t *testing.T) {
@@ -846,12 +847,13 @@ func TestChangeSignal(t *testing.T) {
 		return deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec
 	}
 	if args := with("{}").Containers[0].Args; !slices.Contains(args, "--collection.change-signal") ||
-		slices.Contains(args, "--collection.change-signal.skip-unchanged") {
-		t.Errorf("defaults: exporter args %q, want the change signal on, unchanged parts walked last", args)
+		slices.Contains(args, "--collection.change-signal.skip-unchanged") || len(deploytest.ArgValues(args, "collection.change-signal.runtime-classes")) > 0 {
+		t.Errorf("defaults: exporter args %q, want the change signal on, unchanged parts walked last, the default runtime's pods only vouched for", args)
 	}
-	spec := with("exporter: {changeSignal: {cgroupRoot: /edg, cgroupDriver: systemd, skipUnchanged: true}}")
+	spec := with("exporter: {changeSignal: {cgroupRoot: /edg, cgroupDriver: systemd, skipUnchanged: true, runtimeClasses: [runc, crun]}}")
 	args := spec.Containers[0].Args
-	wantArgs(t, "exporter", args, "--collection.change-signal", "--collection.change-signal.skip-unchanged", "--cgroup.root=/edg", "--cgroup.driver=systemd")
+	wantArgs(t, "exporter", args, "--collection.change-signal", "--collection.change-signal.skip-unchanged", "--collection.change-signal.runtime-classes=runc,crun",
+		"--cgroup.root=/edg", "--cgroup.driver=systemd")
 	mounts := deploytest.ArgValues(args, "cgroup.mount")
 	if len(mounts) != 1 {
 		t.Fatalf("exporter args %v: want one --cgroup.mount", args)
@@ -860,7 +862,7 @@ func TestChangeSignal(t *testing.T) {
 	if m == nil || v == nil || v.HostPath == nil || v.HostPath.Path != "/sys/fs/cgroup" || !m.ReadOnly {
 		t.Errorf("at --cgroup.mount=%s: mount %+v of volume %+v, want the node's /sys/fs/cgroup read-only", mounts[0], m, v)
 	}
-	for off, want := range map[string][]string{"exporter: {changeSignal: {enabled: false, skipUnchanged: true}}": {"--no-collection.change-signal"},
+	for off, want := range map[string][]string{"exporter: {changeSignal: {enabled: false, skipUnchanged: true, runtimeClasses: [runc]}}": {"--no-collection.change-signal"},
 		"exporter: {source: kubelet}": nil} {
 		spec := with(off)
 		var got []string
