@@ -88,7 +88,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 # TYPE emptydir_exporter_change_marks_total counter
 emptydir_exporter_change_marks_total{node="node-1",outcome="not_found"} 9
 emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 36
-# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal): left behind every other walk and not reached on the CPU budget or before the cycle ended, or skipped (--collection.change-signal.skip-unchanged); each part is walked at least every --collection.unlimited-interval whatever its mark says.
+# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (docs/change-signal.md).
 # TYPE emptydir_exporter_walks_unchanged_total counter
 emptydir_exporter_walks_unchanged_total{node="node-1"} 7
 # HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.

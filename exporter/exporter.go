@@ -323,7 +323,7 @@ func New(cfg Config) (*Exporter, error) {
 			e.changeMarks.WithLabelValues(change.MarkRead)
 			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_walks_unchanged_total",
-				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (--collection.change-signal): left behind every other walk and not reached on the CPU budget or before the cycle ended, or skipped (--collection.change-signal.skip-unchanged); each part is walked at least every --collection.unlimited-interval whatever its mark says.",
+				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (docs/change-signal.md).",
 				ConstLabels: constLabels,
 			})
 			hooks.marked, hooks.unchanged = e.noteMark, func(n int) { e.unchangedWalks.Add(float64(n)) }
