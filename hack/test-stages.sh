@@ -43,10 +43,12 @@ table() {
   for r in "${rows[@]}"; do printf '%-28s %8s %10s  %s\n' $r; done
   printf '%-28s %8s\n' total "$total"
 }
-# A background stage still running when the run ends (a failed stage, a signal) would outlive
-# it: stop its whole process group.
+# A stage still running when the run ends (a failed stage, a signal) would outlive it: stop
+# its whole process group.
+fg_pid=
 finish() {
   local name
+  [ -z "$fg_pid" ] || kill -- -"$fg_pid" 2>/dev/null
   for name in "${!bg_pid[@]}"; do kill -- -"${bg_pid[$name]}" 2>/dev/null; done
   table
 }
@@ -92,8 +94,13 @@ for stage in "$@"; do
     *)
       t0=$(date +%s)
       mb0=$(cache_mb)
-      "$make" "$stage"
+      # In a process group of its own and waited for, so that a signal to this script is
+      # handled at once (bash runs traps only between commands) and stops all of the stage.
+      setsid "$make" "$stage" &
+      fg_pid=$!
+      wait "$fg_pid"
       rc=$?
+      fg_pid=
       record "$stage" $(( $(date +%s) - t0 )) $(( $(cache_mb) - mb0 )) "$rc"
       [ "$rc" = 0 ] || exit "$rc"
       ;;
