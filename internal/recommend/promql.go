@@ -89,10 +89,14 @@ func selector(metric string, matchers ...string) string {
 }
 
 // workloadJoin is the right-hand side that names each pod's workload, over the step: a pod
-// deleted within it has a stale marker at the instant but its usage still in the step.
+// deleted within it has a stale marker at the instant but its usage still in the step. A pod
+// that two workloads claim is left out: anyone can publish emptydir_pod_workload_info with
+// another pod's uid into a shared Prometheus, and a join with two right-hand series for one
+// pod fails the whole query, every namespace's recommendations with it.
 func workloadJoin(f Filter, step string) string {
-	return "max by (namespace, uid, workload_kind, workload) (max_over_time(" +
+	info := "max by (namespace, uid, workload_kind, workload) (max_over_time(" +
 		selector(WorkloadInfo, f.matchers(true)...) + "[" + step + "]))"
+	return "(" + info + " unless on (namespace, uid) (count by (namespace, uid) (" + info + ") > 1))"
 }
 
 // stepExpr is one point of the Kind's pooled series at an evaluation time: each pod's
