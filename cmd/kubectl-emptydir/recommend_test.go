@@ -26,12 +26,15 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/recommend"
 )
 
-// cannedPrometheus answers each query by the first key it contains.
+// cannedPrometheus answers each query by the first key it contains (podsKey: the count of
+// each workload's pods; the other queries hold a count by uid in their workload join).
 type cannedPrometheus map[string]model.Value
+
+const podsKey = "count by (namespace, workload_kind, workload) (count by"
 
 func (c cannedPrometheus) Query(_ context.Context, q string, _ time.Time, _ ...promv1.Option) (model.Value, promv1.Warnings, promv1.Infos, error) {
 	for _, key := range []string{recommend.VolumeStepSeries, recommend.ContainerStepSeries, recommend.PodStepSeries,
-		"emptydir_limit_bytes", "emptydir_container_ephemeral_storage_limit_bytes", "count by"} {
+		"emptydir_limit_bytes", "emptydir_container_ephemeral_storage_limit_bytes", podsKey} {
 		if strings.Contains(q, key) {
 			if v, ok := c[key]; ok {
 				return v, nil, nil, nil
@@ -77,7 +80,7 @@ func shopFixture() (cannedPrometheus, *fake.Clientset) {
 		"emptydir_container_ephemeral_storage_limit_bytes": model.Vector{
 			{Metric: model.Metric{"namespace": "shop", "workload_kind": "Deployment", "workload": "web", "container": "app"}, Value: 1 << 30},
 		},
-		"count by": model.Vector{{Metric: model.Metric{"namespace": "shop", "workload_kind": "Deployment", "workload": "web"}, Value: 3}},
+		podsKey: model.Vector{{Metric: model.Metric{"namespace": "shop", "workload_kind": "Deployment", "workload": "web"}, Value: 3}},
 	}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Labels: map[string]string{"app": "web"}},
 		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
