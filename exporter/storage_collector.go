@@ -82,25 +82,24 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	// ephemeral_storage. An over-limit series is left out while a check the kubelet makes
 	// before it holds (precedence): the alerts then need no PromQL over series a tenant
 	// could publish to decide which limit a pod is evicted for.
-	usage := func(usedDesc, limitDesc, overDesc *prometheus.Desc, used int64, limit *int64, precededBy bool, lv []string) (over bool) {
+	usage := func(usedDesc, limitDesc, overDesc *prometheus.Desc, used int64, limit *int64, precededBy bool, lv []string) {
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
-			if bytes, ok := volume.OverLimit(used, limit); ok && !precededBy {
-				gauge(overDesc, float64(bytes), lv...)
+			if over, ok := volume.OverLimit(used, limit); ok && !precededBy {
+				gauge(overDesc, float64(over), lv...)
 			}
 		} else if limit == nil && storage {
 			gauge(usedDesc, float64(used), lv...)
 		}
-		_, over = volume.OverLimit(used, limit)
-		return over
 	}
 	for _, p := range snap.storage {
 		results := byPod[p.UID]
 		u := storageUsage(p, results, e.cfg.DedicatedImageFilesystem, false)
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
 		volumeOver := anyEmptyDirOverLimit(results)
-		podOver := usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, volumeOver, lv)
+		_, podOver := volume.OverLimit(u.UsedBytes, u.LimitBytes)
+		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, volumeOver, lv)
 		if storage {
 			for _, part := range []string{volume.PartEmptyDir, volume.PartWritableLayer, volume.PartLogs, volume.PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
