@@ -18,6 +18,16 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # time): the machine's own Go may be older, with standard-library vulnerabilities.
 GOTOOLCHAIN ?= $(shell awk '$$1 == "toolchain" {print $$2}' go.mod)
 export GOTOOLCHAIN
+# One build configuration for every go command of ours (vet, the tests, the kernel lane, the
+# generators, the image): static and -trimpath, as the release binaries are, so that a dependency
+# compiles once instead of once per configuration. Only -race (which needs cgo) and fuzzing's
+# instrumentation compile them again; the pinned test tools (Kubernetes, the operator) build
+# as their own projects do.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS 2>/dev/null)) -trimpath)
+# go test, through hack/gotest.sh: under make test it also keeps the -json events of each run,
+# from which the runner lists the tests that ran (hack/test-names.sh).
+GOTEST    := GO='$(GO)' $(CURDIR)/hack/gotest.sh
 LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Version=$(VERSION) \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
@@ -72,7 +82,7 @@ image-build-%:
 # own, about a minute more): reproducibility, contents, SBOM referrers, flag checks.
 test-image: image
 	cd tools/ocimage && $(GO) vet ./... && \
-	  OCIMAGE_TEST_BINARIES='$(IMAGE_BINARIES)' OCIMAGE_TEST_VERSION='$(VERSION)' $(GO) test -count=1 ./...
+	  OCIMAGE_TEST_BINARIES='$(IMAGE_BINARIES)' OCIMAGE_TEST_VERSION='$(VERSION)' $(GOTEST) -count=1 ./...
 
 # Publishing (docs/release.md): the release workflow (.github/workflows/release.yml) runs these on
 # a tag against the real registries, and the real-cluster test TestReleaseFromRegistry runs the
@@ -263,8 +273,10 @@ lint:
 vulncheck: tools
 	GO=$(GO) ./hack/vulncheck.sh $(TOOLS_BIN)/govulncheck $(GO_MODULES)
 
-unit:
-	$(GO) test -race -count=1 ./...
+# The tests that run the commands (internal/testbin) run make build's, instead of a build of
+# their own in yet another configuration.
+unit: build
+	CGO_ENABLED=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) $(GOTEST) -race -count=1 ./...
 
 # Every fuzz target for FUZZTIME inputs; a crasher lands in <package>/testdata/fuzz/ to be committed.
 fuzz:
@@ -286,13 +298,13 @@ test-rules:
 	./rules/test.sh
 
 test-dashboards:
-	cd dashboards/generator && $(GO) test -count=1 ./...
+	cd dashboards/generator && $(GOTEST) -count=1 ./...
 
 # The Helm chart: helm lint and helm template (Helm pinned in test/helm/go.mod), the generated
 # kustomize base and chart files being current. Also builds the Helm tool the chart's
 # real-cluster test runs (go tool helm).
 test-helm:
-	cd test/helm && $(GO) vet ./... && $(GO) test -count=1 ./... && $(GO) tool helm version
+	cd test/helm && $(GO) vet ./... && $(GOTEST) -count=1 ./... && $(GO) tool helm version
 
 # Real kube-apiserver + etcd + kubelet + containerd; needs root. EMPTYDIR_GUARD_CLUSTER=1 turns
 # a missing part into a failure with a clear message instead of a skip. The release tools and the
@@ -301,7 +313,7 @@ test-helm:
 test-cluster: deps k8s-binaries prometheus-operator build release-tools image
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet kubectl)" \
 	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
-	  $(GO) test -count=1 -timeout 40m -v ./test/e2e/...
+	  $(GOTEST) -count=1 -timeout 40m -v ./test/e2e/...
 
 # RECORD=1 lets the real-cluster suites write their figures into docs/reliability.md
 # (`RECORD=1 make test-cluster`); without it they only log them, and a green `make test`

@@ -2,13 +2,14 @@
 # Installs, on a fresh Debian machine, every outside part that the tests and the demo
 # run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox, QEMU
 # with the tools that build the kernel lane's initramfs (test/kernellane), and the CA bundle
-# (ca-certificates) that `make image` puts into the image, and the OCI registry (docker-registry,
-# CNCF Distribution) the release test publishes to and the node pulls from.
+# (ca-certificates) that `make image` puts into the image, the OCI registry (docker-registry,
+# CNCF Distribution) the release test publishes to and the node pulls from, and jq, with which
+# hack/test-names.sh lists the tests a run ran.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
       prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs e2fsprogs
-      qemu-system-x86 cpio kmod xz-utils ca-certificates docker-registry)
+      qemu-system-x86 cpio kmod xz-utils ca-certificates docker-registry jq)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

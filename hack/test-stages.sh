@@ -19,6 +19,10 @@ cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard
 caches=("$("$go" env GOCACHE)" "$("$go" env GOMODCACHE)" "$cache_root")
 logdir=${STAGES_LOG_DIR:-bin/stages}
 mkdir -p "$logdir"
+# Every go test of the stages keeps its -json events here (hack/gotest.sh); at the end the
+# tests that ran are listed in $logdir/tests-run.txt and compared with the committed list.
+export TEST_JSON_DIR=$(cd "$logdir" && pwd)/json
+rm -rf "$TEST_JSON_DIR"
 
 cache_mb() {
   local dirs=()
@@ -42,6 +46,12 @@ table() {
   printf '%-28s %8s %10s  %s\n' stage seconds "cache +MB" result
   for r in "${rows[@]}"; do printf '%-28s %8s %10s  %s\n' $r; done
   printf '%-28s %8s\n' total "$total"
+  if command -v jq >/dev/null && [ -d "$TEST_JSON_DIR" ]; then
+    local earlier=()
+    [ -f test/tests-run.txt ] && earlier=(test/tests-run.txt)
+    hack/test-names.sh "$TEST_JSON_DIR" "${earlier[@]}" >"$logdir/tests-run.txt" ||
+      echo "test-stages: listing the tests run failed" >&2
+  fi
 }
 # A stage still running when the run ends (a failed stage, a signal) would outlive it: stop
 # its whole process group.

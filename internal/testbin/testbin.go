@@ -55,7 +55,7 @@ func build() {
 	builtDir = true
 	// Binaries may run as another user (a container's); let anyone execute them.
 	_ = os.Chmod(dir, 0o755)
-	cmd := exec.Command("go", "build", "-o", dir+"/", "github.com/emptydir-guard/emptydir-guard/cmd/...")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "github.com/emptydir-guard/emptydir-guard/cmd/...")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		buildErr = fmt.Errorf("go build ./cmd/...: %w\n%s", err, out)

@@ -614,7 +614,7 @@ func commandBinary(t *testing.T, name string) string {
 		if binDir, buildErr = os.MkdirTemp("", "emptydir-guard-helm-test-"); buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", binDir+"/", "./cmd/...")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", binDir+"/", "./cmd/...")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

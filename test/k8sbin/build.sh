@@ -6,6 +6,9 @@ set -euo pipefail
 # These are test tools, never shipped: build them with the machine's own Go, the verified path
 # (the Makefile exports go.mod's newer toolchain for the product).
 export GOTOOLCHAIN=local
+# Built as Kubernetes builds them, not in the project's one configuration (the Makefile's
+# CGO_ENABLED=0): cgo wherever the machine has a C compiler.
+unset CGO_ENABLED
 here=$(cd "$(dirname "$0")" && pwd)
 version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$here/go.mod")
 minor=$(echo "$version" | cut -d. -f2)
