@@ -321,11 +321,13 @@ test-cluster: deps k8s-binaries prometheus-operator build release-tools image
 export RECORD
 # make test runs as root: a unit test that needs root (fswalktest.RequireRoot, mounting a tmpfs)
 # fails there instead of skipping, as it does under plain go test.
-# The stages run one by one through hack/test-stages.sh, which prints a table of their times at
-# the end: the cheap ones that find most mistakes first, the test-tool builds (&: in the
-# background, niced, taking the CPU the foreground stages leave idle) until test-cluster needs them.
-TEST_STAGES := deps &test-tools vet test-rules test-dashboards unit check-generated lint vulncheck \
-  test-kernel-lane fuzz test-image test-helm wait test-cluster
+# The stages run through hack/test-stages.sh, which prints a table of their times at the end:
+# the cheap ones that find most mistakes first, the test-tool builds (&: in the background,
+# niced, taking the CPU the foreground stages leave idle) until test-cluster needs them; the
+# real-cluster suite (@: in the background at normal priority, the later stages niced) beside
+# the CPU-bound stages that follow, none of which writes what it reads (bin/'s commands and image).
+TEST_STAGES := deps &test-tools vet test-rules test-dashboards check-generated unit test-image \
+  wait:test-tools @test-cluster lint vulncheck test-kernel-lane fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1

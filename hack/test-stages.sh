@@ -3,11 +3,15 @@
 # their wall seconds and whether each found its caches warm, at the end, also when a stage
 # fails (the first failure stops the run, as make would).
 #
-# A stage named "&name" starts make target name in the background, niced to 19 so that it only
-# takes CPU the foreground stages leave idle (the kernel lane's boots, the real-cluster waits),
-# its output in $(BIN)/stages/<name>.log; the stage "wait" waits for every such target, and
-# fails, printing the log, when one did. The test-tool builds (Kubernetes, the Prometheus
-# Operator, Helm, cosign) run so beside the unit and kernel-lane stages.
+# Stages beside the others (make test's order, Makefile TEST_STAGES):
+#   &name   make target name in the background at niceness 19: it takes only the CPU the
+#           foreground leaves idle. The test-tool builds (Kubernetes, the Prometheus Operator,
+#           Helm, cosign) run so from the start.
+#   @name   name in the background at niceness 0, the foreground stages from then on at 10:
+#           the real-cluster suite, which waits on its cluster most of the time (a third of a
+#           core), runs so beside the CPU-bound stages, and its timing is not starved by them.
+#   wait:name  waits for that background stage; wait  for all of them. A failed one fails the
+#           run, printing the end of its log ($(BIN)/stages/<name>.log).
 #
 # The caches are the Go build and module caches and the cached test tools in
 # $XDG_CACHE_HOME/emptydir-guard: the run counts as cold when they held under 500 MB at its start,
@@ -34,6 +38,9 @@ cache_mb() {
 rows=()
 start_all=$(date +%s)
 start_mb=$(cache_mb)
+# The caches' size after the last stage that ended: the next one's start, so that each stage
+# costs one du of the caches (seconds when they are warm), not two.
+last_mb=$start_mb
 start_state=warm
 [ "$start_mb" -lt 500 ] && start_state=cold
 declare -A bg_pid bg_start bg_mb
@@ -71,15 +78,23 @@ record() { # name seconds grewMB status
   rows+=("$1 $2 $3 $result")
 }
 
+# wait_background [name]: waits for the background stage name, or for all of them.
 wait_background() {
-  local name rc
-  for name in "${!bg_pid[@]}"; do
+  local name rc t1 names=("${!bg_pid[@]}")
+  [ $# = 0 ] || names=("$1")
+  for name in "${names[@]}"; do
+    if [ -z "${bg_pid[$name]:-}" ]; then
+      echo "test-stages: no background stage $name to wait for" >&2
+      return 1
+    fi
     wait "${bg_pid[$name]}"
     rc=$?
-    record "$name(background)" $(( $(date +%s) - bg_start[$name] )) $(( $(cache_mb) - bg_mb[$name] )) "$rc"
+    t1=$(date +%s)
+    last_mb=$(cache_mb)
+    record "$name(background)" $(( t1 - bg_start[$name] )) $(( last_mb - bg_mb[$name] )) "$rc"
     if [ "$rc" != 0 ]; then
-      echo "test-stages: background stage $name failed; its log ($logdir/$name.log):" >&2
-      tail -n 100 "$logdir/$name.log" >&2
+      echo "test-stages: background stage $name failed; the end of its log ($logdir/$name.log):" >&2
+      tail -n 400 "$logdir/$name.log" >&2
       status=1
     fi
     unset "bg_pid[$name]"
@@ -87,31 +102,48 @@ wait_background() {
   return $status
 }
 
+# start_background name niceness
+start_background() {
+  bg_start[$1]=$(date +%s)
+  bg_mb[$1]=$last_mb
+  # A process group of its own (setsid), so that a failed run can stop all of it.
+  setsid nice -n "$2" "$make" "$1" >"$logdir/$1.log" 2>&1 &
+  bg_pid[$1]=$!
+  echo "test-stages: $1 started in the background at niceness $2 (log $logdir/$1.log)"
+}
+
+# The foreground stages' niceness: 0, and 10 once a stage runs beside them at 0 ("@"), so
+# that the real-cluster suite's timing is never starved by the builds beside it.
+fg_nice=0
+
 for stage in "$@"; do
   case $stage in
     \&*)
-      name=${stage#&}
-      bg_start[$name]=$(date +%s)
-      bg_mb[$name]=$(cache_mb)
-      # A process group of its own (setsid), so that a failed run can stop all of it.
-      setsid nice -n 19 "$make" "$name" >"$logdir/$name.log" 2>&1 &
-      bg_pid[$name]=$!
-      echo "test-stages: $name started in the background (log $logdir/$name.log)"
+      start_background "${stage#&}" 19
+      ;;
+    @*)
+      start_background "${stage#@}" 0
+      fg_nice=10
       ;;
     wait)
       wait_background || exit 1
       ;;
+    wait:*)
+      wait_background "${stage#wait:}" || exit 1
+      ;;
     *)
       t0=$(date +%s)
-      mb0=$(cache_mb)
+      mb0=$last_mb
       # In a process group of its own and waited for, so that a signal to this script is
       # handled at once (bash runs traps only between commands) and stops all of the stage.
-      setsid "$make" "$stage" &
+      setsid nice -n "$fg_nice" "$make" "$stage" &
       fg_pid=$!
       wait "$fg_pid"
       rc=$?
       fg_pid=
-      record "$stage" $(( $(date +%s) - t0 )) $(( $(cache_mb) - mb0 )) "$rc"
+      t1=$(date +%s)
+      last_mb=$(cache_mb)
+      record "$stage" $(( t1 - t0 )) $(( last_mb - mb0 )) "$rc"
       [ "$rc" = 0 ] || exit "$rc"
       ;;
   esac
