@@ -306,14 +306,17 @@ test-dashboards:
 test-helm:
 	cd test/helm && $(GO) vet ./... && $(GOTEST) -count=1 ./... && $(GO) tool helm version
 
+# The suite runs as E2E_SHARDS go test processes at once, each with clusters of its own
+# (hack/e2e.sh); one with RECORD=1, whose tests rewrite docs/reliability.md.
+E2E_SHARDS ?= $(if $(RECORD),1,2)
 # Real kube-apiserver + etcd + kubelet + containerd; needs root. EMPTYDIR_GUARD_CLUSTER=1 turns
 # a missing part into a failure with a clear message instead of a skip. The release tools and the
 # image are built first: TestReleaseFromRegistry runs `make release` inside the cluster's network
 # namespace, which has no route to a module proxy.
 test-cluster: deps k8s-binaries prometheus-operator build release-tools image
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet kubectl)" \
-	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" \
-	  $(GOTEST) -count=1 -timeout 40m -v ./test/e2e/...
+	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" GO='$(GO)' \
+	  ./hack/e2e.sh $(E2E_SHARDS) -timeout 40m -v
 
 # RECORD=1 lets the real-cluster suites write their figures into docs/reliability.md
 # (`RECORD=1 make test-cluster`); without it they only log them, and a green `make test`
