@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test's runner: runs each stage given as a make target, in order, and prints a table of
 # their wall seconds and whether each found its caches warm, at the end, also when a stage
-# fails (the first failure stops the run, as make would).
+# fails (the first failure stops the run, as make would). Every line of the stages' output is
+# stamped with the time of day.
 #
 # Stages beside the others (make test's order, Makefile TEST_STAGES):
 #   &name   make target name in the background at niceness 19: it takes only the CPU the
@@ -102,12 +103,19 @@ wait_background() {
   return $status
 }
 
+# stamp prefixes each line it reads with the time of day, so that a log tells when each step
+# ran (a bash builtin, no process per line).
+stamp() {
+  local line
+  while IFS= read -r line || [ -n "$line" ]; do printf '%(%H:%M:%S)T %s\n' -1 "$line"; done
+}
+
 # start_background name niceness
 start_background() {
   bg_start[$1]=$(date +%s)
   bg_mb[$1]=$last_mb
   # A process group of its own (setsid), so that a failed run can stop all of it.
-  setsid nice -n "$2" "$make" "$1" >"$logdir/$1.log" 2>&1 &
+  setsid nice -n "$2" "$make" "$1" > >(stamp >"$logdir/$1.log") 2>&1 &
   bg_pid[$1]=$!
   echo "test-stages: $1 started in the background at niceness $2 (log $logdir/$1.log)"
 }
@@ -136,7 +144,7 @@ for stage in "$@"; do
       mb0=$last_mb
       # In a process group of its own and waited for, so that a signal to this script is
       # handled at once (bash runs traps only between commands) and stops all of the stage.
-      setsid nice -n "$fg_nice" "$make" "$stage" &
+      setsid nice -n "$fg_nice" "$make" "$stage" > >(stamp) 2>&1 &
       fg_pid=$!
       wait "$fg_pid"
       rc=$?
