@@ -34,7 +34,28 @@ prom_version=$(awk -v m="$prom" '$1==m {print $2} $1=="require" && $2==m {print 
 # The module's v0.MMM.P is Prometheus 3.MMM/100 . MMM%100 . P (v0.305.0 is 3.5.0).
 minor=${prom_version#v0.}; patch=${minor#*.}; minor=${minor%%.*}
 prom_release="$((minor / 100)).$((minor % 100)).$patch"
-build_pinned prometheus "$prom_mod" "$prom/cmd/prometheus" "$prom_release" "Prometheus $prom_release"
+# Prometheus with only the service discoveries the operator's configurations use: Kubernetes,
+# besides file and HTTP, which are always in. Upstream chooses them in plugins/plugins.go
+# (generated from its plugins.yml); this build writes that file into a vendored copy of the
+# module, leaving out the cloud providers' SDKs: about 40 % less source to compile, a binary of
+# about half the size.
+build_prometheus() {
+  local pins tmp plugins=github.com/prometheus/prometheus/discovery/kubernetes
+  pins=$({ cat "$prom_mod/go.mod" "$prom_mod/go.sum"; echo "$plugins"; } | sha256sum | cut -d' ' -f1)
+  if [ -x "$out/prometheus" ] && [ "$(cat "$out/prometheus.pins" 2>/dev/null)" = "$pins" ]; then return; fi
+  echo "building Prometheus $prom_release (service discovery: $plugins) into $out (first time: minutes)" >&2
+  tmp=$(mktemp -d)
+  cp "$prom_mod/go.mod" "$prom_mod/go.sum" "$prom_mod/tools.go" "$tmp/"
+  (cd "$tmp" && go mod vendor)
+  printf '// Written by test/promoperator/build.sh: the service discoveries built in.\npackage plugins\n\nimport _ "%s"\n' \
+    "$plugins" >"$tmp/vendor/$prom/plugins/plugins.go"
+  (cd "$tmp" && go build -mod=vendor -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$prom_release" \
+    -o "$out/prometheus.tmp" "$prom/cmd/prometheus")
+  rm -rf "$tmp"
+  mv "$out/prometheus.tmp" "$out/prometheus"
+  echo "$pins" >"$out/prometheus.pins"
+}
+build_prometheus
 echo "v$prom_release" > "$out/prometheus.version"
 if ! [ -d "$out/crds" ]; then
   src=$(cd "$here" && go list -m -f '{{.Dir}}' "$mod")
