@@ -45,6 +45,7 @@ build_prometheus() {
   if [ -x "$out/prometheus" ] && [ "$(cat "$out/prometheus.pins" 2>/dev/null)" = "$pins" ]; then return; fi
   echo "building Prometheus $prom_release (service discovery: $plugins) into $out (first time: minutes)" >&2
   tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
   cp "$prom_mod/go.mod" "$prom_mod/go.sum" "$prom_mod/tools.go" "$tmp/"
   (cd "$tmp" && go mod vendor)
   printf '// Written by test/promoperator/build.sh: the service discoveries built in.\npackage plugins\n\nimport _ "%s"\n' \
