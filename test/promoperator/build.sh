@@ -40,7 +40,7 @@ prom_release="$((minor / 100)).$((minor % 100)).$patch"
 # module, leaving out the cloud providers' SDKs: about 40 % less source to compile, a binary of
 # about half the size.
 build_prometheus() {
-  local pins tmp plugins=github.com/prometheus/prometheus/discovery/kubernetes
+  local pins plugins=github.com/prometheus/prometheus/discovery/kubernetes
   pins=$({ cat "$prom_mod/go.mod" "$prom_mod/go.sum"; echo "$plugins"; } | sha256sum | cut -d' ' -f1)
   if [ -x "$out/prometheus" ] && [ "$(cat "$out/prometheus.pins" 2>/dev/null)" = "$pins" ]; then return; fi
   echo "building Prometheus $prom_release (service discovery: $plugins) into $out (first time: minutes)" >&2
