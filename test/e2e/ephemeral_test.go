@@ -276,6 +276,34 @@ func TestImageVolumeEviction(t *testing.T) {
 	requireNotEvicted(ctx, t, c, pods[1], trackers[1])
 }
 
+// checkImageVolumeCounted runs a pod of cluster.BusyboxVolumeImage with a container limit that
+// writes 5 MiB into its VOLUME and checks that the exporter at exporterURL (the chart's, in a
+// pod: its hostPaths, its capability, its Landlock rule) counts them in the container's usage,
+// its layer located: the bundle and the CRI folder read as the chart mounts them.
+func checkImageVolumeCounted(ctx context.Context, t *testing.T, c *cluster.Cluster, exporterURL string) {
+	t.Helper()
+	ns := framework.Namespace(ctx, t, c, "imgvol-pod")
+	spec := lsciPod{name: "image-volume", imageVolume: true, limit: lsciLimit, mib: 5}
+	pod := framework.RunPod(ctx, t, c, spec.build(c, ns))
+	if _, err := spec.write(ctx, c, pod); err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{"namespace": ns, "pod": spec.name, "container": "writer"}
+	framework.Eventually(t, time.Minute, time.Second, "the chart's exporter counts the image VOLUME folder in the writable layer", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, exporterURL+"/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		if _, unlocated := framework.Sample(fams, "emptydir_container_writable_layer_unlocated", sel); unlocated {
+			return false, "the layer is reported unlocated"
+		}
+		// The chart's default families: the part series are opt-in, the container's usage is
+		// not, and the layer's VOLUME folder is all that can bring it to 5 MiB.
+		v, ok := framework.Sample(fams, "emptydir_container_ephemeral_storage_used_bytes", sel)
+		return ok && v >= float64(spec.mib<<20), fmt.Sprintf("container usage %v (found %v)", v, ok)
+	})
+}
+
 // imageVolumeFiles lists the "fill" files in the image VOLUME folders containerd made for p's
 // container "writer", read from the node.
 func imageVolumeFiles(ctx context.Context, t *testing.T, c *cluster.Cluster, p *corev1.Pod) []string {
