@@ -183,7 +183,8 @@ func TestRender(t *testing.T) {
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--collection.ephemeral-storage",
 				"--kubelet.pod-logs-dir=/var/log/pods", "--containerd.task-dir=/run/containerd/io.containerd.runtime.v2.task",
-				"--containerd.snapshotter-root=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs")
+				"--containerd.snapshotter-root=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+				"--containerd.cri-containers-dir=/var/lib/containerd/io.containerd.grpc.v1.cri/containers")
 			if tol := ds.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Operator != corev1.TolerationOpExists || tol[0].Key != "" {
 				t.Errorf("exporter tolerations %v, want every taint", tol)
 			}
@@ -327,7 +328,8 @@ func TestRender(t *testing.T) {
 			}
 			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
 			if got, want := hostPaths(ds.Spec.Template.Spec), []string{"/var/lib/k0s/kubelet/pods", "/var/log/pods",
-				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs", "/sys/fs/cgroup"}; !slices.Equal(got, want) {
+				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",
+				"/var/lib/k0s/containerd/io.containerd.grpc.v1.cri/containers", "/sys/fs/cgroup"}; !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
