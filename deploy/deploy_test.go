@@ -673,8 +673,9 @@ func TestSecurityPosture(t *testing.T) {
 		t.Errorf("the exporter must tolerate every taint, to run on every node")
 	}
 	// The kubelet's pods folder (not its whole root: pki, plugins), and for the ephemeral
-	// storage its pod logs folder and containerd's task folder and overlayfs snapshotter root
-	// (not containerd's whole root: content store, metadata), each exactly once.
+	// storage its pod logs folder and containerd's task folder, overlayfs snapshotter root and
+	// CRI container folder (image VOLUMEs; not containerd's whole root: content store,
+	// metadata, the sandboxes' state), each exactly once.
 	allowed := deploytest.DefaultExporterHostPaths("/var/lib/kubelet").List()
 	var got []string
 	for _, v := range ds.Spec.Template.Spec.Volumes {

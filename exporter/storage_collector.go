@@ -48,7 +48,7 @@ var (
 		"The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.",
 		append(containerLabels, "part"), nil)
 	layerUnlocatedDesc = prometheus.NewDesc("emptydir_container_writable_layer_unlocated",
-		"1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter) and the pod's RuntimeClass (runtime_class, \"\" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.",
+		"1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter; or image_volume_not_mounted, image_volume_missing, no_bundle_config: the layer without its image VOLUME folders) and the pod's RuntimeClass (runtime_class, \"\" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback; or the layer alone) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.",
 		append(containerLabels, "reason", "runtime_class"), nil)
 	dedicatedImageFSDesc = prometheus.NewDesc("emptydir_exporter_image_filesystem_dedicated",
 		"1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.",

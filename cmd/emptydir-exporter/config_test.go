@@ -182,6 +182,8 @@ func TestValidate(t *testing.T) {
 		{"relative root dir", []string{"--node.name=n", "--kubelet.root-dir=var/lib/kubelet"}, []string{"--kubelet.root-dir"}},
 		{"relative native snapshotter root", []string{"--node.name=n", "--containerd.native-snapshotter-root=var/lib/containerd/io.containerd.snapshotter.v1.native"},
 			[]string{"--containerd.native-snapshotter-root"}},
+		{"relative CRI containers dir", []string{"--node.name=n", "--containerd.cri-containers-dir=var/lib/containerd/io.containerd.grpc.v1.cri/containers"},
+			[]string{"--containerd.cri-containers-dir"}},
 		{"unlimited interval below the interval", []string{"--node.name=n", "--collection.interval=2m"},
 			[]string{"--collection.unlimited-interval=1m0s", "--collection.interval=2m0s"}},
 		{"negative CPU budget", []string{"--node.name=n", "--collection.cpu-budget=-0.1"}, []string{"--collection.cpu-budget"}},

@@ -200,7 +200,7 @@ func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
 func warnMissingPaths(cfg *config, logger *slog.Logger) {
 	for flag, dir := range map[string]string{"--kubelet.pod-logs-dir": cfg.fs.PodLogsDir,
 		"--containerd.task-dir": cfg.fs.Layers.TaskDir, "--containerd.snapshotter-root": cfg.fs.Layers.SnapshotterRoot,
-		"--containerd.native-snapshotter-root": cfg.fs.Layers.NativeSnapshotterRoot} {
+		"--containerd.native-snapshotter-root": cfg.fs.Layers.NativeSnapshotterRoot, "--containerd.cri-containers-dir": cfg.fs.Layers.CRIContainersDir} {
 		if dir == "" {
 			continue // not asked for
 		}

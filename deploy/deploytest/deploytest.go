@@ -120,33 +120,37 @@ type ExporterPrivileges struct {
 
 // ExporterHostPaths are the node's folders the filesystem source mounts, each read-only: the
 // kubelet's pods folder and, with --collection.ephemeral-storage, the kubelet's pod logs
-// folder and containerd's runtime v2 task folder and overlayfs snapshotter root, and with the
-// change signal (on unless --no-collection.change-signal) the node's cgroups. An empty field is a folder that must not be
-// mounted.
+// folder and containerd's runtime v2 task folder, overlayfs snapshotter root and CRI container
+// folder (image VOLUMEs), and with the change signal (on unless --no-collection.change-signal)
+// the node's cgroups. An empty field is a folder that must not be mounted.
 type ExporterHostPaths struct {
 	Pods                string // <kubelet-root>/pods
 	PodLogs             string // the kubelet's podLogsDir; "" without --collection.ephemeral-storage
 	ContainerdTasks     string // <containerd state>/io.containerd.runtime.v2.task; "" without containerd
 	ContainerdSnapshots string // <containerd root>/io.containerd.snapshotter.v1.overlayfs; "" without containerd
-	Cgroups             string // /sys/fs/cgroup; "" with --no-collection.change-signal
+	// ContainerdCRIContainers is <containerd root>/io.containerd.grpc.v1.cri/containers, the
+	// folders of image VOLUMEs; "" without containerd or with imageVolumes off.
+	ContainerdCRIContainers string
+	Cgroups                 string // /sys/fs/cgroup; "" with --no-collection.change-signal
 }
 
 // DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
 // mount, with the kubelet pods folder <kubeletRoot>/pods.
 func DefaultExporterHostPaths(kubeletRoot string) ExporterHostPaths {
 	return ExporterHostPaths{
-		Pods:                strings.TrimSuffix(kubeletRoot, "/") + "/pods",
-		PodLogs:             "/var/log/pods",
-		ContainerdTasks:     "/run/containerd/io.containerd.runtime.v2.task",
-		ContainerdSnapshots: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
-		Cgroups:             "/sys/fs/cgroup",
+		Pods:                    strings.TrimSuffix(kubeletRoot, "/") + "/pods",
+		PodLogs:                 "/var/log/pods",
+		ContainerdTasks:         "/run/containerd/io.containerd.runtime.v2.task",
+		ContainerdSnapshots:     "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+		ContainerdCRIContainers: "/var/lib/containerd/io.containerd.grpc.v1.cri/containers",
+		Cgroups:                 "/sys/fs/cgroup",
 	}
 }
 
 // List is the non-empty paths, in the order the chart mounts them.
 func (h ExporterHostPaths) List() []string {
 	var out []string
-	for _, p := range []string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots, h.Cgroups} {
+	for _, p := range []string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots, h.ContainerdCRIContainers, h.Cgroups} {
 		if p != "" {
 			out = append(out, p)
 		}

@@ -13,13 +13,14 @@ import (
 )
 
 // openNodeCgroups opens this machine's cgroups as the exporter's signal does, for a kubelet
-// root dir and a snapshotter root in dir.
+// root dir, a snapshotter root and a CRI containers folder in dir.
 func openNodeCgroups(t *testing.T, dir string) *change.Cgroup {
 	t.Helper()
 	fs := source.DefaultFilesystem()
 	fs.KubeletRootDir = filepath.Join(dir, "kubelet")
 	fs.Layers.SnapshotterRoot = filepath.Join(dir, "snapshots")
-	for _, d := range []string{filepath.Join(fs.KubeletRootDir, "pods"), fs.Layers.SnapshotterRoot} {
+	fs.Layers.CRIContainersDir = filepath.Join(dir, "containers")
+	for _, d := range []string{filepath.Join(fs.KubeletRootDir, "pods"), fs.Layers.SnapshotterRoot, fs.Layers.CRIContainersDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -49,8 +49,9 @@ type Filesystem struct {
 func DefaultFilesystem() Filesystem {
 	return Filesystem{KubeletRootDir: "/var/lib/kubelet", PodLogsDir: "/var/log/pods", WalkConcurrency: 4, ProjectQuotas: true,
 		Layers: &LayerLocator{
-			TaskDir:         "/run/containerd/io.containerd.runtime.v2.task",
-			SnapshotterRoot: "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+			TaskDir:          "/run/containerd/io.containerd.runtime.v2.task",
+			SnapshotterRoot:  "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+			CRIContainersDir: "/var/lib/containerd/io.containerd.grpc.v1.cri/containers",
 		}}
 }
 
@@ -82,6 +83,9 @@ func (s *Filesystem) Validate() error {
 		}
 		if s.Layers.NativeSnapshotterRoot != "" && !filepath.IsAbs(s.Layers.NativeSnapshotterRoot) {
 			errs = append(errs, fmt.Errorf("--containerd.native-snapshotter-root=%q must be an absolute path", s.Layers.NativeSnapshotterRoot))
+		}
+		if s.Layers.CRIContainersDir != "" && !filepath.IsAbs(s.Layers.CRIContainersDir) {
+			errs = append(errs, fmt.Errorf("--containerd.cri-containers-dir=%q must be an absolute path", s.Layers.CRIContainersDir))
 		}
 	}
 	return errors.Join(errs...)
@@ -153,6 +157,8 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	var method string
 	var quotaExcess int64
 	var err error
+	// unlocated: why the image VOLUME folders of a located writable layer were not walked.
+	var unlocated string
 	// explained: du is of a filesystem of the volume's own whose complete walk found
 	// du.NamedBytes through its names (unexplainedBytes).
 	var explained bool
@@ -172,6 +178,11 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		dir = upper
 		du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
 		method = volume.MethodWalk
+		if err == nil {
+			var vdu fswalk.DiskUsage
+			vdu, unlocated, err = s.imageVolumesUsage(ctx, v, meter)
+			du = addUsage(du, vdu)
+		}
 	case v.Kind == volume.KindContainerLogs:
 		du, err = fswalk.FilesUsage(dir)
 		method = volume.MethodFiles
@@ -207,6 +218,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		CutShort:          du.CutShort,
 		QuotaExcessBytes:  quotaExcess,
 		Method:            method,
+		Unlocated:         unlocated,
 		CapacityBytes:     space.CapacityBytes,
 		AvailableBytes:    space.AvailableBytes,
 		UnexplainedBytes:  unexplainedBytes(du, space, explained),
@@ -229,6 +241,39 @@ func (s *Filesystem) unlocatedLayer(ctx context.Context, p volume.PodVolumes, v 
 		}
 	}
 	return volume.Measurement{Unlocated: reason, Method: volume.MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+}
+
+// imageVolumesUsage walks the image VOLUME folders of the container of writable layer v
+// (LayerLocator.ImageVolumes): containerd bind-mounts them into the container beside its root
+// filesystem, the kubelet counts them nowhere, and the container writes them as it writes its
+// layer, so they count as part of it. Where they cannot be located it says why (a
+// LayerError's reason): the layer's usage is then a lower bound.
+func (s *Filesystem) imageVolumesUsage(ctx context.Context, v volume.Volume, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
+	dirs, err := s.Layers.ImageVolumes(v.ContainerID)
+	var le *LayerError
+	if errors.As(err, &le) {
+		return fswalk.DiskUsage{}, le.Reason, nil
+	}
+	if err != nil {
+		return fswalk.DiskUsage{}, "", err
+	}
+	var sum fswalk.DiskUsage
+	for _, dir := range dirs {
+		du, err := fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
+		sum = addUsage(sum, du)
+		if err != nil {
+			return sum, "", err
+		}
+	}
+	return sum, "", nil
+}
+
+// addUsage adds the walks of two folders on no shared hard link (a link(2) across two
+// mounts fails, even on one filesystem).
+func addUsage(a, b fswalk.DiskUsage) fswalk.DiskUsage {
+	return fswalk.DiskUsage{UsedBytes: a.UsedBytes + b.UsedBytes, XattrBytes: a.XattrBytes + b.XattrBytes,
+		Inodes: a.Inodes + b.Inodes, Unreadable: a.Unreadable + b.Unreadable, UncheckedLinks: a.UncheckedLinks + b.UncheckedLinks,
+		Changed: a.Changed + b.Changed, CutShort: a.CutShort || b.CutShort}
 }
 
 // podFilesUsage is the pod's etc-hosts file and the files directly in its log folder, each

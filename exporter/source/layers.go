@@ -60,6 +60,11 @@ type LayerLocator struct {
 	// (--containerd.native-snapshotter-root); "": a root filesystem of that snapshotter is
 	// not located.
 	NativeSnapshotterRoot string
+	// CRIContainersDir is the CRI plugin's container folder (containerd's root dir plus
+	// io.containerd.grpc.v1.cri/containers) as mounted into the exporter
+	// (--containerd.cri-containers-dir), where the folders of image VOLUMEs no Kubernetes
+	// mount covers live (ImageVolumes); "": they are not walked.
+	CRIContainersDir string
 	// Namespace is containerd's namespace of the kubelet's containers: k8s.io.
 	Namespace string
 	// MountInfo is the mount table to read; empty: /proc/self/mountinfo.

@@ -68,6 +68,9 @@ func newLayerNode(t *testing.T) *layerNode {
 		t.Fatal(err)
 	}
 	n.locator = &source.LayerLocator{TaskDir: n.task, SnapshotterRoot: n.snapshotter, MountInfo: mountInfo}
+	for _, id := range []string{layerOK, layerShadow} { // the bundles beside the root filesystems
+		writeBundle(t, n.task, id)
+	}
 	return n
 }
 
@@ -127,6 +130,7 @@ func nativeLocator(t *testing.T, native bool, lines ...string) (*source.LayerLoc
 	if err := os.WriteFile(l.MountInfo, []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	writeBundle(t, l.TaskDir, layerNative)
 	return l, nativeRoot
 }
 

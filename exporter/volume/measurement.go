@@ -41,7 +41,9 @@ type Measurement struct {
 	// MethodStatfs, MethodFiles, MethodKubelet or MethodNone.
 	Method string
 	// Unlocated is set for a writable layer that could not be located, to the reason (a
-	// LayerError's): UsedBytes is 0 or the kubelet's figure (Method MethodKubelet), a lower bound.
+	// LayerError's): UsedBytes is 0 or the kubelet's figure (Method MethodKubelet), a lower bound;
+	// or for one walked without its container's image VOLUME folders (an image volume reason):
+	// UsedBytes is the layer's own, a lower bound too.
 	Unlocated string
 	// UnexplainedBytes is the part of the usage of the volume's own filesystem (a memory
 	// volume's tmpfs) that no name in it leads to: files deleted but held open. 0 where it is

@@ -163,8 +163,12 @@ func explain(pod *corev1.Pod, live *liveapi.Response) *Explanation {
 			if es.DedicatedImageFilesystem {
 				wl.What += "; on this node the image filesystem is a separate one, so it counts toward the pod's limit only, not the container's"
 			}
-			if c.WritableLayerUnlocated != "" {
-				wl.What += "; not located (" + c.WritableLayerUnlocated + "): counted as 0, so the usage is a lower bound"
+			switch r := c.WritableLayerUnlocated; {
+			case r == "image_volume_not_mounted" || r == "image_volume_missing" || r == "no_bundle_config":
+				// The exporter's image VOLUME reasons (source.LayerImageVolume*): the layer was walked.
+				wl.What += "; its image VOLUME folders not located (" + r + "): not counted, so the usage is a lower bound"
+			case r != "":
+				wl.What += "; not located (" + r + "): counted as 0, so the usage is a lower bound"
 			}
 			l.Parts = []Part{wl, {Name: "logs", Bytes: c.LogsBytes, Counts: true, What: partWhat["logs"]}}
 			l.Enforcement = containerEnforcement(l)
@@ -185,7 +189,7 @@ func explain(pod *corev1.Pod, live *liveapi.Response) *Explanation {
 
 var partWhat = map[string]string{
 	"emptydir":       "files in the pod's disk emptyDir volumes (memory-backed ones count toward memory instead)",
-	"writable_layer": "files the containers wrote outside any volume (/tmp, /var, anything in the image's own filesystem), held in their writable layers",
+	"writable_layer": "files the containers wrote outside any volume (/tmp, /var, anything in the image's own filesystem, and the image's VOLUME folders), held in their writable layers",
 	"logs":           "the containers' stdout and stderr as the kubelet keeps them (kubectl logs), rotated files included",
 	"other":          "the pod's configMap and gitRepo volumes, its /etc/hosts and the other files of its log folder",
 }

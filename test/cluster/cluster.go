@@ -312,6 +312,12 @@ func (c *Cluster) SnapshotterRoot() string {
 	return filepath.Join(c.ContainerdRoot(), "io.containerd.snapshotter.v1.overlayfs")
 }
 
+// CRIContainersDir is containerd's CRI plugin's container folder, where it keeps the folders of
+// image VOLUMEs no Kubernetes mount covers.
+func (c *Cluster) CRIContainersDir() string {
+	return filepath.Join(c.ContainerdRoot(), "io.containerd.grpc.v1.cri", "containers")
+}
+
 // ExporterPathArgs are the exporter's flags naming this node's folders and its kubelet's cgroup
 // root and driver (the change signal, on by default, reads the host's /sys/fs/cgroup), for an
 // exporter that runs on the node itself (in the cluster's network namespace, the host's mount
@@ -319,6 +325,7 @@ func (c *Cluster) SnapshotterRoot() string {
 func (c *Cluster) ExporterPathArgs() []string {
 	return []string{"--kubelet.root-dir=" + c.kubeletRoot, "--kubelet.pod-logs-dir=" + c.PodLogsDir(),
 		"--containerd.task-dir=" + c.ContainerdTaskDir(), "--containerd.snapshotter-root=" + c.SnapshotterRoot(),
+		"--containerd.cri-containers-dir=" + c.CRIContainersDir(),
 		"--cgroup.root=" + c.CgroupRoot(), "--cgroup.driver=cgroupfs"}
 }
 

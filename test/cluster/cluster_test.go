@@ -65,6 +65,11 @@ func TestBuildImageArchive(t *testing.T) {
 	if ep, _ := json.Marshal(pause["Entrypoint"]); string(ep) != `["/bin/sleep","2147483647"]` {
 		t.Errorf("sandbox entrypoint = %s, want a sleep that never exits", ep)
 	}
+	if vol, ok := tags[BusyboxVolumeImage]; !ok {
+		t.Errorf("no %s in %v", BusyboxVolumeImage, manifest)
+	} else if vs, _ := json.Marshal(vol["Volumes"]); string(vs) != `{"/scratch":{}}` {
+		t.Errorf("%s volumes = %s, want VOLUME %s", BusyboxVolumeImage, vs, BusyboxVolumePath)
+	}
 }
 
 func TestUnescapeMount(t *testing.T) {

@@ -20,13 +20,19 @@ const (
 	// SandboxImage replaces the pause image: a busybox whose entrypoint never exits, since an
 	// exiting sandbox makes every pod loop on SandboxChanged.
 	SandboxImage = "localhost/pause:test"
+	// BusyboxVolumeImage is BusyboxImage with `VOLUME /scratch`: containerd binds a folder of
+	// its own (<root>/io.containerd.grpc.v1.cri/containers/<id>/volumes/<random>) there when no
+	// Kubernetes mount covers it.
+	BusyboxVolumeImage = "localhost/busybox-volume:test"
+	// BusyboxVolumePath is BusyboxVolumeImage's VOLUME.
+	BusyboxVolumePath = "/scratch"
 
 	busyboxPath = "/bin/busybox"
 )
 
 // buildImageArchive writes a docker-archive (the `docker save` format, which
-// `ctr images import` understands) holding BusyboxImage and SandboxImage. Both share one
-// layer: a rootfs with Debian's static busybox and a symlink per applet.
+// `ctr images import` understands) holding BusyboxImage, SandboxImage and BusyboxVolumeImage.
+// All share one layer: a rootfs with Debian's static busybox and a symlink per applet.
 func buildImageArchive(path string) error {
 	layer, err := busyboxLayer()
 	if err != nil {
@@ -35,12 +41,20 @@ func buildImageArchive(path string) error {
 	sum := sha256.Sum256(layer)
 	layerID := hex.EncodeToString(sum[:])
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	mkConfig := func(entrypoint, cmd []string) ([]byte, string, error) {
+	mkConfig := func(entrypoint, cmd []string, volumes ...string) ([]byte, string, error) {
+		config := map[string]any{"Env": env, "Entrypoint": entrypoint, "Cmd": cmd, "WorkingDir": "/"}
+		if len(volumes) > 0 {
+			vs := map[string]any{}
+			for _, v := range volumes {
+				vs[v] = map[string]any{}
+			}
+			config["Volumes"] = vs
+		}
 		cfg := map[string]any{
 			"architecture": "amd64",
 			"os":           "linux",
 			"created":      time.Unix(0, 0).UTC().Format(time.RFC3339),
-			"config":       map[string]any{"Env": env, "Entrypoint": entrypoint, "Cmd": cmd, "WorkingDir": "/"},
+			"config":       config,
 			"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerID}},
 		}
 		b, err := json.Marshal(cfg)
@@ -58,9 +72,14 @@ func buildImageArchive(path string) error {
 	if err != nil {
 		return err
 	}
+	volCfg, volID, err := mkConfig(nil, []string{"sh"}, BusyboxVolumePath)
+	if err != nil {
+		return err
+	}
 	manifest, err := json.Marshal([]map[string]any{
 		{"Config": bbID + ".json", "RepoTags": []string{BusyboxImage}, "Layers": []string{layerID + "/layer.tar"}},
 		{"Config": pauseID + ".json", "RepoTags": []string{SandboxImage}, "Layers": []string{layerID + "/layer.tar"}},
+		{"Config": volID + ".json", "RepoTags": []string{BusyboxVolumeImage}, "Layers": []string{layerID + "/layer.tar"}},
 	})
 	if err != nil {
 		return err
@@ -74,6 +93,7 @@ func buildImageArchive(path string) error {
 		{layerID + "/layer.tar", layer},
 		{bbID + ".json", bbCfg},
 		{pauseID + ".json", pauseCfg},
+		{volID + ".json", volCfg},
 		{"manifest.json", manifest},
 	}
 	if err := tw.WriteHeader(&tar.Header{Name: layerID + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -42,7 +43,10 @@ type lsciPod struct {
 	limit string
 	// sidecar: the writing container is a restartable init container beside a plain one.
 	sidecar bool
-	mib     int
+	// imageVolume: the writing container runs cluster.BusyboxVolumeImage and writes its image
+	// VOLUME (/scratch), which containerd binds from a folder of its own.
+	imageVolume bool
+	mib         int
 	// want is the kubelet's message for the eviction expected; "" when the pod must stay.
 	want string
 }
@@ -68,6 +72,9 @@ func lsciPods() []lsciPod {
 func (p lsciPod) build(c *cluster.Cluster, ns string) *corev1.Pod {
 	writer := corev1.Container{Name: "writer", Image: cluster.BusyboxImage, ImagePullPolicy: corev1.PullNever,
 		Command: []string{"sh", "-c", "echo started && exec sleep 2147483647"}}
+	if p.imageVolume {
+		writer.Image = cluster.BusyboxVolumeImage
+	}
 	if p.limit != "" {
 		writer.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(p.limit)}
 		// A kubelet with localStorageCapacityIsolation: false reports no ephemeral-storage
@@ -96,8 +103,11 @@ func (p lsciPod) build(c *cluster.Cluster, ns string) *corev1.Pod {
 // the write ended. A memory volume's write fails at its tmpfs size, as meant.
 func (p lsciPod) write(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod) (time.Time, error) {
 	file := "/fill"
-	if p.volume != nil {
+	switch {
+	case p.volume != nil:
 		file = "/data/fill"
+	case p.imageVolume:
+		file = cluster.BusyboxVolumePath + "/fill"
 	}
 	_, stderr, err := c.ExecInPod(ctx, pod.Namespace, pod.Name, "writer", "dd", "if=/dev/zero", "of="+file, "bs=1M", fmt.Sprint("count=", p.mib), "conv=fsync")
 	end := time.Now()
@@ -192,6 +202,130 @@ func TestLocalStorageCapacityIsolationEviction(t *testing.T) {
 	if n, _ := framework.Sample(fams, "emptydir_remediator_evictions_total", map[string]string{"result": "evicted"}); int(n) != want {
 		t.Errorf("evictions_total{result=evicted} = %v, want %d: one per pod over a limit, no other", n, want)
 	}
+}
+
+// TestImageVolumeEviction: a container whose image declares `VOLUME /scratch` (no Kubernetes
+// mount covering it) writes into a folder containerd binds from its CRI state
+// (<root>/io.containerd.grpc.v1.cri/containers/<id>/volumes/<random>), which the kubelet counts
+// nowhere. On the kubelet of TestLocalStorageCapacityIsolationEviction (its checks off), the
+// exporter counts that folder in the container's writable layer, and so in its and its pod's
+// usage, complete (not unlocated): the pod over its container's limit is evicted through the API
+// with the kubelet's message, as for a writable layer, and the one below stays.
+func TestImageVolumeEviction(t *testing.T) {
+	requireCluster(t)
+	c := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
+	defer cancel()
+	ns := framework.Namespace(ctx, t, c, "imgvol")
+	s := framework.StartStack(ctx, t, c, framework.StackOptions{})
+
+	specs := []lsciPod{
+		{name: "image-volume-disk-limit", imageVolume: true, limit: lsciLimit, mib: lsciOverMiB, want: lsciPodMsg},
+		{name: "image-volume-below-limit", imageVolume: true, limit: lsciLimit, mib: lsciUnderMiB},
+	}
+	pods := make([]*corev1.Pod, len(specs))
+	trackers := make([]*framework.PodTracker, len(specs))
+	for i, p := range specs {
+		pods[i] = framework.RunPod(ctx, t, c, p.build(c, ns))
+		trackers[i] = framework.TrackPod(ctx, c, pods[i])
+		defer trackers[i].Stop()
+	}
+	for i, p := range specs {
+		if _, err := p.write(ctx, c, pods[i]); err != nil {
+			t.Fatal(err)
+		}
+		// The bytes are in containerd's folder for the VOLUME, not in the overlay.
+		if got := imageVolumeFiles(ctx, t, c, pods[i]); len(got) != 1 {
+			t.Fatalf("%s: fill files in %s/<id>/volumes: %v, want one: the write must land in the image VOLUME's folder", p.name, c.CRIContainersDir(), got)
+		}
+	}
+
+	// Each container's usage holds what it wrote in /scratch, as its writable layer, complete.
+	for _, p := range specs {
+		sel := fmt.Sprintf(`namespace=%q,pod=%q,container="writer"`, ns, p.name)
+		exprs := map[string]string{
+			"container usage": fmt.Sprintf(`max(max_over_time(emptydir_container_ephemeral_storage_used_bytes{%s}[5m]))`, sel),
+			"writable layer":  fmt.Sprintf(`max(max_over_time(emptydir_container_ephemeral_storage_part_bytes{%s,part="writable_layer"}[5m]))`, sel),
+			"pod usage":       fmt.Sprintf(`max(max_over_time(emptydir_pod_ephemeral_storage_used_bytes{namespace=%q,pod=%q}[5m]))`, ns, p.name),
+		}
+		for what, expr := range exprs {
+			framework.Eventually(t, lsciMeasureTimeout, time.Second, p.name+": "+what+" holds what it wrote in "+cluster.BusyboxVolumePath, func() (bool, string) {
+				res, err := s.Mon.Query(ctx, expr)
+				if err != nil || len(res) == 0 {
+					return false, fmt.Sprint(len(res), " series ", err)
+				}
+				return res[0].Value >= float64(p.mib<<20), fmt.Sprintf("%.0f bytes", res[0].Value)
+			})
+		}
+		unlocated := fmt.Sprintf(`max_over_time(emptydir_container_writable_layer_unlocated{%s}[5m])`, sel)
+		if res, err := s.Mon.Query(ctx, unlocated); err != nil || len(res) != 0 {
+			t.Errorf("%s: %s = %v, %v; want no series: the layer and its VOLUME folder located", p.name, unlocated, res, err)
+		}
+	}
+
+	i := 0 // the pod over its limit
+	framework.Eventually(t, lsciEvictDeadline, 250*time.Millisecond, specs[i].name+" evicted", func() (bool, string) {
+		return !trackers[i].Evicted().IsZero(), "still running"
+	})
+	if evictedByKubelet(trackers[i]) {
+		_, _, _, reason, msg := trackers[i].Snapshot()
+		t.Errorf("%s: %s: %s: the kubelet evicted it, want an eviction through the API", specs[i].name, reason, msg)
+	}
+	requireEventSays(ctx, t, c, pods[i], remediator.EventEvicted, specs[i].want)
+	time.Sleep(lsciSettle)
+	requireNotEvicted(ctx, t, c, pods[1], trackers[1])
+}
+
+// checkImageVolumeCounted runs a pod of cluster.BusyboxVolumeImage with a container limit that
+// writes 5 MiB into its VOLUME and checks that the exporter at exporterURL (the chart's, in a
+// pod: its hostPaths, its capability, its Landlock rule) counts them in the container's usage,
+// its layer located: the bundle and the CRI folder read as the chart mounts them.
+func checkImageVolumeCounted(ctx context.Context, t *testing.T, c *cluster.Cluster, exporterURL string) {
+	t.Helper()
+	ns := framework.Namespace(ctx, t, c, "imgvol-pod")
+	spec := lsciPod{name: "image-volume", imageVolume: true, limit: lsciLimit, mib: 5}
+	pod := framework.RunPod(ctx, t, c, spec.build(c, ns))
+	if _, err := spec.write(ctx, c, pod); err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{"namespace": ns, "pod": spec.name, "container": "writer"}
+	framework.Eventually(t, time.Minute, time.Second, "the chart's exporter counts the image VOLUME folder in the writable layer", func() (bool, string) {
+		fams, err := framework.Scrape(ctx, c, exporterURL+"/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		if _, unlocated := framework.Sample(fams, "emptydir_container_writable_layer_unlocated", sel); unlocated {
+			return false, "the layer is reported unlocated"
+		}
+		// The chart's default families: the part series are opt-in, the container's usage is
+		// not, and the layer's VOLUME folder is all that can bring it to 5 MiB.
+		v, ok := framework.Sample(fams, "emptydir_container_ephemeral_storage_used_bytes", sel)
+		return ok && v >= float64(spec.mib<<20), fmt.Sprintf("container usage %v (found %v)", v, ok)
+	})
+}
+
+// imageVolumeFiles lists the "fill" files in the image VOLUME folders containerd made for p's
+// container "writer", read from the node.
+func imageVolumeFiles(ctx context.Context, t *testing.T, c *cluster.Cluster, p *corev1.Pod) []string {
+	t.Helper()
+	got, err := c.Client().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	for _, cs := range got.Status.ContainerStatuses {
+		if cs.Name == "writer" {
+			_, id, _ = strings.Cut(cs.ContainerID, "://")
+		}
+	}
+	if id == "" {
+		t.Fatalf("%s: no container ID for writer in %+v", p.Name, got.Status.ContainerStatuses)
+	}
+	files, err := filepath.Glob(filepath.Join(c.CRIContainersDir(), id, "volumes", "*", "fill"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
 }
 
 // requireEventSays waits for an Event of reason on p whose message holds want.

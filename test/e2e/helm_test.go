@@ -62,7 +62,9 @@ func helmHomeEnv(dir string) []string {
 // coincides with the kustomize base's), applies it to the real API server, and runs the same
 // checks as the kustomize base's test: the exporter and remediator pods from the project's
 // image under the chart's ServiceAccounts and RBAC, the SubjectAccessReviews, leader election,
-// the chart-generated webhook token, and the seed pod's eviction through them.
+// the chart-generated webhook token, and the seed pod's eviction through them; and that the
+// exporter pod, through the chart's mounts and privileges, counts an image VOLUME folder
+// (checkImageVolumeCounted).
 //
 // Through values, not patches: the image, its pull policy and the kubelet root. Patched,
 // because this cluster has no kube-proxy: the API server address (deployAPIEnv).
@@ -87,6 +89,7 @@ func TestHelmChartOnRealCluster(t *testing.T) {
 	exp, rems := installed.createPods(ctx, t)
 	exp = installed.checkExporter(ctx, t, exp, seed)
 	checkChartOptions(ctx, t, c, exp, seed)
+	checkImageVolumeCounted(ctx, t, c, deployExporterURL(exp))
 	installed.evictSeed(ctx, t, rems, seed)
 }
 

@@ -110,8 +110,9 @@ func TestExporterPrivileges(t *testing.T) {
 		})
 	}
 	k0s := deploytest.ExporterHostPaths{Pods: "/var/lib/k0s/kubelet/pods", PodLogs: "/var/log/pods",
-		ContainerdTasks:     "/run/k0s/containerd/io.containerd.runtime.v2.task",
-		ContainerdSnapshots: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs", Cgroups: defaults.Cgroups}
+		ContainerdTasks:         "/run/k0s/containerd/io.containerd.runtime.v2.task",
+		ContainerdSnapshots:     "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",
+		ContainerdCRIContainers: "/var/lib/k0s/containerd/io.containerd.grpc.v1.cri/containers", Cgroups: defaults.Cgroups}
 	for _, tc := range []struct {
 		values string
 		paths  deploytest.ExporterHostPaths
@@ -119,10 +120,13 @@ func TestExporterPrivileges(t *testing.T) {
 		{"{}", defaults},
 		// The change signal (on by default) adds the node's cgroups, read-only, and nothing else.
 		{"exporter: {changeSignal: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
-			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots}},
+			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, ContainerdCRIContainers: defaults.ContainerdCRIContainers}},
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet/}", deploytest.DefaultExporterHostPaths("/var/lib/k0s/kubelet")},
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet, ephemeralStorage: {containerd: {stateDir: /run/k0s/containerd/, root: /var/lib/k0s/containerd}}}", k0s},
 		{"exporter: {ephemeralStorage: {podLogsDir: /srv/pod-logs/}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: "/srv/pod-logs",
+			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, ContainerdCRIContainers: defaults.ContainerdCRIContainers, Cgroups: defaults.Cgroups}},
+		// Image VOLUMEs off: the CRI plugin's container folder is not mounted, nothing else changes.
+		{"exporter: {ephemeralStorage: {containerd: {imageVolumes: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
 			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, Cgroups: defaults.Cgroups}},
 		{"exporter: {ephemeralStorage: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, Cgroups: defaults.Cgroups}},
 		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,

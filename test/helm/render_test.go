@@ -183,7 +183,8 @@ func TestRender(t *testing.T) {
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--collection.ephemeral-storage",
 				"--kubelet.pod-logs-dir=/var/log/pods", "--containerd.task-dir=/run/containerd/io.containerd.runtime.v2.task",
-				"--containerd.snapshotter-root=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs")
+				"--containerd.snapshotter-root=/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs",
+				"--containerd.cri-containers-dir=/var/lib/containerd/io.containerd.grpc.v1.cri/containers")
 			if tol := ds.Spec.Template.Spec.Tolerations; len(tol) != 1 || tol[0].Operator != corev1.TolerationOpExists || tol[0].Key != "" {
 				t.Errorf("exporter tolerations %v, want every taint", tol)
 			}
@@ -327,7 +328,8 @@ func TestRender(t *testing.T) {
 			}
 			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
 			if got, want := hostPaths(ds.Spec.Template.Spec), []string{"/var/lib/k0s/kubelet/pods", "/var/log/pods",
-				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs", "/sys/fs/cgroup"}; !slices.Equal(got, want) {
+				"/run/k0s/containerd/io.containerd.runtime.v2.task", "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",
+				"/var/lib/k0s/containerd/io.containerd.grpc.v1.cri/containers", "/sys/fs/cgroup"}; !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
 			}
 			wantArgs(t, "exporter", ds.Spec.Template.Spec.Containers[0].Args, "--kubelet.root-dir=/var/lib/kubelet", "--collection.interval=10s", "--log.format=json")
@@ -436,31 +438,38 @@ func mountAt(spec corev1.PodSpec, path string) (*corev1.VolumeMount, *corev1.Vol
 // exactly the read-only hostPaths it reads, each mounted where its flag says and at the node's
 // own path (the mount table's upperdirs are the node's paths); off, the negated flag and none
 // of them; without containerd, no containerd folder; the native snapshotter's folder only when
-// asked for. The kubelet source gets none of it.
+// asked for; the CRI plugin's container folder (image VOLUMEs) unless turned off, when the flag
+// is passed empty. The kubelet source gets none of it.
 func TestEphemeralStorage(t *testing.T) {
 	const (
 		pods  = "/var/lib/kubelet/pods"
 		tasks = "/run/containerd/io.containerd.runtime.v2.task"
 		snaps = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
+		cri   = "/var/lib/containerd/io.containerd.grpc.v1.cri/containers"
 	)
+	none, empty := []string(nil), []string{""} // --containerd.cri-containers-dir absent, passed empty
 	for _, tc := range []struct {
 		values     string
-		on         bool   // --collection.ephemeral-storage
-		logs       string // --kubelet.pod-logs-dir, mounted
-		tasks      string // --containerd.task-dir
-		snaps      string // --containerd.snapshotter-root
-		containerd bool   // the containerd folders are mounted
-		native     string // --containerd.native-snapshotter-root, mounted
+		on         bool     // --collection.ephemeral-storage
+		logs       string   // --kubelet.pod-logs-dir, mounted
+		tasks      string   // --containerd.task-dir
+		snaps      string   // --containerd.snapshotter-root
+		containerd bool     // the containerd folders are mounted
+		native     string   // --containerd.native-snapshotter-root, mounted
+		cri        []string // --containerd.cri-containers-dir's values, mounted when a path
 	}{
-		{"{}", true, "/var/log/pods", tasks, snaps, true, ""},
-		{"exporter: {ephemeralStorage: {enabled: false}}", false, "", "", "", false, ""},
-		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", true, "/var/log/pods", tasks, snaps, false, ""},
+		{"{}", true, "/var/log/pods", tasks, snaps, true, "", []string{cri}},
+		{"exporter: {ephemeralStorage: {enabled: false}}", false, "", "", "", false, "", none},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", true, "/var/log/pods", tasks, snaps, false, "", empty},
 		{"exporter: {ephemeralStorage: {podLogsDir: /srv/logs/pods/, containerd: {stateDir: /run/k3s/containerd/, root: /var/lib/rancher/k3s/agent/containerd}}}",
-			true, "/srv/logs/pods", "/run/k3s/containerd/io.containerd.runtime.v2.task", "/var/lib/rancher/k3s/agent/containerd/io.containerd.snapshotter.v1.overlayfs", true, ""},
-		{"exporter: {ephemeralStorage: {enabled: false, podLogsDir: /srv/logs/pods, containerd: {stateDir: /run/k3s/containerd}}}", false, "", "", "", false, ""},
+			true, "/srv/logs/pods", "/run/k3s/containerd/io.containerd.runtime.v2.task", "/var/lib/rancher/k3s/agent/containerd/io.containerd.snapshotter.v1.overlayfs", true, "",
+			[]string{"/var/lib/rancher/k3s/agent/containerd/io.containerd.grpc.v1.cri/containers"}},
+		{"exporter: {ephemeralStorage: {enabled: false, podLogsDir: /srv/logs/pods, containerd: {stateDir: /run/k3s/containerd}}}", false, "", "", "", false, "", none},
 		{"exporter: {ephemeralStorage: {containerd: {nativeSnapshotter: true, root: /var/lib/containerd/}}}", true, "/var/log/pods", tasks, snaps, true,
-			"/var/lib/containerd/io.containerd.snapshotter.v1.native"},
-		{"exporter: {ephemeralStorage: {containerd: {enabled: false, nativeSnapshotter: true}}}", true, "/var/log/pods", tasks, snaps, false, ""},
+			"/var/lib/containerd/io.containerd.snapshotter.v1.native", []string{cri}},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false, nativeSnapshotter: true}}}", true, "/var/log/pods", tasks, snaps, false, "", empty},
+		{"exporter: {ephemeralStorage: {containerd: {imageVolumes: false}}}", true, "/var/log/pods", tasks, snaps, true, "", empty},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false, imageVolumes: true}}}", true, "/var/log/pods", tasks, snaps, false, "", empty},
 	} {
 		t.Run(tc.values, func(t *testing.T) {
 			r := release("guard")
@@ -480,6 +489,10 @@ func TestEphemeralStorage(t *testing.T) {
 					t.Errorf("--%s %v, want %q", flag, got, want)
 				}
 			}
+			if got := deploytest.ArgValues(args, "containerd.cri-containers-dir"); !slices.Equal(got, tc.cri) {
+				t.Errorf("--containerd.cri-containers-dir %q, want %q", got, tc.cri)
+			}
+			criMounted := len(tc.cri) == 1 && tc.cri[0] != ""
 			// Exactly these hostPaths, in this order.
 			want := []string{pods}
 			if tc.logs != "" {
@@ -490,6 +503,9 @@ func TestEphemeralStorage(t *testing.T) {
 			}
 			if tc.native != "" {
 				want = append(want, tc.native)
+			}
+			if criMounted {
+				want = append(want, tc.cri[0])
 			}
 			want = append(want, "/sys/fs/cgroup") // the change signal's, on by default (TestChangeSignal)
 			if got := hostPaths(spec); !slices.Equal(got, want) {
@@ -511,6 +527,9 @@ func TestEphemeralStorage(t *testing.T) {
 				mounts = append(mounts, wantMount{tc.tasks, corev1.MountPropagationHostToContainer}, wantMount{tc.snaps, ""})
 				if tc.native != "" {
 					mounts = append(mounts, wantMount{tc.native, ""})
+				}
+				if criMounted {
+					mounts = append(mounts, wantMount{tc.cri[0], ""})
 				}
 			} else if tc.tasks != "" {
 				// The flags point at folders that are not there: no layer is located.

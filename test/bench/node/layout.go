@@ -298,8 +298,29 @@ func ensureTree(dir string, layout []podSpec, logf func(string, ...any)) (tree, 
 			return t, fmt.Errorf("marking tree complete: %w", err)
 		}
 	}
-	// Written every run: it names absolute paths, and a run may find the tree moved.
+	// Written every run: it names absolute paths, and a run may find the tree moved; the
+	// bundles are from after some trees were generated.
+	if err := writeBundles(t, layout); err != nil {
+		return t, err
+	}
 	return t, os.WriteFile(t.mountInfo, []byte(mountTable(t, layout)), 0o644)
+}
+
+// writeBundles writes each container's OCI bundle config.json in the task dir, as containerd
+// does, with no image VOLUME: the exporter reads it beside the writable layer
+// (source.LayerLocator.ImageVolumes).
+func writeBundles(t tree, layout []podSpec) error {
+	for _, p := range layout {
+		_, id, _ := strings.Cut(p.containerID(), "://")
+		dir := filepath.Join(t.taskDir, "k8s.io", id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("writing bundles: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"ociVersion":"1.2.0","mounts":[]}`), 0o644); err != nil {
+			return fmt.Errorf("writing bundles: %w", err)
+		}
+	}
+	return nil
 }
 
 // writePod generates pod p's folders: its emptyDirs and etc-hosts below the kubelet root,
