@@ -1,0 +1,46 @@
+package source
+
+import (
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
+)
+
+// OpenFiles counts toward a walked emptyDir the files its pod's processes deleted but hold
+// open (--collection.open-files), which no walk sees: internal/openfiles attributes each to
+// the volume by the mount it was opened through.
+type OpenFiles struct {
+	// Proc is the procfs of the node's PID namespace (the DaemonSet's hostPID).
+	Proc string
+	// Procs lists the pod's processes, as IDs in Proc's PID namespace (its cgroups').
+	Procs func(p volume.PodVolumes) ([]int, error)
+	// OnError, when set, hears why a pod's open files could not be read.
+	OnError func(p volume.PodVolumes, v volume.Volume, err error)
+}
+
+// openFiles is what the processes of p hold open in files deleted from dir, v's folder, and
+// whether it could be read (Measurement.OpenFiles).
+func (s *Filesystem) openFiles(p volume.PodVolumes, v volume.Volume, dir string) (openfiles.Usage, string) {
+	if s.OpenFiles == nil {
+		return openfiles.Usage{}, volume.OpenFilesOff
+	}
+	u, err := s.OpenFiles.count(p, dir)
+	if err != nil {
+		if s.OpenFiles.OnError != nil {
+			s.OpenFiles.OnError(p, v, err)
+		}
+		return openfiles.Usage{}, volume.OpenFilesUnreadable
+	}
+	return u, volume.OpenFilesCounted
+}
+
+func (o *OpenFiles) count(p volume.PodVolumes, dir string) (openfiles.Usage, error) {
+	t, err := openfiles.TargetOf(dir)
+	if err != nil {
+		return openfiles.Usage{}, err
+	}
+	pids, err := o.Procs(p)
+	if err != nil {
+		return openfiles.Usage{}, err
+	}
+	return openfiles.Count(o.Proc, pids, t)
+}
