@@ -208,7 +208,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	var open openfiles.Usage
 	var openOutcome string
 	if v.Kind == volume.KindEmptyDir && method == volume.MethodWalk {
-		open, openOutcome = s.openFiles(p, v, dir)
+		open, openOutcome = s.openFiles(ctx, p, v, dir)
 	}
 	return volume.Measurement{
 		UsedBytes:         du.UsedBytes + open.Bytes,

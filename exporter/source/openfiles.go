@@ -1,6 +1,8 @@
 package source
 
 import (
+	"context"
+
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 )
@@ -13,17 +15,20 @@ type OpenFiles struct {
 	Proc string
 	// Procs lists the pod's processes, as IDs in Proc's PID namespace (its cgroups').
 	Procs func(p volume.PodVolumes) ([]int, error)
+	// Count counts in place of openfiles.Count when set: an openfiles.Helper's, outside the
+	// exporter's Landlock domain.
+	Count func(ctx context.Context, proc string, pids []int, t openfiles.Target) (openfiles.Usage, error)
 	// OnError, when set, hears why a pod's open files could not be read.
 	OnError func(p volume.PodVolumes, v volume.Volume, err error)
 }
 
 // openFiles is what the processes of p hold open in files deleted from dir, v's folder, and
 // whether it could be read (Measurement.OpenFiles).
-func (s *Filesystem) openFiles(p volume.PodVolumes, v volume.Volume, dir string) (openfiles.Usage, string) {
+func (s *Filesystem) openFiles(ctx context.Context, p volume.PodVolumes, v volume.Volume, dir string) (openfiles.Usage, string) {
 	if s.OpenFiles == nil {
 		return openfiles.Usage{}, volume.OpenFilesOff
 	}
-	u, err := s.OpenFiles.count(p, dir)
+	u, err := s.OpenFiles.count(ctx, p, dir)
 	if err != nil {
 		if s.OpenFiles.OnError != nil {
 			s.OpenFiles.OnError(p, v, err)
@@ -33,7 +38,7 @@ func (s *Filesystem) openFiles(p volume.PodVolumes, v volume.Volume, dir string)
 	return u, volume.OpenFilesCounted
 }
 
-func (o *OpenFiles) count(p volume.PodVolumes, dir string) (openfiles.Usage, error) {
+func (o *OpenFiles) count(ctx context.Context, p volume.PodVolumes, dir string) (openfiles.Usage, error) {
 	t, err := openfiles.TargetOf(dir)
 	if err != nil {
 		return openfiles.Usage{}, err
@@ -41,6 +46,9 @@ func (o *OpenFiles) count(p volume.PodVolumes, dir string) (openfiles.Usage, err
 	pids, err := o.Procs(p)
 	if err != nil {
 		return openfiles.Usage{}, err
+	}
+	if o.Count != nil {
+		return o.Count(ctx, o.Proc, pids, t)
 	}
 	return openfiles.Count(o.Proc, pids, t)
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -198,4 +199,9 @@ func unescape(s string) string {
 // within reports whether p is dir or a path below it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" && strings.HasPrefix(p, "/") || strings.HasPrefix(p, dir+"/")
+}
+
+// helperAttr kills the helper when the thread that started it ends (the process, as a rule).
+func helperAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

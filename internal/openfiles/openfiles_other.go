@@ -5,6 +5,7 @@ package openfiles
 import (
 	"errors"
 	"fmt"
+	"syscall"
 )
 
 // TargetOf needs Linux (mountinfo).
@@ -16,3 +17,5 @@ func TargetOf(dir string) (Target, error) {
 func Count(proc string, pids []int, t Target) (Usage, error) {
 	return Usage{}, fmt.Errorf("open files: %w", errors.ErrUnsupported)
 }
+
+func helperAttr() *syscall.SysProcAttr { return nil }
