@@ -232,7 +232,7 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 		}
 		return pod.Procs()
 	}
-	helper, herr := openfiles.StartHelper("/proc/self/exe", openfiles.HelperArg)
+	helper, herr := openfiles.StartHelper()
 	o.Count = func(ctx context.Context, proc string, pids []int, t openfiles.Target) (openfiles.Usage, error) {
 		if herr != nil {
 			return openfiles.Usage{}, herr

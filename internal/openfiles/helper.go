@@ -64,10 +64,11 @@ type Helper struct {
 	broken error
 }
 
-// StartHelper starts path (the exporter's binary: /proc/self/exe) with args as a Helper. It
-// ends when its input does (this process ended), or is killed with the thread that started it.
-func StartHelper(path string, args ...string) (*Helper, error) {
-	cmd := exec.Command(path, args...)
+// StartHelper starts this process's own binary with HelperArg as a Helper: its main must call
+// ServeHelper then. It ends when its input does (this process ended), or is killed with the
+// thread that started it.
+func StartHelper() (*Helper, error) {
+	cmd := exec.Command("/proc/self/exe", HelperArg)
 	cmd.SysProcAttr = helperAttr()
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()

@@ -43,7 +43,7 @@ func landlocked(arg string) int {
 	pidS, devS, _ := strings.Cut(arg, ":")
 	pid, _ := strconv.Atoi(pidS)
 	dev, _ := strconv.ParseUint(devS, 10, 64)
-	h, err := StartHelper(os.Args[0], HelperArg)
+	h, err := StartHelper()
 	if err != nil {
 		fmt.Println("start:", err)
 		return 1
