@@ -40,14 +40,23 @@ import (
 )
 
 func main() {
-	if len(os.Args) == 2 && os.Args[1] == openfiles.HelperArg {
-		if err := openfiles.ServeHelper(os.Stdin, os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "emptydir-exporter open-files helper: %v\n", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+	if code, helper := openFilesHelper(os.Args[1:]); helper {
+		os.Exit(code)
 	}
 	os.Exit(run(os.Args[1:]))
+}
+
+// openFilesHelper serves as the helper --collection.open-files starts (openfiles.StartHelper)
+// when args say so, and reports whether it did.
+func openFilesHelper(args []string) (int, bool) {
+	if len(args) != 1 || args[0] != openfiles.HelperArg {
+		return 0, false
+	}
+	if err := openfiles.ServeHelper(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "emptydir-exporter open-files helper: %v\n", err)
+		return 1, true
+	}
+	return 0, true
 }
 
 func run(args []string) int {
@@ -222,6 +231,7 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 		logger.Debug("a pod's open files could not be read", "namespace", p.Namespace, "pod", p.Pod, "volume", v.Name, "err", err)
 	}}
 	locator, lerr := podcgroup.Open(cfg.cgroup)
+	hostPID := openfiles.InInitialPIDNamespace()
 	o.Procs = func(p volume.PodVolumes) ([]int, error) {
 		if lerr != nil {
 			return nil, lerr
@@ -230,7 +240,13 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 		if err != nil {
 			return nil, err
 		}
-		return pod.Procs()
+		pids, err := pod.Procs()
+		// A running pod has a process (its sandbox's, at least): cgroup v1 leaves out those of
+		// other PID namespaces rather than listing them as 0.
+		if err == nil && len(pids) == 0 && !hostPID {
+			return nil, podcgroup.ErrProcsHidden
+		}
+		return pids, err
 	}
 	helper, herr := openfiles.StartHelper()
 	o.Count = func(ctx context.Context, proc string, pids []int, t openfiles.Target) (openfiles.Usage, error) {
@@ -242,7 +258,7 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 	if lerr != nil || herr != nil {
 		logger.Warn("cannot count the files pods deleted but hold open (--collection.open-files): walked emptyDirs' usage is a lower bound for them", "cgroups_err", lerr, "helper_err", herr)
 	} else {
-		logger.Info("counting the files pods deleted but hold open (--collection.open-files)", "cgroup_version", locator.Version())
+		logger.Info("counting the files pods deleted but hold open (--collection.open-files)", "cgroup_version", locator.Version(), "initial_pid_namespace", hostPID)
 	}
 	return o
 }

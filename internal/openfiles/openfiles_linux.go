@@ -216,3 +216,16 @@ func within(p, dir string) bool {
 func helperAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// initialPIDNamespaceIno is the inode number of the initial PID namespace's /proc/<pid>/ns/pid
+// (PROC_PID_INIT_INO in include/linux/proc_ns.h), the same on every kernel.
+const initialPIDNamespaceIno = 0xEFFFFFFC
+
+// InInitialPIDNamespace reports whether this process is in the node's initial PID namespace
+// (hostPID on a node that is no container itself). cgroup v1's cgroup.procs leaves out the
+// processes a reader cannot name, where v2 shows them as 0: outside it, a pod whose cgroups list
+// no process may be one whose processes are hidden.
+func InInitialPIDNamespace() bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/self/ns/pid", &st) == nil && st.Ino == initialPIDNamespaceIno
+}

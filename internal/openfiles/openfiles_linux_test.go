@@ -29,13 +29,20 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(pidNSEnv) != "" {
+		fmt.Println(InInitialPIDNamespace())
+		os.Exit(0)
+	}
 	if arg := os.Getenv(landlockedEnv); arg != "" {
 		os.Exit(landlocked(arg))
 	}
 	os.Exit(m.Run())
 }
 
-const landlockedEnv = "OPENFILES_TEST_LANDLOCKED"
+const (
+	landlockedEnv = "OPENFILES_TEST_LANDLOCKED"
+	pidNSEnv      = "OPENFILES_TEST_PIDNS"
+)
 
 // landlocked starts a helper, restricts itself with Landlock as the exporter does, then counts
 // the unlinked open files of pid on dev both itself and through the helper.
@@ -185,4 +192,26 @@ func hold(t *testing.T, script string, args ...string) (int, func()) {
 		t.Fatalf("holder: %q", line)
 	}
 	return cmd.Process.Pid, stop
+}
+
+// TestInInitialPIDNamespace: this test runs in the node's PID namespace; a child in a new one
+// does not.
+func TestInInitialPIDNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a new PID namespace needs root")
+	}
+	self, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil || self != fmt.Sprintf("pid:[%d]", initialPIDNamespaceIno) {
+		t.Skipf("the tests run in PID namespace %q (%v), not the initial one", self, err)
+	}
+	if !InInitialPIDNamespace() {
+		t.Error("not in the initial PID namespace")
+	}
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), pidNSEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	out, err := cmd.Output()
+	if err != nil || string(out) != "false\n" {
+		t.Errorf("a child in a new PID namespace says %q (%v), want false", out, err)
+	}
 }

@@ -19,3 +19,6 @@ func Count(proc string, pids []int, t Target) (Usage, error) {
 }
 
 func helperAttr() *syscall.SysProcAttr { return nil }
+
+// InInitialPIDNamespace needs Linux.
+func InInitialPIDNamespace() bool { return false }
