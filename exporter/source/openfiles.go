@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
@@ -22,12 +23,19 @@ type OpenFiles struct {
 	OnError func(p volume.PodVolumes, v volume.Volume, err error)
 }
 
+// openFilesTimeout bounds one volume's count: a descriptor on a hung filesystem would block its
+// stat, which then stops the helper for good (openfiles.Helper.Count).
+const openFilesTimeout = 10 * time.Second
+
 // openFiles is what the processes of p hold open in files deleted from dir, v's folder, and
 // whether it could be read (Measurement.OpenFiles).
 func (s *Filesystem) openFiles(ctx context.Context, p volume.PodVolumes, v volume.Volume, dir string) (openfiles.Usage, string) {
 	if s.OpenFiles == nil {
 		return openfiles.Usage{}, volume.OpenFilesOff
 	}
+	// Its own deadline, not the walk's: a walk cut short by its deadline still gets its count.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openFilesTimeout)
+	defer cancel()
 	u, err := s.OpenFiles.count(ctx, p, dir)
 	if err != nil {
 		if s.OpenFiles.OnError != nil {

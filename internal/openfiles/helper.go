@@ -93,6 +93,9 @@ func (h *Helper) Count(ctx context.Context, proc string, pids []int, t Target) (
 	if h.broken != nil {
 		return Usage{}, h.broken
 	}
+	if err := ctx.Err(); err != nil {
+		return Usage{}, err // sent nothing: the helper stays
+	}
 	done := make(chan answer, 1)
 	failed := make(chan error, 1)
 	go func() {

@@ -215,3 +215,28 @@ func TestInInitialPIDNamespace(t *testing.T) {
 		t.Errorf("a child in a new PID namespace says %q (%v), want false", out, err)
 	}
 }
+
+// TestHelperContext: a request whose context has ended is not sent and leaves the helper
+// answering (a walk cut short by its deadline must not stop it); a closed helper answers no
+// more.
+func TestHelperContext(t *testing.T) {
+	h, err := StartHelper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Count(ctx, "/proc", []int{os.Getpid()}, Target{Root: "/"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("an ended context: %v", err)
+	}
+	if _, err := h.Count(context.Background(), "/proc", []int{os.Getpid()}, Target{Root: "/"}); err != nil {
+		t.Errorf("after an ended context the helper answers no more: %v", err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Count(context.Background(), "/proc", []int{os.Getpid()}, Target{Root: "/"}); err == nil {
+		t.Error("a closed helper answers")
+	}
+}
