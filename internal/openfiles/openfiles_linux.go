@@ -54,6 +54,9 @@ func TargetOf(dir string) (Target, error) {
 	return Target{Dev: st.Dev, Root: path.Join(best.root, filepath.ToSlash(rel))}, nil
 }
 
+// maxDescriptors is MaxDescriptors; tests lower it.
+var maxDescriptors = MaxDescriptors
+
 // Count adds up the regular files without a link that the processes pids (IDs in the PID
 // namespace of the procfs at proc) hold open on t's device through a mount whose root is
 // t.Root or below it, each inode once. A process or descriptor gone meanwhile is skipped; one
@@ -61,7 +64,7 @@ func TargetOf(dir string) (Target, error) {
 func Count(proc string, pids []int, t Target) (Usage, error) {
 	var u Usage
 	seen := map[uint64]bool{}
-	budget := MaxDescriptors
+	budget := maxDescriptors
 	for _, pid := range pids {
 		if err := countProcess(proc, pid, t, seen, &u, &budget); err != nil {
 			return u, err

@@ -240,3 +240,16 @@ func TestHelperContext(t *testing.T) {
 		t.Error("a closed helper answers")
 	}
 }
+
+// TestCountBoundsDescriptors: a count stops once its processes hold more than maxDescriptors.
+func TestCountBoundsDescriptors(t *testing.T) {
+	defer func(n int) { maxDescriptors = n }(maxDescriptors)
+	maxDescriptors = 2 // this process holds stdin, stdout, stderr at least
+	if _, err := Count("/proc", []int{os.Getpid()}, Target{Root: "/"}); !errors.Is(err, ErrTooManyDescriptors) {
+		t.Errorf("Count over the bound: %v, want ErrTooManyDescriptors", err)
+	}
+	maxDescriptors = MaxDescriptors
+	if _, err := Count("/proc", []int{os.Getpid()}, Target{Root: "/"}); err != nil {
+		t.Errorf("Count within the bound: %v", err)
+	}
+}
