@@ -45,6 +45,9 @@ var (
 	unexplainedDesc = prometheus.NewDesc("emptydir_unexplained_bytes",
 		"Bytes of the volume's own filesystem (a memory volume's tmpfs) that no name in it leads to: files deleted but held open, which its walk cannot see; published only above 1MiB, never for a disk volume (its filesystem is the node's).",
 		volumeLabels, nil)
+	unlinkedOpenDesc = prometheus.NewDesc("emptydir_unlinked_open_bytes",
+		"Bytes of files deleted from the disk volume that its pod's processes still hold open, included in emptydir_used_bytes (--collection.open-files); published only above 0.",
+		volumeLabels, nil)
 	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
 		"How the volume's values were measured, in label method: walk, project_quota, statfs (a memory volume on a tmpfs of its own) or kubelet. Always 1.",
 		append(volumeLabels, "method"), nil)
@@ -81,6 +84,8 @@ var (
 		"Seconds between this scrape and the start of the oldest measurement behind a trigger series (an emptyDir with a sizeLimit, a part of a pod with an ephemeral-storage limit); absent with none.", []string{"node"}, nil)
 	walkCPUDesc = prometheus.NewDesc("emptydir_exporter_walk_cpu_seconds_total",
 		"CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.", []string{"node"}, nil)
+	openFilesVolumesDesc = prometheus.NewDesc("emptydir_exporter_open_files_volumes",
+		"Walked emptyDir volumes whose last measurement counted (outcome counted) or did not count the files their pod deleted but holds open: off (--collection.open-files is not set) or unreadable; for the latter two emptydir_used_bytes is a lower bound.", []string{"node", "outcome"}, nil)
 	namespaceWalkCPUDesc = prometheus.NewDesc("emptydir_exporter_namespace_walk_cpu_seconds_total",
 		"CPU seconds the periodic walks of the namespace's pods on the node spent, counted on the threads that walked; the series goes with the namespace's last pod on the node.", []string{"node", "namespace"}, nil)
 	namespaceFloorWalksDesc = prometheus.NewDesc("emptydir_exporter_namespace_floor_walks_total",
@@ -90,9 +95,9 @@ var (
 // Describe implements prometheus.Collector.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
-		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, unexplainedDesc, measurementInfoDesc, ageDesc,
+		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, unexplainedDesc, unlinkedOpenDesc, measurementInfoDesc, ageDesc,
 		unchangedDesc, filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
-		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc,
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc, openFilesVolumesDesc,
 		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
 		ch <- d
 	}
@@ -170,6 +175,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			if m.UnexplainedBytes >= unexplainedThreshold {
 				gauge(unexplainedDesc, float64(m.UnexplainedBytes), lv...)
 			}
+			if m.UnlinkedOpenBytes > 0 {
+				gauge(unlinkedOpenDesc, float64(m.UnlinkedOpenBytes), lv...)
+			}
 			if m.Method != "" {
 				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
 			}
@@ -202,6 +210,11 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	gauge(podsDesc, float64(snap.pods), node)
 	gauge(volumesDesc, float64(snap.volumeCount), node)
 	gauge(syncedDesc, boolFloat(e.cfg.Pods.HasSynced()), node)
+	for _, o := range []string{volume.OpenFilesCounted, volume.OpenFilesOff, volume.OpenFilesUnreadable} {
+		if n := snap.openFilesVolumes(o); n > 0 {
+			gauge(openFilesVolumesDesc, float64(n), node, o)
+		}
+	}
 	if oldest, ok := snap.oldestTriggerMeasurement(); ok {
 		gauge(oldestTriggerAgeDesc, max(0, now.Sub(oldest).Seconds()), node)
 	}
@@ -228,6 +241,17 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 		e.changeMarks.Collect(ch)
 		e.unchangedWalks.Collect(ch)
 	}
+}
+
+// openFilesVolumes counts the emptyDirs whose measurement has outcome in Measurement.OpenFiles.
+func (s snapshot) openFilesVolumes(outcome string) int {
+	n := 0
+	for _, r := range s.volumes {
+		if r.Volume.Kind == volume.KindEmptyDir && r.Measurement.OpenFiles == outcome {
+			n++
+		}
+	}
+	return n
 }
 
 func boolFloat(b bool) float64 {

@@ -71,6 +71,9 @@ type config struct {
 	// (--collection.change-signal.runtime-classes; exporter.Config.ChangeSignalRuntimeClasses).
 	changeSignalRuntimeClasses string
 	cgroup                     podcgroup.Config
+	// openFiles counts toward walked emptyDirs the files their pods' processes deleted but
+	// hold open (--collection.open-files), through a helper started before Landlock.
+	openFiles bool
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -95,6 +98,9 @@ func defaultConfig() config {
 		kubeletTimeout:   10 * time.Second,
 	}
 }
+
+// useOpenFiles: open files are counted and the source walks.
+func (c *config) useOpenFiles() bool { return c.openFiles && c.source == sourceFilesystem }
 
 // useChangeSignal: the change signal is on and the source walks.
 func (c *config) useChangeSignal() bool { return c.changeSignal && c.source == sourceFilesystem }
@@ -165,11 +171,13 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.SkipUnchanged)).BoolVar(&ec.SkipUnchanged)
 	app.Flag("collection.change-signal.runtime-classes", "Comma-separated names of the RuntimeClasses whose pods' writes the pod's cgroup carries (runc-like runtimes: runc, crun, nvidia), beside the node's default runtime (pods without a RuntimeClass); empty: the default runtime only. A pod of any other RuntimeClass gets no change mark and is walked at its cadence, counted in emptydir_exporter_change_marks_total{outcome=\"runtime_class\"}: a sandbox such as Kata with virtio-fs writes the pod's files from outside its cgroup, which would vouch them unchanged however much it writes. On a node whose default runtime is such a sandbox, turn --collection.change-signal off (--collection.change-signal).").
 		StringVar(&cfg.changeSignalRuntimeClasses)
-	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal).").
+	app.Flag("collection.open-files", "Count toward a walked emptyDir the files its pod's processes deleted but still hold open, which no walk sees: the pod's processes from its cgroups (--cgroup.*), their descriptors from /proc. Needs the host's PID namespace (hostPID) and CAP_SYS_PTRACE; read by a helper process the exporter starts before --fs.deny-writes restricts it (docs/security.md). Off: emptydir_exporter_open_files_volumes{outcome=\"off\"} says such files are not counted (source filesystem).").
+		Default(def(cfg.openFiles)).BoolVar(&cfg.openFiles)
+	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
-	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form (--collection.change-signal).").
+	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Root).StringVar(&cfg.cgroup.Root)
-	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto (a pod's cgroup in whichever layout has it; a pod in both is walked as without the signal) (--collection.change-signal).").
+	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto (a pod's cgroup in whichever layout has it; a pod in both is walked as without the signal) (--collection.change-signal, --collection.open-files).").
 		Default(string(cfg.cgroup.Driver)).StringVar((*string)(&cfg.cgroup.Driver))
 	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver; source filesystem: optional, the Summary API's figure for a writable layer it cannot locate); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
 		StringVar(&cfg.kubeletURL)
@@ -232,7 +240,10 @@ func (c *config) validate() error {
 			errs = append(errs, fmt.Errorf("--collection.change-signal.runtime-classes: %q is not a RuntimeClass name: %s", rc, strings.Join(msgs, "; ")))
 		}
 	}
-	if c.useChangeSignal() {
+	if c.openFiles && c.source != sourceFilesystem {
+		errs = append(errs, fmt.Errorf("--collection.open-files needs --collection.source=%s: it adds to the walks", sourceFilesystem))
+	}
+	if c.useChangeSignal() || c.useOpenFiles() {
 		if err := c.cgroup.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--cgroup.root/--cgroup.driver: %w", err))
 		}

@@ -74,6 +74,7 @@ func TestParseDefaults(t *testing.T) {
 		{"--cgroup.mount", cfg.cgroup.Mount, "/sys/fs/cgroup"},
 		{"--cgroup.root", cfg.cgroup.Root, "/"},
 		{"--cgroup.driver", string(cfg.cgroup.Driver), "auto"},
+		{"--collection.open-files", cfg.openFiles, false},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -171,6 +172,11 @@ func TestValidate(t *testing.T) {
 			[]string{"--cgroup.root", `"a_b"`}},
 		{"change signal: relative cgroup mount", []string{"--node.name=n", "--collection.change-signal", "--cgroup.mount=sys/fs/cgroup"},
 			[]string{"--cgroup.mount"}},
+		{"open files", []string{"--node.name=n", "--collection.open-files"}, nil},
+		{"open files without the change signal: cgroup flags checked", []string{"--node.name=n", "--no-collection.change-signal",
+			"--collection.open-files", "--cgroup.driver=runc"}, []string{"--cgroup.driver", `"runc"`}},
+		{"open files with source kubelet", append(kubelet, "--kubelet.via-apiserver", "--collection.open-files"),
+			[]string{"--collection.open-files", "--collection.source=filesystem"}},
 		{"missing node name", []string{}, []string{"--node.name"}},
 		{"unknown source", []string{"--node.name=n", "--collection.source=cadvisor"}, []string{"--collection.source", "cadvisor"}},
 		{"interval below 1s", []string{"--node.name=n", "--collection.interval=999ms"}, []string{"--collection.interval"}},

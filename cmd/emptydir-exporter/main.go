@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,9 +35,29 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/denywrites"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	if code, helper := openFilesHelper(os.Args[1:]); helper {
+		os.Exit(code)
+	}
+	os.Exit(run(os.Args[1:]))
+}
+
+// openFilesHelper serves as the helper --collection.open-files starts (openfiles.StartHelper)
+// when args say so, and reports whether it did.
+func openFilesHelper(args []string) (int, bool) {
+	if len(args) != 1 || args[0] != openfiles.HelperArg {
+		return 0, false
+	}
+	if err := openfiles.ServeHelper(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "emptydir-exporter open-files helper: %v\n", err)
+		return 1, true
+	}
+	return 0, true
+}
 
 func run(args []string) int {
 	cfg := defaultConfig()
@@ -55,6 +76,10 @@ func run(args []string) int {
 	if err := cfg.checkPaths(); err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2
+	}
+	if cfg.useOpenFiles() {
+		// Before Landlock: a restricted process may not read the descriptors of others.
+		cfg.fs.OpenFiles = openFiles(&cfg, logger)
 	}
 	if cfg.denyWrites {
 		// The exporter writes no file: what it reads through its mounts it must never change.
@@ -192,6 +217,50 @@ func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
 	}
 	logger.Info("change signal on", append(s.Describe(), "runtime_classes", append([]string{"(default)"}, splitList(cfg.changeSignalRuntimeClasses)...))...)
 	return s
+}
+
+// openFiles starts the helper that reads the pods' processes' descriptors and finds their
+// processes in their cgroups; what fails makes every walked volume's outcome unreadable.
+func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
+	var warned sync.Once
+	o := &source.OpenFiles{Proc: "/proc", OnError: func(p volume.PodVolumes, v volume.Volume, err error) {
+		warned.Do(func() {
+			logger.Warn("a pod's open files could not be read: the usage of its walked emptyDirs is a lower bound for files deleted but held open (the exporter needs hostPID and CAP_SYS_PTRACE); further failures are logged at debug level",
+				"namespace", p.Namespace, "pod", p.Pod, "volume", v.Name, "err", err)
+		})
+		logger.Debug("a pod's open files could not be read", "namespace", p.Namespace, "pod", p.Pod, "volume", v.Name, "err", err)
+	}}
+	locator, lerr := podcgroup.Open(cfg.cgroup)
+	hostPID := openfiles.InInitialPIDNamespace()
+	o.Procs = func(p volume.PodVolumes) ([]int, error) {
+		if lerr != nil {
+			return nil, lerr
+		}
+		pod, err := locator.Locate(p.KubeletUID(), p.QOSClass)
+		if err != nil {
+			return nil, err
+		}
+		pids, err := pod.Procs()
+		// A running pod has a process (its sandbox's, at least): cgroup v1 leaves out those of
+		// other PID namespaces rather than listing them as 0.
+		if err == nil && len(pids) == 0 && !hostPID {
+			return nil, podcgroup.ErrProcsHidden
+		}
+		return pids, err
+	}
+	helper, herr := openfiles.StartHelper()
+	o.Count = func(ctx context.Context, proc string, pids []int, t openfiles.Target) (openfiles.Usage, error) {
+		if herr != nil {
+			return openfiles.Usage{}, herr
+		}
+		return helper.Count(ctx, proc, pids, t)
+	}
+	if lerr != nil || herr != nil {
+		logger.Warn("cannot count the files pods deleted but hold open (--collection.open-files): walked emptyDirs' usage is a lower bound for them", "cgroups_err", lerr, "helper_err", herr)
+	} else {
+		logger.Info("counting the files pods deleted but hold open (--collection.open-files)", "cgroup_version", locator.Version(), "initial_pid_namespace", hostPID)
+	}
+	return o
 }
 
 // warnMissingPaths says which folder the ephemeral-storage measurement needs is not there. No

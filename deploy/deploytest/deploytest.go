@@ -115,6 +115,7 @@ type ExporterPrivileges struct {
 	HostPaths    []string            // hostPath volumes the container mounts, "path:ro" when read-only
 	Capabilities []corev1.Capability // added to the container
 	Root         bool                // runs as uid 0
+	HostPID      bool                // shares the node's PID namespace
 	Rights       []string            // "verb group/resource" of every rule bound to its ServiceAccount, sorted
 }
 
@@ -122,7 +123,8 @@ type ExporterPrivileges struct {
 // kubelet's pods folder and, with --collection.ephemeral-storage, the kubelet's pod logs
 // folder and containerd's runtime v2 task folder, overlayfs snapshotter root and CRI container
 // folder (image VOLUMEs), and with the change signal (on unless --no-collection.change-signal)
-// the node's cgroups. An empty field is a folder that must not be mounted.
+// or --collection.open-files the node's cgroups. An empty field is a folder that must not be
+// mounted.
 type ExporterHostPaths struct {
 	Pods                string // <kubelet-root>/pods
 	PodLogs             string // the kubelet's podLogsDir; "" without --collection.ephemeral-storage
@@ -131,7 +133,7 @@ type ExporterHostPaths struct {
 	// ContainerdCRIContainers is <containerd root>/io.containerd.grpc.v1.cri/containers, the
 	// folders of image VOLUMEs; "" without containerd or with imageVolumes off.
 	ContainerdCRIContainers string
-	Cgroups                 string // /sys/fs/cgroup; "" with --no-collection.change-signal
+	Cgroups                 string // /sys/fs/cgroup; "" with --no-collection.change-signal (unless --collection.open-files)
 }
 
 // DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
@@ -160,17 +162,22 @@ func (h ExporterHostPaths) List() []string {
 
 // WantExporterPrivileges are exactly the privileges each --collection.source needs: the
 // filesystem source walks <kubelet-root>/pods, and reads the pod logs and containerd folders
-// of paths, all read-only, as root with DAC_READ_SEARCH; the kubelet source reads the Summary
-// API (get nodes/stats, or nodes/proxy through the API server) and nothing of the node. Both
-// list and watch their node's pods.
-func WantExporterPrivileges(source string, viaAPIServer bool, paths ExporterHostPaths) ExporterPrivileges {
+// of paths, all read-only, as root with DAC_READ_SEARCH, and with openFiles
+// (--collection.open-files) the node's PID namespace and SYS_PTRACE besides; the kubelet source
+// reads the Summary API (get nodes/stats, or nodes/proxy through the API server) and nothing
+// of the node. Both list and watch their node's pods.
+func WantExporterPrivileges(source string, viaAPIServer, openFiles bool, paths ExporterHostPaths) ExporterPrivileges {
 	rights := []string{"list /pods", "watch /pods"}
 	if source == "filesystem" {
 		var hostPaths []string
 		for _, p := range paths.List() {
 			hostPaths = append(hostPaths, p+":ro")
 		}
-		return ExporterPrivileges{HostPaths: hostPaths, Capabilities: []corev1.Capability{"DAC_READ_SEARCH"}, Root: true, Rights: rights}
+		caps := []corev1.Capability{"DAC_READ_SEARCH"}
+		if openFiles {
+			caps = append(caps, "SYS_PTRACE")
+		}
+		return ExporterPrivileges{HostPaths: hostPaths, Capabilities: caps, Root: true, HostPID: openFiles, Rights: rights}
 	}
 	if viaAPIServer {
 		rights = append(rights, "get /nodes/proxy")
@@ -221,8 +228,9 @@ func ExporterPrivilegesOf(t testing.TB, objs []runtime.Object, ds *appsv1.Daemon
 	}
 	// No uid at all runs as the image's user; the Dockerfile's is 65532, but say it here.
 	p.Root = uid == nil || *uid == 0
-	if spec.HostNetwork || spec.HostPID || spec.HostIPC {
-		t.Errorf("DaemonSet %s shares a host namespace", ds.Name)
+	p.HostPID = spec.HostPID
+	if spec.HostNetwork || spec.HostIPC {
+		t.Errorf("DaemonSet %s shares the node's network or IPC namespace", ds.Name)
 	}
 
 	sa := spec.ServiceAccountName
@@ -275,17 +283,19 @@ func ExporterPrivilegesOf(t testing.TB, objs []runtime.Object, ds *appsv1.Daemon
 func CheckExporterPrivileges(t testing.TB, what string, objs []runtime.Object, name string, paths ExporterHostPaths) {
 	t.Helper()
 	ds := MustFind[*appsv1.DaemonSet](t, objs, name)
-	source, viaAPIServer := "filesystem", false
+	source, viaAPIServer, openFiles, signalOff := "filesystem", false, false, false
 	for _, a := range ds.Spec.Template.Spec.Containers[0].Args {
 		if v, ok := strings.CutPrefix(a, "--collection.source="); ok {
 			source = v
 		}
 		viaAPIServer = viaAPIServer || a == "--kubelet.via-apiserver"
-		if a == "--no-collection.change-signal" {
-			paths.Cgroups = "" // the signal is on by default
-		}
+		openFiles = openFiles || a == "--collection.open-files"
+		signalOff = signalOff || a == "--no-collection.change-signal"
 	}
-	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, paths)
+	if signalOff && !openFiles {
+		paths.Cgroups = "" // the signal is on by default; open files read the cgroups too
+	}
+	got, want := ExporterPrivilegesOf(t, objs, ds), WantExporterPrivileges(source, viaAPIServer, openFiles, paths)
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s: the exporter (source %s) has\n  %+v\nwant exactly\n  %+v", what, source, got, want)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 )
 
 // Filesystem measures volumes by walking the kubelet's pod volume folders.
@@ -37,6 +38,10 @@ type Filesystem struct {
 	// kubelet's Summary API figure (--kubelet.url or --kubelet.via-apiserver with this source),
 	// as old as the kubelet's stats (Measurement.Method MethodKubelet, Unlocated still set).
 	LayerFallback *Kubelet
+	// OpenFiles, when set, adds to a walked emptyDir the files its pod's processes deleted but
+	// hold open (--collection.open-files); nil: the usage is a lower bound for them
+	// (Measurement.OpenFiles).
+	OpenFiles *OpenFiles
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// ReadQuota reads a folder's project quota; nil means fswalk.ReadProjectQuota (tests
@@ -209,9 +214,18 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	if err != nil {
 		return volume.Measurement{}, volume.FSError(err)
 	}
+	// A walk of a folder of a shared filesystem misses what was deleted but is held open; a
+	// tmpfs of the volume's own and a project quota count it already.
+	var open openfiles.Usage
+	var openOutcome string
+	if v.Kind == volume.KindEmptyDir && method == volume.MethodWalk {
+		open, openOutcome = s.openFiles(ctx, p, v, dir)
+	}
 	return volume.Measurement{
-		UsedBytes:         du.UsedBytes,
-		InodesUsed:        du.Inodes,
+		UsedBytes:         du.UsedBytes + open.Bytes,
+		UnlinkedOpenBytes: open.Bytes,
+		OpenFiles:         openOutcome,
+		InodesUsed:        du.Inodes + open.Files,
 		UnreadableEntries: du.Unreadable,
 		UncheckedLinks:    du.UncheckedLinks,
 		ChangedFolders:    du.Changed,

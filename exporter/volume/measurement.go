@@ -49,7 +49,23 @@ type Measurement struct {
 	// volume's tmpfs) that no name in it leads to: files deleted but held open. 0 where it is
 	// not known: a volume on a shared filesystem, or a walk that was itself a lower bound.
 	UnexplainedBytes int64
+	// UnlinkedOpenBytes is the part of UsedBytes that the pod's processes hold open in files
+	// deleted from the volume (OpenFiles OpenFilesCounted), which no walk sees.
+	UnlinkedOpenBytes int64
+	// OpenFiles says whether UsedBytes counts such files, for a volume walked on a shared
+	// filesystem: OpenFilesCounted, OpenFilesOff or OpenFilesUnreadable (a lower bound for
+	// them); "" where the measurement counts them anyway (a tmpfs of its own, a project quota)
+	// or the part is no emptyDir.
+	OpenFiles string
 }
+
+// Whether a walked emptyDir's usage counts the files its pod deleted but holds open, as the
+// outcome label of emptydir_exporter_open_files_volumes spells it.
+const (
+	OpenFilesCounted    = "counted"
+	OpenFilesOff        = "off"
+	OpenFilesUnreadable = "unreadable"
+)
 
 // How a volume's usage was measured, as the method label spells it.
 const (

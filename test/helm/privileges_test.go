@@ -98,8 +98,9 @@ func componentSubsets(t *testing.T) [][]string {
 // combination of its components, the chart with each source and each ephemeral-storage
 // setting — gives it exactly what its source needs (deploytest.WantExporterPrivileges):
 // read-only hostPaths (the kubelet's pods folder; the pod logs and containerd folders only
-// with ephemeral storage on), capability, uid 0 and RBAC for the filesystem walk only, get
-// nodes/stats (or nodes/proxy) for the kubelet source only.
+// with ephemeral storage on), capability, uid 0 and RBAC for the filesystem walk only (hostPID
+// and SYS_PTRACE only with exporter.openFiles.enabled), get nodes/stats (or nodes/proxy) for
+// the kubelet source only.
 func TestExporterPrivileges(t *testing.T) {
 	defaults := deploytest.DefaultExporterHostPaths("/var/lib/kubelet")
 	for _, comps := range componentSubsets(t) {
@@ -121,6 +122,11 @@ func TestExporterPrivileges(t *testing.T) {
 		// The change signal (on by default) adds the node's cgroups, read-only, and nothing else.
 		{"exporter: {changeSignal: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
 			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, ContainerdCRIContainers: defaults.ContainerdCRIContainers}},
+		// Open files (off by default) add hostPID and SYS_PTRACE (CheckExporterPrivileges reads
+		// --collection.open-files from the arguments) and the cgroups, signal or not.
+		{"exporter: {openFiles: {enabled: true}}", defaults},
+		{"exporter: {openFiles: {enabled: true}, changeSignal: {enabled: false}}", defaults},
+		{"exporter: {source: kubelet, openFiles: {enabled: true}}", deploytest.ExporterHostPaths{}},
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet/}", deploytest.DefaultExporterHostPaths("/var/lib/k0s/kubelet")},
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet, ephemeralStorage: {containerd: {stateDir: /run/k0s/containerd/, root: /var/lib/k0s/containerd}}}", k0s},
 		{"exporter: {ephemeralStorage: {podLogsDir: /srv/pod-logs/}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: "/srv/pod-logs",
