@@ -52,6 +52,8 @@ type Stack struct {
 
 // StackOptions chooses the optional parts of a Stack.
 type StackOptions struct {
+	// ExporterArgs are appended to the exporter's flags (e.g. --collection.open-files).
+	ExporterArgs []string
 	// RemediatorArgs are appended to the main remediator's flags.
 	RemediatorArgs []string
 	// DryRun also starts a --eviction.dry-run remediator on StackDryRunAddr (scraped as well).
@@ -76,9 +78,9 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	// Every opt-in family too: the stage breakdowns read each measurement's age, and the
 	// dashboards are checked here with every panel filled (the operator-path test checks
 	// them at the chart's defaults).
-	StartInNetns(t, c, s.ExporterLog, exporterBin, append(c.ExporterPathArgs(),
+	StartInNetns(t, c, s.ExporterLog, exporterBin, append(append(c.ExporterPathArgs(),
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--metric-opt-in-list=.*",
-		"--collection.interval="+ExporterInterval.String(), "--web.listen-address="+StackExporterAddr)...)
+		"--collection.interval="+ExporterInterval.String(), "--web.listen-address="+StackExporterAddr), o.ExporterArgs...)...)
 	exporterTargets := []string{StackExporterAddr}
 	if o.BrokenKubeletExporter {
 		StartInNetns(t, c, "scn-exporter-kubelet", exporterBin,
