@@ -5,8 +5,11 @@
 package framework
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 )
 
 // TB is what the framework needs of a test. testing.TB has it; so does the demo's runner,
@@ -24,6 +27,33 @@ type TB interface {
 // RepoPath returns the path of rel, a path relative to the repository's root, wherever the
 // test or the program runs from.
 func RepoPath(rel string) string {
+	rootOnce.Do(func() { root = findRoot() })
+	return filepath.Join(root, rel)
+}
+
+const rootModule = "module github.com/emptydir-guard/emptydir-guard\n"
+
+var (
+	rootOnce sync.Once
+	root     string
+)
+
+// findRoot returns the nearest folder at or above the working directory whose go.mod is the
+// root module's: tests run in their package's folder, programs from anywhere in the checkout.
+// Only then this source file's path, which a -trimpath build (make's) does not know.
+func findRoot() string {
+	if dir, err := os.Getwd(); err == nil {
+		for {
+			if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte(rootModule)) {
+				return dir
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", rel)
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
