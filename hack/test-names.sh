@@ -21,5 +21,19 @@ gone=$(comm -23 <(printf '%s\n' "$then_passed") <(printf '%s\n' "$now_passed"))
 new=$(comm -13 <(printf '%s\n' "$then_passed") <(printf '%s\n' "$now_passed"))
 {
   echo "test-names: $(printf '%s\n' "$now_passed" | grep -c .) tests passed; vs $earlier: $(printf '%s' "$new" | grep -c . || true) new, $(printf '%s' "$gone" | grep -c . || true) passed there and not here"
-  [ -z "$gone" ] || sed 's/^/  not passed here: /' <<<"$gone"
+  # At most 20 names: a run stopped early would list most of the suite, and its end is read.
+  [ -z "$gone" ] || sed 's/^/  not passed here: /' <<<"$gone" | awk 'NR <= 20; END { if (NR > 20) printf "  ... and %d more (%s)\n", NR - 20, "tests-run.txt" }'
+
 } >&2
+# The failed tests' own words, last, where a run's log is cut to its end: for each failed test
+# without a failed subtest, the last lines it printed (its t.Error and t.Log lines).
+cat "$dir"/*.json 2>/dev/null |
+  jq -rs '
+    (map(select(.Action == "fail" and .Test != null) | "\(.Package) \(.Test)") | unique) as $failed
+    | [ $failed[] as $f | select(all($failed[]; startswith($f + "/") | not)) | $f ] as $leaves
+    | reduce (.[] | select(.Action == "output" and .Test != null)) as $e ({};
+        ("\($e.Package) \($e.Test)") as $k
+        | if ($leaves | index($k)) then .[$k] += [$e.Output | rtrimstr("\n")] else . end)
+    | to_entries[]
+    | "  FAIL \(.key | sub("^github.com/emptydir-guard/emptydir-guard/?"; "")):",
+      (.value | map(select(test("^\\s*(=== |--- )") | not)) | .[-8:][] | "    " + (.[0:300]))' >&2 || true

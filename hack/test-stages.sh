@@ -36,8 +36,25 @@ cache_mb() {
   du -smc "${dirs[@]}" 2>/dev/null | awk 'END {print $1}'
 }
 
+# cpu_jiffies prints the machine's busy and total CPU time so far (/proc/stat, in clock ticks).
+cpu_jiffies() {
+  awk '$1 == "cpu" { busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6 }' /proc/stat
+}
+# run_timed file command...: runs the command and writes the CPU seconds (user + system) it and
+# its descendants used to file: a stage's cost in core-seconds, beside its wall seconds.
+run_timed() {
+  local out=$1 rc
+  shift
+  "$@"
+  rc=$?
+  times | awk 'NR == 2 { split($0, f, /[ms ]+/); printf "%.0f\n", f[1] * 60 + f[2] + f[3] * 60 + f[4] }' >"$out"
+  return $rc
+}
+export -f run_timed
+
 rows=()
 start_all=$(date +%s)
+read -r start_busy start_total < <(cpu_jiffies)
 start_mb=$(cache_mb)
 # The caches' size after the last stage that ended: the next one's start, so that each stage
 # costs one du of the caches (seconds when they are warm), not two.
@@ -48,12 +65,14 @@ declare -A bg_pid bg_start bg_mb
 status=0
 
 table() {
-  local total=$(( $(date +%s) - start_all ))
+  local total=$(( $(date +%s) - start_all )) busy all
+  read -r busy all < <(cpu_jiffies)
   echo
   echo "== make test stages: caches $start_state at the start ($start_mb MB), $(( $(cache_mb) - start_mb )) MB more at the end"
-  printf '%-28s %8s %10s  %s\n' stage seconds "cache +MB" result
-  for r in "${rows[@]}"; do printf '%-28s %8s %10s  %s\n' $r; done
-  printf '%-28s %8s\n' total "$total"
+  printf '%-28s %8s %8s %10s  %s\n' stage seconds "CPU s" "cache +MB" result
+  for r in "${rows[@]}"; do printf '%-28s %8s %8s %10s  %s\n' $r; done
+  printf '%-28s %8s %8s\n' total "$total" "$(( (busy - start_busy) / $(getconf CLK_TCK) ))"
+  echo "machine: $(nproc) cores, busy $(( (busy - start_busy) * 100 / (all - start_total + 1) ))% of the run (CPU s: the stage's processes, user + system)"
   if command -v jq >/dev/null && [ -d "$TEST_JSON_DIR" ]; then
     local earlier=()
     [ -f test/tests-run.txt ] && earlier=(test/tests-run.txt)
@@ -73,10 +92,11 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-record() { # name seconds grewMB status
-  local result=ok
+record() { # name seconds grewMB status cpu-file
+  local result=ok cpu
   [ "$4" = 0 ] || result=FAILED
-  rows+=("$1 $2 $3 $result")
+  cpu=$(cat "$5" 2>/dev/null)
+  rows+=("$1 $2 ${cpu:--} $3 $result")
 }
 
 # wait_background [name]: waits for the background stage name, or for all of them.
@@ -92,7 +112,7 @@ wait_background() {
     rc=$?
     t1=$(date +%s)
     last_mb=$(cache_mb)
-    record "$name(background)" $(( t1 - bg_start[$name] )) $(( last_mb - bg_mb[$name] )) "$rc"
+    record "$name(background)" $(( t1 - bg_start[$name] )) $(( last_mb - bg_mb[$name] )) "$rc" "$logdir/$name.cpu"
     if [ "$rc" != 0 ]; then
       echo "test-stages: background stage $name failed; the end of its log ($logdir/$name.log):" >&2
       tail -n 400 "$logdir/$name.log" >&2
@@ -115,7 +135,7 @@ start_background() {
   bg_start[$1]=$(date +%s)
   bg_mb[$1]=$last_mb
   # A process group of its own (setsid), so that a failed run can stop all of it.
-  setsid nice -n "$2" "$make" "$1" > >(stamp >"$logdir/$1.log") 2>&1 &
+  setsid nice -n "$2" bash -c 'run_timed "$@"' - "$logdir/$1.cpu" "$make" "$1" > >(stamp >"$logdir/$1.log") 2>&1 &
   bg_pid[$1]=$!
   echo "test-stages: $1 started in the background at niceness $2 (log $logdir/$1.log)"
 }
@@ -144,14 +164,14 @@ for stage in "$@"; do
       mb0=$last_mb
       # In a process group of its own and waited for, so that a signal to this script is
       # handled at once (bash runs traps only between commands) and stops all of the stage.
-      setsid nice -n "$fg_nice" "$make" "$stage" > >(stamp) 2>&1 &
+      setsid nice -n "$fg_nice" bash -c 'run_timed "$@"' - "$logdir/$stage.cpu" "$make" "$stage" > >(stamp) 2>&1 &
       fg_pid=$!
       wait "$fg_pid"
       rc=$?
       fg_pid=
       t1=$(date +%s)
       last_mb=$(cache_mb)
-      record "$stage" $(( t1 - t0 )) $(( last_mb - mb0 )) "$rc"
+      record "$stage" $(( t1 - t0 )) $(( last_mb - mb0 )) "$rc" "$logdir/$stage.cpu"
       [ "$rc" = 0 ] || exit "$rc"
       ;;
   esac

@@ -266,7 +266,13 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 	isEviction := func(k apiRequest) bool { return k.resource == "pods" && k.subresource == "eviction" }
 	res.apiEvictions = delta(isEviction)
 	if ok := delta(func(k apiRequest) bool { return isEviction(k) && strings.HasPrefix(k.code, "2") }); res.apiEvictions != want || ok != want {
-		t.Errorf("the API server counted %d Eviction requests (%d succeeded), want exactly %d", res.apiEvictions, ok, want)
+		codes := map[string]int{}
+		for k, v := range after {
+			if isEviction(k) {
+				codes[k.code] += int(v - before[k])
+			}
+		}
+		t.Errorf("the API server counted %d Eviction requests (%d succeeded; by code %v), want exactly %d", res.apiEvictions, ok, codes, want)
 	}
 	if evs := delta(func(k apiRequest) bool { return k.resource != "" }); want > 0 {
 		res.apiPerEviction = float64(evs) / float64(want)
@@ -311,11 +317,19 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 		t.Errorf("ledger records %d evicted UIDs, want %d", n, want)
 	}
 	evictedAnswers := map[string]int{}
+	deliveryCodes := map[int]int{}
+	retriedOutcomes := map[remediator.Outcome]int{} // the outcomes a non-200 answer carried
 	var latencies []time.Duration
 	var first, last time.Time
 	for _, rec := range recs {
 		for _, d := range rec.All() {
 			res.deliveries++
+			deliveryCodes[d.Code]++
+			if d.Code != 200 {
+				for _, a := range d.Response.Alerts {
+					retriedOutcomes[a.Outcome]++
+				}
+			}
 			latencies = append(latencies, d.Answered.Sub(d.Received))
 			if first.IsZero() || d.Received.Before(first) {
 				first = d.Received
@@ -350,8 +364,8 @@ func runLoadPhase(ctx context.Context, t *testing.T, c *cluster.Cluster, client 
 			res.peakRSS = rss
 		}
 	}
-	t.Logf("%s: leader %s; %d alerts, %d deliveries in %.1fs (%.0f/s), p50 %s p99 %s; %d evicted (API server: %d Eviction requests), %d wrong; peak RSS %d MiB; %.1f API requests (%.1f ConfigMap) per eviction",
-		ph.name, leader.name, len(pods), res.deliveries, res.seconds, float64(res.deliveries)/res.seconds, res.p50, res.p99,
+	t.Logf("%s: leader %s; %d alerts, %d deliveries (by HTTP status %v; outcomes answered with other than 200 %v) in %.1fs (%.0f/s), p50 %s p99 %s; %d evicted (API server: %d Eviction requests), %d wrong; peak RSS %d MiB; %.1f API requests (%.1f ConfigMap) per eviction",
+		ph.name, leader.name, len(pods), res.deliveries, deliveryCodes, retriedOutcomes, res.seconds, float64(res.deliveries)/res.seconds, res.p50, res.p99,
 		res.evicted, res.apiEvictions, res.wrong, res.peakRSS>>20, res.apiPerEviction, res.ledgerPerEviction)
 	return res
 }
