@@ -47,7 +47,9 @@ run_timed() {
   shift
   "$@"
   rc=$?
-  times | awk 'NR == 2 { split($0, f, /[ms ]+/); printf "%.0f\n", f[1] * 60 + f[2] + f[3] * 60 + f[4] }' >"$out"
+  # Not piped: a pipeline's side is a subshell, whose children are not these.
+  times >"$out.times"
+  awk 'NR == 2 { split($0, f, /[ms ]+/); printf "%.0f\n", f[1] * 60 + f[2] + f[3] * 60 + f[4] }' "$out.times" >"$out"
   return $rc
 }
 export -f run_timed
