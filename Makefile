@@ -33,7 +33,7 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build image test-image plugin-release release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build image test-image test-ocimage plugin-release release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
 # Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
 # only pins the tools; tools/ocimage builds the image); golangci-lint also reads the test-only ones.
@@ -80,7 +80,10 @@ image-build-%:
 
 # tools/ocimage's tests on `make image`'s builds (without OCIMAGE_TEST_BINARIES they build their
 # own, about a minute more): reproducibility, contents, SBOM referrers, flag checks.
-test-image: image
+# test-ocimage runs them on the builds already there: make test builds the image first, for the
+# real-cluster suite, and does not rewrite it while the suite reads it.
+test-image: image test-ocimage
+test-ocimage:
 	cd tools/ocimage && $(GO) vet ./... && \
 	  OCIMAGE_TEST_BINARIES='$(IMAGE_BINARIES)' OCIMAGE_TEST_VERSION='$(VERSION)' $(GOTEST) -count=1 ./...
 
@@ -329,8 +332,8 @@ export RECORD
 # niced, taking the CPU the foreground stages leave idle) until test-cluster needs them; the
 # real-cluster suite (@: in the background at normal priority, the later stages niced) beside
 # the CPU-bound stages that follow, none of which writes what it reads (bin/'s commands and image).
-TEST_STAGES := deps &test-tools vet test-rules test-dashboards check-generated unit test-image \
-  wait:test-tools @test-cluster lint vulncheck test-kernel-lane fuzz test-helm wait
+TEST_STAGES := deps &test-tools vet test-rules test-dashboards check-generated build image \
+  @test-cluster<test-tools unit test-ocimage lint vulncheck test-kernel-lane fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1

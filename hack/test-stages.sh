@@ -11,6 +11,9 @@
 #   @name   name in the background at niceness 0, the foreground stages from then on at 10:
 #           the real-cluster suite, which waits on its cluster most of the time (a third of a
 #           core), runs so beside the CPU-bound stages, and its timing is not starved by them.
+#   @name<dep  the same, but name starts only once the background stage dep has succeeded
+#           (and not at all if it failed), without holding up the foreground stages meanwhile:
+#           the suite starts as soon as its tools are built, cold or warm.
 #   wait:name  waits for that background stage; wait  for all of them. A failed one fails the
 #           run, printing the end of its log ($(BIN)/stages/<name>.log).
 #
@@ -42,6 +45,7 @@ cpu_jiffies() {
 }
 # run_timed file command...: runs the command and writes the CPU seconds (user + system) it and
 # its descendants used to file: a stage's cost in core-seconds, beside its wall seconds.
+# Also writes the exit status to <file>.rc, which "@name<dep" waits for.
 run_timed() {
   local out=$1 rc
   shift
@@ -50,9 +54,25 @@ run_timed() {
   # Not piped: a pipeline's side is a subshell, whose children are not these.
   times >"$out.times"
   awk 'NR == 2 { split($0, f, /[ms ]+/); printf "%.0f\n", f[1] * 60 + f[2] + f[3] * 60 + f[4] }' "$out.times" >"$out"
+  date +%s >"$out.end"
+  echo "$rc" >"$out.rc"
   return $rc
 }
-export -f run_timed
+# after_then_run dep-rc-file start-file cpu-file command...: waits for a background stage's
+# status file, then runs the command as run_timed does if it was 0, noting when it started.
+after_then_run() {
+  local dep_rc=$1 start=$2
+  shift 2
+  until [ -f "$dep_rc" ]; do sleep 2; done
+  if [ "$(cat "$dep_rc")" != 0 ]; then
+    echo "test-stages: not started: ${dep_rc%.cpu.rc} failed"
+    echo 1 >"$1.rc"
+    return 1
+  fi
+  date +%s >"$start"
+  run_timed "$@"
+}
+export -f run_timed after_then_run
 
 rows=()
 start_all=$(date +%s)
@@ -114,6 +134,10 @@ wait_background() {
     rc=$?
     t1=$(date +%s)
     last_mb=$(cache_mb)
+    # From its start (a stage that waited for another: once that one succeeded) to its end,
+    # not to this wait.
+    [ ! -f "$logdir/$name.start" ] || bg_start[$name]=$(cat "$logdir/$name.start")
+    [ ! -f "$logdir/$name.cpu.end" ] || t1=$(cat "$logdir/$name.cpu.end")
     record "$name(background)" $(( t1 - bg_start[$name] )) $(( last_mb - bg_mb[$name] )) "$rc" "$logdir/$name.cpu"
     if [ "$rc" != 0 ]; then
       echo "test-stages: background stage $name failed; the end of its log ($logdir/$name.log):" >&2
@@ -132,14 +156,23 @@ stamp() {
   while IFS= read -r line || [ -n "$line" ]; do printf '%(%H:%M:%S)T %s\n' -1 "$line"; done
 }
 
-# start_background name niceness
+# start_background name niceness [dep]
 start_background() {
-  bg_start[$1]=$(date +%s)
-  bg_mb[$1]=$last_mb
+  local name=$1 nice=$2 dep=${3:-}
+  bg_start[$name]=$(date +%s)
+  bg_mb[$name]=$last_mb
+  rm -f "$logdir/$name.cpu.rc" "$logdir/$name.cpu.end" "$logdir/$name.start"
   # A process group of its own (setsid), so that a failed run can stop all of it.
-  setsid nice -n "$2" bash -c 'run_timed "$@"' - "$logdir/$1.cpu" "$make" "$1" > >(stamp >"$logdir/$1.log") 2>&1 &
-  bg_pid[$1]=$!
-  echo "test-stages: $1 started in the background at niceness $2 (log $logdir/$1.log)"
+  if [ -z "$dep" ]; then
+    setsid nice -n "$nice" bash -c 'run_timed "$@"' - "$logdir/$name.cpu" "$make" "$name" > >(stamp >"$logdir/$name.log") 2>&1 &
+    echo "test-stages: $name started in the background at niceness $nice (log $logdir/$name.log)"
+  else
+    [ -n "${bg_pid[$dep]:-}" ] || { echo "test-stages: $name waits for $dep, which is no background stage" >&2; exit 1; }
+    setsid nice -n "$nice" bash -c 'after_then_run "$@"' - "$logdir/$dep.cpu.rc" "$logdir/$name.start" "$logdir/$name.cpu" "$make" "$name" \
+      > >(stamp >"$logdir/$name.log") 2>&1 &
+    echo "test-stages: $name starts in the background at niceness $nice once $dep has succeeded (log $logdir/$name.log)"
+  fi
+  bg_pid[$name]=$!
 }
 
 # The foreground stages' niceness: 0, and 10 once a stage runs beside them at 0 ("@"), so
@@ -150,6 +183,11 @@ for stage in "$@"; do
   case $stage in
     \&*)
       start_background "${stage#&}" 19
+      ;;
+    @*\<*)
+      stage=${stage#@}
+      start_background "${stage%%<*}" 0 "${stage#*<}"
+      fg_nice=10
       ;;
     @*)
       start_background "${stage#@}" 0
