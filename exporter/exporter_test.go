@@ -309,6 +309,11 @@ emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source
 			"emptydir_exporter_collection_success", "emptydir_exporter_measurement_errors_total"); err != nil {
 			t.Errorf("cycle %d, slow walk in flight: %v", i+1, err)
 		}
+		// The slow walk's goroutine reads its start from the clock once the cycle has let it
+		// go: wait until it holds at the gate, past that read, before moving the clock on.
+		if !poll(t, func() bool { return gate.Held() == 1 }) {
+			t.FailNow()
+		}
 		clk.Add(10 * time.Second)
 	}
 	if n := gate.Held(); n != 1 {
