@@ -71,6 +71,7 @@ type config struct {
 	// (--collection.change-signal.runtime-classes; exporter.Config.ChangeSignalRuntimeClasses).
 	changeSignalRuntimeClasses string
 	cgroup                     podcgroup.Config
+	calibration                calibrationConfig
 	// openFiles counts toward walked emptyDirs the files their pods' processes deleted but
 	// hold open (--collection.open-files), through a helper started before Landlock.
 	openFiles bool
@@ -93,7 +94,7 @@ func defaultConfig() config {
 		exporter:         exporter.DefaultConfig(),
 		fs:               source.DefaultFilesystem(),
 		changeSignal:     true,
-		cgroup:           podcgroup.DefaultConfig(),
+		cgroup:           podcgroup.Config{Mount: podcgroup.DefaultConfig().Mount, Root: podcgroup.RootAuto, Driver: podcgroup.DefaultConfig().Driver},
 		kubeletTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		kubeletTimeout:   10 * time.Second,
 	}
@@ -175,7 +176,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(cfg.openFiles)).BoolVar(&cfg.openFiles)
 	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
-	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form (--collection.change-signal, --collection.open-files).").
+	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form, or auto: the root the exporter's own pod cgroup is found under (--calibration.dir; / where it is not found) (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Root).StringVar(&cfg.cgroup.Root)
 	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto (a pod's cgroup in whichever layout has it; a pod in both is walked as without the signal) (--collection.change-signal, --collection.open-files).").
 		Default(string(cfg.cgroup.Driver)).StringVar((*string)(&cfg.cgroup.Driver))
@@ -195,6 +196,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.LiveConcurrency)).IntVar(&ec.LiveConcurrency)
 	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
 		Default(def(ec.LiveMaxWait)).DurationVar(&ec.LiveMaxWait)
+	addCalibrationFlags(app, &cfg.calibration)
 	// The spellings before the flags were named area.name, kept for existing deployments.
 	cfg.renamed.Alias(app, "node-name", "node.name")
 	cfg.renamed.Alias(app, "source", "collection.source")
@@ -244,7 +246,11 @@ func (c *config) validate() error {
 		errs = append(errs, fmt.Errorf("--collection.open-files needs --collection.source=%s: it adds to the walks", sourceFilesystem))
 	}
 	if c.useChangeSignal() || c.useOpenFiles() {
-		if err := c.cgroup.Validate(); err != nil {
+		cg := c.cgroup
+		if cg.Root == podcgroup.RootAuto {
+			cg.Root = "/" // checked once calibration has found it
+		}
+		if err := cg.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--cgroup.root/--cgroup.driver: %w", err))
 		}
 		if !filepath.IsAbs(c.cgroup.Mount) {

@@ -20,7 +20,7 @@ import (
 // clearEnv keeps the environment of the test run out of the flags.
 func clearEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"NODE_NAME", "KUBECONFIG"} {
+	for _, k := range []string{"NODE_NAME", "KUBECONFIG", "POD_NAME", "POD_NAMESPACE", "POD_UID"} {
 		t.Setenv(k, "")
 	}
 }
@@ -72,7 +72,7 @@ func TestParseDefaults(t *testing.T) {
 		{"--collection.change-signal.skip-unchanged", cfg.exporter.SkipUnchanged, false},
 		{"--collection.change-signal.runtime-classes", cfg.changeSignalRuntimeClasses, ""},
 		{"--cgroup.mount", cfg.cgroup.Mount, "/sys/fs/cgroup"},
-		{"--cgroup.root", cfg.cgroup.Root, "/"},
+		{"--cgroup.root", cfg.cgroup.Root, "auto"},
 		{"--cgroup.driver", string(cfg.cgroup.Driver), "auto"},
 		{"--collection.open-files", cfg.openFiles, false},
 	}

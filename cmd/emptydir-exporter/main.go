@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
@@ -77,6 +78,13 @@ func run(args []string) int {
 		logger.Error("invalid flags", "err", err)
 		return 2
 	}
+	client, err := newClient(&cfg)
+	if err != nil {
+		logger.Error("exiting", "err", err)
+		return 1
+	}
+	// Before the cgroups are opened: it decides --cgroup.root=auto.
+	calibrator := newCalibrator(context.Background(), &cfg, client, logger)
 	if cfg.useOpenFiles() {
 		// Before Landlock: a restricted process may not read the descriptors of others.
 		cfg.fs.OpenFiles = openFiles(&cfg, logger)
@@ -92,23 +100,27 @@ func run(args []string) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, &cfg, logger); err != nil {
+	if err := serve(ctx, &cfg, client, calibrator, logger); err != nil {
 		logger.Error("exiting", "err", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
+// newClient is the exporter's client of the API server.
+func newClient(cfg *config) (*kubernetes.Clientset, error) {
 	restConfig, err := cfg.kube.REST("emptydir-exporter/" + version.Version)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return fmt.Errorf("building Kubernetes client: %w", err)
+		return nil, fmt.Errorf("building Kubernetes client: %w", err)
 	}
+	return client, nil
+}
 
+func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibrator *calibrate.Calibrator, logger *slog.Logger) error {
 	src, err := newSource(cfg, client)
 	if err != nil {
 		return err
@@ -143,7 +155,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	}
 	metrics, err := exp.MetricsHandler(exporter.MetricsHandlerOpts{
 		Others: map[string][]prometheus.Collector{
-			exporter.CollectorExporter: {versioncollector.NewCollector("emptydir_exporter")},
+			exporter.CollectorExporter: {versioncollector.NewCollector("emptydir_exporter"), calibrator},
 			"go":                       {collectors.NewGoCollector()},
 			"process":                  {collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
 		},
@@ -181,7 +193,7 @@ func serve(ctx context.Context, cfg *config, logger *slog.Logger) error {
 	server := newServer(mux, defaultServerTimeouts, logger)
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", src.Name(),
 		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget, "change_signal", cfg.changeSignal)
-	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp)
+	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp, calibrator)
 }
 
 // dedicatedImageFilesystem judges whether the node's writable layers are on a filesystem of
@@ -283,8 +295,8 @@ func warnMissingPaths(cfg *config, logger *slog.Logger) {
 // runUntilDone serves HTTP (serve), runs the pod informer and the collection until ctx ends or
 // one of them fails, then stops them all and returns once each has: the HTTP server drains
 // its requests (live walks included), Run waits for its walks, and the informer's goroutines
-// end.
-func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter) error {
+// end; calibration of the node's layout repeats meanwhile.
+func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter, calibrator *calibrate.Calibrator) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
@@ -312,6 +324,10 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 	})
 	g.Go(func() error {
 		exp.Run(ctx)
+		return nil
+	})
+	g.Go(func() error {
+		calibrator.Run(ctx, calibrate.Interval)
 		return nil
 	})
 	return g.Wait()

@@ -11,7 +11,9 @@
 //
 // Where a pod's cgroup is comes only from what the API server and the kubelet's flags say
 // (the pod's UID and QoS class, --cgroup-driver, --cgroup-root), never from a file a tenant
-// can write; the layouts follow the kubelet's pkg/kubelet/cm (names.go).
+// can write; the layouts follow the kubelet's pkg/kubelet/cm (names.go). Find, for a pod the
+// caller trusts (the exporter's own), reads the root and driver back from where the pod's
+// cgroup is, by the same names.
 //
 // The system calls (statfs, stat) live in *_linux.go, with stubs that return an error
 // wrapping errors.ErrUnsupported elsewhere.

@@ -74,13 +74,16 @@ func helmHomeEnv(dir string) []string {
 // under the real kubelet and containerd; this node has no project quotas (its kernel lacks
 // them, and the seed pod shares the host's users), so the volume is walked, at du's bytes, and
 // says so (the kernel lane proves the quota reads themselves, docs/kernel-lane.md). And
-// exporter.metricDenylist, whose families /metrics then leaves out.
+// exporter.metricDenylist, whose families /metrics then leaves out. And the calibration on the
+// exporter's own pod at the chart's default cgroupRoot (auto): no mismatch, and the layout it
+// found is this cluster's.
 func TestHelmChartOnRealCluster(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 5*time.Minute)
 	defer cancel()
 
 	in, objs := chartInstall(t, c, "guard", "helm-guard", `
+  changeSignal: {enabled: true}
   projectQuota: {enabled: true}
   metricDenylist: ['go_.*', 'process_.*']
   metricOptInList: [emptydir_measurement_info]`, "")
@@ -89,6 +92,7 @@ func TestHelmChartOnRealCluster(t *testing.T) {
 	exp, rems := installed.createPods(ctx, t)
 	exp = installed.checkExporter(ctx, t, exp, seed)
 	checkChartOptions(ctx, t, c, exp, seed)
+	checkLayout(ctx, t, c, exp) // every path right, the cgroup root found (cgroupRoot: auto)
 	checkImageVolumeCounted(ctx, t, c, deployExporterURL(exp))
 	installed.evictSeed(ctx, t, rems, seed)
 }

@@ -92,7 +92,9 @@ func TestKubectlPlugin(t *testing.T) {
 	defer cancel()
 
 	const guardNS = "kubectl-plugin-guard"
-	in, objs := chartInstall(t, c, "kplug", guardNS, "", `
+	// A wrong cgroup root, which the plugin's figures do not depend on (the change signal only
+	// orders walks): the calibration names it and the right one.
+	in, objs := chartInstall(t, c, "kplug", guardNS, "\n  changeSignal: {cgroupRoot: /edg-wrong, cgroupDriver: cgroupfs}", `
 kubectlPlugin:
   rbac:
     enabled: true
@@ -104,7 +106,8 @@ kubectlPlugin:
 		t.Fatal(err)
 	}
 	exp := deployPodFromTemplate(ctx, t, c, guardNS, installed.exporter+"-"+framework.RandSuffix(), ds.Spec.Template, daemonSetOwner(ds))
-	deployWaitReady(ctx, t, c, exp)
+	exp = deployWaitReady(ctx, t, c, exp)
+	checkLayout(ctx, t, c, exp, "cgroup.root own_pod_not_found "+c.CgroupRoot())
 
 	// mine: a namespace the user may list pods in; theirs: one they may not.
 	mine, theirs := framework.Namespace(ctx, t, c, "kplug-mine"), framework.Namespace(ctx, t, c, "kplug-theirs")

@@ -511,8 +511,9 @@ func TestEphemeralStorage(t *testing.T) {
 			if got := hostPaths(spec); !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
 			}
-			if got := len(spec.Containers[0].VolumeMounts); got != len(want) {
-				t.Errorf("%d mounts, want %d: %+v", got, len(want), spec.Containers[0].VolumeMounts)
+			// Besides the hostPaths, the exporter's own emptyDir (TestCalibrationRender).
+			if got := len(spec.Containers[0].VolumeMounts); got != len(want)+1 {
+				t.Errorf("%d mounts, want %d: %+v", got, len(want)+1, spec.Containers[0].VolumeMounts)
 			}
 			type wantMount struct {
 				path        string
