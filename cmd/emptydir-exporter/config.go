@@ -152,6 +152,10 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(fsc.Layers.NativeSnapshotterRoot).StringVar(&fsc.Layers.NativeSnapshotterRoot)
 	app.Flag("containerd.cri-containers-dir", "The CRI plugin's container folder (containerd's root dir plus io.containerd.grpc.v1.cri/containers), mounted read-only into the exporter: the folders containerd binds for an image's VOLUMEs that no Kubernetes mount covers, named by each container's bundle, are walked there as part of its writable layer; empty: such a container's layer is reported unlocated, reason image_volume_not_mounted (--collection.ephemeral-storage).").
 		Default(fsc.Layers.CRIContainersDir).StringVar(&fsc.Layers.CRIContainersDir)
+	app.Flag("crio.storage-root", "CRI-O's containers/storage graph root (storage.conf's graphroot), with its overlay-containers, overlay-layers and overlay folders mounted read-only into the exporter: the writable layers of cri-o:// containers are walked at overlay/<layer>/diff, their layer named by CRI-O's own records; empty: such layers are reported unlocated, reason other_runtime (--collection.ephemeral-storage).").
+		StringVar(&fsc.Layers.CRIOStorageRoot)
+	app.Flag("docker.root", "dockerd's data-root, with its image/overlay2/layerdb/mounts and overlay2 folders mounted read-only into the exporter: the writable layers of docker:// containers (cri-dockerd) are walked at overlay2/<mount id>/diff, named by Docker's layerdb; empty: such layers are reported unlocated, reason other_runtime (--collection.ephemeral-storage).").
+		StringVar(&fsc.Layers.DockerRoot)
 	app.Flag("fs.deny-writes", "At start, take from the process every right to write to the filesystem, with Landlock (Linux 5.13+): a read-only mount is read-only on its top only, and mounts made later below one with HostToContainer propagation (other containers' root filesystems, tmpfs volumes) would be writable. Without Landlock the exporter warns and runs on.").
 		Default(def(cfg.denyWrites)).BoolVar(&cfg.denyWrites)
 	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").

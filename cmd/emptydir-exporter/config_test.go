@@ -75,6 +75,8 @@ func TestParseDefaults(t *testing.T) {
 		{"--cgroup.root", cfg.cgroup.Root, "auto"},
 		{"--cgroup.driver", string(cfg.cgroup.Driver), "auto"},
 		{"--collection.open-files", cfg.openFiles, false},
+		{"--crio.storage-root", cfg.fs.Layers.CRIOStorageRoot, ""},
+		{"--docker.root", cfg.fs.Layers.DockerRoot, ""},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -190,6 +192,12 @@ func TestValidate(t *testing.T) {
 			[]string{"--containerd.native-snapshotter-root"}},
 		{"relative CRI containers dir", []string{"--node.name=n", "--containerd.cri-containers-dir=var/lib/containerd/io.containerd.grpc.v1.cri/containers"},
 			[]string{"--containerd.cri-containers-dir"}},
+		{"CRI-O's storage root and Docker's root", []string{"--node.name=n", "--crio.storage-root=/var/lib/containers/storage",
+			"--docker.root=/var/lib/docker"}, nil},
+		{"relative CRI-O storage root", []string{"--node.name=n", "--crio.storage-root=var/lib/containers/storage"},
+			[]string{"--crio.storage-root", `"var/lib/containers/storage"`}},
+		{"relative Docker root", []string{"--node.name=n", "--docker.root=docker"}, []string{"--docker.root", `"docker"`}},
+		{"runtime roots unchecked for source kubelet", append(kubelet, "--kubelet.via-apiserver", "--crio.storage-root=x", "--docker.root=y"), nil},
 		{"unlimited interval below the interval", []string{"--node.name=n", "--collection.interval=2m"},
 			[]string{"--collection.unlimited-interval=1m0s", "--collection.interval=2m0s"}},
 		{"negative CPU budget", []string{"--node.name=n", "--collection.cpu-budget=-0.1"}, []string{"--collection.cpu-budget"}},

@@ -210,7 +210,7 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Sourc
 	} else {
 		warnMissingPaths(cfg, logger)
 		// The pods folder, not the root dir: a DaemonSet mounts only that one from the node.
-		dedicated, err = source.DedicatedImageFilesystem(cfg.fs.Layers.SnapshotterRoot, filepath.Join(cfg.fs.KubeletRootDir, "pods"))
+		dedicated, err = source.DedicatedImageFilesystem(cfg.fs.Layers.ImageFilesystemDir(), filepath.Join(cfg.fs.KubeletRootDir, "pods"))
 	}
 	if err != nil {
 		logger.Warn("cannot tell whether the image filesystem is dedicated; taking it for the kubelet's (writable layers count toward their containers' limits)", "err", err)
@@ -281,7 +281,8 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 func warnMissingPaths(cfg *config, logger *slog.Logger) {
 	for flag, dir := range map[string]string{"--kubelet.pod-logs-dir": cfg.fs.PodLogsDir,
 		"--containerd.task-dir": cfg.fs.Layers.TaskDir, "--containerd.snapshotter-root": cfg.fs.Layers.SnapshotterRoot,
-		"--containerd.native-snapshotter-root": cfg.fs.Layers.NativeSnapshotterRoot, "--containerd.cri-containers-dir": cfg.fs.Layers.CRIContainersDir} {
+		"--containerd.native-snapshotter-root": cfg.fs.Layers.NativeSnapshotterRoot, "--containerd.cri-containers-dir": cfg.fs.Layers.CRIContainersDir,
+		"--crio.storage-root": cfg.fs.Layers.CRIOStorageRoot, "--docker.root": cfg.fs.Layers.DockerRoot} {
 		if dir == "" {
 			continue // not asked for
 		}

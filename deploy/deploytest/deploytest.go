@@ -133,7 +133,10 @@ type ExporterHostPaths struct {
 	// ContainerdCRIContainers is <containerd root>/io.containerd.grpc.v1.cri/containers, the
 	// folders of image VOLUMEs; "" without containerd or with imageVolumes off.
 	ContainerdCRIContainers string
-	Cgroups                 string // /sys/fs/cgroup; "" with --no-collection.change-signal (unless --collection.open-files)
+	// Runtime is CRI-O's and Docker's folders (their records of each container's layer, and
+	// the layers), where chosen.
+	Runtime []string
+	Cgroups string // /sys/fs/cgroup; "" with --no-collection.change-signal (unless --collection.open-files)
 }
 
 // DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
@@ -152,7 +155,8 @@ func DefaultExporterHostPaths(kubeletRoot string) ExporterHostPaths {
 // List is the non-empty paths, in the order the chart mounts them.
 func (h ExporterHostPaths) List() []string {
 	var out []string
-	for _, p := range []string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots, h.ContainerdCRIContainers, h.Cgroups} {
+	paths := append([]string{h.Pods, h.PodLogs, h.ContainerdTasks, h.ContainerdSnapshots, h.ContainerdCRIContainers}, h.Runtime...)
+	for _, p := range append(paths, h.Cgroups) {
 		if p != "" {
 			out = append(out, p)
 		}

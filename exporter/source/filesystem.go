@@ -92,6 +92,12 @@ func (s *Filesystem) Validate() error {
 		if s.Layers.CRIContainersDir != "" && !filepath.IsAbs(s.Layers.CRIContainersDir) {
 			errs = append(errs, fmt.Errorf("--containerd.cri-containers-dir=%q must be an absolute path", s.Layers.CRIContainersDir))
 		}
+		if s.Layers.CRIOStorageRoot != "" && !filepath.IsAbs(s.Layers.CRIOStorageRoot) {
+			errs = append(errs, fmt.Errorf("--crio.storage-root=%q must be an absolute path", s.Layers.CRIOStorageRoot))
+		}
+		if s.Layers.DockerRoot != "" && !filepath.IsAbs(s.Layers.DockerRoot) {
+			errs = append(errs, fmt.Errorf("--docker.root=%q must be an absolute path", s.Layers.DockerRoot))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -46,6 +46,12 @@ const maxBundleConfig = 4 << 20
 // be walked.
 func (l *LayerLocator) ImageVolumes(id string) ([]string, error) {
 	runtime, cid, _ := volume.RuntimeID(id)
+	// CRI-O's image_volumes=mkdir (its default) makes them folders of the container's root
+	// filesystem, in its writable layer; Docker makes them anonymous volumes, which Docker's
+	// own figure for the layer leaves out too. Neither is a folder to add.
+	if runtime == "cri-o" || runtime == "docker" {
+		return nil, nil
+	}
 	if runtime != "containerd" || !containerIDPattern.MatchString(cid) {
 		return nil, &LayerError{Reason: LayerOtherRuntime, Err: fmt.Errorf("container ID %q is not containerd's", id)}
 	}

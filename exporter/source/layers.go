@@ -18,7 +18,8 @@ import (
 // Reasons a running container's writable layer could not be located, as the reason label of
 // emptydir_container_writable_layer_unlocated spells them.
 const (
-	// LayerOtherRuntime: the container's ID names a runtime other than containerd.
+	// LayerOtherRuntime: the container's ID names a runtime the exporter has no resolver for:
+	// neither containerd, nor CRI-O with --crio.storage-root, nor Docker with --docker.root.
 	LayerOtherRuntime = "other_runtime"
 	// LayerNoRootfsMount: no root filesystem is mounted for the container where containerd
 	// mounts it: another snapshotter mounting elsewhere, or the container has just stopped.
@@ -28,6 +29,18 @@ const (
 	// LayerOutsideSnapshotter: the overlay's upper directory is not a snapshot of the
 	// overlayfs snapshotter root the exporter was given (--containerd.snapshotter-root).
 	LayerOutsideSnapshotter = "outside_snapshotter"
+	// LayerNoLayerRecord: the runtime's own metadata names no writable layer for the container
+	// (CRI-O's containers.json and volatile-containers.json, or the layer's record missing from
+	// layers.json and volatile-layers.json; Docker's layerdb mount record): it has just gone, or
+	// the runtime keeps it elsewhere (CRI-O's transient store, Docker's containerd image store).
+	LayerNoLayerRecord = "no_layer_record"
+	// LayerBadMetadata: the runtime's metadata could not be read or parsed, is over its size cap,
+	// or names a layer ID of no form the runtime makes.
+	LayerBadMetadata = "bad_layer_metadata"
+	// LayerNoLayerDir: the layer the metadata names has no folder directly where the runtime
+	// keeps it (<storage-root>/overlay/<layer>/diff, <docker-root>/overlay2/<id>/diff), or a
+	// symbolic link or a file there: another storage driver, or the folder not mounted.
+	LayerNoLayerDir = "no_layer_dir"
 )
 
 // LayerError says why a writable layer could not be located.
@@ -69,10 +82,18 @@ type LayerLocator struct {
 	Namespace string
 	// MountInfo is the mount table to read; empty: /proc/self/mountinfo.
 	MountInfo string
+	// CRIOStorageRoot is the graph root of CRI-O's containers/storage (storage.conf's graphroot)
+	// as mounted into the exporter (--crio.storage-root); "": "cri-o://" containers are
+	// reported other_runtime.
+	CRIOStorageRoot string
+	// DockerRoot is dockerd's data-root as mounted into the exporter (--docker.root), for
+	// "docker://" containers (cri-dockerd); "": they are reported other_runtime.
+	DockerRoot string
 
 	mu    sync.Mutex
 	read  time.Time
 	table mountTable
+	crio  crioStore
 }
 
 // mountTableTTL is how long one reading of the mount table serves: a collection cycle's
@@ -85,12 +106,26 @@ var (
 )
 
 // WritableLayer locates the folder that holds the writable layer of the container with
-// runtime ID id ("containerd://…").
+// runtime ID id ("containerd://…", "cri-o://…", "docker://…").
 func (l *LayerLocator) WritableLayer(id string) (string, error) {
 	runtime, cid, _ := volume.RuntimeID(id)
-	if runtime != "containerd" || !containerIDPattern.MatchString(cid) {
-		return "", &LayerError{Reason: LayerOtherRuntime, Err: fmt.Errorf("container ID %q is not containerd's", id)}
+	// Each runtime makes 64 hex digits; anything else would be a path element of a tenant's
+	// choosing, were the kubelet's status not the only writer.
+	valid := containerIDPattern.MatchString(cid)
+	switch {
+	case valid && runtime == "containerd":
+		return l.containerdLayer(cid)
+	case valid && runtime == "cri-o" && l.CRIOStorageRoot != "":
+		return l.crioLayer(cid)
+	case valid && runtime == "docker" && l.DockerRoot != "":
+		return l.dockerLayer(cid)
 	}
+	return "", &LayerError{Reason: LayerOtherRuntime, Err: fmt.Errorf("container ID %q is of no runtime whose layers the exporter is given", id)}
+}
+
+// containerdLayer locates the writable layer of containerd's container cid from the mount
+// table.
+func (l *LayerLocator) containerdLayer(cid string) (string, error) {
 	ns := l.Namespace
 	if ns == "" {
 		ns = "k8s.io"
@@ -131,7 +166,8 @@ func (l *LayerLocator) nativeSnapshot(mountPoint string, m mountEntry, native *m
 	return filepath.Join(l.NativeSnapshotterRoot, rel), nil
 }
 
-// containerIDPattern is the form of containerd's container IDs as the CRI plugin makes them.
+// containerIDPattern is the form of container IDs as containerd's CRI plugin, CRI-O and Docker
+// make them.
 var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // lookup gives the mount at mountPoint, and where the native snapshotter's root is (nil when
@@ -266,6 +302,20 @@ func isOctal(s string) bool {
 		}
 	}
 	return true
+}
+
+// ImageFilesystemDir is a folder mounted into the exporter from the filesystem of the node's
+// writable layers: CRI-O's or Docker's layer folder where given (the node's runtime chosen),
+// else containerd's snapshotter root. Not CRI-O's or Docker's root itself: only folders below
+// it are mounted, so the root is the exporter's own.
+func (l *LayerLocator) ImageFilesystemDir() string {
+	switch {
+	case l.CRIOStorageRoot != "":
+		return filepath.Join(l.CRIOStorageRoot, crioDriverDir)
+	case l.DockerRoot != "":
+		return filepath.Join(l.DockerRoot, dockerDriverDir)
+	}
+	return l.SnapshotterRoot
 }
 
 // DedicatedImageFilesystem reports whether the container runtime's image filesystem (where

@@ -137,6 +137,11 @@ func TestExporterPrivileges(t *testing.T) {
 		{"exporter: {ephemeralStorage: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, Cgroups: defaults.Cgroups}},
 		{"exporter: {ephemeralStorage: {containerd: {enabled: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
 			Cgroups: defaults.Cgroups}},
+		// CRI-O or Docker (cri-dockerd) chosen: their records and layers, read-only.
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}, crio: {enabled: true}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
+			Runtime: []string{"/var/lib/containers/storage/overlay-containers", "/var/lib/containers/storage/overlay-layers", "/var/lib/containers/storage/overlay"}, Cgroups: defaults.Cgroups}},
+		{"exporter: {ephemeralStorage: {containerd: {enabled: false}, docker: {enabled: true}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
+			Runtime: []string{"/var/lib/docker/image/overlay2/layerdb/mounts", "/var/lib/docker/overlay2"}, Cgroups: defaults.Cgroups}},
 		{"exporter: {source: kubelet}", deploytest.ExporterHostPaths{}},
 		{"exporter: {source: kubelet, kubelet: {viaAPIServer: true}}", deploytest.ExporterHostPaths{}},
 	} {

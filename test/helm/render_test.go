@@ -579,6 +579,73 @@ func TestEphemeralStorage(t *testing.T) {
 	}
 }
 
+// TestRuntimeLayerMounts: exporter.ephemeralStorage.crio and .docker, off by default, pass
+// --crio.storage-root and --docker.root and mount exactly the runtime's records and layers, each
+// read-only at the node's own path below the root the flag names; with ephemeral storage off or
+// the kubelet source, neither.
+func TestRuntimeLayerMounts(t *testing.T) {
+	crioMounts := func(root string) []string {
+		return []string{root + "/overlay-containers", root + "/overlay-layers", root + "/overlay"}
+	}
+	dockerMounts := func(root string) []string {
+		return []string{root + "/image/overlay2/layerdb/mounts", root + "/overlay2"}
+	}
+	for _, tc := range []struct {
+		values       string
+		crio, docker string   // the flags' values; "": not passed
+		mounts       []string // the runtime's hostPaths, in order
+	}{
+		{values: "{}"},
+		{values: "exporter: {ephemeralStorage: {crio: {enabled: true}, containerd: {enabled: false}}}",
+			crio: "/var/lib/containers/storage", mounts: crioMounts("/var/lib/containers/storage")},
+		{values: "exporter: {ephemeralStorage: {crio: {enabled: true, storageRoot: /srv/storage/}}}",
+			crio: "/srv/storage", mounts: crioMounts("/srv/storage")},
+		{values: "exporter: {ephemeralStorage: {docker: {enabled: true}, containerd: {enabled: false}}}",
+			docker: "/var/lib/docker", mounts: dockerMounts("/var/lib/docker")},
+		{values: "exporter: {ephemeralStorage: {crio: {enabled: true}, docker: {enabled: true, root: /data/docker}}}",
+			crio: "/var/lib/containers/storage", docker: "/data/docker", mounts: append(crioMounts("/var/lib/containers/storage"), dockerMounts("/data/docker")...)},
+		{values: "exporter: {ephemeralStorage: {enabled: false, crio: {enabled: true}, docker: {enabled: true}}}"},
+		{values: "exporter: {source: kubelet, ephemeralStorage: {crio: {enabled: true}, docker: {enabled: true}}}"},
+	} {
+		t.Run(tc.values, func(t *testing.T) {
+			r := release("guard")
+			if err := yaml.Unmarshal([]byte(tc.values), &r.Values); err != nil {
+				t.Fatal(err)
+			}
+			spec := deploytest.ExporterDaemonSet(t, render(t, r).objs, "guard-emptydir-exporter").Spec.Template.Spec
+			args := spec.Containers[0].Args
+			for flag, want := range map[string]string{"crio.storage-root": tc.crio, "docker.root": tc.docker} {
+				got := deploytest.ArgValues(args, flag)
+				if want == "" && len(got) != 0 || want != "" && !slices.Equal(got, []string{want}) {
+					t.Errorf("--%s %v, want %q", flag, got, want)
+				}
+			}
+			var got []string
+			for _, p := range hostPaths(spec) {
+				if strings.Contains(p, "/overlay") {
+					got = append(got, p)
+				}
+			}
+			if !slices.Equal(got, tc.mounts) {
+				t.Errorf("the runtime's hostPaths %v, want %v", got, tc.mounts)
+			}
+			for _, p := range tc.mounts {
+				m, v := mountAt(spec, p)
+				if m == nil || v == nil || v.HostPath == nil || v.HostPath.Path != p {
+					t.Errorf("%s: mount %+v of volume %+v, want the node's own path", p, m, v)
+					continue
+				}
+				if !m.ReadOnly || m.MountPropagation != nil || m.SubPath != "" {
+					t.Errorf("%s: readOnly %v, propagation %v, subPath %q; want read-only, none, none", p, m.ReadOnly, m.MountPropagation, m.SubPath)
+				}
+				if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
+					t.Errorf("%s: hostPath type %v, want DirectoryOrCreate", p, v.HostPath.Type)
+				}
+			}
+		})
+	}
+}
+
 // exporter.ephemeralStorage.kubeletFallback passes the kubelet's settings to the filesystem
 // source, for the writable layers it cannot locate, with the right to read its stats; off (the
 // default) neither, so the filesystem source never holds nodes/stats it does not use.
