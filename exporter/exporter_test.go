@@ -3,6 +3,7 @@ package exporter_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
@@ -212,6 +214,8 @@ func TestMetricsMatchDocs(t *testing.T) {
 		ChangeSignal: &fakeSignal{}})
 	ch := make(chan *prometheus.Desc, 64)
 	e.Describe(ch)
+	// The layout calibration's series, which the command registers beside the exporter's.
+	calibrate.New("node-1", func() calibrate.Result { return calibrate.Result{} }, slog.New(slog.DiscardHandler)).Describe(ch)
 	close(ch)
 	published := map[string]bool{"emptydir_exporter_build_info": true} // registered by the command
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
