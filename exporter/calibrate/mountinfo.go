@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/mountinfo"
 )
 
 // mount is what calibration reads of one line of a mount table (proc(5)).
@@ -35,11 +37,11 @@ func readMountInfo(path string) ([]mount, error) {
 		if !ok || len(fields) < 5 || len(super) < 3 {
 			continue
 		}
-		m := mount{root: unescape(fields[3]), point: unescape(fields[4]), fsType: super[0]}
+		m := mount{root: mountinfo.Unescape(fields[3]), point: mountinfo.Unescape(fields[4]), fsType: super[0]}
 		if m.fsType == "overlay" {
 			for _, opt := range strings.Split(super[2], ",") {
 				if v, ok := strings.CutPrefix(opt, "upperdir="); ok {
-					m.upper = unescape(v)
+					m.upper = mountinfo.Unescape(v)
 				}
 			}
 		}
@@ -59,30 +61,4 @@ func mountAt(mounts []mount, point string) (mount, bool) {
 		}
 	}
 	return mount{}, false
-}
-
-// unescape undoes the octal escapes (\040 for a space) of a mountinfo field.
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1:i+4]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(s string) bool {
-	for i := range len(s) {
-		if s[i] < '0' || s[i] > '7' {
-			return false
-		}
-	}
-	return true
 }

@@ -3,7 +3,6 @@ package source
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -99,17 +98,9 @@ type ociMounts struct {
 // config.json, each once.
 func bundleImageVolumes(config, cid string) ([]string, error) {
 	// A folder of containerd's task dir, named by the container's checked ID; never a request's.
-	f, err := os.Open(config)
+	b, err := readCapped(config, maxBundleConfig)
 	if err != nil {
-		return nil, fmt.Errorf("reading the container's bundle: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxBundleConfig+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", config, err)
-	}
-	if len(b) > maxBundleConfig {
-		return nil, fmt.Errorf("%s is over %d bytes", config, maxBundleConfig)
+		return nil, err
 	}
 	var spec ociMounts
 	if err := json.Unmarshal(b, &spec); err != nil {

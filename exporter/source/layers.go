@@ -13,6 +13,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/internal/mountinfo"
 )
 
 // Reasons a running container's writable layer could not be located, as the reason label of
@@ -243,8 +244,8 @@ func parseMountTable(r io.Reader, under, nativeRoot string) (mountTable, error) 
 		if sep < 0 || len(fields) < sep+4 {
 			continue
 		}
-		mountPoint := unescapeMountinfo(fields[4])
-		m := mountEntry{fsType: fields[sep+1], device: fields[2], root: unescapeMountinfo(fields[3])}
+		mountPoint := mountinfo.Unescape(fields[4])
+		m := mountEntry{fsType: fields[sep+1], device: fields[2], root: mountinfo.Unescape(fields[3])}
 		// A later mount over the same point hides the earlier one, hence >= and overwrites.
 		if nativeRoot != "" && len(mountPoint) >= nativeDepth && holds(mountPoint, nativeRoot) {
 			rel, _ := filepath.Rel(mountPoint, nativeRoot)
@@ -258,7 +259,7 @@ func parseMountTable(r io.Reader, under, nativeRoot string) (mountTable, error) 
 		if m.fsType == "overlay" {
 			for _, opt := range strings.Split(fields[sep+3], ",") {
 				if v, ok := strings.CutPrefix(opt, "upperdir="); ok {
-					m.upper = unescapeMountinfo(v)
+					m.upper = mountinfo.Unescape(v)
 				}
 			}
 		}
@@ -273,35 +274,6 @@ func parseMountTable(r io.Reader, under, nativeRoot string) (mountTable, error) 
 // holds reports whether path is dir or below it.
 func holds(dir, path string) bool {
 	return dir == path || dir == "/" || strings.HasPrefix(path, dir+"/")
-}
-
-// unescapeMountinfo undoes the octal escapes (\040 for a space) of a mountinfo field.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) && isOctal(s[i+1:i+4]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := range 3 {
-		if s[i] < '0' || s[i] > '7' {
-			return false
-		}
-	}
-	return true
 }
 
 // ImageFilesystemDir is a folder mounted into the exporter from the filesystem of the node's
