@@ -22,6 +22,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/internal/mountinfo"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -139,7 +140,7 @@ func Check(p *Pod, s Settings) Result {
 	if p == nil {
 		return r
 	}
-	mounts, merr := readMountInfo(s.MountInfo)
+	mounts, merr := mountinfo.Read(s.MountInfo)
 	if s.KubeletRootDir != "" {
 		r.checkKubeletRoot(p, s.KubeletRootDir, mounts)
 	}
@@ -166,11 +167,11 @@ func (r *Result) mismatch(setting, reason, found string, err error) {
 // checkKubeletRoot: the exporter's emptyDir, seen in its container and through the kubelet root
 // mount, must be one folder. The node's root comes from the mount table: the emptyDir's bind
 // names its folder (the node's path where that filesystem is the node's root filesystem).
-func (r *Result) checkKubeletRoot(p *Pod, root string, mounts []mount) {
+func (r *Result) checkKubeletRoot(p *Pod, root string, mounts []mountinfo.Mount) {
 	suffix := strings.TrimPrefix(volume.Dir("/", p.UID, p.Volume), "/")
 	found := ""
 	if m, ok := mountAt(mounts, p.VolumeDir); ok {
-		if prefix, ok := strings.CutSuffix(m.root, "/"+suffix); ok {
+		if prefix, ok := strings.CutSuffix(m.Root, "/"+suffix); ok {
 			found = cmp.Or(prefix, "/")
 		}
 	}
@@ -267,7 +268,7 @@ var snapshotUpper = regexp.MustCompile(`^(/.*)/snapshots/[0-9]+/fs$`)
 // checkLayer: the writable layer the locator finds for the exporter's own container must be
 // the upperdir of its own root filesystem, which checks the task folder (where the locator
 // finds the container's rootfs mount) and the snapshotter root together.
-func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mount, merr error) {
+func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mountinfo.Mount, merr error) {
 	if runtime, _, _ := volume.RuntimeID(p.ContainerID); runtime != "containerd" {
 		r.Skipped = append(r.Skipped, Skip{SettingSnapshotterRoot, SkipOtherRuntime})
 		return
@@ -277,12 +278,12 @@ func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mount, merr
 		return
 	}
 	own, ok := mountAt(mounts, "/")
-	if !ok || own.fsType != "overlay" || own.upper == "" {
+	if !ok || own.FSType != "overlay" || own.Upper == "" {
 		r.Skipped = append(r.Skipped, Skip{SettingSnapshotterRoot, SkipNotOverlay})
 		return
 	}
 	found := ""
-	if m := snapshotUpper.FindStringSubmatch(filepath.Clean(own.upper)); m != nil {
+	if m := snapshotUpper.FindStringSubmatch(filepath.Clean(own.Upper)); m != nil {
 		found = m[1]
 	}
 	r.Layout.ContainerdSnapshotterRoot = found
@@ -303,8 +304,8 @@ func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mount, merr
 		return
 	}
 	r.Layout.ContainerdTaskDir = l.TaskDir
-	if layer != filepath.Clean(own.upper) {
-		r.mismatch(SettingSnapshotterRoot, ReasonOtherFolder, found, fmt.Errorf("the locator finds %s, the exporter's own root filesystem writes to %s", layer, own.upper))
+	if layer != filepath.Clean(own.Upper) {
+		r.mismatch(SettingSnapshotterRoot, ReasonOtherFolder, found, fmt.Errorf("the locator finds %s, the exporter's own root filesystem writes to %s", layer, own.Upper))
 		return
 	}
 	// The folder must be there too: a snapshotter root not mounted into the exporter reads as

@@ -1,10 +1,7 @@
 package source
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -139,15 +136,15 @@ func (l *LayerLocator) containerdLayer(cid string) (string, error) {
 	if !found {
 		return "", &LayerError{Reason: LayerNoRootfsMount, Err: fmt.Errorf("nothing is mounted at %s", mountPoint)}
 	}
-	if m.fsType != "overlay" {
+	if m.FSType != "overlay" {
 		return l.nativeSnapshot(mountPoint, m, native)
 	}
-	if m.upper == "" {
+	if m.Upper == "" {
 		return "", &LayerError{Reason: LayerNotOverlay, Err: fmt.Errorf("%s is no overlay with an upperdir", mountPoint)}
 	}
-	rel, err := filepath.Rel(l.SnapshotterRoot, filepath.Clean(m.upper))
+	rel, err := filepath.Rel(l.SnapshotterRoot, filepath.Clean(m.Upper))
 	if err != nil || !snapshotDir.MatchString(rel) {
-		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("upperdir %s of %s is no snapshot below %s", m.upper, mountPoint, l.SnapshotterRoot)}
+		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("upperdir %s of %s is no snapshot below %s", m.Upper, mountPoint, l.SnapshotterRoot)}
 	}
 	return filepath.Join(l.SnapshotterRoot, rel), nil
 }
@@ -156,13 +153,13 @@ func (l *LayerLocator) containerdLayer(cid string) (string, error) {
 // of <native-root>/snapshots/<n>. The mount table names a bind's source only by its device
 // and its path within that filesystem, so m must be on the filesystem that holds
 // NativeSnapshotterRoot (native), directly at one of its snapshots.
-func (l *LayerLocator) nativeSnapshot(mountPoint string, m mountEntry, native *mountEntry) (string, error) {
-	if l.NativeSnapshotterRoot == "" || native == nil || m.device != native.device {
-		return "", &LayerError{Reason: LayerNotOverlay, Err: fmt.Errorf("%s is a %s mount, no overlay nor a native snapshot", mountPoint, m.fsType)}
+func (l *LayerLocator) nativeSnapshot(mountPoint string, m mountinfo.Mount, native *mountinfo.Mount) (string, error) {
+	if l.NativeSnapshotterRoot == "" || native == nil || m.Device != native.Device {
+		return "", &LayerError{Reason: LayerNotOverlay, Err: fmt.Errorf("%s is a %s mount, no overlay nor a native snapshot", mountPoint, m.FSType)}
 	}
-	rel, err := filepath.Rel(native.root, filepath.Clean(m.root))
+	rel, err := filepath.Rel(native.Root, filepath.Clean(m.Root))
 	if err != nil || !nativeSnapshotDir.MatchString(rel) {
-		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("%s binds %s of its filesystem, no snapshot below %s (%s there)", mountPoint, m.root, l.NativeSnapshotterRoot, native.root)}
+		return "", &LayerError{Reason: LayerOutsideSnapshotter, Err: fmt.Errorf("%s binds %s of its filesystem, no snapshot below %s (%s there)", mountPoint, m.Root, l.NativeSnapshotterRoot, native.Root)}
 	}
 	return filepath.Join(l.NativeSnapshotterRoot, rel), nil
 }
@@ -174,13 +171,13 @@ var containerIDPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // lookup gives the mount at mountPoint, and where the native snapshotter's root is (nil when
 // not looked for or not found), from a reading of the mount table at most mountTableTTL old;
 // a mount point missing from an older reading than the container's start is looked up again.
-func (l *LayerLocator) lookup(mountPoint string) (m mountEntry, native *mountEntry, found bool, err error) {
+func (l *LayerLocator) lookup(mountPoint string) (m mountinfo.Mount, native *mountinfo.Mount, found bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for fresh := false; ; fresh = true {
 		if l.table.rootfs == nil || time.Since(l.read) > mountTableTTL || fresh {
 			if l.table, err = l.readMountTable(); err != nil {
-				return mountEntry{}, nil, false, err
+				return mountinfo.Mount{}, nil, false, err
 			}
 			l.read = time.Now()
 			fresh = true
@@ -193,82 +190,40 @@ func (l *LayerLocator) lookup(mountPoint string) (m mountEntry, native *mountEnt
 
 // readMountTable reads the mounts below TaskDir, and the one holding NativeSnapshotterRoot.
 func (l *LayerLocator) readMountTable() (mountTable, error) {
-	path := l.MountInfo
-	if path == "" {
-		path = "/proc/self/mountinfo"
-	}
-	// The process's own mount table, or a file a test names; never a request's.
-	f, err := os.Open(path)
+	mounts, err := mountinfo.Read(l.MountInfo)
 	if err != nil {
-		return mountTable{}, fmt.Errorf("reading the mount table: %w", err)
+		return mountTable{}, err
 	}
-	defer f.Close()
-	return parseMountTable(f, l.TaskDir, l.NativeSnapshotterRoot)
-}
-
-// mountEntry is what the locator needs of one line of a mount table.
-type mountEntry struct {
-	fsType string
-	upper  string // an overlay's upperdir
-	device string // major:minor of the mounted filesystem
-	root   string // the folder of that filesystem mounted here (a bind's source)
+	return tableOf(mounts, l.TaskDir, l.NativeSnapshotterRoot), nil
 }
 
 // mountTable is the part of a mount table the locator reads.
 type mountTable struct {
-	rootfs map[string]mountEntry // by mount point, below the task folder
+	rootfs map[string]mountinfo.Mount // by mount point, below the task folder
 	// native is the filesystem holding the native snapshotter's root, its root set to that
 	// folder's path within the filesystem; nil when none.
-	native *mountEntry
+	native *mountinfo.Mount
 }
 
-// parseMountTable reads a mountinfo table (proc(5)): the mounts below under by mount point,
-// and, when nativeRoot is set, the deepest mount holding it, to tell its path within its
-// filesystem.
-func parseMountTable(r io.Reader, under, nativeRoot string) (mountTable, error) {
-	t := mountTable{rootfs: map[string]mountEntry{}}
+// tableOf keeps of a mount table the mounts below under by mount point, and, when nativeRoot
+// is set, the deepest mount holding it, to tell its path within its filesystem.
+func tableOf(mounts []mountinfo.Mount, under, nativeRoot string) mountTable {
+	t := mountTable{rootfs: map[string]mountinfo.Mount{}}
 	prefix := filepath.Clean(under) + "/"
 	nativeDepth := -1
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20) // lowerdir lists of many layers make long lines
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
-		fields := strings.Fields(sc.Text())
-		sep := -1
-		for i, f := range fields {
-			if f == "-" && i >= 6 {
-				sep = i
-				break
-			}
-		}
-		if sep < 0 || len(fields) < sep+4 {
-			continue
-		}
-		mountPoint := mountinfo.Unescape(fields[4])
-		m := mountEntry{fsType: fields[sep+1], device: fields[2], root: mountinfo.Unescape(fields[3])}
+	for _, m := range mounts {
 		// A later mount over the same point hides the earlier one, hence >= and overwrites.
-		if nativeRoot != "" && len(mountPoint) >= nativeDepth && holds(mountPoint, nativeRoot) {
-			rel, _ := filepath.Rel(mountPoint, nativeRoot)
+		if nativeRoot != "" && len(m.Point) >= nativeDepth && holds(m.Point, nativeRoot) {
+			rel, _ := filepath.Rel(m.Point, nativeRoot)
 			n := m
-			n.root = filepath.Join(m.root, rel)
-			t.native, nativeDepth = &n, len(mountPoint)
+			n.Root = filepath.Join(m.Root, rel)
+			t.native, nativeDepth = &n, len(m.Point)
 		}
-		if !strings.HasPrefix(mountPoint, prefix) {
-			continue
+		if strings.HasPrefix(m.Point, prefix) {
+			t.rootfs[m.Point] = m
 		}
-		if m.fsType == "overlay" {
-			for _, opt := range strings.Split(fields[sep+3], ",") {
-				if v, ok := strings.CutPrefix(opt, "upperdir="); ok {
-					m.upper = mountinfo.Unescape(v)
-				}
-			}
-		}
-		t.rootfs[mountPoint] = m
 	}
-	if err := sc.Err(); err != nil {
-		return mountTable{}, fmt.Errorf("reading the mount table: %w", err)
-	}
-	return t, nil
+	return t
 }
 
 // holds reports whether path is dir or below it.
