@@ -145,7 +145,7 @@ one endpoint with every series at exporterInterval.
 {{- define "emptydir-guard.exporter.scrapeEndpoints" -}}
 {{- $root := .root }}
 {{- $m := .m }}
-{{- $fast := $m.exporterInterval | default $root.Values.exporter.collectionInterval | default (ternary "5s" "30s" (eq $root.Values.exporter.source "filesystem")) }}
+{{- $fast := $m.exporterInterval | default $root.Values.exporter.collectionInterval | default (ternary "5s" "30s" (eq (include "emptydir-guard.exporter.values" $root | fromYaml).source "filesystem")) }}
 {{- $scrapes := list (dict "interval" $fast) }}
 {{- if $m.exporterSlowInterval }}
 {{- $scrapes = list (dict "interval" $fast "params" (dict "collect[]" (list "trigger"))) (dict "interval" $m.exporterSlowInterval "params" (dict "exclude[]" (list "trigger")) "job" (printf "%s-slow" .job)) }}
@@ -211,3 +211,87 @@ folded blocks, where a value is pasted as it is).
 {{- define "emptydir-guard.celString" -}}
 {{- printf "'%s'" (. | replace "\\" "\\\\" | replace "'" "\\'" | replace "\n" "\\n") -}}
 {{- end }}
+
+{{/*
+The node layout of each preset (value preset, docs/deploy.md "Presets"): what an exporter value
+left empty (or null) takes. Each starts from generic's (a YAML merge key) and says what differs.
+*/}}
+{{- define "emptydir-guard.presets" -}}
+generic: &generic
+  source: filesystem
+  kubeletRootDir: /var/lib/kubelet
+  podLogsDir: /var/log/pods
+  containerd: true
+  containerdStateDir: /run/containerd
+  containerdRoot: /var/lib/containerd
+  crio: false
+  crioRoot: /var/lib/containers/storage
+  docker: false
+  dockerRoot: /var/lib/docker
+  cgroupRoot: auto
+k3s:
+  <<: *generic
+  containerdStateDir: /run/k3s/containerd
+  containerdRoot: /var/lib/rancher/k3s/agent/containerd
+rke2:
+  <<: *generic
+  containerdStateDir: /run/k3s/containerd
+  containerdRoot: /var/lib/rancher/rke2/agent/containerd
+k0s:
+  <<: *generic
+  kubeletRootDir: /var/lib/k0s/kubelet
+  containerdStateDir: /run/k0s/containerd
+  containerdRoot: /var/lib/k0s/containerd
+microk8s:
+  <<: *generic
+  kubeletRootDir: /var/snap/microk8s/common/var/lib/kubelet
+  containerdStateDir: /var/snap/microk8s/common/run/containerd
+  containerdRoot: /var/snap/microk8s/common/var/lib/containerd
+kind:
+  <<: *generic
+  cgroupRoot: /kubelet
+openshift:
+  <<: *generic
+  containerd: false
+  crio: true
+minikube:
+  <<: *generic
+  containerd: false
+  docker: true
+gke-autopilot:
+  <<: *generic
+  source: kubelet
+{{- end -}}
+
+{{/*
+Fills the exporter values the user left empty (or null) from the preset's layout, in place.
+Arguments: (list $ $e), $e a deepCopy of .Values.exporter.
+*/}}
+{{- define "emptydir-guard.exporter.applyPreset" -}}
+{{- $root := index . 0 }}
+{{- $e := index . 1 }}
+{{- $p := index (include "emptydir-guard.presets" $root | fromYaml) $root.Values.preset }}
+{{- if not $p }}{{ fail (printf "preset %q: unknown" $root.Values.preset) }}{{ end }}
+{{- if not $e.source }}{{ $_ := set $e "source" $p.source }}{{ end }}
+{{- if not $e.kubeletRootDir }}{{ $_ := set $e "kubeletRootDir" $p.kubeletRootDir }}{{ end }}
+{{- $es := $e.ephemeralStorage }}
+{{- if not $es.podLogsDir }}{{ $_ := set $es "podLogsDir" $p.podLogsDir }}{{ end }}
+{{- if kindIs "invalid" $es.containerd.enabled }}{{ $_ := set $es.containerd "enabled" $p.containerd }}{{ end }}
+{{- if not $es.containerd.stateDir }}{{ $_ := set $es.containerd "stateDir" $p.containerdStateDir }}{{ end }}
+{{- if not $es.containerd.root }}{{ $_ := set $es.containerd "root" $p.containerdRoot }}{{ end }}
+{{- if kindIs "invalid" $es.crio.enabled }}{{ $_ := set $es.crio "enabled" $p.crio }}{{ end }}
+{{- if not $es.crio.storageRoot }}{{ $_ := set $es.crio "storageRoot" $p.crioRoot }}{{ end }}
+{{- if kindIs "invalid" $es.docker.enabled }}{{ $_ := set $es.docker "enabled" $p.docker }}{{ end }}
+{{- if not $es.docker.root }}{{ $_ := set $es.docker "root" $p.dockerRoot }}{{ end }}
+{{- if not $e.changeSignal.cgroupRoot }}{{ $_ := set $e.changeSignal "cgroupRoot" $p.cgroupRoot }}{{ end }}
+{{- end -}}
+
+{{/*
+The exporter's values with the preset applied, as YAML (for templates other than the
+DaemonSet's that read a preset-controlled value).
+*/}}
+{{- define "emptydir-guard.exporter.values" -}}
+{{- $e := deepCopy .Values.exporter }}
+{{- $_ := include "emptydir-guard.exporter.applyPreset" (list . $e) }}
+{{- toYaml $e }}
+{{- end -}}
