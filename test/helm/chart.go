@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -28,6 +29,9 @@ type Release struct {
 	Namespace   string
 	ValuesFiles []string       // read in order, later ones win, like -f
 	Values      map[string]any // merged last, like --set
+	// APIVersions are added to Helm's default ones, like --api-versions (e.g. the API
+	// groups of OpenShift).
+	APIVersions []string
 }
 
 // Values reads and merges the release's values files and Values.
@@ -60,8 +64,13 @@ func Render(root string, r Release) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	var caps *common.Capabilities
+	if len(r.APIVersions) > 0 {
+		caps = common.DefaultCapabilities.Copy()
+		caps.APIVersions = append(slices.Clone(caps.APIVersions), r.APIVersions...)
+	}
 	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals,
-		common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}, nil, false)
+		common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}, caps, false)
 	if err != nil {
 		return nil, err
 	}

@@ -295,3 +295,53 @@ DaemonSet's that read a preset-controlled value).
 {{- $_ := include "emptydir-guard.exporter.applyPreset" (list . $e) }}
 {{- toYaml $e }}
 {{- end -}}
+
+{{/*
+The exporter container's securityContext: exporter.securityContext as its source needs it (the
+kubelet source without DAC_READ_SEARCH and not as root; SYS_ADMIN for project quotas,
+SYS_PTRACE for open files) and, on OpenShift, the SELinux type spc_t that lets the filesystem
+source read the pods' files (container_t may not). As YAML. Arguments: (list $ $e), $e the
+exporter's values with the preset applied.
+*/}}
+{{- define "emptydir-guard.exporter.securityContext" -}}
+{{- $root := index . 0 }}
+{{- $e := index . 1 }}
+{{- $sc := deepCopy ($e.securityContext | default dict) }}
+{{- if not (eq $e.source "filesystem") }}
+{{- /* The kubelet source reads no file of the node: without DAC_READ_SEARCH, and
+       as 65532 where the values say uid 0 (the filesystem source's default). */}}
+{{- with $sc.capabilities }}
+{{- $add := without (.add | default list) "DAC_READ_SEARCH" }}
+{{- if $add }}{{ $_ := set . "add" $add }}{{ else }}{{ $_ := unset . "add" }}{{ end }}
+{{- end }}
+{{- if and (hasKey $sc "runAsUser") (eq (int $sc.runAsUser) 0) }}
+{{- $_ := set $sc "runAsUser" 65532 }}
+{{- $_ := set $sc "runAsGroup" 65532 }}
+{{- $_ := set $sc "runAsNonRoot" true }}
+{{- end }}
+{{- end }}
+{{- if and (eq $e.source "filesystem") $e.projectQuota.enabled }}
+{{- /* quotactl_fd(Q_GETQUOTA) of another project needs CAP_SYS_ADMIN. */}}
+{{- $caps := $sc.capabilities | default dict }}
+{{- $_ := set $caps "add" (append ($caps.add | default list) "SYS_ADMIN" | uniq) }}
+{{- $_ := set $sc "capabilities" $caps }}
+{{- end }}
+{{- if (and (eq $e.source "filesystem") $e.openFiles.enabled) }}
+{{- /* Reading another process's /proc/<pid>/fd needs PTRACE_MODE_READ on it. */}}
+{{- $caps := $sc.capabilities | default dict }}
+{{- $_ := set $caps "add" (append ($caps.add | default list) "SYS_PTRACE" | uniq) }}
+{{- $_ := set $sc "capabilities" $caps }}
+{{- end }}
+{{- if and (eq $e.source "filesystem") (include "emptydir-guard.openshift" $root) (not $sc.seLinuxOptions) }}
+{{- $_ := set $sc "seLinuxOptions" (dict "type" "spc_t") }}
+{{- end }}
+{{- toYaml $sc }}
+{{- end -}}
+
+{{/*
+"true" where the release installs on OpenShift: preset openshift, or the cluster serves its
+SecurityContextConstraints API; "" otherwise.
+*/}}
+{{- define "emptydir-guard.openshift" -}}
+{{- if or (eq .Values.preset "openshift") (.Capabilities.APIVersions.Has "security.openshift.io/v1") }}true{{ end }}
+{{- end -}}
