@@ -102,7 +102,7 @@ func TestOpenShiftSCC(t *testing.T) {
 		"allowedCapabilities": []any{"DAC_READ_SEARCH"}, "defaultAddCapabilities": nil, "requiredDropCapabilities": []any{"ALL"},
 		"readOnlyRootFilesystem": true, "runAsUser": map[string]any{"type": "MustRunAs", "uid": int64(0)},
 		"seLinuxContext": map[string]any{"type": "MustRunAs", "seLinuxOptions": map[string]any{"type": "spc_t"}},
-		"fsGroup": map[string]any{"type": "RunAsAny"}, "supplementalGroups": map[string]any{"type": "RunAsAny"},
+		"fsGroup":        map[string]any{"type": "RunAsAny"}, "supplementalGroups": map[string]any{"type": "RunAsAny"},
 		"seccompProfiles": []any{"runtime/default"}, "volumes": []any{"emptyDir", "hostPath", "projected"},
 		"users": []any{}, "groups": []any{},
 	}
