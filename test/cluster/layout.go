@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,8 +69,9 @@ func lockLayout(ctx context.Context) (*os.File, error) {
 	}
 }
 
-// createLayoutDirs creates the layout's folders, none of which may exist, and returns the
-// topmost folder it created for each (what Stop removes).
+// createLayoutDirs creates the layout's folders, none of which may exist, and returns, for
+// each, the topmost folder it made (what Stop removes). Only a folder this function's own
+// mkdir created is ever returned: a slip here must not hand Stop a folder of the host.
 func createLayoutDirs(l *Layout) ([]string, error) {
 	var created []string
 	for _, d := range l.dirs() {
@@ -79,25 +81,41 @@ func createLayoutDirs(l *Layout) ([]string, error) {
 		if _, err := os.Lstat(d); err == nil {
 			return created, fmt.Errorf("layout folder %s exists already: a real runtime's, or a leftover; the test never uses (nor removes) a folder it did not create", d)
 		}
-		top := d
-		for p := filepath.Dir(d); p != "/"; p = filepath.Dir(p) {
-			if _, err := os.Lstat(p); err == nil {
-				break
+		var path []string // d and its ancestors, from the top
+		for p := d; p != "/"; p = filepath.Dir(p) {
+			path = append([]string{p}, path...)
+		}
+		first := ""
+		for _, p := range path {
+			err := os.Mkdir(p, 0o755)
+			switch {
+			case err == nil:
+				if first == "" {
+					first = p
+				}
+			case errors.Is(err, fs.ErrExist) && first == "":
+				// An ancestor that was there: not ours.
+			default:
+				if first != "" {
+					created = append(created, first)
+				}
+				return created, fmt.Errorf("creating layout folder %s: %w", p, err)
 			}
-			top = p
 		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return created, err
-		}
-		created = append(created, top)
+		created = append(created, first)
 	}
 	return created, nil
 }
 
-// removeLayoutDirs unmounts everything below the created folders and removes them.
+// removeLayoutDirs unmounts everything below the created folders and removes them. It
+// refuses a folder directly below / (/var, /run, /tmp): no layout folder is made there.
 func removeLayoutDirs(created []string) error {
 	var errs []error
 	for _, top := range created {
+		if top == "" || strings.Count(filepath.Clean(top), "/") < 2 {
+			errs = append(errs, fmt.Errorf("not removing layout folder %q: too near the root to be one Start made", top))
+			continue
+		}
 		if err := unmountUnder(top); err != nil {
 			errs = append(errs, err)
 			continue // never remove what a mount still shows below

@@ -49,4 +49,8 @@ func TestLayoutDirs(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(real, "keep")); err != nil {
 		t.Errorf("the existing folder was touched: %v", err)
 	}
+	// A folder directly below / is never removed, whatever the record says.
+	if err := removeLayoutDirs([]string{"/nonexistent-edg-layout"}); err == nil {
+		t.Error("removeLayoutDirs of a folder below / succeeded, want it refused")
+	}
 }
