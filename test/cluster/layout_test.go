@@ -38,15 +38,15 @@ func TestLayoutDirs(t *testing.T) {
 		t.Errorf("the folder that existed before is gone: %v", err)
 	}
 
-	real := filepath.Join(existing, "containerd")
-	if err := os.MkdirAll(filepath.Join(real, "keep"), 0o755); err != nil {
+	runtimeRoot := filepath.Join(existing, "containerd")
+	if err := os.MkdirAll(filepath.Join(runtimeRoot, "keep"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	created, err = createLayoutDirs(&Layout{ContainerdRoot: real})
+	created, err = createLayoutDirs(&Layout{ContainerdRoot: runtimeRoot})
 	if err == nil || len(created) != 0 {
 		t.Errorf("an existing folder: created %v, err %v; want it refused", created, err)
 	}
-	if _, err := os.Stat(filepath.Join(real, "keep")); err != nil {
+	if _, err := os.Stat(filepath.Join(runtimeRoot, "keep")); err != nil {
 		t.Errorf("the existing folder was touched: %v", err)
 	}
 	// A folder directly below / is never removed, whatever the record says.

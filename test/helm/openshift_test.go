@@ -74,13 +74,15 @@ func sccAdmits(f map[string]any, spec corev1.PodSpec) error {
 		return fmt.Errorf("runAsUser %v, the container's %v", ru, sc.RunAsUser)
 	}
 	se := f["seLinuxContext"].(map[string]any)
-	want, _ := se["seLinuxOptions"].(map[string]any)
-	var got any
+	want, got := "", ""
+	if o, ok := se["seLinuxOptions"].(map[string]any); ok {
+		want = fmt.Sprint(o["type"])
+	}
 	if sc.SELinuxOptions != nil {
 		got = sc.SELinuxOptions.Type
 	}
-	if se["type"] != "MustRunAs" || fmt.Sprint(want["type"]) != fmt.Sprint(got) && !(want == nil && got == nil) {
-		return fmt.Errorf("seLinuxContext %v, the container's type %v", se, got)
+	if se["type"] != "MustRunAs" || want != got {
+		return fmt.Errorf("seLinuxContext %v, the container's type %q", se, got)
 	}
 	if f["readOnlyRootFilesystem"] == true && (sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem) {
 		return fmt.Errorf("readOnlyRootFilesystem required, the container's %v", sc.ReadOnlyRootFilesystem)
