@@ -27,9 +27,10 @@ import (
 
 const (
 	// kpsRelease and kpsNamespace are where the test installs the stand-in, as kube-prometheus-stack's
-	// instructions install it.
+	// instructions install it; a namespace not named monitoring, so that nothing of the guard's
+	// install may assume that name.
 	kpsRelease   = "kube-prometheus-stack"
-	kpsNamespace = "monitoring"
+	kpsNamespace = "kube-prometheus-stack"
 	// readmeInstallMarker precedes the README's fenced block of the install beside it.
 	readmeInstallMarker = "<!-- TestOperatorInstallEvicts (test/e2e/operator_test.go) runs the next block as written. -->"
 	// readmeChartRef is the chart's registry reference in the README; from a checkout, the
