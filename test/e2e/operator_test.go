@@ -59,7 +59,7 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	// beside it. The exporter's PodMonitor sampleLimit is the test's, checked below.
 	h := newHelmTool(t, c)
 	installKubePrometheusStack(ctx, t, h, promVersion)
-	installed := runReadmeInstall(ctx, t, c, h, `podMonitor:
+	installed, imageRef := runReadmeInstall(ctx, t, c, h, `podMonitor:
   exporterSampleLimit: 5000
 `)
 	seed := installed.startSeed(ctx, t, "operator")
@@ -96,6 +96,8 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	for i := range rems {
 		rems[i] = deployWaitReady(ctx, t, c, rems[i])
 	}
+	// The kubelet pulled what the README's make push-image pushed: nothing was imported.
+	requirePulled(ctx, t, c, append([]*corev1.Pod{exp}, rems...), imageRef)
 
 	// The monitoring side, as kube-prometheus-stack sets it up.
 	mon := startOperatorMonitoring(ctx, t, c, promBin, installed, rems[0])

@@ -213,7 +213,7 @@ func (r *releaser) tryMake(ctx context.Context, vars map[string]string, args ...
 	for k, v := range all {
 		margs = append(margs, k+"="+v)
 	}
-	cmd := r.c.Command(ctx, "make", margs...)
+	cmd := r.c.Command(ctx, "flock", append([]string{makeLock(), "make"}, margs...)...)
 	cmd.Env = r.env
 	cmd.Stdin = strings.NewReader(r.stdin)
 	out, err := cmd.CombinedOutput()
