@@ -105,6 +105,9 @@ type Cluster struct {
 	restConfig *rest.Config
 	client     kubernetes.Interface
 
+	registryMu   sync.Mutex // held while the registry starts: tests of one shared cluster share it
+	registryHost string
+
 	stopOnce sync.Once
 	stopErr  error
 }

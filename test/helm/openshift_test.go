@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
+	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
 )
 
 // scc is the exporter's SecurityContextConstraints in r, or nil.
@@ -141,7 +142,9 @@ func TestOpenShiftSCC(t *testing.T) {
 	} {
 		t.Run(tc.values+" "+strings.Join(tc.apiVersions, ","), func(t *testing.T) {
 			rel := release("guard")
-			rel.APIVersions = tc.apiVersions
+			if tc.apiVersions != nil {
+				rel.Cluster = &helmchart.Cluster{APIResources: tc.apiVersions}
+			}
 			if err := yaml.Unmarshal([]byte(tc.values), &rel.Values); err != nil {
 				t.Fatal(err)
 			}

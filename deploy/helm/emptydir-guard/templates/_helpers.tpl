@@ -345,3 +345,33 @@ SecurityContextConstraints API; "" otherwise.
 {{- define "emptydir-guard.openshift" -}}
 {{- if or (eq .Values.preset "openshift") (.Capabilities.APIVersions.Has "security.openshift.io/v1") }}true{{ end }}
 {{- end -}}
+
+{{- /*
+The NetworkPolicyPeer admitting Prometheus or Alertmanager (.kind), as a one-item list: the
+peer's own namespaceSelector (or ipBlock) when set; else the namespaces of
+networkPolicy.monitoringNamespaces; else those of the Prometheus Operator's objects of that kind
+found at install (the API group checked first: lookup fails on an unknown one). A guard admitting
+no namespace would get no scrapes and no webhooks without a word, so nothing found fails the
+install (helm template has no cluster: set the value).
+*/}}
+{{- define "emptydir-guard.monitoringPeer" -}}
+{{- $peer := deepCopy .peer -}}
+{{- if not (or (hasKey $peer "namespaceSelector") (hasKey $peer "ipBlock")) -}}
+{{- $names := .root.Values.networkPolicy.monitoringNamespaces | default list -}}
+{{- if and (not $names) (.root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind)) -}}
+{{- range (lookup "monitoring.coreos.com/v1" .kind "" "").items | default list -}}
+{{- $names = append $names .metadata.namespace -}}
+{{- end -}}
+{{- end -}}
+{{- if not $names -}}
+{{- fail (printf "networkPolicy: no namespace to admit %s from. Set networkPolicy.monitoringNamespaces to the namespaces your Prometheus and Alertmanager run in (at install the chart looks for the Prometheus Operator's %s objects: none found, or helm template, which cannot look), or networkPolicy.%s.namespaceSelector, or networkPolicy.enabled=false." .kind .kind (lower .kind)) -}}
+{{- end -}}
+{{- $names = $names | uniq | sortAlpha -}}
+{{- if eq (len $names) 1 -}}
+{{- $_ := set $peer "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" (first $names))) -}}
+{{- else -}}
+{{- $_ := set $peer "namespaceSelector" (dict "matchExpressions" (list (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" $names))) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (list $peer) -}}
+{{- end -}}
