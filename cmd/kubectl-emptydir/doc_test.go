@@ -36,16 +36,15 @@ func TestFlagsDoc(t *testing.T) {
 	}
 }
 
-// flagsDoc is a table of the root command's own flags, the names of kubectl's flags it takes,
-// and a table per subcommand.
+// flagsDoc is the names of kubectl's flags, which every command takes, and a table per
+// subcommand of the flags that apply to it.
 func flagsDoc(root *cobra.Command) string {
 	kubectl := pflag.NewFlagSet("kubectl", pflag.ContinueOnError)
 	genericclioptions.NewConfigFlags(true).AddFlags(kubectl)
 	var b strings.Builder
 	var names []string
 	kubectl.VisitAll(func(f *pflag.Flag) { names = append(names, "`--"+f.Name+"`") })
-	b.WriteString("Every command takes kubectl's flags (" + strings.Join(names, ", ") + ") and these:\n\n")
-	b.WriteString(flagTable(root.PersistentFlags(), kubectl))
+	b.WriteString("Every command takes kubectl's flags (" + strings.Join(names, ", ") + "; `kubectl emptydir options` lists them), and the flags that apply to it:\n")
 	for _, c := range root.Commands() {
 		if c.Hidden || c.Name() == "help" || c.Name() == "completion" || !c.HasLocalFlags() {
 			continue

@@ -100,7 +100,7 @@ func runRecommend(t *testing.T, prom cannedPrometheus, client *fake.Clientset, a
 		Prometheus: prom, Client: client}
 	root := &cobra.Command{Use: "kubectl-emptydir", SilenceUsage: true, SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) }}
-	o.AddFlags(root.PersistentFlags())
+	o.ConfigFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(recommendCmd(r))
 	root.SetArgs(append([]string{"recommend"}, args...))
 	root.SetOut(&out)
@@ -201,7 +201,7 @@ func TestRecommendUsage(t *testing.T) {
 		"--quantile 2":      "quantile 2 is not between 0 and 1",
 		"--window 7d1m":     "not a whole number of steps",
 		"--window x":        "invalid argument",
-		"-o name":           `allowed formats are: json, patch, wide, yaml`,
+		"-o table":          `output format "table", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,patch,template,templatefile,wide,yaml`,
 		"--source whatever": "unknown source",
 	} {
 		_, _, err := runRecommend(t, prom, client, strings.Fields(args)...)
