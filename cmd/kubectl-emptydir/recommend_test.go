@@ -179,19 +179,29 @@ func TestRecommendSelectorAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list struct {
-		Kind  string
-		Items []recommend.Suggestion
+		APIVersion string
+		Kind       string
+		Items      []recommend.Suggestion
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
-	if list.Kind != "RecommendationList" || len(list.Items) != 3 {
+	if list.APIVersion != plugin.APIVersion || list.Kind != "RecommendationList" || len(list.Items) != 3 {
 		t.Fatalf("%s", out)
 	}
 	for _, s := range list.Items {
 		if s.Workload != "web" || s.HistorySeconds != 2016*300 {
 			t.Errorf("%+v", s)
 		}
+	}
+}
+
+// TestRecommendName: -o name prints the workloads, each once, as kubectl get -o name does.
+func TestRecommendName(t *testing.T) {
+	prom, client := shopFixture()
+	out, _, err := runRecommend(t, prom, client, "-n", "shop", "-o", "name")
+	if want := "job.batch/backup-1\ndeployment.apps/web\n"; err != nil || out != want {
+		t.Errorf("-o name: %v, %q; want %q", err, out, want)
 	}
 }
 
