@@ -156,7 +156,8 @@ func newVersionCmd(o *plugin.Options) *cobra.Command {
 			var err error
 			switch output {
 			case "":
-				_, err = fmt.Fprintf(o.Out, "kubectl-emptydir %s (revision %s, %s, %s)\n", v.Version, v.Revision, v.GoVersion, v.Platform)
+				// A commit's 12 first hex digits name it, as git describe does; -o json has all 40.
+				_, err = fmt.Fprintf(o.Out, "kubectl-emptydir %s (revision %.12s, %s, %s)\n", v.Version, v.Revision, v.GoVersion, v.Platform)
 				return err
 			case "json":
 				b, err = json.MarshalIndent(v, "", "    ")
