@@ -8,18 +8,12 @@ import (
 
 func newExplainCmd(o *plugin.Options) *cobra.Command {
 	e := &plugin.ExplainOptions{Options: o}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "explain POD",
 		Short: "What counts toward a pod's local-storage limits, measured now, and what happens at the limit",
-		Long: `Measures the pod live (its node's emptyDir guard exporter walks its volumes, writable layers
-and logs now, through the API server's pod proxy) and explains, limit by limit, what counts
-toward it: each emptyDir volume against its sizeLimit; the pod against its ephemeral-storage
-limit (emptyDir volumes, writable layers, logs, other); each container against its own (logs,
-writable layer). Then what the kubelet and emptyDir guard do, and when, and whether the pod's
-PodDisruptionBudgets would let emptyDir guard evict it now.
-
-Needs get on the pod (your own RBAC), and list pods and get pods/proxy in the release namespace
-(--guard-namespace).`,
+		Long: `Measures the pod live (its node's exporter walks it now) and explains, limit by limit, what
+counts toward it, what the kubelet and emptyDir guard do at which point, and whether the pod's
+PodDisruptionBudgets let emptyDir guard evict it now. More: docs/kubectl-plugin.md.`,
 		Example: `  # Explain a pod of the current namespace
   kubectl emptydir explain web-7d4b9c-x2k5q
 
@@ -37,4 +31,7 @@ Needs get on the pod (your own RBAC), and list pods and get pods/proxy in the re
 			return e.Run(cmd.Context())
 		},
 	}
+	o.AddGuardNamespaceFlag(cmd.Flags())
+	o.AddOutputFlags(cmd, false)
+	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,35 +71,12 @@ func recommendCmd(r *recommendOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recommend",
 		Short: "sizeLimits and ephemeral-storage requests and limits from each workload's measured usage",
-		Long: `Suggests, for each workload (Deployment, StatefulSet, DaemonSet, Job, ReplicaSet, bare pod),
-a sizeLimit for each disk emptyDir and an ephemeral-storage request and limit for each container,
-from the usage Prometheus holds over --window: the limit is the peak + --headroom, the request
-the --quantile, both rounded up to a value a person writes (256Mi, 320Mi, 384Mi, 448Mi, 512Mi,
-640Mi, ... 1Gi, 1280Mi, ...; at least 16Mi). A workload's pods pool: at every 5 minutes the
-largest of them counts, across restarts, rollouts and recreated pods. With less than
---min-history of measurements there is no suggestion, and the NOTE says how much there is. A
-container's limit is raised where its pod's containers' limits would not cover what the pod
-uses with its emptyDirs (the kubelet evicts a pod over their sum).
-
-It reads Prometheus only (--prometheus-url, required: kubectl port-forward to yours), the
-series the recording rules record where they are installed, else the exporter's own. Containers
-are measured only in pods with an ephemeral-storage limit. -l and -o patch read the workloads
-from the API server (list, and get, of those kinds).
-
--o patch prints one kubectl patch command per workload (strategic merge into its pod template),
-to review and run. The method: docs/recommendations.md.`,
-		Example: `  # The current namespace's workloads, from a Prometheus forwarded to localhost
-  kubectl -n monitoring port-forward svc/prometheus-operated 9090 &
-  kubectl emptydir recommend --prometheus-url http://localhost:9090
-
-  # Every namespace, two weeks, the 99th percentile for requests, +50 % on limits
-  kubectl emptydir recommend -A --window 14d --quantile 0.99 --headroom 0.5 --prometheus-url http://localhost:9090
-
-  # The patches, applied after review
-  kubectl emptydir recommend -n shop -o patch --prometheus-url http://localhost:9090 > patches.sh
-  sh patches.sh`,
-		Args:        noArgs,
-		Annotations: map[string]string{plugin.OutputsAnnotation: "patch"},
+		Long: `Suggests, per workload, a sizeLimit for each disk emptyDir and an ephemeral-storage request
+and limit for each container from the usage Prometheus holds over --window (the limit: the peak +
+--headroom; the request: the --quantile). The method: docs/recommendations.md.`,
+		Example: `  # One kubectl patch command per workload of namespace shop, to review and run
+  kubectl emptydir recommend -n shop -o patch --prometheus-url http://localhost:9090 > patches.sh`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return r.Run(cmd.Context())
 		},
@@ -113,6 +91,8 @@ to review and run. The method: docs/recommendations.md.`,
 	f.Float64Var(&r.Headroom, "headroom", r.Headroom, "Share added to the peak for limits and sizeLimits (0.3: +30 %).")
 	f.StringVar(&r.Source, "source", r.Source, "auto (the recorded series, else the exporter's), recorded or raw (the exporter's: a window longer than the rules have recorded).")
 	f.BoolVar(&r.Requests, "requests", r.Requests, "Set requests in -o patch (false for nodes with localStorageCapacityIsolation: false).")
+	r.AddPrometheusFlag(f)
+	r.AddOutputFlags(cmd, true, "wide", "patch")
 	return cmd
 }
 
@@ -124,7 +104,7 @@ func (r *recommendOptions) Run(ctx context.Context) error {
 	if err := r.Config.Validate(); err != nil {
 		return plugin.UsageError(err)
 	}
-	format, err := r.Format()
+	format, err := r.Format("wide", "patch")
 	if err != nil {
 		return err
 	}
@@ -159,13 +139,35 @@ func (r *recommendOptions) Run(ctx context.Context) error {
 	switch format {
 	case plugin.FormatCustom:
 		return r.printPatches(ctx, ss)
-	case plugin.FormatJSON, plugin.FormatYAML:
-		return r.Print(nil, struct {
-			Kind  string                 `json:"kind"`
-			Items []recommend.Suggestion `json:"items"`
-		}{"RecommendationList", ss})
+	case plugin.FormatObject:
+		if ss == nil {
+			ss = []recommend.Suggestion{}
+		}
+		return r.Print(format, nil, &recommendationList{TypeMeta: plugin.TypeMeta("RecommendationList"), Items: ss})
 	}
-	return r.Print(r.table(ss), nil)
+	return r.Print(format, r.table(ss), nil)
+}
+
+// recommendationList is what recommend -o json|yaml prints.
+type recommendationList struct {
+	metav1.TypeMeta `json:",inline"`
+	Items           []recommend.Suggestion `json:"items"`
+}
+
+// DeepCopyObject copies l enough to print it.
+func (l *recommendationList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = slices.Clone(l.Items)
+	return &c
+}
+
+// Refs are the workloads, for -o name.
+func (l *recommendationList) Refs() []plugin.Ref {
+	refs := make([]plugin.Ref, len(l.Items))
+	for i, s := range l.Items {
+		refs[i] = plugin.Ref{Group: plugin.GroupOf(s.WorkloadKind), Kind: s.WorkloadKind, Name: s.Workload}
+	}
+	return refs
 }
 
 func scopeName(ns string) string {

@@ -100,7 +100,7 @@ func runRecommend(t *testing.T, prom cannedPrometheus, client *fake.Clientset, a
 		Prometheus: prom, Client: client}
 	root := &cobra.Command{Use: "kubectl-emptydir", SilenceUsage: true, SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return o.Validate(cmd) }}
-	o.AddFlags(root.PersistentFlags())
+	o.ConfigFlags.AddFlags(root.PersistentFlags())
 	root.AddCommand(recommendCmd(r))
 	root.SetArgs(append([]string{"recommend"}, args...))
 	root.SetOut(&out)
@@ -179,13 +179,14 @@ func TestRecommendSelectorAndJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list struct {
-		Kind  string
-		Items []recommend.Suggestion
+		APIVersion string
+		Kind       string
+		Items      []recommend.Suggestion
 	}
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
-	if list.Kind != "RecommendationList" || len(list.Items) != 3 {
+	if list.APIVersion != plugin.APIVersion || list.Kind != "RecommendationList" || len(list.Items) != 3 {
 		t.Fatalf("%s", out)
 	}
 	for _, s := range list.Items {
@@ -195,13 +196,22 @@ func TestRecommendSelectorAndJSON(t *testing.T) {
 	}
 }
 
+// TestRecommendName: -o name prints the workloads, each once, as kubectl get -o name does.
+func TestRecommendName(t *testing.T) {
+	prom, client := shopFixture()
+	out, _, err := runRecommend(t, prom, client, "-n", "shop", "-o", "name")
+	if want := "job.batch/backup-1\ndeployment.apps/web\n"; err != nil || out != want {
+		t.Errorf("-o name: %v, %q; want %q", err, out, want)
+	}
+}
+
 func TestRecommendUsage(t *testing.T) {
 	prom, client := shopFixture()
 	for args, want := range map[string]string{
 		"--quantile 2":      "quantile 2 is not between 0 and 1",
 		"--window 7d1m":     "not a whole number of steps",
 		"--window x":        "invalid argument",
-		"-o name":           `allowed formats are: json, patch, wide, yaml`,
+		"-o table":          `output format "table", allowed formats are: go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,kyaml,name,patch,template,templatefile,wide,yaml`,
 		"--source whatever": "unknown source",
 	} {
 		_, _, err := runRecommend(t, prom, client, strings.Fields(args)...)

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -26,11 +26,11 @@ const optOutAnnotation = "emptydir-guard.io/evict"
 // Explanation is what `explain -o json|yaml` prints: one live measurement of a pod, limit by
 // limit, and what happens at which point.
 type Explanation struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Pod       string `json:"pod"`
-	UID       string `json:"uid"`
-	Node      string `json:"node"`
+	metav1.TypeMeta `json:",inline"`
+	Namespace       string `json:"namespace"`
+	Pod             string `json:"pod"`
+	UID             string `json:"uid"`
+	Node            string `json:"node"`
 	// Source is how the exporter measured: filesystem (it walked the folders) or kubelet.
 	Source     string    `json:"source"`
 	MeasuredAt time.Time `json:"measuredAt"`
@@ -42,6 +42,16 @@ type Explanation struct {
 	// OptedOut says the pod carries the remediator's opt-out annotation set to "false".
 	OptedOut bool `json:"optedOut,omitempty"`
 }
+
+// DeepCopyObject copies x enough to print it.
+func (x *Explanation) DeepCopyObject() runtime.Object {
+	c := *x
+	c.Limits = slices.Clone(x.Limits)
+	return &c
+}
+
+// Refs is the pod, for -o name.
+func (x *Explanation) Refs() []Ref { return []Ref{{Kind: "Pod", Name: x.Pod}} }
 
 // Limit is one limit of a pod and what counts toward it.
 type Limit struct {
@@ -92,8 +102,9 @@ type ExplainOptions struct {
 
 // Run measures the pod live and prints the explanation.
 func (o *ExplainOptions) Run(ctx context.Context) error {
-	if o.PrometheusURL != "" {
-		return UsageError(errors.New("explain measures live through the exporters; it does not read Prometheus (leave out --prometheus-url)"))
+	f, err := o.Format()
+	if err != nil {
+		return err
 	}
 	ns, err := o.Namespace()
 	if err != nil {
@@ -136,19 +147,15 @@ func (o *ExplainOptions) Run(ctx context.Context) error {
 	}
 	x := explain(pod, live)
 	x.Disruption = disruption(ctx, client, pod)
-	f, err := o.Format()
-	if err != nil {
-		return err
-	}
-	if f == FormatJSON || f == FormatYAML {
-		return o.Print(nil, x)
+	if f == FormatObject {
+		return o.Print(f, nil, x)
 	}
 	return x.Write(o.Out)
 }
 
 // explain joins the pod's spec (its limits) and a live measurement of it.
 func explain(pod *corev1.Pod, live *liveapi.Response) *Explanation {
-	x := &Explanation{Kind: "Explanation", Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), Node: live.Node,
+	x := &Explanation{TypeMeta: TypeMeta("Explanation"), Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), Node: live.Node,
 		Source: live.Source, MeasuredAt: live.MeasuredAt, Limits: []Limit{}, OptedOut: pod.Annotations[optOutAnnotation] == "false"}
 	if es := live.EphemeralStorage; es != nil {
 		p := Limit{Kind: KindPod, UsedBytes: es.UsedBytes, LowerBound: es.LowerBound, LimitBytes: es.LimitBytes}

@@ -18,22 +18,25 @@ import (
 // DefaultGuardNamespace is the namespace the chart's install commands put the release in.
 const DefaultGuardNamespace = "emptydir-guard"
 
-// Options are the settings every subcommand shares. NewOptions carries the defaults; the
-// root command's flags only bind to them.
+// Options are the settings the subcommands share; each registers the flags of those that
+// apply to it. NewOptions carries the defaults; the flags only bind to them.
 type Options struct {
-	// ConfigFlags are kubectl's own flags (--kubeconfig, --context, -n, --as, ...): the plugin
-	// talks to the API server as the user kubectl would, with the user's RBAC.
+	// ConfigFlags are kubectl's own flags (--kubeconfig, --context, -n, --as, ...), global as
+	// kubectl's: the plugin talks to the API server as the user kubectl would, with the user's
+	// RBAC.
 	ConfigFlags *genericclioptions.ConfigFlags
 	// PrometheusURL, when set, makes the commands read from Prometheus instead of from the
 	// exporters through the API server.
 	PrometheusURL string
 	// GuardNamespace is the namespace of the emptyDir guard release whose exporters answer.
 	GuardNamespace string
-	// Output is "", "wide", "json", "yaml" or a format the running command adds
-	// (OutputsAnnotation).
+	// Output is -o: "" (a table), one of cli-runtime's formats (kubectl's), or one the
+	// running command prints itself (Format).
 	Output string
-	// outputs are the formats the running command adds, set by Validate.
-	outputs []string
+	// Template and AllowMissingKeys are the template formats' --template and
+	// --allow-missing-template-keys, as kubectl's.
+	Template         string
+	AllowMissingKeys bool
 	// NoHeaders leaves out the table's header line.
 	NoHeaders bool
 
@@ -43,34 +46,48 @@ type Options struct {
 // NewOptions returns the defaults, writing to streams.
 func NewOptions(streams genericiooptions.IOStreams) *Options {
 	return &Options{
-		ConfigFlags:    genericclioptions.NewConfigFlags(true),
-		GuardNamespace: DefaultGuardNamespace,
-		IOStreams:      streams,
+		ConfigFlags:      genericclioptions.NewConfigFlags(true),
+		GuardNamespace:   DefaultGuardNamespace,
+		AllowMissingKeys: true,
+		IOStreams:        streams,
 	}
 }
 
-// AddFlags registers the shared flags on fs (the root command's persistent flags).
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	o.ConfigFlags.AddFlags(fs)
+// AddPrometheusFlag registers --prometheus-url, for the commands that can read Prometheus.
+func (o *Options) AddPrometheusFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL,
-		"Read from this Prometheus (its HTTP API) instead of live from the exporters through the API server.")
+		"Read from this Prometheus (its HTTP API) instead of live from the exporters.")
+}
+
+// AddGuardNamespaceFlag registers --guard-namespace, for the commands that read the
+// exporters live.
+func (o *Options) AddGuardNamespaceFlag(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GuardNamespace, "guard-namespace", o.GuardNamespace,
 		"Namespace of the emptyDir guard release whose exporters measure.")
-	fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: wide, json or yaml; empty: a table.")
-	fs.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Print tables without their header line.")
 }
 
-// Validate checks the shared flags for the command cmd runs, whose OutputsAnnotation adds
-// output formats (nil: none).
+// AddOutputFlags registers -o, with kubectl's formats from cli-runtime and the command's own
+// (own: "wide" for a table with wide columns, "patch"), and --template; with table, the
+// command prints a table by default, and --no-headers too.
+func (o *Options) AddOutputFlags(cmd *cobra.Command, table bool, own ...string) {
+	f := cmd.Flags()
+	f.StringVarP(&o.Output, "output", "o", o.Output, "Output format. One of: ("+strings.Join(o.outputFormats(own), ", ")+").")
+	f.StringVar(&o.Template, "template", o.Template, "Template for -o go-template, go-template-file, jsonpath or jsonpath-file.")
+	_ = cmd.MarkFlagFilename("template")
+	f.BoolVar(&o.AllowMissingKeys, "allow-missing-template-keys", o.AllowMissingKeys, "Ignore a field or map key a template misses.")
+	// Kept out of --help, as it is of kubectl's but for get: few use it.
+	_ = f.MarkHidden("allow-missing-template-keys")
+	if table {
+		f.BoolVar(&o.NoHeaders, "no-headers", o.NoHeaders, "Print tables without their header line.")
+	}
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return o.outputFormats(own), cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+// Validate checks the flags the command cmd has.
 func (o *Options) Validate(cmd *cobra.Command) error {
-	o.outputs = nil
-	if cmd != nil && cmd.Annotations[OutputsAnnotation] != "" {
-		o.outputs = strings.Split(cmd.Annotations[OutputsAnnotation], ",")
-	}
-	if _, err := ParseOutput(o.Output, o.outputs...); err != nil {
-		return err
-	}
-	if o.GuardNamespace == "" {
+	if cmd != nil && cmd.Flags().Lookup("guard-namespace") != nil && o.GuardNamespace == "" {
 		return UsageError(errors.New("--guard-namespace must not be empty"))
 	}
 	return nil
@@ -105,19 +122,6 @@ func (o *Options) Clientset() (kubernetes.Interface, error) {
 	}
 	return kubernetes.NewForConfig(rc)
 }
-
-// Print writes v as o.Output asks: the table t for "" and "wide", v itself as JSON or YAML.
-func (o *Options) Print(t *Table, v any) error {
-	f, err := o.Format()
-	if err != nil {
-		return err
-	}
-	return Print(o.Out, f, o.NoHeaders, t, v)
-}
-
-// Format is the output format -o chose: FormatCustom for one the running command adds, which
-// it prints itself.
-func (o *Options) Format() (Format, error) { return ParseOutput(o.Output, o.outputs...) }
 
 // Warnf writes one warning line to the error stream, as kubectl writes its warnings.
 func (o *Options) Warnf(format string, args ...any) {

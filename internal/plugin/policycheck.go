@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 )
@@ -40,10 +41,26 @@ const (
 
 // PolicyCheckList is what `policy-check -o json|yaml` prints.
 type PolicyCheckList struct {
-	Kind string `json:"kind"`
+	metav1.TypeMeta `json:",inline"`
 	// Policy is the ValidatingAdmissionPolicy whose checks were applied.
 	Policy string            `json:"policy"`
 	Items  []PolicyCheckItem `json:"items"`
+}
+
+// DeepCopyObject copies l enough to print it.
+func (l *PolicyCheckList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = slices.Clone(l.Items)
+	return &c
+}
+
+// Refs are the items, for -o name.
+func (l *PolicyCheckList) Refs() []Ref {
+	refs := make([]Ref, len(l.Items))
+	for i, it := range l.Items {
+		refs[i] = Ref{Group: GroupOf(it.Kind), Kind: it.Kind, Name: it.Name}
+	}
+	return refs
 }
 
 // PolicyCheckItem is an object the limit policy, under Deny, would refuse something of.
@@ -365,6 +382,10 @@ type PolicyCheckOptions struct {
 
 // Run lists and prints.
 func (o *PolicyCheckOptions) Run(ctx context.Context) error {
+	f, err := o.Format("wide")
+	if err != nil {
+		return err
+	}
 	client := o.Client
 	if client == nil {
 		c, err := o.Clientset()
@@ -388,13 +409,9 @@ func (o *PolicyCheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list := PolicyCheckList{Kind: "PolicyCheckList", Policy: p.Name, Items: items}
+	list := PolicyCheckList{TypeMeta: TypeMeta("PolicyCheckList"), Policy: p.Name, Items: items}
 	if list.Items == nil {
 		list.Items = []PolicyCheckItem{}
-	}
-	f, err := o.Format()
-	if err != nil {
-		return err
 	}
 	if len(items) == 0 && (f == FormatTable || f == FormatWide) {
 		where := "namespace " + ns
@@ -404,7 +421,7 @@ func (o *PolicyCheckOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "Nothing the limit policy %s would refuse under Deny in %s.\n", p.Name, where)
 		return nil
 	}
-	return o.Print(policyCheckTable(items, o.AllNamespaces), list)
+	return o.Print(f, policyCheckTable(items, o.AllNamespaces), &list)
 }
 
 // policyCheckTable is the table of policy-check: NAMESPACE only with -A, as kubectl prints it.

@@ -44,6 +44,9 @@ func topQueries(scope Scope) []string {
 	if !scope.AllNamespaces {
 		m = append(m, fmt.Sprintf("namespace=%q", scope.Namespace))
 	}
+	if scope.Pod != "" {
+		m = append(m, fmt.Sprintf("pod=%q", scope.Pod))
+	}
 	return []string{"{" + strings.Join(m, ",") + "}", mNodeOldestTriggerAge + "{" + node + "}"}
 }
 

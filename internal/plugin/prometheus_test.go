@@ -102,6 +102,24 @@ func TestTopPrometheus(t *testing.T) {
 	}
 }
 
+// TestTopPrometheusPod: top POD asks Prometheus for that pod's series only.
+func TestTopPrometheusPod(t *testing.T) {
+	vol := func(pod string) map[string]string {
+		return map[string]string{"__name__": "emptydir_used_bytes", "namespace": "shop", "pod": pod, "uid": "u-" + pod, "volume": "v", "node": "node-a"}
+	}
+	url, queries := fakePrometheus(t, []map[string]string{vol("web"), vol("db")}, []float64{1, 2}, []time.Duration{0, 0})
+	o, out, _ := testOptions("shop")
+	o.PrometheusURL, o.Output = url, "name"
+	top := NewTopOptions(o)
+	top.Pod = "web"
+	if err := top.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "pod/web\n" || !strings.Contains((*queries)[0], `pod="web"`) {
+		t.Errorf("printed %q, queries %q; want pod/web only", out.String(), *queries)
+	}
+}
+
 // TestTopPrometheusHostileLabels: a shared Prometheus holds whatever labels its writers gave
 // their series; top's table shows them quoted, with no control character reaching the
 // terminal and no row added.

@@ -7,9 +7,12 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
@@ -22,19 +25,39 @@ const (
 
 // UsageList is what `top -o json|yaml` prints.
 type UsageList struct {
-	Kind string `json:"kind"`
+	metav1.TypeMeta `json:",inline"`
 	// Source is where the numbers come from: exporters (live, through the API server) or
 	// prometheus.
 	Source string  `json:"source"`
 	Items  []Usage `json:"items"`
 }
 
+// DeepCopyObject copies l enough to print it.
+func (l *UsageList) DeepCopyObject() runtime.Object {
+	c := *l
+	c.Items = slices.Clone(l.Items)
+	return &c
+}
+
+// Refs are the pods of the rows, for -o name.
+func (l *UsageList) Refs() []Ref {
+	refs := make([]Ref, len(l.Items))
+	for i, u := range l.Items {
+		refs[i] = Ref{Kind: "Pod", Name: u.Pod}
+	}
+	return refs
+}
+
 // TopOptions are `top`'s settings beside the shared ones.
 type TopOptions struct {
 	*Options
+	// Pod, when set, narrows to that pod of the namespace, as kubectl top pod POD does.
+	Pod           string
 	AllNamespaces bool
 	Selector      string
 	Node          string
+	// SortBy is one of SortKeys.
+	SortBy string
 	// Concurrency bounds the exporters scraped at once.
 	Concurrency int
 
@@ -46,18 +69,39 @@ type TopOptions struct {
 }
 
 // NewTopOptions returns top's defaults.
-func NewTopOptions(o *Options) *TopOptions { return &TopOptions{Options: o, Concurrency: 8} }
+func NewTopOptions(o *Options) *TopOptions {
+	return &TopOptions{Options: o, SortBy: SortPercent, Concurrency: 8}
+}
 
 // ErrPartial says some rows could not be read (an exporter unreachable): what could be read
 // was printed, and the command exits 1.
 var ErrPartial = errors.New("some measurements could not be read (see the warnings above)")
 
+// validate checks the flags together, as kubectl top pod does.
+func (o *TopOptions) validate() error {
+	switch {
+	case o.Concurrency < 1:
+		return UsageError(errors.New("--concurrency must be at least 1"))
+	case !slices.Contains(SortKeys, o.SortBy):
+		return UsageError(fmt.Errorf("--sort-by accepts only %s", strings.Join(SortKeys, ", ")))
+	case o.Pod != "" && o.Selector != "":
+		return UsageError(errors.New("only one of POD or -l can be given"))
+	case o.Pod != "" && o.AllNamespaces:
+		return UsageError(errors.New("a pod cannot be retrieved by name across all namespaces: give -n, not -A"))
+	}
+	return nil
+}
+
 // Run measures and prints.
 func (o *TopOptions) Run(ctx context.Context) error {
-	if o.Concurrency < 1 {
-		return UsageError(errors.New("--concurrency must be at least 1"))
+	if err := o.validate(); err != nil {
+		return err
 	}
-	scope := Scope{AllNamespaces: o.AllNamespaces, Selector: o.Selector, Node: o.Node}
+	f, err := o.Format("wide")
+	if err != nil {
+		return err
+	}
+	scope := Scope{AllNamespaces: o.AllNamespaces, Selector: o.Selector, Node: o.Node, Pod: o.Pod}
 	if !o.AllNamespaces {
 		ns, err := o.Namespace()
 		if err != nil {
@@ -65,11 +109,8 @@ func (o *TopOptions) Run(ctx context.Context) error {
 		}
 		scope.Namespace = ns
 	}
-	var (
-		list    UsageList
-		partial bool
-		err     error
-	)
+	list := UsageList{TypeMeta: TypeMeta("UsageList")}
+	var partial bool
 	if o.PrometheusURL != "" || o.Prometheus != nil {
 		list.Source = SourcePrometheus
 		list.Items, err = o.fromPrometheus(ctx, scope)
@@ -80,24 +121,23 @@ func (o *TopOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list.Kind = "UsageList"
 	if list.Items == nil {
 		list.Items = []Usage{}
 	}
-	f, err := o.Format()
-	if err != nil {
-		return err
-	}
+	SortUsages(list.Items, o.SortBy)
 	if len(list.Items) == 0 && (f == FormatTable || f == FormatWide) {
 		if partial {
 			return ErrPartial
 		}
 		where := "namespace " + scope.Namespace
-		if o.AllNamespaces {
+		switch {
+		case o.AllNamespaces:
 			where = "any namespace"
+		case o.Pod != "":
+			where = "pod " + scope.Namespace + "/" + o.Pod
 		}
-		fmt.Fprintf(o.ErrOut, "No emptyDir volumes or ephemeral-storage limits found in %s.\n", where)
-	} else if err := o.Print(topTable(list.Items, o.AllNamespaces), list); err != nil {
+		fmt.Fprint(o.ErrOut, Sprintf("No emptyDir volumes or ephemeral-storage limits found in %s.\n", where))
+	} else if err := o.Print(f, topTable(list.Items, o.AllNamespaces), &list); err != nil {
 		return err
 	}
 	if partial {

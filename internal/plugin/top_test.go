@@ -124,6 +124,36 @@ shop        batch   emptyDir/scratch   >=5Mi   <none>   <none>   <unknown>   nod
 			proxied: []string{"exp-a", "exp-b", "exp-c"},
 		},
 		{
+			name:    "a pod",
+			top:     func(t *TopOptions) { t.Pod = "db" },
+			want:    "POD   TARGET          USED    LIMIT   USE%   AGE    NODE\ndb    pod             9.5Mi   10Mi    95%    <=7s   node-a\ndb    container/app   9.5Mi   10Mi    94%    <=7s   node-a\n",
+			proxied: []string{"exp-a"},
+		},
+		{
+			name: "sort by used",
+			top:  func(t *TopOptions) { t.AllNamespaces, t.SortBy = true, SortUsed },
+			want: `NAMESPACE   POD     TARGET             USED    LIMIT    USE%     AGE         NODE
+shop        db      pod                9.5Mi   10Mi     95%      <=7s        node-a
+shop        db      container/app      9.5Mi   10Mi     94%      <=7s        node-a
+shop        batch   emptyDir/scratch   >=5Mi   <none>   <none>   <unknown>   node-b
+secret      vault   emptyDir/keys      2Mi     2Mi      100%     <=7s        node-a
+shop        web     emptyDir/cache     900Ki   1Mi      87%      3s          node-a
+`,
+			proxied: []string{"exp-a", "exp-b"},
+		},
+		{
+			name: "sort by limit",
+			top:  func(t *TopOptions) { t.AllNamespaces, t.SortBy = true, SortLimit },
+			want: `NAMESPACE   POD     TARGET             USED    LIMIT    USE%     AGE         NODE
+shop        db      pod                9.5Mi   10Mi     95%      <=7s        node-a
+shop        db      container/app      9.5Mi   10Mi     94%      <=7s        node-a
+secret      vault   emptyDir/keys      2Mi     2Mi      100%     <=7s        node-a
+shop        web     emptyDir/cache     900Ki   1Mi      87%      3s          node-a
+shop        batch   emptyDir/scratch   >=5Mi   <none>   <none>   <unknown>   node-b
+`,
+			proxied: []string{"exp-a", "exp-b"},
+		},
+		{
 			name:    "node and selector",
 			top:     func(t *TopOptions) { t.Node, t.Selector = "node-a", "app=web" },
 			output:  "wide",
@@ -219,6 +249,37 @@ func TestTopJSON(t *testing.T) {
 	}
 	if b := got.Items[3]; !b.LowerBound || b.LimitBytes != nil || b.Percent != nil || b.MeasurementAgeSeconds != nil {
 		t.Errorf("batch's row: %+v", b)
+	}
+}
+
+// TestTopRefuses: the flags kubectl top pod refuses together, and a pod that is not there.
+func TestTopRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		top   func(*TopOptions)
+		err   string
+		usage bool
+	}{
+		{"sort key", func(t *TopOptions) { t.SortBy = "memory" }, "--sort-by accepts only percent, used, limit", true},
+		{"pod and selector", func(t *TopOptions) { t.Pod, t.Selector = "db", "app=db" }, "only one of POD or -l", true},
+		{"pod in all namespaces", func(t *TopOptions) { t.Pod, t.AllNamespaces = "db", true }, "across all namespaces", true},
+		{"output", func(t *TopOptions) { t.Output = "patch" }, `output format "patch"`, true},
+		{"no such pod", func(t *TopOptions) { t.Pod = "nope" }, `pod "nope" not found in namespace "shop"`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeCluster(t, shopObjects()...)
+			o, out, _ := testOptions("shop")
+			top := NewTopOptions(o)
+			top.Client, top.Proxy = c.client, c.proxy
+			tc.top(top)
+			err := top.Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.err) || IsUsageError(err) != tc.usage {
+				t.Errorf("Run: %v; want %q (a usage error: %v)", err, tc.err, tc.usage)
+			}
+			if out.Len() != 0 || len(c.proxied) != 0 {
+				t.Errorf("printed %q, asked exporters %v; want nothing", out.String(), c.proxied)
+			}
+		})
 	}
 }
 

@@ -51,24 +51,52 @@ func (u Usage) Target() string {
 	return u.Kind + "/" + u.Name
 }
 
-// SortNearestLimit orders rows as `top` prints them: the highest share of its limit first,
-// then the rows without a limit by their usage; ties by namespace, pod and target, so that the
-// order is stable from run to run.
-func SortNearestLimit(us []Usage) {
+// The keys of top's --sort-by, each a column, largest first as kubectl top sorts.
+const (
+	// SortPercent: USE%, the nearest to the limit first; the rows without a limit after them,
+	// by USED.
+	SortPercent = "percent"
+	// SortUsed: USED.
+	SortUsed = "used"
+	// SortLimit: LIMIT; the rows without a limit last.
+	SortLimit = "limit"
+)
+
+// SortKeys are --sort-by's values.
+var SortKeys = []string{SortPercent, SortUsed, SortLimit}
+
+// SortNearestLimit orders rows as `top` prints them by default (SortPercent).
+func SortNearestLimit(us []Usage) { SortUsages(us, SortPercent) }
+
+// SortUsages orders rows by the key by (one of SortKeys; SortPercent for another), largest
+// first; ties by namespace, pod and target, so that the order is stable from run to run.
+func SortUsages(us []Usage, by string) {
 	slices.SortStableFunc(us, func(a, b Usage) int {
-		switch {
-		case a.Percent != nil && b.Percent == nil:
-			return -1
-		case a.Percent == nil && b.Percent != nil:
-			return 1
-		case a.Percent != nil && *a.Percent != *b.Percent:
-			return cmp.Compare(*b.Percent, *a.Percent)
-		case a.UsedBytes != b.UsedBytes:
-			return cmp.Compare(b.UsedBytes, a.UsedBytes)
+		var c int
+		switch by {
+		case SortUsed:
+			c = cmp.Compare(b.UsedBytes, a.UsedBytes)
+		case SortLimit:
+			c = compareDesc(a.LimitBytes, b.LimitBytes)
+		default:
+			c = cmp.Or(compareDesc(a.Percent, b.Percent), cmp.Compare(b.UsedBytes, a.UsedBytes))
 		}
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
+		return cmp.Or(c, cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Pod, b.Pod),
 			cmp.Compare(kindOrder(a.Kind), kindOrder(b.Kind)), cmp.Compare(a.Name, b.Name))
 	})
+}
+
+// compareDesc orders the larger first, and nil (no limit) after every value.
+func compareDesc[T cmp.Ordered](a, b *T) int {
+	switch {
+	case a != nil && b == nil:
+		return -1
+	case a == nil && b != nil:
+		return 1
+	case a == nil:
+		return 0
+	}
+	return cmp.Compare(*b, *a)
 }
 
 func kindOrder(k string) int {

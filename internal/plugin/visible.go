@@ -21,6 +21,8 @@ type Scope struct {
 	Selector string
 	// Node is --node: only pods on that node.
 	Node string
+	// Pod is a pod's name in Namespace: that pod only.
+	Pod string
 }
 
 func (s Scope) listOptions() metav1.ListOptions {
@@ -32,7 +34,7 @@ func (s Scope) listOptions() metav1.ListOptions {
 }
 
 // VisiblePods lists, with the user's own credentials, the pods of scope the user may list,
-// by UID. Rows of other pods are never shown: an exporter reports every pod of its node, and
+// by UID (with scope.Pod, gets that pod: not found is an error). Rows of other pods are never shown: an exporter reports every pod of its node, and
 // what the user could not list with kubectl get pods must not reach them through it.
 //
 // With AllNamespaces, a user who may not list pods cluster-wide gets the pods of each of the
@@ -40,6 +42,19 @@ func (s Scope) listOptions() metav1.ListOptions {
 // they may not list are skipped without a word, so that not even their names show.
 func VisiblePods(ctx context.Context, client kubernetes.Interface, scope Scope, candidates func(context.Context) ([]string, error)) (map[types.UID]*corev1.Pod, error) {
 	out := map[types.UID]*corev1.Pod{}
+	if scope.Pod != "" {
+		p, err := client.CoreV1().Pods(scope.Namespace).Get(ctx, scope.Pod, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("pod %q not found in namespace %q", scope.Pod, scope.Namespace)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if scope.Node == "" || p.Spec.NodeName == scope.Node {
+			out[p.UID] = p
+		}
+		return out, nil
+	}
 	ns := scope.Namespace
 	if scope.AllNamespaces {
 		ns = metav1.NamespaceAll

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/plugin"
@@ -85,7 +87,8 @@ func pluginWrite(ctx context.Context, t *testing.T, c *cluster.Cluster, p *corev
 // TestKubectlPlugin installs the chart (with kubectlPlugin.rbac for one user), runs pods whose
 // usage it writes, and runs `kubectl emptydir top` and `explain` through kubectl: the numbers
 // against du and the bytes written, the order nearest to the limit first, -o json, the exit
-// codes, and that a user who may list pods in one namespace sees nothing of another.
+// codes, that a user who may list pods in one namespace sees nothing of another, and
+// kubectl's conventions (pluginConventions).
 func TestKubectlPlugin(t *testing.T) {
 	c := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 8*time.Minute)
@@ -178,6 +181,8 @@ kubectlPlugin:
 		t.Errorf("top -n %s: exit %d, stdout:\n%s\nstderr: %s", mine, code, stdout, stderr)
 	}
 
+	pluginConventions(ctx, t, c, guard, mine)
+
 	// explain, live: the parts add up to the pod's usage, the volume's is du's.
 	code, stdout, stderr = kubectlPlugin(ctx, t, c, "explain", "writer", "-n", mine, "-o", "json", guard)
 	if code != 0 {
@@ -262,6 +267,101 @@ kubectlPlugin:
 	})
 	if code, stdout, stderr := kubectlPlugin(ctx, t, c, "explain", "other", "-n", theirs, guard, as); code != 1 || stdout != "" || !strings.Contains(stderr, "forbidden") {
 		t.Errorf("explain of another namespace's pod as the user: exit %d, stdout %q, stderr %q; want 1 and forbidden", code, stdout, stderr)
+	}
+}
+
+// pluginConventions checks, through kubectl, that the plugin behaves as kubectl does with the
+// writer pod of namespace ns (an emptyDir of 12 of 32 MiB, 18 of 64 MiB for the pod, 6 of 64
+// MiB for its container): top POD, --sort-by, the -o set of cli-runtime, a one-line version,
+// and every --help under 30 lines without kubectl's client flags, which `options` lists.
+func pluginConventions(ctx context.Context, t *testing.T, c *cluster.Cluster, guard, ns string) {
+	t.Helper()
+	targets := func(args ...string) []string {
+		t.Helper()
+		code, stdout, stderr := kubectlPlugin(ctx, t, c, append([]string{"top", "writer", "-n", ns, guard, "-o", "json"}, args...)...)
+		var l plugin.UsageList
+		if err := json.Unmarshal([]byte(stdout), &l); code != 0 || err != nil || l.APIVersion != plugin.APIVersion || l.Kind != "UsageList" {
+			t.Fatalf("top writer %v: exit %d, %v, stdout %s, stderr %s", args, code, err, stdout, stderr)
+		}
+		var got []string
+		for _, u := range l.Items {
+			got = append(got, u.Pod+" "+u.Target())
+		}
+		return got
+	}
+	for _, tc := range []struct {
+		sortBy string
+		want   []string
+	}{
+		{"", []string{"writer emptyDir/data", "writer pod", "writer container/app"}},        // 37%, 28%, 9%
+		{"used", []string{"writer pod", "writer emptyDir/data", "writer container/app"}},    // 18, 12, 6 MiB
+		{"limit", []string{"writer pod", "writer container/app", "writer emptyDir/data"}},   // 64, 64, 32 MiB
+		{"percent", []string{"writer emptyDir/data", "writer pod", "writer container/app"}}, // the default
+	} {
+		var args []string
+		if tc.sortBy != "" {
+			args = []string{"--sort-by=" + tc.sortBy}
+		}
+		if got := targets(args...); !slices.Equal(got, tc.want) {
+			t.Errorf("top writer --sort-by=%s: rows %q, want %q", tc.sortBy, got, tc.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		args   []string
+		stdout string
+	}{
+		{[]string{"top", "writer", "-o", "name"}, "pod/writer\n"},
+		{[]string{"top", "-o", "name"}, "pod/writer\n"},
+		{[]string{"top", "writer", "-o", "jsonpath={.items[*].pod}"}, "writer writer writer"},
+		{[]string{"top", "writer", "-o", "jsonpath", "--template", "{.kind} {.source}"}, "UsageList exporters"},
+		{[]string{"top", "writer", "-o", "go-template={{range .items}}{{.kind}} {{end}}"}, "emptyDir pod container "},
+		{[]string{"top", "writer", "--no-headers"}, ""}, // checked below
+		{[]string{"explain", "writer", "-o", "name"}, "pod/writer\n"},
+		{[]string{"explain", "writer", "-o", "jsonpath={.kind}/{.pod}"}, "Explanation/writer"},
+	} {
+		code, stdout, stderr := kubectlPlugin(ctx, t, c, append(tc.args, "-n", ns, guard)...)
+		if tc.stdout == "" {
+			if lines := strings.Split(strings.TrimSpace(stdout), "\n"); code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "writer ") || !strings.Contains(lines[0], "emptyDir/data") {
+				t.Errorf("%v: exit %d, stdout %q, stderr %q; want 3 rows, no header", tc.args, code, stdout, stderr)
+			}
+			continue
+		}
+		if code != 0 || stdout != tc.stdout {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %q", tc.args, code, stdout, stderr, tc.stdout)
+		}
+	}
+	code, stdout, stderr := kubectlPlugin(ctx, t, c, "top", "writer", "-n", ns, guard, "-o", "yaml")
+	var l plugin.UsageList
+	if err := yaml.Unmarshal([]byte(stdout), &l); code != 0 || err != nil || l.APIVersion != plugin.APIVersion || len(l.Items) != 3 || l.Items[0].Target() != "emptyDir/data" {
+		t.Errorf("top writer -o yaml: exit %d, %v, stdout %s, stderr %s", code, err, stdout, stderr)
+	}
+	if code, _, stderr := kubectlPlugin(ctx, t, c, "top", "no-such-pod", "-n", ns, guard); code != 1 || !strings.Contains(stderr, `pod "no-such-pod" not found`) {
+		t.Errorf("top of a missing pod: exit %d, stderr %q; want 1 and not found", code, stderr)
+	}
+	if code, _, stderr := kubectlPlugin(ctx, t, c, "top", "writer", "-n", ns, "--sort-by=memory"); code != 1 || !strings.Contains(stderr, "--sort-by accepts only percent, used, limit") {
+		t.Errorf("top --sort-by=memory: exit %d, stderr %q; want 1 and the keys", code, stderr)
+	}
+
+	code, stdout, stderr = kubectlPlugin(ctx, t, c, "version")
+	if code != 0 || !regexp.MustCompile(`^kubectl-emptydir \S+ \(revision \S+, go\S+, \S+/\S+\)\n$`).MatchString(stdout) {
+		t.Errorf("version: exit %d, stdout %q, stderr %q; want one line", code, stdout, stderr)
+	}
+	code, stdout, _ = kubectlPlugin(ctx, t, c, "version", "-o", "json")
+	var v struct{ Version, GoVersion string }
+	if err := json.Unmarshal([]byte(stdout), &v); code != 0 || err != nil || v.Version == "" || !strings.HasPrefix(v.GoVersion, "go") {
+		t.Errorf("version -o json: exit %d, %v: %s", code, err, stdout)
+	}
+
+	for _, args := range [][]string{{}, {"top"}, {"explain"}, {"recommend"}, {"policy-check"}, {"version"}, {"options"}, {"completion", "zsh"}} {
+		code, stdout, stderr := kubectlPlugin(ctx, t, c, append(args, "--help")...)
+		lines := strings.Count(stdout, "\n")
+		if code != 0 || lines >= 30 || strings.Contains(stdout, "--kubeconfig") || !strings.Contains(stdout, `Use "kubectl emptydir options"`) {
+			t.Errorf("kubectl emptydir %v --help: exit %d, %d lines (want under 30, no --kubeconfig, the hint to options), stderr %q:\n%s", args, code, lines, stderr, stdout)
+		}
+	}
+	if code, stdout, _ := kubectlPlugin(ctx, t, c, "options"); code != 0 || !strings.Contains(stdout, "--kubeconfig string") || !strings.Contains(stdout, "-n, --namespace string") {
+		t.Errorf("options: exit %d, want kubectl's client flags:\n%s", code, stdout)
 	}
 }
 
