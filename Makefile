@@ -35,8 +35,9 @@ LDFLAGS   := -s -w \
 
 .PHONY: all build image test-image test-ocimage plugin-release release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries crio-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
-# Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
-# only pins the tools; tools/ocimage builds the image); golangci-lint also reads the test-only ones.
+# Go modules with code of our own, for govulncheck (test/k8sbin and test/crio only pin Kubernetes
+# and CRI-O; tools/ only pins the tools; tools/ocimage builds the image); golangci-lint also reads
+# the test-only ones.
 GO_MODULES := . dashboards/generator tools/ocimage
 LINT_MODULES := $(GO_MODULES) test/bench test/helm
 TOOLS_BIN  := $(BIN)/tools
