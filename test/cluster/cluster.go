@@ -1,5 +1,5 @@
-// Package cluster starts a real single-node Kubernetes (etcd, kube-apiserver, containerd,
-// kubelet) for tests, entirely inside a network namespace it creates, and tears all of it
+// Package cluster starts a real single-node Kubernetes (etcd, kube-apiserver, containerd or
+// CRI-O, kubelet) for tests, entirely inside a network namespace it creates, and tears all of it
 // down again. The tests themselves stay in the host namespace and reach the cluster through
 // a dialer that opens sockets inside the namespace. See docs/local-cluster.md.
 package cluster
@@ -110,8 +110,9 @@ type Cluster struct {
 	stopErr  error
 }
 
-// Start brings up etcd, kube-apiserver, containerd and the kubelet and waits until the node
-// is Ready. On any error everything already started is torn down before returning.
+// Start brings up etcd, kube-apiserver, the runtime (containerd or CRI-O) and the kubelet and
+// waits until the node is Ready. On any error everything already started is torn down before
+// returning.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	t0 := time.Now()
 	if opts.BinDir == "" {
