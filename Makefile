@@ -33,10 +33,11 @@ LDFLAGS   := -s -w \
   -X github.com/prometheus/common/version.Revision=$(REVISION) \
   -X github.com/prometheus/common/version.Branch=main
 
-.PHONY: all build image test-image test-ocimage plugin-release release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
+.PHONY: all build image test-image test-ocimage plugin-release release-tools chart push-image push-chart sign verify-release verify-image verify-chart release registry-login github-release version chart-version deps k8s-binaries crio-binaries prometheus-operator test-operator-path vet generate check-generated tools lint vulncheck unit fuzz test-rules test-dashboards test-helm test-cluster test demo clean
 
-# Go modules with code of our own, for govulncheck (test/k8sbin only pins Kubernetes; tools/
-# only pins the tools; tools/ocimage builds the image); golangci-lint also reads the test-only ones.
+# Go modules with code of our own, for govulncheck (test/k8sbin and test/crio only pin Kubernetes
+# and CRI-O; tools/ only pins the tools; tools/ocimage builds the image); golangci-lint also reads
+# the test-only ones.
 GO_MODULES := . dashboards/generator tools/ocimage
 LINT_MODULES := $(GO_MODULES) test/bench test/helm
 TOOLS_BIN  := $(BIN)/tools
@@ -218,6 +219,11 @@ deps:
 k8s-binaries:
 	./test/k8sbin/build.sh kube-apiserver kubelet kubectl
 
+# CRI-O (test/crio: crio, pinns, its image copier), which TestCRIONode runs the node on; cached
+# like the Kubernetes components.
+crio-binaries:
+	./test/crio/build.sh
+
 # The pinned Prometheus Operator, its CRDs (test/promoperator) and the Prometheus it configures
 # (test/prometheus), which the operator-path install test runs against the cluster; cached
 # like the Kubernetes components.
@@ -316,9 +322,9 @@ E2E_SHARDS ?= $(if $(RECORD),1,2)
 # a missing part into a failure with a clear message instead of a skip. The release tools and the
 # image are built first: TestReleaseFromRegistry runs `make release` inside the cluster's network
 # namespace, which has no route to a module proxy.
-test-cluster: deps k8s-binaries prometheus-operator build release-tools image
+test-cluster: deps k8s-binaries prometheus-operator crio-binaries build release-tools image
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet kubectl)" \
-	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" GO='$(GO)' \
+	  PROM_OPERATOR_DIR="$$(./test/promoperator/build.sh)" CRIO_DIR="$$(./test/crio/build.sh)" GO='$(GO)' \
 	  ./hack/e2e.sh $(E2E_SHARDS) -timeout 40m -v
 
 # RECORD=1 lets the real-cluster suites write their figures into docs/reliability.md
@@ -335,7 +341,7 @@ export RECORD
 TEST_STAGES := deps &test-tools vet test-rules test-dashboards check-generated build image \
   @test-cluster<test-tools unit test-ocimage lint vulncheck test-kernel-lane fuzz test-helm wait
 .PHONY: test-tools
-test-tools: k8s-binaries prometheus-operator release-tools
+test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1
 test:
 	MAKE="$(MAKE)" GO="$(GO)" ./hack/test-stages.sh $(foreach s,$(TEST_STAGES),'$(s)')

@@ -4,12 +4,14 @@
 # with the tools that build the kernel lane's initramfs (test/kernellane), and the CA bundle
 # (ca-certificates) that `make image` puts into the image, the OCI registry (docker-registry,
 # CNCF Distribution) the release test publishes to and the node pulls from, and jq, with which
-# hack/test-names.sh lists the tests a run ran.
+# hack/test-names.sh lists the tests a run ran; for the CRI-O node (test/crio), conmon and what
+# its build needs (a C compiler, libc's static archive, libseccomp).
 # Idempotent: installs only what is missing.
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
       prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs e2fsprogs
-      qemu-system-x86 cpio kmod xz-utils ca-certificates docker-registry jq)
+      qemu-system-x86 cpio kmod xz-utils ca-certificates docker-registry jq
+      conmon gcc libc6-dev pkg-config libseccomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,7 +23,7 @@ const AppImageUser = "65532:65532"
 // ImportImage builds a single-layer image named name (e.g. "localhost/emptydir-guard:test")
 // that holds files (path in the image -> file on the host, copied with mode 0755) on a
 // minimal distroless-like rootfs (/etc/passwd with root and nonroot, /tmp, no shell), user
-// AppImageUser and the given entrypoint, and imports it into the cluster's containerd. Pods
+// AppImageUser and the given entrypoint, and imports it into the node's runtime. Pods
 // use it with imagePullPolicy: Never. Every file must be a statically linked executable,
 // since the image has no libc.
 func (c *Cluster) ImportImage(ctx context.Context, name string, files map[string]string, entrypoint []string) error {
@@ -44,6 +44,9 @@ func (c *Cluster) ImportImage(ctx context.Context, name string, files map[string
 	}
 	if err != nil {
 		return fmt.Errorf("build image %s: %w", name, err)
+	}
+	if c.runtime == RuntimeCRIO {
+		return c.crioImport(ctx, archive.Name(), name)
 	}
 	if out, err := c.ctr(ctx, "images", "import", archive.Name()); err != nil {
 		return fmt.Errorf("ctr images import %s: %w: %s", name, err, out)

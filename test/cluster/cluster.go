@@ -1,5 +1,5 @@
-// Package cluster starts a real single-node Kubernetes (etcd, kube-apiserver, containerd,
-// kubelet) for tests, entirely inside a network namespace it creates, and tears all of it
+// Package cluster starts a real single-node Kubernetes (etcd, kube-apiserver, containerd or
+// CRI-O, kubelet) for tests, entirely inside a network namespace it creates, and tears all of it
 // down again. The tests themselves stay in the host namespace and reach the cluster through
 // a dialer that opens sockets inside the namespace. See docs/local-cluster.md.
 package cluster
@@ -64,6 +64,11 @@ type Options struct {
 	// Layout puts the kubelet's and containerd's folders and the cgroup root at fixed host
 	// paths (a distribution's); nil: all below WorkDir, and a cgroup root of the cluster's own.
 	Layout *Layout
+	// Runtime is the node's container runtime: RuntimeContainerd (the default, "") or
+	// RuntimeCRIO, built by test/crio/build.sh.
+	Runtime string
+	// CRIODir holds crio, pinns and copyimg (test/crio/build.sh); default $CRIO_DIR.
+	CRIODir string
 	// KeepLogs copies WorkDir/logs to a folder outside WorkDir on Stop (also set by
 	// EMPTYDIR_GUARD_KEEP_LOGS=1). Logs are always kept when Start fails.
 	KeepLogs bool
@@ -83,7 +88,10 @@ type Cluster struct {
 	cgroupName string
 	pki        *pki
 
+	runtime        string
+	crioDir        string
 	containerdSock string
+	crioSock       string
 	kubeconfig     string
 	kubeletRoot    string
 	podLogsDir     string
@@ -99,6 +107,7 @@ type Cluster struct {
 	etcd       *proc
 	apiserver  *proc
 	containerd *proc
+	crio       *proc
 	kubelet    *proc
 	extra      []*proc
 
@@ -112,8 +121,9 @@ type Cluster struct {
 	stopErr  error
 }
 
-// Start brings up etcd, kube-apiserver, containerd and the kubelet and waits until the node
-// is Ready. On any error everything already started is torn down before returning.
+// Start brings up etcd, kube-apiserver, the runtime (containerd or CRI-O) and the kubelet and
+// waits until the node is Ready. On any error everything already started is torn down before
+// returning.
 func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	t0 := time.Now()
 	if opts.BinDir == "" {
@@ -125,7 +135,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if os.Getenv("EMPTYDIR_GUARD_KEEP_LOGS") == "1" {
 		opts.KeepLogs = true
 	}
-	if err := preflight(opts.BinDir); err != nil {
+	switch opts.Runtime {
+	case "", RuntimeContainerd:
+		opts.Runtime = RuntimeContainerd
+	case RuntimeCRIO:
+		if opts.CRIODir == "" {
+			opts.CRIODir = os.Getenv(crioDirEnv)
+		}
+	default:
+		return nil, fmt.Errorf("cluster: unknown runtime %q (want %q or %q)", opts.Runtime, RuntimeContainerd, RuntimeCRIO)
+	}
+	if err := preflight(opts); err != nil {
 		return nil, err
 	}
 	// A leftover that cannot be fully removed must not block new clusters: report it only.
@@ -140,6 +160,8 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	c = &Cluster{
 		opts:       opts,
 		binDir:     opts.BinDir,
+		runtime:    opts.Runtime,
+		crioDir:    opts.CRIODir,
 		netnsName:  name,
 		netnsPath:  "/run/netns/" + name,
 		nodeName:   opts.NodeName,
@@ -183,6 +205,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	c.cniNetnsBefore = listCNINetns()
 	c.containerdSock = filepath.Join(c.workDir, "containerd", "containerd.sock")
+	c.crioSock = filepath.Join(c.workDir, "crio", "crio.sock")
 	c.kubeconfig = filepath.Join(c.workDir, "admin.kubeconfig")
 	c.runcRoot = filepath.Join(c.workDir, "runc")
 	c.logf("cluster %s: work dir %s, node IP %s", name, c.workDir, c.nodeIP)
@@ -215,11 +238,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 
-	// etcd and containerd do not depend on each other: start both, then the API server.
+	// etcd and the runtime do not depend on each other: start both, then the API server.
 	if err := c.startEtcd(); err != nil {
 		return c, err
 	}
-	if err := c.startContainerd(); err != nil {
+	if c.runtime == RuntimeCRIO {
+		// The images are loaded into CRI-O's storage before it starts.
+		err = c.startCRIO(ctx)
+	} else {
+		err = c.startContainerd()
+	}
+	if err != nil {
 		return c, err
 	}
 	if err := c.waitEtcd(ctx); err != nil {
@@ -229,13 +258,15 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startAPIServer(); err != nil {
 		return c, err
 	}
-	if err := c.waitContainerd(ctx); err != nil {
+	if c.runtime == RuntimeCRIO {
+		err = c.waitCRIO(ctx)
+	} else if err = c.waitContainerd(ctx); err == nil {
+		err = c.importImages(ctx)
+	}
+	if err != nil {
 		return c, err
 	}
-	if err := c.importImages(ctx); err != nil {
-		return c, err
-	}
-	c.logf("containerd ready, images imported after %s", time.Since(t0).Round(time.Millisecond))
+	c.logf("%s ready, images imported after %s", c.runtime, time.Since(t0).Round(time.Millisecond))
 	if err := c.waitAPIServer(ctx); err != nil {
 		return c, err
 	}
@@ -342,6 +373,9 @@ func (c *Cluster) CRIContainersDir() string {
 // exporter that runs on the node itself (in the cluster's network namespace, the host's mount
 // namespace).
 func (c *Cluster) ExporterPathArgs() []string {
+	if c.runtime == RuntimeCRIO {
+		return c.crioExporterPathArgs()
+	}
 	return []string{"--kubelet.root-dir=" + c.kubeletRoot, "--kubelet.pod-logs-dir=" + c.PodLogsDir(),
 		"--containerd.task-dir=" + c.ContainerdTaskDir(), "--containerd.snapshotter-root=" + c.SnapshotterRoot(),
 		"--containerd.cri-containers-dir=" + c.CRIContainersDir(),
@@ -537,7 +571,7 @@ func (c *Cluster) startKubelet() error {
 		"failCgroupV1":             false,
 		"cgroupDriver":             "cgroupfs",
 		"cgroupRoot":               "/" + c.cgroupName,
-		"containerRuntimeEndpoint": "unix://" + c.containerdSock,
+		"containerRuntimeEndpoint": "unix://" + c.RuntimeSocket(),
 		"address":                  "0.0.0.0",
 		"port":                     kubeletPort,
 		"readOnlyPort":             0,
@@ -644,7 +678,7 @@ func (c *Cluster) saveLogs() string {
 			_ = os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644)
 		}
 	}
-	for _, f := range []string{"kubelet-config.yaml", "containerd/config.toml"} {
+	for _, f := range []string{"kubelet-config.yaml", "containerd/config.toml", "crio/crio.conf"} {
 		if b, err := os.ReadFile(filepath.Join(c.workDir, f)); err == nil {
 			_ = os.WriteFile(filepath.Join(dst, filepath.Base(f)), b, 0o644)
 		}
@@ -688,6 +722,9 @@ func (c *Cluster) stop() error {
 		}
 	})
 	step("containerd", func() { c.containerd.stop(5 * time.Second) })
+	// CRI-O leaves its containers running when it stops; killStragglers ends them and their
+	// conmons (in the cluster's cgroup and network namespace).
+	step("crio", func() { c.crio.stop(5 * time.Second) })
 	step("kube-apiserver", func() { c.apiserver.stop(2 * time.Second) })
 	step("etcd", func() { c.etcd.stop(5 * time.Second) })
 	if n := c.killStragglers(); n > 0 {

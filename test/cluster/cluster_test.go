@@ -65,6 +65,9 @@ func TestBuildImageArchive(t *testing.T) {
 	if ep, _ := json.Marshal(pause["Entrypoint"]); string(ep) != `["/bin/sleep","2147483647"]` {
 		t.Errorf("sandbox entrypoint = %s, want a sleep that never exits", ep)
 	}
+	if sig := pause["StopSignal"]; sig != "SIGKILL" {
+		t.Errorf("sandbox stop signal = %v, want SIGKILL: its sleep ignores SIGTERM", sig)
+	}
 	if vol, ok := tags[BusyboxVolumeImage]; !ok {
 		t.Errorf("no %s in %v", BusyboxVolumeImage, manifest)
 	} else if vs, _ := json.Marshal(vol["Volumes"]); string(vs) != `{"/scratch":{}}` {
@@ -85,7 +88,7 @@ func TestUnescapeMount(t *testing.T) {
 }
 
 func TestPreflightNamesTheFix(t *testing.T) {
-	err := preflight(t.TempDir())
+	err := preflight(Options{BinDir: t.TempDir()})
 	if err == nil {
 		t.Fatal("preflight with an empty bin dir passed")
 	}
@@ -94,8 +97,15 @@ func TestPreflightNamesTheFix(t *testing.T) {
 			t.Errorf("preflight error lacks %q:\n%v", want, err)
 		}
 	}
-	if err := preflight(""); err == nil || !strings.Contains(err.Error(), "K8S_BIN_DIR") {
+	if err := preflight(Options{}); err == nil || !strings.Contains(err.Error(), "K8S_BIN_DIR") {
 		t.Errorf("preflight(\"\") = %v, want a hint at K8S_BIN_DIR", err)
+	}
+	// A CRI-O node names its own parts: the folder test/crio/build.sh prints.
+	for dir, want := range map[string]string{"": "CRIO_DIR", t.TempDir(): "crio missing in"} {
+		err := preflight(Options{Runtime: RuntimeCRIO, CRIODir: dir})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "test/crio/build.sh") {
+			t.Errorf("preflight(CRI-O, %q) = %v, want %q and the build script", dir, err, want)
+		}
 	}
 }
 

@@ -14,6 +14,10 @@ import (
 // "failed to update /proc/self/oom_score_adj: Permission denied" when the kubelet asks for a
 // negative score (-998 for sandboxes, -997 for Guaranteed pods). It clamps negative
 // oomScoreAdj to 0 in the bundle's config.json (create) and in the process file (exec).
+// CRI-O also passes the kubelet's hugepage limits whenever the kernel has the hugetlb controller
+// (/proc/cgroups), where containerd asks whether it is mounted: on a cgroup v1 host without that
+// hierarchy (this one) runc then fails with "cannot set hugetlb limit". There the wrapper
+// empties the bundle's hugepageLimits, as containerd leaves them out.
 const runcWrapper = `#!/bin/sh
 bundle=""
 process=""
@@ -32,6 +36,9 @@ done
 fix() {
   if [ -f "$1" ]; then
     sed -i -E 's/"oomScoreAdj":[[:space:]]*-[0-9]+/"oomScoreAdj":0/g' "$1"
+    if [ ! -e /sys/fs/cgroup/hugetlb ] && [ ! -e /sys/fs/cgroup/cgroup.controllers ]; then
+      sed -i -z -E 's/"hugepageLimits":[[:space:]]*\[[^]]*\]/"hugepageLimits":[]/g' "$1"
+    fi
   fi
 }
 [ -n "$bundle" ] && fix "$bundle/config.json"
@@ -58,26 +65,7 @@ func (c *Cluster) startContainerd() error {
 	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf(runcWrapper, runc)), 0o755); err != nil {
 		return err
 	}
-	// Named after the cluster so leftovers in /var/lib/cni/results can be told apart.
-	conflist := fmt.Sprintf(`{
-  "cniVersion": "0.4.0",
-  "name": %q,
-  "plugins": [{
-    "type": "bridge",
-    "bridge": "cni0",
-    "isGateway": true,
-    "ipMasq": false,
-    "hairpinMode": true,
-    "ipam": {
-      "type": "host-local",
-      "ranges": [[{"subnet": %q}]],
-      "routes": [{"dst": "0.0.0.0/0"}],
-      "dataDir": %q
-    }
-  }]
-}
-`, c.netnsName, podSubnet, filepath.Join(c.workDir, "cni", "ipam"))
-	if err := os.WriteFile(filepath.Join(cniConf, "10-edg.conflist"), []byte(conflist), 0o644); err != nil {
+	if err := c.writeCNIConfig(cniConf); err != nil {
 		return err
 	}
 	// Every path lives under the work dir (netns_mounts_under_state_dir keeps pod network

@@ -13,8 +13,12 @@ const cniBinDir = "/usr/lib/cni"
 
 // preflight reports every missing prerequisite at once, each with the command that fixes it,
 // so a failed run tells the reader exactly what to install instead of failing deep inside.
-func preflight(binDir string) error {
+func preflight(opts Options) error {
+	binDir := opts.BinDir
 	var problems []string
+	if opts.Runtime == RuntimeCRIO {
+		problems = append(problems, crioPreflight(opts.CRIODir)...)
+	}
 	if os.Geteuid() != 0 {
 		problems = append(problems, "not running as root: the cluster needs root for network namespaces, mounts and cgroups (run the tests as root, e.g. `sudo -E go test ...`)")
 	}

@@ -41,8 +41,11 @@ func buildImageArchive(path string) error {
 	sum := sha256.Sum256(layer)
 	layerID := hex.EncodeToString(sum[:])
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	mkConfig := func(entrypoint, cmd []string, volumes ...string) ([]byte, string, error) {
+	mkConfig := func(entrypoint, cmd []string, stopSignal string, volumes ...string) ([]byte, string, error) {
 		config := map[string]any{"Env": env, "Entrypoint": entrypoint, "Cmd": cmd, "WorkingDir": "/"}
+		if stopSignal != "" {
+			config["StopSignal"] = stopSignal
+		}
 		if len(volumes) > 0 {
 			vs := map[string]any{}
 			for _, v := range volumes {
@@ -64,15 +67,18 @@ func buildImageArchive(path string) error {
 		s := sha256.Sum256(b)
 		return b, hex.EncodeToString(s[:]), nil
 	}
-	bbCfg, bbID, err := mkConfig(nil, []string{"sh"})
+	bbCfg, bbID, err := mkConfig(nil, []string{"sh"}, "")
 	if err != nil {
 		return err
 	}
-	pauseCfg, pauseID, err := mkConfig([]string{"/bin/sleep", "2147483647"}, nil)
+	// busybox sleep as PID 1 ignores SIGTERM, where the real pause exits: CRI-O stops a sandbox
+	// with its image's stop signal (containerd kills it), and with SIGTERM each pod's teardown
+	// would wait out CRI-O's timeout, the kubelet's other pods stalled meanwhile.
+	pauseCfg, pauseID, err := mkConfig([]string{"/bin/sleep", "2147483647"}, nil, "SIGKILL")
 	if err != nil {
 		return err
 	}
-	volCfg, volID, err := mkConfig(nil, []string{"sh"}, BusyboxVolumePath)
+	volCfg, volID, err := mkConfig(nil, []string{"sh"}, "", BusyboxVolumePath)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,12 @@ func (p lsciPod) write(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod)
 // through the Eviction API, each with the kubelet's own message, and nothing else.
 func TestLocalStorageCapacityIsolationEviction(t *testing.T) {
 	requireCluster(t)
-	c := sharedCluster(t)
+	lsciEviction(t, sharedCluster(t))
+}
+
+// lsciEviction is TestLocalStorageCapacityIsolationEviction on c, a cluster of
+// framework.SharedClusterOptions on either runtime (TestCRIONode runs it on CRI-O).
+func lsciEviction(t *testing.T, c *cluster.Cluster) {
 	ctx, cancel := context.WithTimeout(rootCtx, 10*time.Minute)
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "lsci")

@@ -52,13 +52,14 @@ type timing struct {
 func TestSeedScenario(t *testing.T) {
 	requireCluster(t)
 	var rows []timing
-	t.Run("isolation=false", func(t *testing.T) { rows = append(rows, scenarioOnlyWeEnforce(t)...) })
+	t.Run("isolation=false", func(t *testing.T) { rows = append(rows, scenarioOnlyWeEnforce(t, sharedCluster(t))...) })
 	t.Run("isolation=true", func(t *testing.T) { rows = append(rows, scenarioBothEnforce(t)...) })
 	printTable(t, rows)
 }
 
-func scenarioOnlyWeEnforce(t *testing.T) []timing {
-	c := sharedCluster(t)
+// scenarioOnlyWeEnforce is the seed scenario on c, a cluster of framework.SharedClusterOptions
+// (the kubelet's checks off) on either runtime (TestCRIONode runs it on CRI-O).
+func scenarioOnlyWeEnforce(t *testing.T, c *cluster.Cluster) []timing {
 	ctx, cancel := context.WithTimeout(rootCtx, 12*time.Minute)
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "scn")
