@@ -161,19 +161,23 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 
 // localizeNodePaths points the hostPath volumes of the shipped manifests at this cluster's
 // folders: the kubelet's root and pod logs (mounted where the manifests say), and containerd's
-// task folder and snapshotter root. The snapshotter root is mounted at the node's path (the
-// mount table names the node's paths), so its mount and flag move with it. The change signal's
+// task folder, snapshotter root and CRI containers folder. The last two are mounted at the node's
+// path (the mount table names the node's paths), so their mounts and flags move with them. The change signal's
 // --cgroup.root stays auto: the exporter finds this kubelet's root on its own pod (calibration),
 // which the change marks read prove (checkExporter).
 func localizeNodePaths(c *cluster.Cluster, spec *corev1.PodSpec) {
+	// Folders the manifests mount at the same path on the node and in the container, and name
+	// in a flag: all three move (else the hostPath creates the default folder on this host).
 	const snapshotter = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
+	const criContainers = "/var/lib/containerd/io.containerd.grpc.v1.cri/containers"
+	samePath := map[string]string{snapshotter: c.SnapshotterRoot(), criContainers: c.CRIContainersDir()}
 	for i := range spec.Volumes {
 		hp := spec.Volumes[i].HostPath
 		if hp == nil {
 			continue
 		}
 		for from, to := range map[string]string{"/var/lib/kubelet": c.KubeletRootDir(), "/var/log/pods": c.PodLogsDir(),
-			"/run/containerd/io.containerd.runtime.v2.task": c.ContainerdTaskDir(), snapshotter: c.SnapshotterRoot()} {
+			"/run/containerd/io.containerd.runtime.v2.task": c.ContainerdTaskDir(), snapshotter: c.SnapshotterRoot(), criContainers: c.CRIContainersDir()} {
 			if rest, ok := strings.CutPrefix(hp.Path, from); ok {
 				hp.Path = to + rest
 				break
@@ -183,12 +187,19 @@ func localizeNodePaths(c *cluster.Cluster, spec *corev1.PodSpec) {
 	for i := range spec.Containers {
 		ct := &spec.Containers[i]
 		for j := range ct.VolumeMounts {
-			if ct.VolumeMounts[j].MountPath == snapshotter {
-				ct.VolumeMounts[j].MountPath = c.SnapshotterRoot()
+			if to, ok := samePath[ct.VolumeMounts[j].MountPath]; ok {
+				ct.VolumeMounts[j].MountPath = to
 			}
 		}
 		for j, a := range ct.Args {
-			ct.Args[j] = strings.Replace(a, "--containerd.snapshotter-root="+snapshotter, "--containerd.snapshotter-root="+c.SnapshotterRoot(), 1)
+			for from, to := range samePath {
+				if rest, ok := strings.CutPrefix(a, "--containerd.snapshotter-root="+from); ok {
+					ct.Args[j] = "--containerd.snapshotter-root=" + to + rest
+				}
+				if rest, ok := strings.CutPrefix(a, "--containerd.cri-containers-dir="+from); ok {
+					ct.Args[j] = "--containerd.cri-containers-dir=" + to + rest
+				}
+			}
 		}
 	}
 }
