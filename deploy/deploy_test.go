@@ -327,15 +327,6 @@ func TestManifestFlagsExistInCommands(t *testing.T) {
 
 // ---- labels, selectors, ports, wiring ----
 
-func namedPort(c corev1.Container, name string) (int32, bool) {
-	for _, p := range c.Ports {
-		if p.Name == name {
-			return p.ContainerPort, true
-		}
-	}
-	return 0, false
-}
-
 func TestLabelsSelectorsAndPorts(t *testing.T) {
 	m := loadBase(t)
 	ds := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter")
@@ -371,14 +362,14 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 
 	exp := ds.Spec.Template.Spec.Containers[0]
 	rem := d.Spec.Template.Spec.Containers[0]
-	metricsPort, ok := namedPort(exp, "metrics")
+	metricsPort, ok := deploytest.NamedPort(exp, "metrics")
 	if !ok || metricsPort != 9731 {
 		t.Errorf("exporter port metrics = %d (found %v), want 9731", metricsPort, ok)
 	}
 	if listen, _ := deploytest.ArgValue(exp.Args, "web.listen-address"); listen != fmt.Sprintf(":%d", metricsPort) {
 		t.Errorf("exporter listens on %q, its port is %d", listen, metricsPort)
 	}
-	httpPort, ok := namedPort(rem, "http")
+	httpPort, ok := deploytest.NamedPort(rem, "http")
 	if !ok || httpPort != 9732 {
 		t.Errorf("remediator port http = %d (found %v), want 9732", httpPort, ok)
 	}
@@ -432,7 +423,7 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 			t.Errorf("Service %s clusterIP %q, headless %v", tc.svc, svc.Spec.ClusterIP, tc.headless)
 		}
 		for _, p := range svc.Spec.Ports {
-			cp, ok := namedPort(tc.c, p.TargetPort.String())
+			cp, ok := deploytest.NamedPort(tc.c, p.TargetPort.String())
 			if !ok || cp != p.Port {
 				t.Errorf("Service %s port %d targets %q, container port %d (found %v)", tc.svc, p.Port, p.TargetPort.String(), cp, ok)
 			}
@@ -449,7 +440,7 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 				t.Errorf("%s: probe %+v, want an httpGet of %s", tc.what, probe, want)
 				continue
 			}
-			if _, ok := namedPort(tc.c, probe.HTTPGet.Port.String()); !ok {
+			if _, ok := deploytest.NamedPort(tc.c, probe.HTTPGet.Port.String()); !ok {
 				t.Errorf("%s: probe port %q is not a named port", tc.what, probe.HTTPGet.Port.String())
 			}
 		}
@@ -918,10 +909,11 @@ func TestKustomizeBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	// kubelet-source patches the exporter's PodMonitor, so it comes after monitoring (as its
-	// kustomization.yaml says): kustomize applies components in the order listed.
+	// kustomization.yaml says): kustomize applies components in the order listed. The presets
+	// are alternatives (test/helm builds each).
 	var ordered []string
 	for _, c := range comps {
-		if c.Name() != "kubelet-source" {
+		if c.Name() != "kubelet-source" && !strings.HasPrefix(c.Name(), "preset-") {
 			ordered = append(ordered, c.Name())
 		}
 	}
@@ -1011,7 +1003,7 @@ func checkPodMonitor(t *testing.T, u *unstructured.Unstructured, m manifests) {
 	}
 	for _, e := range eps {
 		port, _ := e.(map[string]any)["port"].(string)
-		if _, ok := namedPort(spec.Containers[0], port); !ok {
+		if _, ok := deploytest.NamedPort(spec.Containers[0], port); !ok {
 			t.Errorf("PodMonitor %s: port %q is not a named container port", u.GetName(), port)
 		}
 	}

@@ -16,92 +16,19 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 )
 
-// endpoint is one side of a connection as NetworkPolicy sees it.
-type endpoint struct {
-	namespace string
-	labels    labels.Set
-}
-
-// nsLabels are the labels the API server gives every namespace.
-func (e endpoint) nsLabels() labels.Set {
-	return labels.Set{"kubernetes.io/metadata.name": e.namespace}
-}
-
-// admits evaluates networking.k8s.io/v1 ingress semantics over policies for a TCP connection
-// from src to port of dst (whose container is c): a pod no Ingress policy selects takes all
-// traffic; a selected pod takes what at least one rule of one selecting policy allows.
-func admits(t *testing.T, policies []*networkingv1.NetworkPolicy, src, dst endpoint, c corev1.Container, port int32) bool {
-	t.Helper()
-	selector := func(ls *metav1.LabelSelector) labels.Selector {
-		s, err := metav1.LabelSelectorAsSelector(ls)
-		if err != nil {
-			t.Fatalf("selector %v: %v", ls, err)
-		}
-		return s
-	}
-	isolated := false
-	for _, np := range policies {
-		if np.Namespace != dst.namespace || !selector(&np.Spec.PodSelector).Matches(dst.labels) {
-			continue
-		}
-		ingressType := false
-		for _, pt := range np.Spec.PolicyTypes {
-			ingressType = ingressType || pt == networkingv1.PolicyTypeIngress
-		}
-		if !ingressType {
-			continue
-		}
-		isolated = true
-		for _, rule := range np.Spec.Ingress {
-			peerOK := len(rule.From) == 0
-			for _, peer := range rule.From {
-				if peer.IPBlock != nil {
-					t.Fatalf("%s: ipBlock peers are not evaluated here", np.Name)
-				}
-				nsOK := peer.NamespaceSelector == nil && src.namespace == np.Namespace ||
-					peer.NamespaceSelector != nil && selector(peer.NamespaceSelector).Matches(src.nsLabels())
-				podOK := peer.PodSelector == nil || selector(peer.PodSelector).Matches(src.labels)
-				peerOK = peerOK || nsOK && podOK
-			}
-			portOK := len(rule.Ports) == 0
-			for _, p := range rule.Ports {
-				if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
-					continue
-				}
-				switch {
-				case p.Port == nil:
-					portOK = true
-				case p.Port.StrVal != "":
-					n, ok := namedPort(c, p.Port.StrVal)
-					if !ok {
-						t.Errorf("%s: port name %q is not a port of container %s", np.Name, p.Port.StrVal, c.Name)
-					}
-					portOK = portOK || ok && n == port
-				default:
-					portOK = portOK || p.Port.IntVal == port
-				}
-			}
-			if peerOK && portOK {
-				return true
-			}
-		}
-	}
-	return !isolated
-}
-
 func TestNetworkPolicies(t *testing.T) {
 	m := loadBase(t)
 	policies := deploytest.All[*networkingv1.NetworkPolicy](m.objs)
 	ds, d := deploytest.ExporterDaemonSet(t, m.objs, "emptydir-exporter"), deploytest.RemediatorDeployment(t, m.objs, "emptydir-remediator")
 	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
-	expPort, _ := namedPort(expC, "metrics")
-	remPort, _ := namedPort(remC, "http")
-	exporterPod := endpoint{deploy.Namespace, ds.Spec.Template.Labels}
-	remediatorPod := endpoint{deploy.Namespace, d.Spec.Template.Labels}
+	expPort, _ := deploytest.NamedPort(expC, "metrics")
+	remPort, _ := deploytest.NamedPort(remC, "http")
+	exporterPod := deploytest.Endpoint{Namespace: deploy.Namespace, Labels: ds.Spec.Template.Labels}
+	remediatorPod := deploytest.Endpoint{Namespace: deploy.Namespace, Labels: d.Spec.Template.Labels}
 	// As the Prometheus Operator labels its pods, in the namespace docs/deploy.md assumes.
-	prometheus := endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}}
-	alertmanager := endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "alertmanager", "alertmanager": "main"}}
-	tenant := endpoint{"shop", labels.Set{"app": "cart"}}
+	prometheus := deploytest.Endpoint{Namespace: "monitoring", Labels: labels.Set{"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}}
+	alertmanager := deploytest.Endpoint{Namespace: "monitoring", Labels: labels.Set{"app.kubernetes.io/name": "alertmanager", "alertmanager": "main"}}
+	tenant := deploytest.Endpoint{Namespace: "shop", Labels: labels.Set{"app": "cart"}}
 
 	// The remediator dials the exporter on --exporter.port: that is the port the policy opens.
 	if v, _ := deploytest.ArgValue(remC.Args, "exporter.port"); v != "9731" || expPort != 9731 {
@@ -110,8 +37,8 @@ func TestNetworkPolicies(t *testing.T) {
 
 	tests := []struct {
 		name string
-		src  endpoint
-		dst  endpoint
+		src  deploytest.Endpoint
+		dst  deploytest.Endpoint
 		c    corev1.Container
 		port int32
 		want bool
@@ -124,18 +51,18 @@ func TestNetworkPolicies(t *testing.T) {
 
 		{"any tenant pod to the exporter", tenant, exporterPod, expC, expPort, false},
 		{"any tenant pod to the webhook", tenant, remediatorPod, remC, remPort, false},
-		{"a tenant pod labelled like Prometheus", endpoint{"shop", prometheus.labels}, exporterPod, expC, expPort, false},
-		{"a tenant pod labelled like the remediator", endpoint{"shop", remediatorPod.labels}, exporterPod, expC, expPort, false},
-		{"a tenant pod labelled like the remediator to the webhook", endpoint{"shop", remediatorPod.labels}, remediatorPod, remC, remPort, false},
-		{"a tenant pod labelled like Alertmanager", endpoint{"shop", alertmanager.labels}, remediatorPod, remC, remPort, false},
-		{"another pod of the monitoring namespace", endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "grafana"}}, exporterPod, expC, expPort, false},
+		{"a tenant pod labelled like Prometheus", deploytest.Endpoint{Namespace: "shop", Labels: prometheus.Labels}, exporterPod, expC, expPort, false},
+		{"a tenant pod labelled like the remediator", deploytest.Endpoint{Namespace: "shop", Labels: remediatorPod.Labels}, exporterPod, expC, expPort, false},
+		{"a tenant pod labelled like the remediator to the webhook", deploytest.Endpoint{Namespace: "shop", Labels: remediatorPod.Labels}, remediatorPod, remC, remPort, false},
+		{"a tenant pod labelled like Alertmanager", deploytest.Endpoint{Namespace: "shop", Labels: alertmanager.Labels}, remediatorPod, remC, remPort, false},
+		{"another pod of the monitoring namespace", deploytest.Endpoint{Namespace: "monitoring", Labels: labels.Set{"app.kubernetes.io/name": "grafana"}}, exporterPod, expC, expPort, false},
 		{"Alertmanager to the exporter", alertmanager, exporterPod, expC, expPort, false},
 		{"exporter to the webhook", exporterPod, remediatorPod, remC, remPort, false},
 		{"remediator to another exporter port", remediatorPod, exporterPod, expC, expPort + 1, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
+			if got := deploytest.Admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
 				t.Errorf("admitted: %v, want %v", got, tc.want)
 			}
 		})
@@ -147,8 +74,8 @@ func TestNetworkPolicies(t *testing.T) {
 		if err != nil || s.Empty() {
 			t.Fatalf("%s: empty or bad pod selector (%v) would isolate the whole namespace", np.Name, err)
 		}
-		want := map[string]labels.Set{"emptydir-exporter": exporterPod.labels, "emptydir-remediator": remediatorPod.labels}[np.Name]
-		for name, l := range map[string]labels.Set{"exporter": exporterPod.labels, "remediator": remediatorPod.labels} {
+		want := map[string]labels.Set{"emptydir-exporter": exporterPod.Labels, "emptydir-remediator": remediatorPod.Labels}[np.Name]
+		for name, l := range map[string]labels.Set{"exporter": exporterPod.Labels, "remediator": remediatorPod.Labels} {
 			if s.Matches(l) != (labels.Equals(l, want)) {
 				t.Errorf("NetworkPolicy %s selects the %s pods: %v", np.Name, name, s.Matches(l))
 			}
@@ -189,15 +116,15 @@ func TestNetworkPolicyPatchInDocs(t *testing.T) {
 	policies := deploytest.All[*networkingv1.NetworkPolicy](rendered.objs)
 	ds, d := deploytest.ExporterDaemonSet(t, rendered.objs, "emptydir-exporter"), deploytest.RemediatorDeployment(t, rendered.objs, "emptydir-remediator")
 	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
-	exporterPod := endpoint{deploy.Namespace, ds.Spec.Template.Labels}
-	remediatorPod := endpoint{deploy.Namespace, d.Spec.Template.Labels}
-	theirPrometheus := endpoint{"observability", labels.Set{"app": "prometheus-server"}}
-	theirAlertmanager := endpoint{"observability", labels.Set{"app": "alertmanager"}}
-	operatorPrometheus := endpoint{"monitoring", labels.Set{"app.kubernetes.io/name": "prometheus"}}
+	exporterPod := deploytest.Endpoint{Namespace: deploy.Namespace, Labels: ds.Spec.Template.Labels}
+	remediatorPod := deploytest.Endpoint{Namespace: deploy.Namespace, Labels: d.Spec.Template.Labels}
+	theirPrometheus := deploytest.Endpoint{Namespace: "observability", Labels: labels.Set{"app": "prometheus-server"}}
+	theirAlertmanager := deploytest.Endpoint{Namespace: "observability", Labels: labels.Set{"app": "alertmanager"}}
+	operatorPrometheus := deploytest.Endpoint{Namespace: "monitoring", Labels: labels.Set{"app.kubernetes.io/name": "prometheus"}}
 
 	for _, tc := range []struct {
 		name     string
-		src, dst endpoint
+		src, dst deploytest.Endpoint
 		c        corev1.Container
 		port     int32
 		want     bool
@@ -209,7 +136,7 @@ func TestNetworkPolicyPatchInDocs(t *testing.T) {
 		{"the default Prometheus peer is gone", operatorPrometheus, exporterPod, expC, 9731, false},
 		{"patched Alertmanager still not on the exporter", theirAlertmanager, exporterPod, expC, 9731, false},
 	} {
-		if got := admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
+		if got := deploytest.Admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
 			t.Errorf("%s: admitted %v, want %v", tc.name, got, tc.want)
 		}
 	}

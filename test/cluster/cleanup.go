@@ -296,7 +296,7 @@ func netnsInUse(ino uint64) bool {
 func (c *Cluster) removeHostLeftovers() {
 	if links, _ := filepath.Glob("/var/log/containers/*.log"); c.workDir != "" {
 		for _, l := range links {
-			if target, err := os.Readlink(l); err == nil && strings.HasPrefix(target, c.workDir+"/") {
+			if target, err := os.Readlink(l); err == nil && c.underLayout(target) {
 				_ = os.Remove(l)
 			}
 		}
@@ -304,7 +304,7 @@ func (c *Cluster) removeHostLeftovers() {
 	var res []string
 	ids := append([]string(nil), c.containerIDs...)
 	// Task bundle folders name every container, even those of a containerd killed outright.
-	bundles, _ := filepath.Glob(filepath.Join(c.workDir, "containerd", "state", "io.containerd.runtime.v2.task", "k8s.io", "*"))
+	bundles, _ := filepath.Glob(filepath.Join(c.ContainerdStateDir(), "io.containerd.runtime.v2.task", "k8s.io", "*"))
 	for _, b := range bundles {
 		id := filepath.Base(b)
 		ids = append(ids, id)

@@ -61,6 +61,9 @@ type Options struct {
 	ExtraKubeletArgs   []string
 	// ReadyTimeout bounds each wait of Start; default 2m.
 	ReadyTimeout time.Duration
+	// Layout puts the kubelet's and containerd's folders and the cgroup root at fixed host
+	// paths (a distribution's); nil: all below WorkDir, and a cgroup root of the cluster's own.
+	Layout *Layout
 	// KeepLogs copies WorkDir/logs to a folder outside WorkDir on Stop (also set by
 	// EMPTYDIR_GUARD_KEEP_LOGS=1). Logs are always kept when Start fails.
 	KeepLogs bool
@@ -83,7 +86,12 @@ type Cluster struct {
 	containerdSock string
 	kubeconfig     string
 	kubeletRoot    string
+	podLogsDir     string
+	ctrdRoot       string
+	ctrdState      string
 	runcRoot       string
+	layoutCreated  []string // the layout's folders Start created, which Stop removes
+	layoutLock     *os.File
 	cniNetnsBefore map[string]bool
 	containerIDs   []string // seen at Stop, to find their CNI cache files
 
@@ -96,6 +104,9 @@ type Cluster struct {
 
 	restConfig *rest.Config
 	client     kubernetes.Interface
+
+	registryMu   sync.Mutex // held while the registry starts: tests of one shared cluster share it
+	registryHost string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -158,13 +169,21 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 			c = nil
 		}
 	}()
+	c.kubeletRoot = filepath.Join(c.workDir, "kubelet")
+	c.podLogsDir = filepath.Join(c.workDir, "pod-logs")
+	c.ctrdRoot = filepath.Join(c.workDir, "containerd", "root")
+	c.ctrdState = filepath.Join(c.workDir, "containerd", "state")
+	if l := opts.Layout; l != nil {
+		if err := c.useLayout(ctx, l); err != nil {
+			return c, err
+		}
+	}
 	if err := c.writeState(); err != nil {
 		return c, fmt.Errorf("record cluster state: %w", err)
 	}
 	c.cniNetnsBefore = listCNINetns()
 	c.containerdSock = filepath.Join(c.workDir, "containerd", "containerd.sock")
 	c.kubeconfig = filepath.Join(c.workDir, "admin.kubeconfig")
-	c.kubeletRoot = filepath.Join(c.workDir, "kubelet")
 	c.runcRoot = filepath.Join(c.workDir, "runc")
 	c.logf("cluster %s: work dir %s, node IP %s", name, c.workDir, c.nodeIP)
 
@@ -295,11 +314,11 @@ func (c *Cluster) KubeletURL() string {
 }
 
 // PodLogsDir is the kubelet's podLogsDir.
-func (c *Cluster) PodLogsDir() string { return filepath.Join(c.workDir, "pod-logs") }
+func (c *Cluster) PodLogsDir() string { return c.podLogsDir }
 
 // ContainerdStateDir and ContainerdRoot are containerd's state and root dirs.
-func (c *Cluster) ContainerdStateDir() string { return filepath.Join(c.workDir, "containerd", "state") }
-func (c *Cluster) ContainerdRoot() string     { return filepath.Join(c.workDir, "containerd", "root") }
+func (c *Cluster) ContainerdStateDir() string { return c.ctrdState }
+func (c *Cluster) ContainerdRoot() string     { return c.ctrdRoot }
 
 // ContainerdTaskDir is where containerd mounts each container's root filesystem:
 // <state>/io.containerd.runtime.v2.task.
@@ -691,6 +710,12 @@ func (c *Cluster) stop() error {
 		}
 	}
 	c.removeHostLeftovers()
+	if err := removeLayoutDirs(c.layoutCreated); err != nil {
+		errs = append(errs, err)
+	}
+	if c.layoutLock != nil {
+		_ = c.layoutLock.Close() // releases the lock
+	}
 	if c.opts.KeepLogs {
 		c.logf("logs kept in %s", c.saveLogs())
 	}

@@ -23,8 +23,15 @@ func (c *Cluster) registryHostsDir() string { return filepath.Join(c.workDir, "c
 // StartRegistry runs a real OCI registry (Debian's docker-registry, CNCF Distribution) inside the
 // cluster's network namespace on 127.0.0.1:RegistryPort, with its storage in the work dir, and
 // tells the node's containerd to pull from it over plain HTTP (a hosts.toml, as a node admin
-// configures a mirror). It returns the registry's host:port. Stop ends it with the cluster.
+// configures a mirror). It returns the registry's host:port. Stop ends it with the cluster. Later
+// calls return the running registry: tests of a shared cluster push to one registry, each under
+// repositories of its own.
 func (c *Cluster) StartRegistry(ctx context.Context) (string, error) {
+	c.registryMu.Lock()
+	defer c.registryMu.Unlock()
+	if c.registryHost != "" {
+		return c.registryHost, nil
+	}
 	if _, err := exec.LookPath(registryBinary); err != nil {
 		return "", fmt.Errorf("%s not on PATH: install Debian's docker-registry package (`make deps`)", registryBinary)
 	}
@@ -78,5 +85,6 @@ http:
 	if err != nil {
 		return "", err
 	}
+	c.registryHost = host
 	return host, nil
 }

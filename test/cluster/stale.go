@@ -21,13 +21,18 @@ type stateRecord struct {
 	PID        int    `json:"pid"`
 	WorkDir    string `json:"workDir"`
 	OwnWorkDir bool   `json:"ownWorkDir"`
+	// With a Layout: the cgroup root, containerd's state dir and the folders Start created.
+	CgroupName      string   `json:"cgroupName,omitempty"`
+	ContainerdState string   `json:"containerdState,omitempty"`
+	LayoutCreated   []string `json:"layoutCreated,omitempty"`
 }
 
 func (c *Cluster) writeState() error {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(stateRecord{Name: c.netnsName, PID: os.Getpid(), WorkDir: c.workDir, OwnWorkDir: c.ownWorkDir})
+	b, _ := json.Marshal(stateRecord{Name: c.netnsName, PID: os.Getpid(), WorkDir: c.workDir, OwnWorkDir: c.ownWorkDir,
+		CgroupName: c.cgroupName, ContainerdState: c.ctrdState, LayoutCreated: c.layoutCreated})
 	return os.WriteFile(filepath.Join(stateDir, c.netnsName+".json"), b, 0o644)
 }
 
@@ -67,7 +72,15 @@ func CleanupStale(logf func(format string, args ...any)) ([]string, error) {
 			cgroupName: r.Name,
 			workDir:    r.WorkDir,
 			ownWorkDir: r.OwnWorkDir,
+			ctrdState:  filepath.Join(r.WorkDir, "containerd", "state"),
 		}
+		if r.CgroupName != "" {
+			c.cgroupName = r.CgroupName
+		}
+		if r.ContainerdState != "" {
+			c.ctrdState = r.ContainerdState
+		}
+		c.layoutCreated = r.LayoutCreated
 		c.containerdSock = filepath.Join(r.WorkDir, "containerd", "containerd.sock")
 		c.netnsIno, _ = inodeOf(c.netnsPath)
 		c.logf("cleaning up stale cluster %s of dead process %d", r.Name, r.PID)

@@ -23,9 +23,14 @@ import (
 
 // helmTemplate renders the chart (deploy/helm/emptydir-guard) with `helm template`, Helm
 // being the pinned tool of the test/helm module (`go tool helm`), and decodes the objects.
+// Without a cluster to look in, the monitoring namespaces are given, as any GitOps user gives them.
 func helmTemplate(t *testing.T, release, ns, values string) []runtime.Object {
 	t.Helper()
-	vf := filepath.Join(t.TempDir(), "values.yaml")
+	dir := t.TempDir()
+	nf, vf := filepath.Join(dir, "monitoring.yaml"), filepath.Join(dir, "values.yaml")
+	if err := os.WriteFile(nf, []byte("networkPolicy:\n  monitoringNamespaces: [monitoring]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(vf, []byte(values), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +38,7 @@ func helmTemplate(t *testing.T, release, ns, values string) []runtime.Object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "tool", "helm", "template", release, chart, "--namespace", ns, "--values", vf)
+	cmd := exec.Command("go", "tool", "helm", "template", release, chart, "--namespace", ns, "--values", nf, "--values", vf)
 	cmd.Dir = "../helm"
 	cmd.Env = append(os.Environ(), helmHomeEnv(t.TempDir())...)
 	out, err := cmd.Output()

@@ -27,14 +27,12 @@ import (
 
 const (
 	// kpsRelease and kpsNamespace are where the test installs the stand-in, as kube-prometheus-stack's
-	// instructions install it.
+	// instructions install it; a namespace not named monitoring, so that nothing of the guard's
+	// install may assume that name.
 	kpsRelease   = "kube-prometheus-stack"
-	kpsNamespace = "monitoring"
+	kpsNamespace = "kube-prometheus-stack"
 	// readmeInstallMarker precedes the README's fenced block of the install beside it.
 	readmeInstallMarker = "<!-- TestOperatorInstallEvicts (test/e2e/operator_test.go) runs the next block as written. -->"
-	// readmeChartRef is the chart's registry reference in the README; from a checkout, the
-	// README says, the chart's folder takes its place.
-	readmeChartRef = "oci://ghcr.io/emptydir-guard/charts/emptydir-guard"
 )
 
 // helmTool runs the pinned Helm (test/helm's tool) with its state (repositories, cache) in
@@ -109,8 +107,7 @@ func installKubePrometheusStack(ctx context.Context, t *testing.T, h *helmTool, 
 	})
 }
 
-// readmeInstallScript is the README's shell block after readmeInstallMarker, with the chart's
-// folder in place of its registry reference (as the README says for a checkout).
+// readmeInstallScript is the README's shell block after readmeInstallMarker, as written.
 func readmeInstallScript(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile(framework.RepoPath("README.md"))
@@ -125,20 +122,19 @@ func readmeInstallScript(t *testing.T) string {
 	if m == nil {
 		t.Fatal("README.md: no ```sh block right after the install marker")
 	}
-	script := m[1]
-	if n := strings.Count(script, readmeChartRef); n != 1 {
-		t.Fatalf("README.md's install block names %s %d times, want once:\n%s", readmeChartRef, n, script)
-	}
-	return strings.Replace(script, readmeChartRef, framework.RepoPath("deploy/helm/emptydir-guard"), 1)
+	return m[1]
 }
 
-// runReadmeInstall runs the README's install block with sh -e, Helm on its PATH. The one
-// addition is the values this cluster needs (its image, kubelet root, pod logs and containerd
-// folders, the API server's address: no kube-proxy here) and extraValues, given to the block's
-// `helm install` of emptyDir guard as one more --values file by a wrapper named helm; they
-// touch nothing that decides what the stack picks up. Returns the install as the pod-creating
-// helpers need it (no controllers run here: the test makes the pods from the templates).
-func runReadmeInstall(ctx context.Context, t *testing.T, c *cluster.Cluster, h *helmTool, extraValues string) *install {
+// runReadmeInstall runs the README's install block with sh -e from the checkout, Helm on its PATH
+// and REGISTRY set to a real registry in the cluster's network namespace, which the node's
+// containerd pulls the pushed image from. The one addition is the values this cluster needs (its
+// kubelet root, pod logs and containerd folders, the API server's address: no kube-proxy here)
+// and extraValues, given to the block's `helm install` of emptyDir guard as one more --values
+// file by a wrapper named helm; they touch nothing that decides what the stack picks up or which
+// image runs. Returns the install as the pod-creating helpers need it (no controllers run here:
+// the test makes the pods from the templates) and the reference (by digest) of the image index
+// the block pushed.
+func runReadmeInstall(ctx context.Context, t *testing.T, c *cluster.Cluster, h *helmTool, extraValues string) (*install, string) {
 	t.Helper()
 	script := readmeInstallScript(t)
 	m := regexp.MustCompile(`helm install (\S+) \S+.*?--namespace (\S+)`).FindStringSubmatch(strings.ReplaceAll(script, "\\\n", " "))
@@ -146,7 +142,13 @@ func runReadmeInstall(ctx context.Context, t *testing.T, c *cluster.Cluster, h *
 		t.Fatalf("README.md's install block has no `helm install <release> <chart> ... --namespace <ns>`:\n%s", script)
 	}
 	release, ns := m[1], m[2]
-	importDeployImage(ctx, t, c)
+	reg, err := c.StartRegistry(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A repository of its own: other tests of this cluster push the same tags. The pushed
+	// index's reference lands in releaseDir (make push-image writes image.ref there).
+	registry, releaseDir := reg+"/readme", t.TempDir()
 	// What kube-controller-manager would do for the namespace Helm creates: its default
 	// ServiceAccount and kube-root-ca.crt, which the pods' token volumes mount.
 	if err := c.EnsureNamespace(ctx, ns); err != nil {
@@ -163,11 +165,7 @@ func runReadmeInstall(ctx context.Context, t *testing.T, c *cluster.Cluster, h *
     - {name: KUBERNETES_SERVICE_PORT, value: %q}`, u.Hostname(), u.Port())
 	dir := t.TempDir()
 	values := filepath.Join(dir, "cluster-values.yaml")
-	if err := os.WriteFile(values, []byte(`image:
-  repository: localhost/emptydir-guard
-  tag: test
-  pullPolicy: Never
-`+nodeValues(c, env, env)+extraValues), 0o644); err != nil {
+	if err := os.WriteFile(values, []byte(nodeValues(c, env, env)+extraValues), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wrapper := fmt.Sprintf(`#!/bin/sh
@@ -178,13 +176,24 @@ exec %s "$@"
 	if err := os.WriteFile(filepath.Join(dir, "helm"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// make, one at a time with the other tests' in this checkout (makeLock): they write bin/.
+	realMake, err := exec.LookPath("make")
+	if err != nil {
+		t.Fatalf("the README's install block runs make: %v", err)
+	}
+	makeWrapper := fmt.Sprintf("#!/bin/sh\nexec flock %s %s \"$@\"\n", makeLock(), realMake)
+	if err := os.WriteFile(filepath.Join(dir, "make"), []byte(makeWrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// kubectl: the cluster's own version, built beside its API server (make test-cluster).
 	k8sBin := os.Getenv("K8S_BIN_DIR")
 	if _, err := os.Stat(filepath.Join(k8sBin, "kubectl")); err != nil {
 		t.Fatalf("the README's install block runs kubectl: none in K8S_BIN_DIR %q (test/k8sbin/build.sh kubectl; make test-cluster builds it): %v", k8sBin, err)
 	}
 	cmd := c.Command(ctx, "sh", "-ec", script)
-	cmd.Env = append(append([]string{}, h.env...), "PATH="+dir+":"+k8sBin+":"+os.Getenv("PATH"))
+	cmd.Dir = framework.RepoPath(".")
+	cmd.Env = append(readmeMakeEnv(t, h.env), "PATH="+dir+":"+k8sBin+":"+os.Getenv("PATH"),
+		"REGISTRY="+registry, "REGISTRY_PLAIN_HTTP=1", "RELEASE_DIR="+releaseDir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the README's install block: %v\n%s\n--- output:\n%s", err, script, out)
@@ -215,5 +224,40 @@ exec %s "$@"
 		t.Fatalf("the chart's webhook token Secret: %v", err)
 	}
 	in.token = string(sec.Data["token"])
-	return in
+	version, err := exec.Command("make", "-s", "-C", framework.RepoPath("."), "version").Output()
+	if err != nil {
+		t.Fatalf("make version: %v", err)
+	}
+	image := registry + "/emptydir-guard:" + strings.TrimSpace(string(version))
+	for _, ct := range dss.Items[0].Spec.Template.Spec.Containers {
+		if ct.Image != image {
+			t.Errorf("the README's install runs the exporter's container %s from %s, want the image the block pushed, %s", ct.Name, ct.Image, image)
+		}
+	}
+	ref, err := os.ReadFile(filepath.Join(releaseDir, "image.ref"))
+	if err != nil {
+		t.Fatalf("the README's make push-image left no image reference: %v", err)
+	}
+	return in, strings.TrimSpace(string(ref))
+}
+
+// makeLock is the file the tests' make runs in this checkout lock (flock): the shards run at
+// once, and make push-image rewrites bin/.
+func makeLock() string { return framework.RepoPath("bin/.e2e-make.lock") }
+
+// readmeMakeEnv is env for the make inside the README's block: without the outer make's
+// jobserver and variables, the Go caches the machine's (every module is there: make build,
+// make release-tools), no module proxy (the namespace has no route to one), and credentials in
+// a folder of the test's (the test's registry takes none).
+func readmeMakeEnv(t *testing.T, env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VERSION", "CHART_VERSION", "REGISTRY", "IMAGE_REPO", "RELEASE_DIR", "GOPROXY", "GOFLAGS", "DOCKER_CONFIG":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "GOPROXY=off", "GOFLAGS=-mod=readonly", "DOCKER_CONFIG="+t.TempDir())
 }

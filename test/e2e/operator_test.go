@@ -11,6 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/emptydir-guard/emptydir-guard/deploy/deploytest"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
@@ -57,7 +59,7 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	// beside it. The exporter's PodMonitor sampleLimit is the test's, checked below.
 	h := newHelmTool(t, c)
 	installKubePrometheusStack(ctx, t, h, promVersion)
-	installed := runReadmeInstall(ctx, t, c, h, `podMonitor:
+	installed, imageRef := runReadmeInstall(ctx, t, c, h, `podMonitor:
   exporterSampleLimit: 5000
 `)
 	seed := installed.startSeed(ctx, t, "operator")
@@ -94,9 +96,12 @@ func TestOperatorInstallEvicts(t *testing.T) {
 	for i := range rems {
 		rems[i] = deployWaitReady(ctx, t, c, rems[i])
 	}
+	// The kubelet pulled what the README's make push-image pushed: nothing was imported.
+	requirePulled(ctx, t, c, append([]*corev1.Pod{exp}, rems...), imageRef)
 
 	// The monitoring side, as kube-prometheus-stack sets it up.
 	mon := startOperatorMonitoring(ctx, t, c, promBin, installed, rems[0])
+	checkMonitoringAdmitted(ctx, t, installed, seed.labels["namespace"])
 
 	// The exporter's PodMonitor sampleLimit reaches the scrape configuration the operator
 	// generates, and (the eviction below shows it) the node's scrape stays within it.
@@ -391,4 +396,64 @@ func withStorageLimit(p *corev1.Pod, limit string) {
 	c := &p.Spec.Containers[0]
 	c.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse(limit)}
 	c.Resources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("0")}
+}
+
+// checkMonitoringAdmitted evaluates the NetworkPolicies the README's install made (this cluster's
+// network plugin enforces none) for the pods the operator made of kube-prometheus-stack's
+// Prometheus and Alertmanager, by their StatefulSets' pod labels in kpsNamespace: Prometheus
+// reaches both metrics ports, Alertmanager the webhook, and a pod labelled like Prometheus in
+// tenantNS reaches neither.
+func checkMonitoringAdmitted(ctx context.Context, t *testing.T, in *install, tenantNS string) {
+	t.Helper()
+	cs := in.c.Client()
+	nps, err := cs.NetworkingV1().NetworkPolicies(in.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policies []*networkingv1.NetworkPolicy
+	for i := range nps.Items {
+		policies = append(policies, &nps.Items[i])
+	}
+	podOf := func(kind, name string) deploytest.Endpoint {
+		sts, err := cs.AppsV1().StatefulSets(kpsNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the operator's %s StatefulSet: %v", kind, err)
+		}
+		return deploytest.Endpoint{Namespace: kpsNamespace, Labels: sts.Spec.Template.Labels}
+	}
+	prom, am := podOf("Prometheus", "prometheus-"+kpsRelease+"-prometheus"), podOf("Alertmanager", "alertmanager-"+kpsRelease+"-alertmanager")
+	ds, err := cs.AppsV1().DaemonSets(in.ns).Get(ctx, in.exporter, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cs.AppsV1().Deployments(in.ns).Get(ctx, in.remediator, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expC, remC := ds.Spec.Template.Spec.Containers[0], d.Spec.Template.Spec.Containers[0]
+	expPort, _ := deploytest.NamedPort(expC, "metrics")
+	remPort, _ := deploytest.NamedPort(remC, "http")
+	exporter := deploytest.Endpoint{Namespace: in.ns, Labels: ds.Spec.Template.Labels}
+	remediatorPod := deploytest.Endpoint{Namespace: in.ns, Labels: d.Spec.Template.Labels}
+	tenant := deploytest.Endpoint{Namespace: tenantNS, Labels: prom.Labels}
+	for _, tc := range []struct {
+		what     string
+		src, dst deploytest.Endpoint
+		c        corev1.Container
+		port     int32
+		want     bool
+	}{
+		{"Prometheus scrapes the exporter", prom, exporter, expC, expPort, true},
+		{"Prometheus scrapes the remediator", prom, remediatorPod, remC, remPort, true},
+		{"Alertmanager posts webhooks", am, remediatorPod, remC, remPort, true},
+		{"a tenant's pod labelled like Prometheus to the exporter", tenant, exporter, expC, expPort, false},
+		{"a tenant's pod labelled like Prometheus to the remediator", tenant, remediatorPod, remC, remPort, false},
+	} {
+		if got := deploytest.Admits(t, policies, tc.src, tc.dst, tc.c, tc.port); got != tc.want {
+			t.Errorf("NetworkPolicies of the README's install: %s (%s %v): admitted %v, want %v", tc.what, tc.src.Namespace, tc.src.Labels, got, tc.want)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("NetworkPolicies of the README's install admit kube-prometheus-stack's Prometheus and Alertmanager in namespace %s, not a tenant's look-alike", kpsNamespace)
+	}
 }

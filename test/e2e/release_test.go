@@ -213,7 +213,7 @@ func (r *releaser) tryMake(ctx context.Context, vars map[string]string, args ...
 	for k, v := range all {
 		margs = append(margs, k+"="+v)
 	}
-	cmd := r.c.Command(ctx, "make", margs...)
+	cmd := r.c.Command(ctx, "flock", append([]string{makeLock(), "make"}, margs...)...)
 	cmd.Env = r.env
 	cmd.Stdin = strings.NewReader(r.stdin)
 	out, err := cmd.CombinedOutput()
@@ -262,7 +262,7 @@ func (r *releaser) helmInstall(ctx context.Context, t *testing.T, release, ns, c
   extraEnv:
     - {name: KUBERNETES_SERVICE_HOST, value: %q}
     - {name: KUBERNETES_SERVICE_PORT, value: %q}`, u.Hostname(), u.Port())
-	values := "image:\n  repository: " + r.registry + "/emptydir-guard\n" + nodeValues(c, env, env)
+	values := "image:\n  repository: " + r.registry + "/emptydir-guard\nnetworkPolicy:\n  monitoringNamespaces: [monitoring]\n" + nodeValues(c, env, env)
 	vf := filepath.Join(t.TempDir(), "values.yaml")
 	if err := os.WriteFile(vf, []byte(values), 0o644); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/action"
@@ -16,6 +17,12 @@ import (
 	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,6 +35,28 @@ type Release struct {
 	Namespace   string
 	ValuesFiles []string       // read in order, later ones win, like -f
 	Values      map[string]any // merged last, like --set
+	Cluster     *Cluster       // what helm install sees of the cluster; nil: none, like helm template
+}
+
+// Cluster is what `helm install` reads of a cluster while rendering: the API resources it
+// serves (.Capabilities.APIVersions, as "group/version/Kind") and the objects lookup finds.
+type Cluster struct {
+	APIResources []string
+	Objects      []*unstructured.Unstructured
+}
+
+// GetClientFor serves lookup from the cluster's objects, as Helm's client provider does from
+// the API server (every kind namespaced).
+func (c *Cluster) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
+	gvk := schema.FromAPIVersionAndKind(apiVersion, kind)
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	listKinds := map[schema.GroupVersionResource]string{gvr: kind + "List"}
+	objs := make([]runtime.Object, 0, len(c.Objects))
+	for _, o := range c.Objects {
+		objs = append(objs, o.DeepCopy())
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...)
+	return client.Resource(gvr), true, nil
 }
 
 // Values reads and merges the release's values files and Values.
@@ -60,12 +89,23 @@ func Render(root string, r Release) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	var caps *common.Capabilities
+	if r.Cluster != nil {
+		c := *common.DefaultCapabilities
+		c.APIVersions = append(slices.Clone(c.APIVersions), r.Cluster.APIResources...)
+		caps = &c
+	}
 	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals,
-		common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}, nil, false)
+		common.ReleaseOptions{Name: r.Name, Namespace: r.Namespace, Revision: 1, IsInstall: true}, caps, false)
 	if err != nil {
 		return nil, err
 	}
-	out, err := engine.Render(ch, top)
+	var out map[string]string
+	if r.Cluster != nil {
+		out, err = engine.RenderWithClientProvider(ch, top, r.Cluster)
+	} else {
+		out, err = engine.Render(ch, top)
+	}
 	if err != nil {
 		return nil, err
 	}

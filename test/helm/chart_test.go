@@ -70,8 +70,10 @@ func valuesFile(name string) string {
 	return filepath.Join(root, helmchart.ChartPath, "ci", name)
 }
 
+// release is release name in namespace guard with the chart's ci/ values files, rendered as
+// helm template renders it: with the monitoring namespaces set, as without a cluster it must be.
 func release(name string, files ...string) helmchart.Release {
-	r := helmchart.Release{Name: name, Namespace: "guard"}
+	r := helmchart.Release{Name: name, Namespace: "guard", ValuesFiles: []string{filepath.Join("testdata", "monitoring-namespaces.yaml")}}
 	for _, f := range files {
 		r.ValuesFiles = append(r.ValuesFiles, valuesFile(f))
 	}

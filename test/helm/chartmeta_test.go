@@ -158,7 +158,7 @@ func TestImageTag(t *testing.T) {
 			if err := os.WriteFile(chartFile, appVersion.ReplaceAll(orig, []byte("appVersion: \""+tc.appVersion+"\"")), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r := helmchart.Release{Name: "emptydir-guard", Namespace: "guard"}
+			r := release("emptydir-guard")
 			if tc.tag != "" {
 				r.Values = map[string]any{"image": map[string]any{"tag": tc.tag}}
 			}

@@ -145,7 +145,7 @@ one endpoint with every series at exporterInterval.
 {{- define "emptydir-guard.exporter.scrapeEndpoints" -}}
 {{- $root := .root }}
 {{- $m := .m }}
-{{- $fast := $m.exporterInterval | default $root.Values.exporter.collectionInterval | default (ternary "5s" "30s" (eq $root.Values.exporter.source "filesystem")) }}
+{{- $fast := $m.exporterInterval | default $root.Values.exporter.collectionInterval | default (ternary "5s" "30s" (eq (include "emptydir-guard.exporter.values" $root | fromYaml).source "filesystem")) }}
 {{- $scrapes := list (dict "interval" $fast) }}
 {{- if $m.exporterSlowInterval }}
 {{- $scrapes = list (dict "interval" $fast "params" (dict "collect[]" (list "trigger"))) (dict "interval" $m.exporterSlowInterval "params" (dict "exclude[]" (list "trigger")) "job" (printf "%s-slow" .job)) }}
@@ -211,3 +211,167 @@ folded blocks, where a value is pasted as it is).
 {{- define "emptydir-guard.celString" -}}
 {{- printf "'%s'" (. | replace "\\" "\\\\" | replace "'" "\\'" | replace "\n" "\\n") -}}
 {{- end }}
+
+{{/*
+The node layout of each preset (value preset, docs/deploy.md "Presets"): what an exporter value
+left empty (or null) takes. Each starts from generic's (a YAML merge key) and says what differs.
+*/}}
+{{- define "emptydir-guard.presets" -}}
+generic: &generic
+  source: filesystem
+  kubeletRootDir: /var/lib/kubelet
+  podLogsDir: /var/log/pods
+  containerd: true
+  containerdStateDir: /run/containerd
+  containerdRoot: /var/lib/containerd
+  crio: false
+  crioRoot: /var/lib/containers/storage
+  docker: false
+  dockerRoot: /var/lib/docker
+  cgroupRoot: auto
+k3s:
+  <<: *generic
+  containerdStateDir: /run/k3s/containerd
+  containerdRoot: /var/lib/rancher/k3s/agent/containerd
+rke2:
+  <<: *generic
+  containerdStateDir: /run/k3s/containerd
+  containerdRoot: /var/lib/rancher/rke2/agent/containerd
+k0s:
+  <<: *generic
+  kubeletRootDir: /var/lib/k0s/kubelet
+  containerdStateDir: /run/k0s/containerd
+  containerdRoot: /var/lib/k0s/containerd
+microk8s:
+  <<: *generic
+  kubeletRootDir: /var/snap/microk8s/common/var/lib/kubelet
+  containerdStateDir: /var/snap/microk8s/common/run/containerd
+  containerdRoot: /var/snap/microk8s/common/var/lib/containerd
+kind:
+  <<: *generic
+  cgroupRoot: /kubelet
+openshift:
+  <<: *generic
+  containerd: false
+  crio: true
+minikube:
+  <<: *generic
+  containerd: false
+  docker: true
+gke-autopilot:
+  <<: *generic
+  source: kubelet
+{{- end -}}
+
+{{/*
+Fills the exporter values the user left empty (or null) from the preset's layout, in place.
+Arguments: (list $ $e), $e a deepCopy of .Values.exporter.
+*/}}
+{{- define "emptydir-guard.exporter.applyPreset" -}}
+{{- $root := index . 0 }}
+{{- $e := index . 1 }}
+{{- $p := index (include "emptydir-guard.presets" $root | fromYaml) $root.Values.preset }}
+{{- if not $p }}{{ fail (printf "preset %q: unknown" $root.Values.preset) }}{{ end }}
+{{- if not $e.source }}{{ $_ := set $e "source" $p.source }}{{ end }}
+{{- if not $e.kubeletRootDir }}{{ $_ := set $e "kubeletRootDir" $p.kubeletRootDir }}{{ end }}
+{{- $es := $e.ephemeralStorage }}
+{{- if not $es.podLogsDir }}{{ $_ := set $es "podLogsDir" $p.podLogsDir }}{{ end }}
+{{- if kindIs "invalid" $es.containerd.enabled }}{{ $_ := set $es.containerd "enabled" $p.containerd }}{{ end }}
+{{- if not $es.containerd.stateDir }}{{ $_ := set $es.containerd "stateDir" $p.containerdStateDir }}{{ end }}
+{{- if not $es.containerd.root }}{{ $_ := set $es.containerd "root" $p.containerdRoot }}{{ end }}
+{{- if kindIs "invalid" $es.crio.enabled }}{{ $_ := set $es.crio "enabled" $p.crio }}{{ end }}
+{{- if not $es.crio.storageRoot }}{{ $_ := set $es.crio "storageRoot" $p.crioRoot }}{{ end }}
+{{- if kindIs "invalid" $es.docker.enabled }}{{ $_ := set $es.docker "enabled" $p.docker }}{{ end }}
+{{- if not $es.docker.root }}{{ $_ := set $es.docker "root" $p.dockerRoot }}{{ end }}
+{{- if not $e.changeSignal.cgroupRoot }}{{ $_ := set $e.changeSignal "cgroupRoot" $p.cgroupRoot }}{{ end }}
+{{- end -}}
+
+{{/*
+The exporter's values with the preset applied, as YAML (for templates other than the
+DaemonSet's that read a preset-controlled value).
+*/}}
+{{- define "emptydir-guard.exporter.values" -}}
+{{- $e := deepCopy .Values.exporter }}
+{{- $_ := include "emptydir-guard.exporter.applyPreset" (list . $e) }}
+{{- toYaml $e }}
+{{- end -}}
+
+{{/*
+The exporter container's securityContext: exporter.securityContext as its source needs it (the
+kubelet source without DAC_READ_SEARCH and not as root; SYS_ADMIN for project quotas,
+SYS_PTRACE for open files) and, on OpenShift, the SELinux type spc_t that lets the filesystem
+source read the pods' files (container_t may not). As YAML. Arguments: (list $ $e), $e the
+exporter's values with the preset applied.
+*/}}
+{{- define "emptydir-guard.exporter.securityContext" -}}
+{{- $root := index . 0 }}
+{{- $e := index . 1 }}
+{{- $sc := deepCopy ($e.securityContext | default dict) }}
+{{- if not (eq $e.source "filesystem") }}
+{{- /* The kubelet source reads no file of the node: without DAC_READ_SEARCH, and
+       as 65532 where the values say uid 0 (the filesystem source's default). */}}
+{{- with $sc.capabilities }}
+{{- $add := without (.add | default list) "DAC_READ_SEARCH" }}
+{{- if $add }}{{ $_ := set . "add" $add }}{{ else }}{{ $_ := unset . "add" }}{{ end }}
+{{- end }}
+{{- if and (hasKey $sc "runAsUser") (eq (int $sc.runAsUser) 0) }}
+{{- $_ := set $sc "runAsUser" 65532 }}
+{{- $_ := set $sc "runAsGroup" 65532 }}
+{{- $_ := set $sc "runAsNonRoot" true }}
+{{- end }}
+{{- end }}
+{{- if and (eq $e.source "filesystem") $e.projectQuota.enabled }}
+{{- /* quotactl_fd(Q_GETQUOTA) of another project needs CAP_SYS_ADMIN. */}}
+{{- $caps := $sc.capabilities | default dict }}
+{{- $_ := set $caps "add" (append ($caps.add | default list) "SYS_ADMIN" | uniq) }}
+{{- $_ := set $sc "capabilities" $caps }}
+{{- end }}
+{{- if (and (eq $e.source "filesystem") $e.openFiles.enabled) }}
+{{- /* Reading another process's /proc/<pid>/fd needs PTRACE_MODE_READ on it. */}}
+{{- $caps := $sc.capabilities | default dict }}
+{{- $_ := set $caps "add" (append ($caps.add | default list) "SYS_PTRACE" | uniq) }}
+{{- $_ := set $sc "capabilities" $caps }}
+{{- end }}
+{{- if and (eq $e.source "filesystem") (include "emptydir-guard.openshift" $root) (not $sc.seLinuxOptions) }}
+{{- $_ := set $sc "seLinuxOptions" (dict "type" "spc_t") }}
+{{- end }}
+{{- toYaml $sc }}
+{{- end -}}
+
+{{/*
+"true" where the release installs on OpenShift: preset openshift, or the cluster serves its
+SecurityContextConstraints API; "" otherwise.
+*/}}
+{{- define "emptydir-guard.openshift" -}}
+{{- if or (eq .Values.preset "openshift") (.Capabilities.APIVersions.Has "security.openshift.io/v1") }}true{{ end }}
+{{- end -}}
+
+{{- /*
+The NetworkPolicyPeer admitting Prometheus or Alertmanager (.kind), as a one-item list: the
+peer's own namespaceSelector (or ipBlock) when set; else the namespaces of
+networkPolicy.monitoringNamespaces; else those of the Prometheus Operator's objects of that kind
+found at install (the API group checked first: lookup fails on an unknown one). A guard admitting
+no namespace would get no scrapes and no webhooks without a word, so nothing found fails the
+install (helm template has no cluster: set the value).
+*/}}
+{{- define "emptydir-guard.monitoringPeer" -}}
+{{- $peer := deepCopy .peer -}}
+{{- if not (or (hasKey $peer "namespaceSelector") (hasKey $peer "ipBlock")) -}}
+{{- $names := .root.Values.networkPolicy.monitoringNamespaces | default list -}}
+{{- if and (not $names) (.root.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" .kind)) -}}
+{{- range (lookup "monitoring.coreos.com/v1" .kind "" "").items | default list -}}
+{{- $names = append $names .metadata.namespace -}}
+{{- end -}}
+{{- end -}}
+{{- if not $names -}}
+{{- fail (printf "networkPolicy: no namespace to admit %s from. Set networkPolicy.monitoringNamespaces to the namespaces your Prometheus and Alertmanager run in (at install the chart looks for the Prometheus Operator's %s objects: none found, or helm template, which cannot look), or networkPolicy.%s.namespaceSelector, or networkPolicy.enabled=false." .kind .kind (lower .kind)) -}}
+{{- end -}}
+{{- $names = $names | uniq | sortAlpha -}}
+{{- if eq (len $names) 1 -}}
+{{- $_ := set $peer "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" (first $names))) -}}
+{{- else -}}
+{{- $_ := set $peer "namespaceSelector" (dict "matchExpressions" (list (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" $names))) -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (list $peer) -}}
+{{- end -}}
