@@ -516,12 +516,14 @@ func startProc(t *testing.T, name, bin string, args ...string) {
 	procs = append(procs, daemon{name, logPath, done})
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
+		var err error
 		select {
-		case <-done:
+		case err = <-done:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			err = <-done
 		}
+		t.Logf("%s stopped: %v", name, err)
 		log.Close()
 		if t.Failed() {
 			t.Logf("%s's log ends:\n%s", name, tail(logPath, 60))
