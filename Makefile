@@ -293,7 +293,9 @@ fuzz:
 
 # The tests that need kernel features this host may lack (XFS and ext4 project quotas), inside
 # a VM booting a pinned stock Debian kernel under QEMU (docs/kernel-lane.md), and the change
-# signal's cgroup v2 tests (internal/podcgroup) in a v2-only boot of it; a skip there fails.
+# signal's cgroup v2 tests (internal/podcgroup) in a v2-only boot of it, and the signal and the
+# calibration on the pods of a real standalone kubelet (its binary from test/k8sbin) on
+# containerd in another v2 boot; a skip there fails.
 # Where the host kernel has the features, `make unit` runs them natively too.
 KERNEL_LANE_TESTS ?= ProjectQuota
 .PHONY: test-kernel-lane
@@ -302,6 +304,8 @@ test-kernel-lane: deps
 	GO=$(GO) ./test/kernellane/lane.sh ./exporter -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./remediator -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=2 ./test/kernellane/lane.sh ./internal/podcgroup -test.run 'V2' -test.parallel 3
+	kubelet="$$(./test/k8sbin/build.sh kubelet)/kubelet" && GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=1 KERNEL_LANE_ENV="KERNEL_LANE_KUBELET=$$kubelet" \
+	  KERNEL_LANE_PROGRAMS="$$kubelet containerd containerd-shim-runc-v2 runc ctr" ./test/kernellane/lane.sh ./test/kernellane/kubeletv2 -test.run 'KubeletV2'
 
 test-rules:
 	./rules/test.sh
@@ -339,7 +343,7 @@ export RECORD
 # real-cluster suite (@: in the background at normal priority, the later stages niced) beside
 # the CPU-bound stages that follow, none of which writes what it reads (bin/'s commands and image).
 TEST_STAGES := deps &test-tools vet test-rules test-dashboards check-generated build image \
-  @test-cluster<test-tools unit test-ocimage lint vulncheck test-kernel-lane fuzz test-helm wait
+  @test-cluster<test-tools unit test-ocimage lint vulncheck wait:test-tools test-kernel-lane fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1

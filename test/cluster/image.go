@@ -119,6 +119,10 @@ func buildImageArchive(path string) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
+// WriteImageArchive writes the archive of BusyboxImage, SandboxImage and BusyboxVolumeImage to
+// path, for a containerd the test starts itself (the kernel lane's kubelet).
+func WriteImageArchive(path string) error { return buildImageArchive(path) }
+
 func busyboxLayer() ([]byte, error) {
 	bin, err := os.ReadFile(busyboxPath)
 	if err != nil {

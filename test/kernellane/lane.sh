@@ -18,6 +18,8 @@
 #   KERNEL_LANE_SCRATCH  a number of blank 1 GiB virtio disks for the tests to mkfs and mount (a
 #                        filesystem on a real block device, not a loop file on the VM's tmpfs); their
 #                        device names go to the tests in KERNEL_LANE_SCRATCH_DEVICES
+#   KERNEL_LANE_PROGRAMS host executables (names on PATH or paths) copied into the VM with their
+#                        shared libraries, each at its own resolved path (a real kubelet, containerd)
 #
 # The kernel is fetched by package name and version, unpacked (never installed as the
 # host's kernel) and cached. The test binary is built static on the host and runs as the
@@ -38,6 +40,11 @@ cgroup2="${KERNEL_LANE_CGROUP2:-}"
 scratch="${KERNEL_LANE_SCRATCH:-0}"
 [[ "$scratch" =~ ^[0-9]$ ]] || { echo "lane.sh: KERNEL_LANE_SCRATCH=$scratch is not a number of disks (0-9)" >&2; exit 1; }
 if [ -n "$disk" ] && [ ! -f "$disk" ]; then echo "lane.sh: KERNEL_LANE_DISK=$disk is not a file" >&2; exit 1; fi
+programs=()
+for p in ${KERNEL_LANE_PROGRAMS:-}; do
+  command -v "$p" >/dev/null || { echo "lane.sh: KERNEL_LANE_PROGRAMS: $p is no executable" >&2; exit 1; }
+  programs+=("$p")
+done
 for kv in ${KERNEL_LANE_ENV:-}; do
   [[ "$kv" =~ ^[A-Za-z_][A-Za-z0-9_]*=[^\'\"]*$ ]] || { echo "lane.sh: KERNEL_LANE_ENV: $kv is not VAR=value" >&2; exit 1; }
 done
@@ -72,7 +79,7 @@ trap 'rm -rf "$work"' EXIT
 initrd="$work/initrd"
 mkdir -p "$initrd"/{bin,sbin,dev,proc,sys,tmp,lib/modules}
 cp /bin/busybox "$initrd/bin/busybox"
-for applet in sh mount umount mkdir cat echo grep sync poweroff sleep ifconfig; do ln -s busybox "$initrd/bin/$applet"; done
+for applet in sh mount umount mkdir cat echo grep sync poweroff sleep ifconfig chroot; do ln -s busybox "$initrd/bin/$applet"; done
 cp -a "$CACHE/root/lib/modules/$KERNEL_ABI" "$initrd/lib/modules/"
 
 # Host programs the tests call, with their shared libraries, at their own paths (busybox
@@ -88,6 +95,7 @@ copy_with_libs() {
   done
 }
 copy_with_libs mkfs.xfs mke2fs losetup du kmod xfs_quota
+((${#programs[@]})) && copy_with_libs "${programs[@]}"
 ln -s "$(readlink -f "$(command -v mke2fs)")" "$initrd/sbin/mkfs.ext4"
 ln -sf "$(readlink -f "$(command -v kmod)")" "$initrd/sbin/modprobe"
 [ -e /lib64 ] && [ ! -e "$initrd/lib64" ] && ln -s usr/lib64 "$initrd/lib64" 2>/dev/null || true
@@ -96,7 +104,8 @@ CGO_ENABLED=0 "$GO" test -C "$module" -c -o "$initrd/test.bin" "$pkg"
 
 args=""
 for a in "$@"; do args+=" '${a//\'/}'"; done
-modules="crc32c_generic loop xfs ext4 quota_v2"
+# overlay: containerd's snapshotter, for a real kubelet's pods (KERNEL_LANE_PROGRAMS).
+modules="crc32c_generic loop xfs ext4 quota_v2 overlay"
 mount_disk="" umount_disk="" exports="" cgroups="" append='console=ttyS0 quiet panic=-1'
 if [ -n "$disk" ] || ((scratch)); then modules+=" virtio_pci virtio_blk"; fi
 if [ -n "$disk" ]; then
@@ -126,9 +135,20 @@ if [ "$cgroup2" = 1 ]; then
   cgroups="mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup && echo '+memory +io' > /sys/fs/cgroup/cgroup.subtree_control || { echo 'lane: cgroup2 mount or +memory +io failed'; echo KERNEL-LANE-EXIT 96; poweroff -f; }"
   exports+="export KERNEL_LANE_CGROUP2=1"$'\n'
 fi
+# The initramfs's root (rootfs) is no mount that pivot_root(2) can leave, and runc pivots into
+# every container's root: with programs (a container runtime), /init first runs again on a
+# recursive bind of / moved over it, from which containers can pivot.
+rebind=""
+if ((${#programs[@]})); then
+  rebind='if [ -z "$LANE_REBOUND" ]; then
+  mkdir -p /newroot && mount -o rbind / /newroot && cd /newroot && mount -o move . / && LANE_REBOUND=1 exec chroot . /init
+  echo "lane: cannot bind the root over itself"; echo KERNEL-LANE-EXIT 95; poweroff -f
+fi'
+fi
 cat > "$initrd/init" <<INIT
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+$rebind
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
 # Loopback only (tests serve their endpoints on 127.0.0.1); the VM has no other network.
 ifconfig lo 127.0.0.1 up
@@ -137,6 +157,7 @@ for m in $modules; do modprobe \$m || echo "modprobe \$m failed"; done
 $cgroups
 $mount_disk
 $exports
+read up _ < /proc/uptime; echo "lane: the test starts at uptime \$up s"
 cd /tmp && TMPDIR=/tmp /test.bin -test.v$args
 code=\$?
 $umount_disk
