@@ -224,7 +224,10 @@ exec %s "$@"
 		t.Fatalf("the chart's webhook token Secret: %v", err)
 	}
 	in.token = string(sec.Data["token"])
-	version, err := exec.Command("make", "-s", "-C", framework.RepoPath("."), "version").Output()
+	// As the block ran it: outside make test's own make, whose MAKEFLAGS print directories.
+	versionCmd := exec.Command("make", "-s", "-C", framework.RepoPath("."), "version")
+	versionCmd.Env = readmeMakeEnv(t, os.Environ())
+	version, err := versionCmd.Output()
 	if err != nil {
 		t.Fatalf("make version: %v", err)
 	}
