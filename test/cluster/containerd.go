@@ -57,15 +57,8 @@ func (c *Cluster) startContainerd() error {
 	if err := makeSharedMount(c.ContainerdStateDir()); err != nil {
 		return err
 	}
-	runc, err := exec.LookPath("runc")
+	wrapper, err := c.writeRuncWrapperAndCNI(cniConf)
 	if err != nil {
-		return err
-	}
-	wrapper := filepath.Join(c.workDir, "runc-wrapper")
-	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf(runcWrapper, runc)), 0o755); err != nil {
-		return err
-	}
-	if err := c.writeCNIConfig(cniConf); err != nil {
 		return err
 	}
 	// Every path lives under the work dir (netns_mounts_under_state_dir keeps pod network
@@ -169,4 +162,18 @@ func (c *Cluster) importImages(ctx context.Context) error {
 		return fmt.Errorf("ctr images import: %w: %s", err, out)
 	}
 	return os.Remove(archive)
+}
+
+// writeRuncWrapperAndCNI writes the runc wrapper both runtimes run (runcWrapper, around the
+// runc on PATH) and the CNI configuration cniConf, and returns the wrapper's path.
+func (c *Cluster) writeRuncWrapperAndCNI(cniConf string) (string, error) {
+	runc, err := exec.LookPath("runc")
+	if err != nil {
+		return "", err
+	}
+	wrapper := filepath.Join(c.workDir, "runc-wrapper")
+	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf(runcWrapper, runc)), 0o755); err != nil {
+		return "", err
+	}
+	return wrapper, c.writeCNIConfig(cniConf)
 }

@@ -75,19 +75,12 @@ func (c *Cluster) startCRIO(ctx context.Context) error {
 			return err
 		}
 	}
-	runc, err := exec.LookPath("runc")
-	if err != nil {
-		return err
-	}
 	conmon, err := exec.LookPath("conmon")
 	if err != nil {
 		return err
 	}
-	wrapper := filepath.Join(c.workDir, "runc-wrapper")
-	if err := os.WriteFile(wrapper, []byte(fmt.Sprintf(runcWrapper, runc)), 0o755); err != nil {
-		return err
-	}
-	if err := c.writeCNIConfig(cniConf); err != nil {
+	wrapper, err := c.writeRuncWrapperAndCNI(cniConf)
+	if err != nil {
 		return err
 	}
 	if err := os.WriteFile(c.crioPolicyPath(), []byte(crioPolicy), 0o644); err != nil {
