@@ -255,14 +255,18 @@ vet:
 # (deploy/) from the chart and writes the chart README's values table from values.yaml; last
 # the flag tables of docs/flags.md, which the commands' TestFlagsDoc rewrites when stale
 # (failing once, hence the second run).
+# Test-tool modules kept at the product's versions of what both compile (tools/alignmodules).
+ALIGNED_MODULES := test/k8sbin test/helm test/bench
 GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
-  deploy/helm/emptydir-guard/README.md docs/flags.md
+  deploy/helm/emptydir-guard/README.md docs/flags.md \
+  $(foreach m,$(ALIGNED_MODULES),$(m)/go.mod $(m)/go.sum)
 FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator ./cmd/kubectl-emptydir
 generate:
 	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
 	cd test/helm && $(GO) run ./cmd/gen-deploy
 	$(FLAGS_DOC_TEST) >/dev/null 2>&1 || $(FLAGS_DOC_TEST)
+	cd tools && $(GO) run ./alignmodules .. $(addprefix ../,$(ALIGNED_MODULES))
 
 # Fails, naming the files, when `make generate` changes a generated file.
 check-generated:
@@ -298,12 +302,16 @@ fuzz:
 # containerd in another v2 boot; a skip there fails.
 # Where the host kernel has the features, `make unit` runs them natively too.
 KERNEL_LANE_TESTS ?= ProjectQuota
-.PHONY: test-kernel-lane
-test-kernel-lane: deps
+# make test runs its two parts as stages of their own: test-kernel-lane-host needs nothing
+# built and starts early; test-kernel-lane-kubelet once the test tools (the kubelet) are built.
+.PHONY: test-kernel-lane test-kernel-lane-host test-kernel-lane-kubelet
+test-kernel-lane: test-kernel-lane-host test-kernel-lane-kubelet
+test-kernel-lane-host: deps
 	GO=$(GO) ./test/kernellane/lane.sh ./internal/fswalk -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./exporter -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) ./test/kernellane/lane.sh ./remediator -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=2 ./test/kernellane/lane.sh ./internal/podcgroup -test.run 'V2' -test.parallel 3
+test-kernel-lane-kubelet: deps
 	kubelet="$$(./test/k8sbin/build.sh kubelet)/kubelet" && GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=1 KERNEL_LANE_ENV="KERNEL_LANE_KUBELET=$$kubelet" \
 	  KERNEL_LANE_PROGRAMS="$$kubelet containerd containerd-shim-runc-v2 runc ctr" ./test/kernellane/lane.sh ./test/kernellane/kubeletv2 -test.run 'KubeletV2'
 
@@ -342,8 +350,8 @@ export RECORD
 # niced, taking the CPU the foreground stages leave idle) until test-cluster needs them; the
 # real-cluster suite (@: in the background at normal priority, the later stages niced) beside
 # the CPU-bound stages that follow, none of which writes what it reads (bin/'s commands and image).
-TEST_STAGES := deps &test-tools vet test-rules test-dashboards check-generated build image \
-  @test-cluster<test-tools unit test-ocimage lint vulncheck wait:test-tools test-kernel-lane fuzz test-helm wait
+TEST_STAGES := deps vet &test-tools @test-kernel-lane-host test-rules test-dashboards check-generated build image \
+  @test-cluster<test-tools @test-kernel-lane-kubelet<test-tools unit test-ocimage lint vulncheck fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1

@@ -7,9 +7,10 @@
 # build cache: 9.7 min niced beside other work on 2 cores); the Go build cache and the output
 # folder make later runs instant.
 set -euo pipefail
-# A test tool, never shipped: built with the machine's own Go, like test/k8sbin.
+# A test tool, never shipped: built with the machine's own Go. seccomp needs cgo (libseccomp), as
+# CRI-O builds it; no other build here uses cgo outside -race, so the product's toolchain would
+# share no build-cache entries with it.
 export GOTOOLCHAIN=local
-# seccomp needs cgo (libseccomp), as CRI-O builds it.
 unset CGO_ENABLED
 here=$(cd "$(dirname "$0")" && pwd)
 mod=github.com/cri-o/cri-o

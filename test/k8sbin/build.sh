@@ -3,21 +3,21 @@
 # k8s.io/kubernetes module in this folder. The first build takes ~13 minutes on
 # 2 cores; the Go build cache and the output folder make later runs instant.
 set -euo pipefail
-# These are test tools, never shipped: build them with the machine's own Go, the verified path
-# (the Makefile exports go.mod's newer toolchain for the product).
-export GOTOOLCHAIN=local
-# Built as Kubernetes builds them, not in the project's one configuration (the Makefile's
-# CGO_ENABLED=0): cgo wherever the machine has a C compiler.
-unset CGO_ENABLED
 here=$(cd "$(dirname "$0")" && pwd)
-version=$(awk '$1=="require" && $2=="k8s.io/kubernetes" {print $3}' "$here/go.mod")
+# Built with the product's toolchain and its one configuration (CGO off, -trimpath), as
+# k0s ships them (static, CGO_ENABLED=0): the packages the product also uses (client-go and its
+# family, at the versions hack/align-modules.sh keeps equal) then come from the same build-cache
+# entries, once in a cold `make test` instead of twice.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-$(awk '$1 == "toolchain" {print $2}' "$here/../../go.mod")}
+export CGO_ENABLED=0
+version=$(cd "$here" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 minor=$(echo "$version" | cut -d. -f2)
 out=${K8S_BIN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard/kubernetes-$version}
 mkdir -p "$out"
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
 # A binary is current when it was built from this go.mod and go.sum: their content, not their
 # time, which a fresh clone sets to now.
-pins=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)
+pins=$({ cat "$here/go.mod" "$here/go.sum"; go version; } | sha256sum | cut -d' ' -f1)
 missing=()
 for cmd in "$@"; do
   if [ -x "$out/$cmd" ] && [ "$(cat "$out/$cmd.pins" 2>/dev/null)" = "$pins" ]; then continue; fi

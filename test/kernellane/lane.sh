@@ -59,7 +59,11 @@ if ((${#missing[@]})); then
 fi
 
 # The kernel, its modules with a modules.dep, and its uncompressed vmlinux: booted through
-# its PVH entry, it skips the bzImage's XZ decompression (seconds under emulation).
+# its PVH entry, it skips the bzImage's XZ decompression (seconds under emulation). Prepared
+# under a lock: make test runs two lanes at once.
+mkdir -p "$(dirname "$CACHE")"
+exec 9>"$CACHE.lock"
+flock 9
 if [ ! -f "$CACHE/vmlinux" ]; then
   rm -rf "$CACHE" && mkdir -p "$CACHE/dl"
   (cd "$CACHE/dl" && apt-get download "linux-image-$KERNEL_ABI=$KERNEL_VERSION" >/dev/null 2>&1) || {
@@ -73,6 +77,7 @@ if [ ! -f "$CACHE/vmlinux" ]; then
   mv "$CACHE/vmlinux.tmp" "$CACHE/vmlinux"
   rm -rf "$CACHE/dl"
 fi
+exec 9>&-
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -7,9 +7,11 @@
 # configuration the operator generates needs. The Go build cache and the output folder make
 # later runs instant.
 set -euo pipefail
-# A test tool, never shipped: built with the machine's own Go, like test/k8sbin.
-export GOTOOLCHAIN=local
 here=$(cd "$(dirname "$0")" && pwd)
+# Built with the product's toolchain and configuration (CGO off, -trimpath), like test/k8sbin:
+# the standard library and the modules at the product's versions come from its build cache.
+export GOTOOLCHAIN=${GOTOOLCHAIN:-$(awk '$1 == "toolchain" {print $2}' "$here/../../go.mod")}
+export CGO_ENABLED=0
 mod=github.com/prometheus-operator/prometheus-operator
 version=$(awk -v m="$mod" '$1==m {print $2} $1=="require" && $2==m {print $3}' "$here/go.mod")
 out=${PROM_OPERATOR_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/emptydir-guard/prometheus-operator-$version}
@@ -19,7 +21,7 @@ mkdir -p "$out"
 # go.mod and go.sum content (not their time, which a fresh clone sets to now).
 build_pinned() {
   local name=$1 dir=$2 pkg=$3 ver=$4 label=$5 pins
-  pins=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -d' ' -f1)
+  pins=$({ cat "$dir/go.mod" "$dir/go.sum"; go version; } | sha256sum | cut -d' ' -f1)
   if [ -x "$out/$name" ] && [ "$(cat "$out/$name.pins" 2>/dev/null)" = "$pins" ]; then return; fi
   echo "building $label into $out (first time: several minutes)" >&2
   (cd "$dir" && go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=$ver" \
@@ -41,7 +43,7 @@ prom_release="$((minor / 100)).$((minor % 100)).$patch"
 # about half the size.
 build_prometheus() {
   local pins plugins=github.com/prometheus/prometheus/discovery/kubernetes
-  pins=$({ cat "$prom_mod/go.mod" "$prom_mod/go.sum"; echo "$plugins"; } | sha256sum | cut -d' ' -f1)
+  pins=$({ cat "$prom_mod/go.mod" "$prom_mod/go.sum"; echo "$plugins"; go version; } | sha256sum | cut -d' ' -f1)
   if [ -x "$out/prometheus" ] && [ "$(cat "$out/prometheus.pins" 2>/dev/null)" = "$pins" ]; then return; fi
   echo "building Prometheus $prom_release (service discovery: $plugins) into $out (first time: minutes)" >&2
   tmp=$(mktemp -d)
