@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -42,7 +40,6 @@ type config struct {
 	web           *web.FlagConfig
 	maxConns      *int // --web.max-connections
 	log           promslog.Config
-	renamed       cliflag.Renamed
 	telemetryPath string
 	// metricAllowlist and metricDenylist are comma-separated metric family names and regular
 	// expressions (--metric-allowlist, --metric-denylist), as kube-state-metrics takes them.
@@ -201,9 +198,6 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
 		Default(def(ec.LiveMaxWait)).DurationVar(&ec.LiveMaxWait)
 	addCalibrationFlags(app, &cfg.calibration)
-	// The spellings before the flags were named area.name, kept for existing deployments.
-	cfg.renamed.Alias(app, "node-name", "node.name")
-	cfg.renamed.Alias(app, "source", "collection.source")
 	return app
 }
 
@@ -287,11 +281,7 @@ func (c *config) metricFilter() (*metricfilter.Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--metric-allowlist/--metric-denylist: %w", err)
 	}
-	// Families that were opt-in are published by default now: naming them changes nothing.
-	optIn := slices.DeleteFunc(splitList(c.metricOptInList), func(item string) bool {
-		return slices.Contains(exporter.FormerOptInFamilies, item)
-	})
-	f, err = f.WithOptIn(exporter.OptInFamilies, optIn)
+	f, err = f.WithOptIn(exporter.OptInFamilies, splitList(c.metricOptInList))
 	if err != nil {
 		return nil, fmt.Errorf("--metric-opt-in-list: %w", err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -42,7 +41,6 @@ type config struct {
 	// maxConnections bounds the connections the HTTP server holds open (--web.max-connections).
 	maxConnections *int
 	log            promslog.Config
-	renamed        cliflag.Renamed
 
 	remediator     remediator.Config
 	kube           kubeclient.Config
@@ -184,29 +182,6 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("ledger.configmap", "ConfigMap in the Lease's namespace (--leader-elect.lease-namespace) that keeps the evictions counted against the caps and cooldown, shared by the replicas and kept across restarts; empty, or no namespace outside a pod: in memory only.").
 		Default(cfg.ledgerConfigMap).StringVar(&cfg.ledgerConfigMap)
 
-	// The spellings before the flags were named area.name, kept for existing deployments.
-	for _, rn := range []cliflag.Rename{
-		{Old: "kube-api-qps", New: "kube-api.qps"},
-		{Old: "kube-api-burst", New: "kube-api.burst"},
-		{Old: "max-measurement-age", New: "measurement.max-age"},
-		{Old: "namespace-allow", New: "policy.namespace-allow"},
-		{Old: "namespace-deny", New: "policy.namespace-deny"},
-		{Old: "pod-selector", New: "policy.pod-selector"},
-		{Old: "opt-out-annotation", New: "policy.opt-out-annotation"},
-		{Old: "allow-mirror-pods", New: "policy.allow-mirror-pods"},
-		{Old: "allow-daemonset-pods", New: "policy.allow-daemonset-pods"},
-		{Old: "allow-critical-pods", New: "policy.allow-critical-pods"},
-		{Old: "dry-run", New: "eviction.dry-run"},
-		{Old: "threshold-ratio", New: "eviction.threshold-ratio"},
-		{Old: "cooldown", New: "eviction.cooldown"},
-		{Old: "max-evictions-per-node", New: "eviction.max-per-node"},
-		{Old: "max-evictions-per-namespace", New: "eviction.max-per-namespace"},
-		{Old: "max-evictions", New: "eviction.max-global"},
-		{Old: "cap-window", New: "eviction.cap-window"},
-		{Old: "leader-elect", New: "leader-elect.enabled"},
-	} {
-		cfg.renamed.Alias(app, rn.Old, rn.New)
-	}
 	return app
 }
 
