@@ -49,13 +49,13 @@ const (
 
 var (
 	alignedDesc = prometheus.NewDesc("emptydir_exporter_collection_aligned",
-		"1 when the collection cycle's phase follows a regular scraper, so that a cycle ends just before its scrapes; 0 on the fixed phase (--collection.align-to-scrapes off, no regular scraper, or scrape and collection intervals not multiples of each other).",
+		"1 when the collection cycle ends just before a regular scraper's scrapes, else 0.",
 		[]string{"node"}, nil)
 	scrapeIntervalDesc = prometheus.NewDesc("emptydir_exporter_aligned_scrape_interval_seconds",
-		"The interval learned from the scraper the collection cycle follows; absent when the cycle is not aligned.",
+		"The interval in seconds of the scraper the collection cycle follows; absent when not aligned.",
 		[]string{"node"}, nil)
 	scrapeLeadDesc = prometheus.NewDesc("emptydir_exporter_aligned_scrape_lead_seconds",
-		"How long before the followed scraper's expected request the collection cycle was planned to end; absent when the cycle is not aligned.",
+		"Seconds the cycle was planned to end before the followed scraper's request.",
 		[]string{"node"}, nil)
 )
 

@@ -84,11 +84,11 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	e.Refresh(context.Background())
 	e.WaitForWalks()
 	wantMetrics := `
-# HELP emptydir_exporter_change_marks_total Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node; runtime_class: its RuntimeClass is not in --collection.change-signal.runtime-classes), whose parts are then walked at their cadence.
+# HELP emptydir_exporter_change_marks_total Reads of the pods' change marks, by outcome: read, or why a pod has none.
 # TYPE emptydir_exporter_change_marks_total counter
 emptydir_exporter_change_marks_total{node="node-1",outcome="not_found"} 9
 emptydir_exporter_change_marks_total{node="node-1",outcome="read"} 36
-# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (docs/change-signal.md).
+# HELP emptydir_exporter_walks_unchanged_total Walks not started because the pod's change mark vouched the part unchanged.
 # TYPE emptydir_exporter_walks_unchanged_total counter
 emptydir_exporter_walks_unchanged_total{node="node-1"} 7
 # HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
@@ -98,7 +98,7 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-quiet",uid="uid-quiet",volume="quiet"} 20
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-racing",uid="uid-racing",volume="racing"} 0
 emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-unvouched",uid="uid-unvouched",volume="unvouched"} 0
-# HELP emptydir_measurement_unchanged_timestamp_seconds Unix time of the last collection cycle that found the pod's change mark unchanged since the measurement behind this volume's values began (--collection.change-signal): nothing of the pod's had grown by a write of its processes then, though emptydir_measurement_age_seconds grows. Absent while none has.
+# HELP emptydir_measurement_unchanged_timestamp_seconds Unix time in seconds of the last cycle whose change mark vouched this measurement current.
 # TYPE emptydir_measurement_unchanged_timestamp_seconds gauge
 emptydir_measurement_unchanged_timestamp_seconds{medium="disk",namespace="ns",node="node-1",pod="pod-quiet",uid="uid-quiet",volume="quiet"} ` + strconv.FormatInt(t0.Add(80*time.Second).Unix(), 10) + `
 `

@@ -19,7 +19,7 @@ var (
 		"The emptyDir volume's sizeLimit in bytes; absent when the volume has none.",
 		volumeLabels, nil)
 	overLimitBytesDesc = prometheus.NewDesc("emptydir_over_limit_bytes",
-		"Bytes by which the emptyDir volume's usage exceeds its sizeLimit; published only while it does, and never for a memory volume (its tmpfs size is the limit in force).",
+		"Bytes by which the emptyDir volume's usage exceeds its sizeLimit; present only while it does.",
 		volumeLabels, nil)
 	capacityBytesDesc = prometheus.NewDesc("emptydir_capacity_bytes",
 		"Size of the filesystem backing the volume (the tmpfs size for medium Memory).",
@@ -34,42 +34,42 @@ var (
 		"Entries the last measurement could not read; above 0, emptydir_used_bytes is a lower bound.",
 		volumeLabels, nil)
 	incompleteDesc = prometheus.NewDesc("emptydir_measurement_incomplete",
-		"1 while the last measurement of the volume is a lower bound of its usage, by reason: unreadable (entries it could not read), changed_during_walk (folders changed while it walked, even on its retry) or cut_short (the walk hit its deadline); absent while it is complete.",
+		"1 while the volume's last measurement is a lower bound of its usage, by reason.",
 		append(volumeLabels, "reason"), nil)
 	incompleteSinceDesc = prometheus.NewDesc("emptydir_measurement_incomplete_since_timestamp_seconds",
-		"Unix time at which the first of the volume's consecutive incomplete measurements started; absent while it is complete.",
+		"Unix time in seconds when the volume's measurements became lower bounds; absent while complete.",
 		volumeLabels, nil)
 	quotaExcessDesc = prometheus.NewDesc("emptydir_project_quota_excess_bytes",
-		"Bytes the volume's project quota counts beyond what a walk of the volume found, when a walk checked the quota; published only while above 0.",
+		"Bytes the volume's project quota counts beyond what its last checking walk found.",
 		volumeLabels, nil)
 	unexplainedDesc = prometheus.NewDesc("emptydir_unexplained_bytes",
-		"Bytes of the volume's own filesystem (a memory volume's tmpfs) that no name in it leads to: files deleted but held open, which its walk cannot see; published only above 1MiB, never for a disk volume (its filesystem is the node's).",
+		"Bytes of a memory volume's tmpfs that no name leads to: deleted files held open.",
 		volumeLabels, nil)
 	unlinkedOpenDesc = prometheus.NewDesc("emptydir_unlinked_open_bytes",
-		"Bytes of files deleted from the disk volume that its pod's processes still hold open, included in emptydir_used_bytes (--collection.open-files); published only above 0.",
+		"Bytes of files deleted from the disk volume but held open, included in emptydir_used_bytes.",
 		volumeLabels, nil)
 	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
-		"How the volume's values were measured, in label method: walk, project_quota, statfs (a memory volume on a tmpfs of its own) or kubelet. Always 1.",
+		"How the volume's values were measured (label method); always 1.",
 		append(volumeLabels, "method"), nil)
 	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
 		"Seconds between the measurement behind this volume's values and this scrape.",
 		volumeLabels, nil)
 	unchangedDesc = prometheus.NewDesc("emptydir_measurement_unchanged_timestamp_seconds",
-		"Unix time of the last collection cycle that found the pod's change mark unchanged since the measurement behind this volume's values began (--collection.change-signal): nothing of the pod's had grown by a write of its processes then, though emptydir_measurement_age_seconds grows. Absent while none has.",
+		"Unix time in seconds of the last cycle whose change mark vouched this measurement current.",
 		volumeLabels, nil)
 	filesystemCapacityDesc = prometheus.NewDesc("emptydir_filesystem_capacity_bytes",
-		"Size of the filesystem holding the node's disk-medium emptyDir volumes (the kubelet's root dir): emptydir_capacity_bytes once per node instead of once per volume.",
+		"Size in bytes of the filesystem holding the node's disk-medium emptyDir volumes.",
 		[]string{"node"}, nil)
 	filesystemAvailableDesc = prometheus.NewDesc("emptydir_filesystem_available_bytes",
-		"Bytes available to unprivileged users on the filesystem holding the node's disk-medium emptyDir volumes: emptydir_available_bytes once per node instead of once per volume.",
+		"Bytes available to unprivileged users on the filesystem of the node's disk-medium emptyDir volumes.",
 		[]string{"node"}, nil)
 
 	durationDesc = prometheus.NewDesc("emptydir_exporter_collection_duration_seconds",
-		"Wall time of the last collection cycle.", []string{"node", "source"}, nil)
+		"Wall time in seconds of the last collection cycle.", []string{"node", "source"}, nil)
 	successDesc = prometheus.NewDesc("emptydir_exporter_collection_success",
-		"1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.", []string{"node", "source"}, nil)
+		"1 when the last collection cycle measured every volume without a failure, else 0.", []string{"node", "source"}, nil)
 	lastSuccessDesc = prometheus.NewDesc("emptydir_exporter_last_success_timestamp_seconds",
-		"Unix time of the last fully successful collection cycle.", []string{"node", "source"}, nil)
+		"Unix time in seconds of the last fully successful collection cycle.", []string{"node", "source"}, nil)
 	podsDesc = prometheus.NewDesc("emptydir_exporter_pods",
 		"Pods on the node with at least one emptyDir volume in use.", []string{"node"}, nil)
 	volumesDesc = prometheus.NewDesc("emptydir_exporter_volumes",
@@ -77,19 +77,19 @@ var (
 	syncedDesc = prometheus.NewDesc("emptydir_exporter_pod_informer_synced",
 		"1 when the pod informer has synced with the API server.", []string{"node"}, nil)
 	budgetDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_ratio",
-		"The CPU budget of the collection, as a share of one core (--collection.cpu-budget); absent when there is none.", []string{"node"}, nil)
+		"The collection's CPU budget as a share of one core; absent without a budget.", []string{"node"}, nil)
 	budgetRemainingDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_remaining_seconds",
-		"CPU seconds the collection may still spend on walks now; at or below 0, due walks are deferred until the budget refills.", []string{"node"}, nil)
+		"CPU seconds the walks may still spend now; at or below 0, due walks wait.", []string{"node"}, nil)
 	oldestTriggerAgeDesc = prometheus.NewDesc("emptydir_exporter_oldest_trigger_measurement_age_seconds",
-		"Seconds between this scrape and the start of the oldest measurement behind a trigger series (an emptyDir with a sizeLimit, a part of a pod with an ephemeral-storage limit); absent with none.", []string{"node"}, nil)
+		"Seconds since the oldest measurement behind a trigger series started; absent with none.", []string{"node"}, nil)
 	walkCPUDesc = prometheus.NewDesc("emptydir_exporter_walk_cpu_seconds_total",
-		"CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.", []string{"node"}, nil)
+		"CPU seconds the periodic walks spent, which --collection.cpu-budget bounds.", []string{"node"}, nil)
 	openFilesVolumesDesc = prometheus.NewDesc("emptydir_exporter_open_files_volumes",
-		"Walked emptyDir volumes whose last measurement counted (outcome counted) or did not count the files their pod deleted but holds open: off (--collection.open-files is not set) or unreadable; for the latter two emptydir_used_bytes is a lower bound.", []string{"node", "outcome"}, nil)
+		"Walked emptyDir volumes, by whether their pods' deleted but open files were counted.", []string{"node", "outcome"}, nil)
 	namespaceWalkCPUDesc = prometheus.NewDesc("emptydir_exporter_namespace_walk_cpu_seconds_total",
-		"CPU seconds the periodic walks of the namespace's pods on the node spent, counted on the threads that walked; the series goes with the namespace's last pod on the node.", []string{"node", "namespace"}, nil)
+		"CPU seconds the periodic walks of the namespace's pods on the node spent.", []string{"node", "namespace"}, nil)
 	namespaceFloorWalksDesc = prometheus.NewDesc("emptydir_exporter_namespace_floor_walks_total",
-		"Walks of the namespace's overdue volumes started whatever the CPU budget held, on the namespace's part of the budget (its share of --collection.cpu-budget among the node's namespaces); absent without a budget.", []string{"node", "namespace"}, nil)
+		"Walks of the namespace's overdue volumes started on its share of the CPU budget.", []string{"node", "namespace"}, nil)
 )
 
 // Describe implements prometheus.Collector.

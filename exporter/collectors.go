@@ -58,13 +58,6 @@ var OptInFamilies = []string{
 	"emptydir_pod_ephemeral_storage_measurement_age_seconds", "emptydir_container_ephemeral_storage_part_bytes",
 }
 
-// FormerOptInFamilies were opt-in and are published by default now, only while they say
-// something (a measurement incomplete): --metric-opt-in-list accepts and ignores them, so that
-// a configuration naming them still starts.
-var FormerOptInFamilies = []string{
-	"emptydir_measurement_incomplete", "emptydir_pod_ephemeral_storage_measurement_incomplete",
-}
-
 // selection is a set of the exporter's collectors.
 type selection uint8
 

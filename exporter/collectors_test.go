@@ -202,7 +202,7 @@ func TestMetricsHandlerSelectsCollectors(t *testing.T) {
 // TestOnlyTriggerScrapesAlign: the collection cycle aligns to the scrapes that fetch the
 // trigger series, not to a slower scrape of the rest from the same Prometheus.
 func TestOnlyTriggerScrapesAlign(t *testing.T) {
-	const aligned = `# HELP emptydir_exporter_collection_aligned 1 when the collection cycle's phase follows a regular scraper, so that a cycle ends just before its scrapes; 0 on the fixed phase (--collection.align-to-scrapes off, no regular scraper, or scrape and collection intervals not multiples of each other).
+	const aligned = `# HELP emptydir_exporter_collection_aligned 1 when the collection cycle ends just before a regular scraper's scrapes, else 0.
 # TYPE emptydir_exporter_collection_aligned gauge
 emptydir_exporter_collection_aligned{node="node-1"} `
 	for _, tc := range []struct {

@@ -249,12 +249,12 @@ func New(cfg Config) (*Exporter, error) {
 		}, []string{"source", "reason"}),
 		uncheckedLinks: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_unchecked_hard_links_total",
-			Help:        "Hard links counted without checking whether their inode was counted already, because a walk remembered as many hard-linked inodes as it may; the volume's emptydir_used_bytes may be over by them, never under.",
+			Help:        "Hard links counted without a check for an inode already counted; usage may be over.",
 			ConstLabels: constLabels,
 		}),
 		watchErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_pod_watch_errors_total",
-			Help:        "Pod list and watch requests to the API server that failed, each retry counted; the exporter keeps serving from its cache meanwhile.",
+			Help:        "Failed pod list and watch requests to the API server, each retry counted.",
 			ConstLabels: constLabels,
 		}),
 		liveRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -264,17 +264,17 @@ func New(cfg Config) (*Exporter, error) {
 		}, []string{"code"}),
 		liveRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_live_cpu_budget_refusals_total",
-			Help:        "Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).",
+			Help:        "Live measurement requests refused (429) because a live CPU budget was spent, by scope.",
 			ConstLabels: constLabels,
 		}, []string{"scope"}),
 		liveCuts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_live_walks_cut_total",
-			Help:        "Live walks cut short, their answer a lower bound, because they exhausted the caller's live CPU budget, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).",
+			Help:        "Live walks cut short by the caller's live CPU budget, by scope.",
 			ConstLabels: constLabels,
 		}, []string{"scope"}),
 		deferredWalks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_walks_deferred_total",
-			Help:        "Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.",
+			Help:        "Due volume walks not started in their cycle, by reason.",
 			ConstLabels: constLabels,
 		}, []string{"reason"}),
 		liveSlots: make(chan struct{}, cfg.LiveConcurrency),
@@ -317,13 +317,13 @@ func New(cfg Config) (*Exporter, error) {
 		if cfg.ChangeSignal != nil {
 			e.changeMarks = prometheus.NewCounterVec(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_change_marks_total",
-				Help:        "Reads of the pods' change marks (--collection.change-signal), by outcome: read, or why a pod has none (its cgroup not found, unreadable, or no sound counter on this node; runtime_class: its RuntimeClass is not in --collection.change-signal.runtime-classes), whose parts are then walked at their cadence.",
+				Help:        "Reads of the pods' change marks, by outcome: read, or why a pod has none.",
 				ConstLabels: constLabels,
 			}, []string{"outcome"})
 			e.changeMarks.WithLabelValues(change.MarkRead)
 			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
 				Name:        "emptydir_exporter_walks_unchanged_total",
-				Help:        "Walks not started because the pod's change mark vouched the part unchanged since its last complete walk began (docs/change-signal.md).",
+				Help:        "Walks not started because the pod's change mark vouched the part unchanged.",
 				ConstLabels: constLabels,
 			})
 			hooks.marked, hooks.unchanged = e.noteMark, func(n int) { e.unchangedWalks.Add(float64(n)) }

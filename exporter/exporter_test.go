@@ -141,10 +141,10 @@ emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid=
 emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 33
 emptydir_measurement_age_seconds{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 3
 emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 3
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume without a failure, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
-# HELP emptydir_exporter_last_success_timestamp_seconds Unix time of the last fully successful collection cycle.
+# HELP emptydir_exporter_last_success_timestamp_seconds Unix time in seconds of the last fully successful collection cycle.
 # TYPE emptydir_exporter_last_success_timestamp_seconds gauge
 emptydir_exporter_last_success_timestamp_seconds{node="node-1",source="filesystem"} 1.7962308e+09
 # HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
@@ -172,7 +172,7 @@ func TestUnsyncedInformerPublishesNoVolumes(t *testing.T) {
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())
 	want := `
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume without a failure, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_pod_informer_synced 1 when the pod informer has synced with the API server.
@@ -299,7 +299,7 @@ func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
 # TYPE emptydir_measurement_age_seconds gauge
 emptydir_measurement_age_seconds{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 0
 emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 0
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume without a failure, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 # HELP emptydir_exporter_measurement_errors_total Volumes that could not be measured, by source and reason.
@@ -435,7 +435,7 @@ func TestCutShortWalkPublishedAsLowerBound(t *testing.T) {
 	e.Refresh(context.Background())
 
 	want := `
-# HELP emptydir_measurement_incomplete 1 while the last measurement of the volume is a lower bound of its usage, by reason: unreadable (entries it could not read), changed_during_walk (folders changed while it walked, even on its retry) or cut_short (the walk hit its deadline); absent while it is complete.
+# HELP emptydir_measurement_incomplete 1 while the volume's last measurement is a lower bound of its usage, by reason.
 # TYPE emptydir_measurement_incomplete gauge
 emptydir_measurement_incomplete{medium="disk",namespace="shop",node="node-1",pod="cart-0",reason="changed_during_walk",uid="uid-cart",volume="cache"} 1
 emptydir_measurement_incomplete{medium="disk",namespace="shop",node="node-1",pod="cart-0",reason="cut_short",uid="uid-cart",volume="cache"} 1
@@ -445,7 +445,7 @@ emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod=
 emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 1.0244096e+07
 emptydir_used_bytes{medium="disk",namespace="web",node="node-1",pod="front",uid="uid-front",volume="tmp"} 4096
 emptydir_used_bytes{medium="memory",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="scratch"} 2.048e+06
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume without a failure, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 `

@@ -35,10 +35,10 @@ func atTheDefaults(t *testing.T, c prometheus.Collector) prometheus.Gatherer {
 }
 
 const (
-	incompleteHelp = `# HELP emptydir_measurement_incomplete 1 while the last measurement of the volume is a lower bound of its usage, by reason: unreadable (entries it could not read), changed_during_walk (folders changed while it walked, even on its retry) or cut_short (the walk hit its deadline); absent while it is complete.
+	incompleteHelp = `# HELP emptydir_measurement_incomplete 1 while the volume's last measurement is a lower bound of its usage, by reason.
 # TYPE emptydir_measurement_incomplete gauge
 `
-	incompleteSinceHelp = `# HELP emptydir_measurement_incomplete_since_timestamp_seconds Unix time at which the first of the volume's consecutive incomplete measurements started; absent while it is complete.
+	incompleteSinceHelp = `# HELP emptydir_measurement_incomplete_since_timestamp_seconds Unix time in seconds when the volume's measurements became lower bounds; absent while complete.
 # TYPE emptydir_measurement_incomplete_since_timestamp_seconds gauge
 `
 )
@@ -137,12 +137,12 @@ func TestPodIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 	}
 	e.Refresh(context.Background())
 
-	const help = `# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 while the pod's ephemeral-storage usage is a lower bound, by reason: unmeasured (a part has no measurement yet), unlocated (a writable layer not located), or a part's walk unreadable, changed_during_walk or cut_short; absent while it is complete.
+	const help = `# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 while the pod's ephemeral-storage usage is a lower bound, by reason.
 # TYPE emptydir_pod_ephemeral_storage_measurement_incomplete gauge
 emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="ns",node="node-1",pod="p",reason="changed_during_walk",uid="uid-p"} 1
 emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="ns",node="node-1",pod="p",reason="unlocated",uid="uid-p"} 1
 emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="ns",node="node-1",pod="p",reason="unmeasured",uid="uid-p"} 1
-# HELP emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds Unix time at which the pod's ephemeral-storage usage became a lower bound, for as long as it has been one since; absent while it is complete.
+# HELP emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds Unix time in seconds the pod's usage became a lower bound; absent while complete.
 # TYPE emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds gauge
 emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds{namespace="ns",node="node-1",pod="p",uid="uid-p"} `
 	names := []string{"emptydir_pod_ephemeral_storage_measurement_incomplete", "emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds"}

@@ -293,7 +293,7 @@ func TestLiveCPUBudgetPerCallerTotal(t *testing.T) {
 		t.Errorf("the caller once its budget holds credit again: %d %s, want 200", w.Code, w.Body)
 	}
 	want := `
-# HELP emptydir_exporter_live_cpu_budget_refusals_total Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).
+# HELP emptydir_exporter_live_cpu_budget_refusals_total Live measurement requests refused (429) because a live CPU budget was spent, by scope.
 # TYPE emptydir_exporter_live_cpu_budget_refusals_total counter
 emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="caller"} 1
 emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="namespace"} 0
@@ -364,11 +364,11 @@ func TestLiveCostlyWalkLeavesOtherNamespacesTheirBudget(t *testing.T) {
 		t.Errorf("tenant-0 walked %d times, %d of them cut; want about every 100 s, each cut", costlyOK, costlyCut)
 	}
 	want := fmt.Sprintf(`
-# HELP emptydir_exporter_live_cpu_budget_refusals_total Live measurement requests refused (429) because a live CPU budget was spent, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).
+# HELP emptydir_exporter_live_cpu_budget_refusals_total Live measurement requests refused (429) because a live CPU budget was spent, by scope.
 # TYPE emptydir_exporter_live_cpu_budget_refusals_total counter
 emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="caller"} 0
 emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="namespace"} %d
-# HELP emptydir_exporter_live_walks_cut_total Live walks cut short, their answer a lower bound, because they exhausted the caller's live CPU budget, by scope: namespace (the caller's walks of one namespace's pods) or caller (all its walks).
+# HELP emptydir_exporter_live_walks_cut_total Live walks cut short by the caller's live CPU budget, by scope.
 # TYPE emptydir_exporter_live_walks_cut_total counter
 emptydir_exporter_live_walks_cut_total{node="node-1",scope="caller"} 0
 emptydir_exporter_live_walks_cut_total{node="node-1",scope="namespace"} %d

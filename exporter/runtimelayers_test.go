@@ -86,10 +86,10 @@ emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="shop
 		return fmt.Sprintf(`emptydir_container_writable_layer_unlocated{container="main",namespace="shop",node="node-1",pod=%q,reason=%q,runtime_class="",uid=%q} 1
 `, pod, reason, uid)
 	}
-	const head = `# HELP emptydir_container_ephemeral_storage_part_bytes The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.
+	const head = `# HELP emptydir_container_ephemeral_storage_part_bytes The container's writable layer and logs in bytes, by part.
 # TYPE emptydir_container_ephemeral_storage_part_bytes gauge
 `
-	const unlocatedHead = `# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter, no_layer_record, bad_layer_metadata, no_layer_dir; or image_volume_not_mounted, image_volume_missing, no_bundle_config: the layer without its image VOLUME folders) and the pod's RuntimeClass (runtime_class, "" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback; or the layer alone) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.
+	const unlocatedHead = `# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason and runtime_class.
 # TYPE emptydir_container_writable_layer_unlocated gauge
 `
 	tests := []struct {

@@ -33,10 +33,10 @@ func TestScrapeHandler(t *testing.T) {
 		t.Fatalf("the wrapped handler served %d of %d requests", served, exporter.ScrapeHistory)
 	}
 	e.NextCycle(*now, 5*time.Second)
-	want := `# HELP emptydir_exporter_aligned_scrape_interval_seconds The interval learned from the scraper the collection cycle follows; absent when the cycle is not aligned.
+	want := `# HELP emptydir_exporter_aligned_scrape_interval_seconds The interval in seconds of the scraper the collection cycle follows; absent when not aligned.
 # TYPE emptydir_exporter_aligned_scrape_interval_seconds gauge
 emptydir_exporter_aligned_scrape_interval_seconds{node="node-1"} 5
-# HELP emptydir_exporter_collection_aligned 1 when the collection cycle's phase follows a regular scraper, so that a cycle ends just before its scrapes; 0 on the fixed phase (--collection.align-to-scrapes off, no regular scraper, or scrape and collection intervals not multiples of each other).
+# HELP emptydir_exporter_collection_aligned 1 when the collection cycle ends just before a regular scraper's scrapes, else 0.
 # TYPE emptydir_exporter_collection_aligned gauge
 emptydir_exporter_collection_aligned{node="node-1"} 1
 `

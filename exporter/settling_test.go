@@ -149,7 +149,7 @@ func checkSettling(t *testing.T, step string, e *exporter.Exporter, wantSeries [
 		}
 	}
 	success := fmt.Sprintf(`
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume without a failure, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} %v
 `, wantSuccess)

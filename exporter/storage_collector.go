@@ -15,43 +15,43 @@ var (
 
 var (
 	podUsedDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_used_bytes",
-		"The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs (ephemeral containers included), its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.",
+		"Bytes of ephemeral storage the pod uses, as the kubelet counts them against its limit.",
 		podLabels, nil)
 	podLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_limit_bytes",
-		"The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.",
+		"The pod's ephemeral-storage limit in bytes, its containers' limits added up; absent without one.",
 		podLabels, nil)
 	podOverLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_over_limit_bytes",
-		"Bytes by which the pod's ephemeral-storage usage exceeds its limit; published only while it does and no emptyDir of the pod is over its sizeLimit.",
+		"Bytes by which the pod's ephemeral-storage usage exceeds its limit; present only while it does.",
 		podLabels, nil)
 	podPartDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_part_bytes",
-		"What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).",
+		"What makes up emptydir_pod_ephemeral_storage_used_bytes in bytes, by part.",
 		append(podLabels, "part"), nil)
 	podIncompleteDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete",
-		"1 while the pod's ephemeral-storage usage is a lower bound, by reason: unmeasured (a part has no measurement yet), unlocated (a writable layer not located), or a part's walk unreadable, changed_during_walk or cut_short; absent while it is complete.",
+		"1 while the pod's ephemeral-storage usage is a lower bound, by reason.",
 		append(podLabels, "reason"), nil)
 	podIncompleteSinceDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds",
-		"Unix time at which the pod's ephemeral-storage usage became a lower bound, for as long as it has been one since; absent while it is complete.",
+		"Unix time in seconds the pod's usage became a lower bound; absent while complete.",
 		podLabels, nil)
 	podAgeDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_age_seconds",
 		"Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.",
 		podLabels, nil)
 	containerUsedDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_used_bytes",
-		"The container's ephemeral-storage usage as the kubelet compares it with its limit: its logs, plus its writable layer unless the node has a dedicated image filesystem (emptydir_exporter_image_filesystem_dedicated). For running containers of pods with an ephemeral-storage limit.",
+		"Bytes of ephemeral storage the container uses, as the kubelet counts them against its limit.",
 		containerLabels, nil)
 	containerLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_limit_bytes",
-		"The container's limits.ephemeral-storage, for the containers the kubelet checks (regular and restartable init containers); absent when it has none.",
+		"The container's limits.ephemeral-storage in bytes; absent when it has none.",
 		containerLabels, nil)
 	containerOverLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_over_limit_bytes",
-		"Bytes by which the container's ephemeral-storage usage exceeds its limits.ephemeral-storage; published only while it does and neither the pod nor an emptyDir of it is over its limit.",
+		"Bytes by which the container's ephemeral-storage usage exceeds its limit; present only while it does.",
 		containerLabels, nil)
 	containerPartDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_part_bytes",
-		"The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.",
+		"The container's writable layer and logs in bytes, by part.",
 		append(containerLabels, "part"), nil)
 	layerUnlocatedDesc = prometheus.NewDesc("emptydir_container_writable_layer_unlocated",
-		"1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter, no_layer_record, bad_layer_metadata, no_layer_dir; or image_volume_not_mounted, image_volume_missing, no_bundle_config: the layer without its image VOLUME folders) and the pod's RuntimeClass (runtime_class, \"\" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback; or the layer alone) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.",
+		"1 when the container's writable layer could not be located, by reason and runtime_class.",
 		append(containerLabels, "reason", "runtime_class"), nil)
 	dedicatedImageFSDesc = prometheus.NewDesc("emptydir_exporter_image_filesystem_dedicated",
-		"1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.",
+		"1 when writable layers are on a filesystem other than the kubelet's root dir.",
 		[]string{"node"}, nil)
 )
 

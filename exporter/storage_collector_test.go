@@ -58,41 +58,41 @@ func storageFixture(dedicated bool) *exporter.Exporter {
 func TestCollectEphemeralStorage(t *testing.T) {
 	e := storageFixture(false)
 	want := `
-# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs (ephemeral containers included), its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
+# HELP emptydir_pod_ephemeral_storage_used_bytes Bytes of ephemeral storage the pod uses, as the kubelet counts them against its limit.
 # TYPE emptydir_pod_ephemeral_storage_used_bytes gauge
 emptydir_pod_ephemeral_storage_used_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.5740928e+07
-# HELP emptydir_pod_ephemeral_storage_limit_bytes The pod's ephemeral-storage limit as the kubelet computes it (its containers' limits.ephemeral-storage added up, restartable init containers included); absent when no container has one.
+# HELP emptydir_pod_ephemeral_storage_limit_bytes The pod's ephemeral-storage limit in bytes, its containers' limits added up; absent without one.
 # TYPE emptydir_pod_ephemeral_storage_limit_bytes gauge
 emptydir_pod_ephemeral_storage_limit_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 2.097152e+07
-# HELP emptydir_pod_ephemeral_storage_part_bytes What makes up emptydir_pod_ephemeral_storage_used_bytes, by part: emptydir, writable_layer, logs or other (configMap and gitRepo volumes, etc-hosts, the pod's own log files).
+# HELP emptydir_pod_ephemeral_storage_part_bytes What makes up emptydir_pod_ephemeral_storage_used_bytes in bytes, by part.
 # TYPE emptydir_pod_ephemeral_storage_part_bytes gauge
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="emptydir",pod="job-1",uid="uid-job"} 3.145728e+06
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 1.056768e+06
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="other",pod="job-1",uid="uid-job"} 4096
 emptydir_pod_ephemeral_storage_part_bytes{namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 1.1534336e+07
-# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 while the pod's ephemeral-storage usage is a lower bound, by reason: unmeasured (a part has no measurement yet), unlocated (a writable layer not located), or a part's walk unreadable, changed_during_walk or cut_short; absent while it is complete.
+# HELP emptydir_pod_ephemeral_storage_measurement_incomplete 1 while the pod's ephemeral-storage usage is a lower bound, by reason.
 # TYPE emptydir_pod_ephemeral_storage_measurement_incomplete gauge
 emptydir_pod_ephemeral_storage_measurement_incomplete{namespace="batch",node="node-1",pod="job-1",reason="unlocated",uid="uid-job"} 1
 # HELP emptydir_pod_ephemeral_storage_measurement_age_seconds Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.
 # TYPE emptydir_pod_ephemeral_storage_measurement_age_seconds gauge
 emptydir_pod_ephemeral_storage_measurement_age_seconds{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 2
-# HELP emptydir_container_ephemeral_storage_used_bytes The container's ephemeral-storage usage as the kubelet compares it with its limit: its logs, plus its writable layer unless the node has a dedicated image filesystem (emptydir_exporter_image_filesystem_dedicated). For running containers of pods with an ephemeral-storage limit.
+# HELP emptydir_container_ephemeral_storage_used_bytes Bytes of ephemeral storage the container uses, as the kubelet counts them against its limit.
 # TYPE emptydir_container_ephemeral_storage_used_bytes gauge
 emptydir_container_ephemeral_storage_used_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.2582912e+07
 emptydir_container_ephemeral_storage_used_bytes{container="side",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 8192
-# HELP emptydir_container_ephemeral_storage_limit_bytes The container's limits.ephemeral-storage, for the containers the kubelet checks (regular and restartable init containers); absent when it has none.
+# HELP emptydir_container_ephemeral_storage_limit_bytes The container's limits.ephemeral-storage in bytes; absent when it has none.
 # TYPE emptydir_container_ephemeral_storage_limit_bytes gauge
 emptydir_container_ephemeral_storage_limit_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.048576e+07
-# HELP emptydir_container_ephemeral_storage_part_bytes The container's writable layer and logs, by part (writable_layer, logs), the writable layer whether it counts toward the container's limit or not.
+# HELP emptydir_container_ephemeral_storage_part_bytes The container's writable layer and logs in bytes, by part.
 # TYPE emptydir_container_ephemeral_storage_part_bytes gauge
 emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 1.048576e+06
 emptydir_container_ephemeral_storage_part_bytes{container="main",namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 1.1534336e+07
 emptydir_container_ephemeral_storage_part_bytes{container="side",namespace="batch",node="node-1",part="logs",pod="job-1",uid="uid-job"} 8192
 emptydir_container_ephemeral_storage_part_bytes{container="side",namespace="batch",node="node-1",part="writable_layer",pod="job-1",uid="uid-job"} 0
-# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason (other_runtime, no_rootfs_mount, not_overlay, outside_snapshotter, no_layer_record, bad_layer_metadata, no_layer_dir; or image_volume_not_mounted, image_volume_missing, no_bundle_config: the layer without its image VOLUME folders) and the pod's RuntimeClass (runtime_class, "" for the node's default runtime): its usage then counts as 0 (or the kubelet's figure, with the kubelet fallback; or the layer alone) and the pod's and container's usage are lower bounds. For running containers of pods with an ephemeral-storage limit.
+# HELP emptydir_container_writable_layer_unlocated 1 when the container's writable layer could not be located, by reason and runtime_class.
 # TYPE emptydir_container_writable_layer_unlocated gauge
 emptydir_container_writable_layer_unlocated{container="side",namespace="batch",node="node-1",pod="job-1",reason="no_rootfs_mount",runtime_class="kata-fc",uid="uid-job"} 1
-# HELP emptydir_exporter_image_filesystem_dedicated 1 when the container runtime's writable layers are on another filesystem than the kubelet's root dir: they then count toward their pod's limit only, not their container's, as in the kubelet; else 0. Absent when containers are not measured.
+# HELP emptydir_exporter_image_filesystem_dedicated 1 when writable layers are on a filesystem other than the kubelet's root dir.
 # TYPE emptydir_exporter_image_filesystem_dedicated gauge
 emptydir_exporter_image_filesystem_dedicated{node="node-1"} 0
 # HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
@@ -126,11 +126,11 @@ emptydir_exporter_volumes{node="node-1"} 1
 func TestCollectEphemeralStorageDedicatedImageFilesystem(t *testing.T) {
 	e := storageFixture(true)
 	want := `
-# HELP emptydir_container_ephemeral_storage_used_bytes The container's ephemeral-storage usage as the kubelet compares it with its limit: its logs, plus its writable layer unless the node has a dedicated image filesystem (emptydir_exporter_image_filesystem_dedicated). For running containers of pods with an ephemeral-storage limit.
+# HELP emptydir_container_ephemeral_storage_used_bytes Bytes of ephemeral storage the container uses, as the kubelet counts them against its limit.
 # TYPE emptydir_container_ephemeral_storage_used_bytes gauge
 emptydir_container_ephemeral_storage_used_bytes{container="main",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.048576e+06
 emptydir_container_ephemeral_storage_used_bytes{container="side",namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 8192
-# HELP emptydir_pod_ephemeral_storage_used_bytes The pod's ephemeral-storage usage as the kubelet compares it with the pod's limit: its running containers' writable layers and logs (ephemeral containers included), its disk-medium emptyDir, configMap and gitRepo volumes, etc-hosts and its own log files. For pods with an ephemeral-storage limit.
+# HELP emptydir_pod_ephemeral_storage_used_bytes Bytes of ephemeral storage the pod uses, as the kubelet counts them against its limit.
 # TYPE emptydir_pod_ephemeral_storage_used_bytes gauge
 emptydir_pod_ephemeral_storage_used_bytes{namespace="batch",node="node-1",pod="job-1",uid="uid-job"} 1.5740928e+07
 `

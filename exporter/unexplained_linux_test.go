@@ -62,7 +62,7 @@ func TestUnlinkedOpenFilesOnOwnTmpfs(t *testing.T) {
 	src.KubeletRootDir = root
 	e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(pod)})
 	e.Refresh(context.Background())
-	const help = `# HELP emptydir_unexplained_bytes Bytes of the volume's own filesystem (a memory volume's tmpfs) that no name in it leads to: files deleted but held open, which its walk cannot see; published only above 1MiB, never for a disk volume (its filesystem is the node's).
+	const help = `# HELP emptydir_unexplained_bytes Bytes of a memory volume's tmpfs that no name leads to: deleted files held open.
 # TYPE emptydir_unexplained_bytes gauge
 `
 	want := help + `emptydir_unexplained_bytes{medium="memory",namespace="ns",node="node-1",pod="p",uid="uid-p",volume="shm"} 3.145728e+06

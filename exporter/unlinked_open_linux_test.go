@@ -86,7 +86,7 @@ sleep 1000 & echo $!; echo ready; exec sleep 1000`, mnt, elsewhere)
 	if got := usedBytes(t, e, "scratch"); got != walked+5*mib {
 		t.Errorf("emptydir_used_bytes %v, want the walk's %v plus the 5MiB held open in the volume, once (not the 2MiB held elsewhere)", got, walked)
 	}
-	want := `# HELP emptydir_unlinked_open_bytes Bytes of files deleted from the disk volume that its pod's processes still hold open, included in emptydir_used_bytes (--collection.open-files); published only above 0.
+	want := `# HELP emptydir_unlinked_open_bytes Bytes of files deleted from the disk volume but held open, included in emptydir_used_bytes.
 # TYPE emptydir_unlinked_open_bytes gauge
 emptydir_unlinked_open_bytes{medium="disk",namespace="ns",node="node-1",pod="p",uid="uid-p",volume="scratch"} 5.24288e+06
 `
@@ -141,7 +141,7 @@ func TestUnlinkedOpenFilesUnreadable(t *testing.T) {
 // assertOpenFilesVolumes checks that e's one walked volume has outcome.
 func assertOpenFilesVolumes(t *testing.T, e *exporter.Exporter, outcome string) {
 	t.Helper()
-	want := `# HELP emptydir_exporter_open_files_volumes Walked emptyDir volumes whose last measurement counted (outcome counted) or did not count the files their pod deleted but holds open: off (--collection.open-files is not set) or unreadable; for the latter two emptydir_used_bytes is a lower bound.
+	want := `# HELP emptydir_exporter_open_files_volumes Walked emptyDir volumes, by whether their pods' deleted but open files were counted.
 # TYPE emptydir_exporter_open_files_volumes gauge
 emptydir_exporter_open_files_volumes{node="node-1",outcome="` + outcome + `"} 1
 `

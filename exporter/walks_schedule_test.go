@@ -82,11 +82,11 @@ func TestCPUBudgetDefersWalksAndSaysSo(t *testing.T) {
 	}
 
 	wantMetrics := `
-# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# HELP emptydir_exporter_walks_deferred_total Due volume walks not started in their cycle, by reason.
 # TYPE emptydir_exporter_walks_deferred_total counter
 emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 5
 emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 0
-# HELP emptydir_exporter_cpu_budget_remaining_seconds CPU seconds the collection may still spend on walks now; at or below 0, due walks are deferred until the budget refills.
+# HELP emptydir_exporter_cpu_budget_remaining_seconds CPU seconds the walks may still spend now; at or below 0, due walks wait.
 # TYPE emptydir_exporter_cpu_budget_remaining_seconds gauge
 emptydir_exporter_cpu_budget_remaining_seconds{node="node-1"} 0.1
 # HELP emptydir_measurement_age_seconds Seconds between the measurement behind this volume's values and this scrape.
@@ -124,7 +124,7 @@ func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
 	e.RefreshWalks(ctx, walks)
 
 	want := `
-# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# HELP emptydir_exporter_walks_deferred_total Due volume walks not started in their cycle, by reason.
 # TYPE emptydir_exporter_walks_deferred_total counter
 emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 0
 emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
@@ -158,7 +158,7 @@ func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
 # HELP emptydir_used_bytes Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.
 # TYPE emptydir_used_bytes gauge
 emptydir_used_bytes{medium="disk",namespace="shop",node="node-1",pod="cart-0",uid="uid-cart",volume="cache"} 4096
-# HELP emptydir_exporter_collection_success 1 when the last collection cycle had a measurement of every volume (but a volume without a sizeLimit awaiting its first slow-cadence walk) and none's latest measurement failed, else 0.
+# HELP emptydir_exporter_collection_success 1 when the last collection cycle measured every volume without a failure, else 0.
 # TYPE emptydir_exporter_collection_success gauge
 emptydir_exporter_collection_success{node="node-1",source="filesystem"} 1
 `
@@ -215,10 +215,10 @@ func TestCPUBudgetChargesOnlyWalks(t *testing.T) {
 		t.Errorf("walks per cycle %q, want %q", walked, want)
 	}
 	want := `
-# HELP emptydir_exporter_walk_cpu_seconds_total CPU seconds the periodic walks spent, counted on the threads that walked: what --collection.cpu-budget bounds. Scrapes, live measurements and the Go runtime are in process_cpu_seconds_total only.
+# HELP emptydir_exporter_walk_cpu_seconds_total CPU seconds the periodic walks spent, which --collection.cpu-budget bounds.
 # TYPE emptydir_exporter_walk_cpu_seconds_total counter
 emptydir_exporter_walk_cpu_seconds_total{node="node-1"} 0.15
-# HELP emptydir_exporter_walks_deferred_total Walks of volumes that were due but not started in their cycle, by reason: the CPU budget was spent, or no walk slot freed up in time. The volume keeps its last measurement, whose age grows.
+# HELP emptydir_exporter_walks_deferred_total Due volume walks not started in their cycle, by reason.
 # TYPE emptydir_exporter_walks_deferred_total counter
 emptydir_exporter_walks_deferred_total{node="node-1",reason="cpu_budget"} 0
 emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 0

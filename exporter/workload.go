@@ -51,10 +51,10 @@ func podWorkload(p *corev1.Pod) volume.Workload {
 
 var (
 	workloadInfoDesc = prometheus.NewDesc("emptydir_pod_workload_info",
-		"The workload the pod belongs to, from its controller reference (workload_kind Deployment, StatefulSet, DaemonSet, Job, ReplicaSet, another controller's kind, or Pod without a valid one). Always 1.",
+		"The workload the pod belongs to, from its controller reference; always 1.",
 		append(podLabels, "workload_kind", "workload"), nil)
 	ownerInvalidDesc = prometheus.NewDesc("emptydir_exporter_pods_owner_invalid",
-		"Pods counted as their own workload because their controller reference's kind or name is no valid Kubernetes name, by reason.",
+		"Pods counted as their own workload because their controller reference is invalid, by reason.",
 		[]string{"node", "reason"}, nil)
 )
 

@@ -225,7 +225,7 @@ func TestLedgerOperationsMetric(t *testing.T) {
 		t.Fatalf("second replica: %s/%s %q, want skipped/cap_global", res.Outcome, res.Reason, res.Message)
 	}
 	const want = `
-# HELP emptydir_remediator_ledger_operations_total Operations on the eviction ledger ConfigMap: reads from the watch cache, GETs and guarded writes, by result (conflict: another writer was first; retried on the fresh copy).
+# HELP emptydir_remediator_ledger_operations_total Operations on the eviction ledger ConfigMap, by op and result.
 # TYPE emptydir_remediator_ledger_operations_total counter
 emptydir_remediator_ledger_operations_total{op="cache_read",result="error"} 0
 emptydir_remediator_ledger_operations_total{op="cache_read",result="success"} 3

@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		// A vector without labels, as promhttp.InstrumentHandlerDuration wants one.
 		webhookDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: metricNamespace, Name: "webhook_duration_seconds",
-			Help:    "Time to handle one webhook request.",
+			Help:    "Time in seconds to handle one webhook request.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}, nil),
 		alerts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -55,7 +55,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		measureDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: metricNamespace, Name: "live_measurement_duration_seconds",
-			Help:    "Time to get the live re-check of a volume.",
+			Help:    "Time in seconds to get the live re-check of a volume.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}),
 		measureErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -64,7 +64,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"reason"}),
 		measureReused: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: metricNamespace, Name: "live_measurements_reused_total",
-			Help: "Live re-checks answered from an earlier measurement of the same pod UID and volume instead of a walk: one still fresh (retries of refused evictions), or, up to a minute old, the over-limit one of a pod whose eviction a PodDisruptionBudget still refuses (asked by a dry-run eviction).",
+			Help: "Live re-checks answered from an earlier measurement of the same pod UID and volume.",
 		}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: metricNamespace, Name: "is_leader",
@@ -72,11 +72,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		standby: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricNamespace, Name: "standby_requests_total",
-			Help: "Authenticated webhooks that reached this replica while a standby, by whether they were forwarded to the leader.",
+			Help: "Authenticated webhooks that reached this replica as a standby, by whether they were forwarded.",
 		}, []string{"result"}),
 		ledgerOps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: metricNamespace, Name: "ledger_operations_total",
-			Help: "Operations on the eviction ledger ConfigMap: reads from the watch cache, GETs and guarded writes, by result (conflict: another writer was first; retried on the fresh copy).",
+			Help: "Operations on the eviction ledger ConfigMap, by op and result.",
 		}, []string{"op", "result"}),
 	}
 	m.webhookDuration.WithLabelValues()

@@ -133,7 +133,7 @@ emptydir_remediator_live_measurement_errors_total{reason="stale"} 1
 emptydir_remediator_live_measurement_errors_total{reason="unavailable"} 0
 emptydir_remediator_live_measurement_errors_total{reason="unreachable"} 0
 emptydir_remediator_live_measurement_errors_total{reason="wrong_node"} 0
-# HELP emptydir_remediator_live_measurements_reused_total Live re-checks answered from an earlier measurement of the same pod UID and volume instead of a walk: one still fresh (retries of refused evictions), or, up to a minute old, the over-limit one of a pod whose eviction a PodDisruptionBudget still refuses (asked by a dry-run eviction).
+# HELP emptydir_remediator_live_measurements_reused_total Live re-checks answered from an earlier measurement of the same pod UID and volume.
 # TYPE emptydir_remediator_live_measurements_reused_total counter
 emptydir_remediator_live_measurements_reused_total 1
 # HELP emptydir_remediator_webhook_requests_total Webhook requests by HTTP status code.

@@ -25,7 +25,7 @@ type calibrationConfig struct {
 }
 
 func addCalibrationFlags(app *kingpin.Application, c *calibrationConfig) {
-	app.Flag("calibration.dir", "Where an emptyDir of the exporter's own pod is mounted (read-only is enough): with --pod.*, the exporter checks its settings of the node's layout on its own pod at start and every "+calibrate.Interval.String()+" (emptydir_exporter_layout_*, docs/deploy.md); empty: no check.").
+	app.Flag("calibration.dir", "Where an emptyDir of the exporter's own pod is mounted: with --pod.*, the exporter checks its layout settings on it at start and every "+calibrate.Interval.String()+"; empty: no check.").
 		StringVar(&c.dir)
 	app.Flag("pod.name", "The exporter's own pod (set it from the downward API's metadata.name), for --calibration.dir.").
 		Envar("POD_NAME").StringVar(&c.podName)

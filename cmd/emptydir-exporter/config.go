@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -42,7 +40,6 @@ type config struct {
 	web           *web.FlagConfig
 	maxConns      *int // --web.max-connections
 	log           promslog.Config
-	renamed       cliflag.Renamed
 	telemetryPath string
 	// metricAllowlist and metricDenylist are comma-separated metric family names and regular
 	// expressions (--metric-allowlist, --metric-denylist), as kube-state-metrics takes them.
@@ -119,13 +116,13 @@ func newApp(cfg *config) *kingpin.Application {
 	promslogflag.AddFlags(app, &cfg.log)
 	app.Flag("web.telemetry-path", "Path under which to expose metrics.").
 		Default(cfg.telemetryPath).StringVar(&cfg.telemetryPath)
-	app.Flag("metric-allowlist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) to expose on the telemetry path, none else; excludes --metric-denylist. The shipped remediation alerts need emptydir_over_limit_bytes, emptydir_pod_ephemeral_storage_over_limit_bytes and emptydir_container_ephemeral_storage_over_limit_bytes.").
+	app.Flag("metric-allowlist", "Comma-separated metric families (names or whole-name regular expressions) to expose, none else; excludes --metric-denylist. Keep the three *_over_limit_bytes families the remediation alerts need.").
 		StringVar(&cfg.metricAllowlist)
 	app.Flag("metric-denylist", "Comma-separated metric family names and/or regular expressions (each matching a whole name) not to expose on the telemetry path; excludes --metric-allowlist.").
 		StringVar(&cfg.metricDenylist)
-	app.Flag("metric-opt-in-list", "Comma-separated opt-in metric family names and/or regular expressions (each matching a whole name) to publish: "+strings.Join(exporter.OptInFamilies, ", ")+". One series per volume, pod or container each, needed by no shipped alert; '.*' publishes them all.").
+	app.Flag("metric-opt-in-list", "Comma-separated opt-in metric families (names or whole-name regular expressions) to publish, of "+strings.Join(exporter.OptInFamilies, ", ")+"; '.*' publishes them all.").
 		StringVar(&cfg.metricOptInList)
-	app.Flag("namespaces", "Comma-separated namespaces whose pods' volumes are measured, published and answered live; empty: every namespace. An unmeasured pod is never evicted: its alerts never fire and the live check finds no pod.").
+	app.Flag("namespaces", "Comma-separated namespaces whose pods are measured; empty: every namespace. Pods of other namespaces are never evicted.").
 		StringVar(&cfg.namespaces)
 	app.Flag("namespaces-denylist", "Comma-separated namespaces whose pods are not measured (the API server leaves them out of the exporter's watch); applied after --namespaces.").
 		StringVar(&cfg.namespacesDenylist)
@@ -136,55 +133,55 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(cfg.source).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
 	app.Flag("collection.interval", "How often every volume with a sizeLimit is measured (source kubelet: every volume); at least 1s.").
 		Default(def(ec.Interval)).DurationVar(&ec.Interval)
-	app.Flag("collection.align-to-scrapes", "Shift the phase of the collection cycle (not its interval) so that a cycle ends just before the scrapes of a regular scraper, when the scrape interval is a multiple of --collection.interval or a divisor of it; else, or without one, the cycle keeps the phase of its start.").
+	app.Flag("collection.align-to-scrapes", "End each collection cycle just before a regular scraper's scrapes, shifting the cycle's phase, not its interval (docs/metrics.md#scrape-aligned-cycles).").
 		Default(def(ec.AlignToScrapes)).BoolVar(&ec.AlignToScrapes)
 	app.Flag("kubelet.root-dir", "The kubelet's --root-dir as mounted into the exporter (source filesystem).").
 		Default(fsc.KubeletRootDir).StringVar(&fsc.KubeletRootDir)
 	app.Flag("kubelet.pod-logs-dir", "The kubelet's podLogsDir as mounted into the exporter: the pods' and containers' log files, which count toward their ephemeral-storage limits (source filesystem, --collection.ephemeral-storage).").
 		Default(fsc.PodLogsDir).StringVar(&fsc.PodLogsDir)
-	app.Flag("collection.ephemeral-storage", "Also measure, for every pod with an ephemeral-storage limit, what the kubelet counts toward it beside emptyDir volumes: its running containers' writable layers and logs, its configMap and gitRepo volumes, etc-hosts and its own log files; and publish the pod's and its containers' usage and limits (source kubelet: every part from the Summary API, as old as its stats).").
+	app.Flag("collection.ephemeral-storage", "Also measure what the kubelet counts toward pods' ephemeral-storage limits beside emptyDirs, and publish the pods' and containers' usage and limits.").
 		Default(def(ec.MeasureEphemeralStorage)).BoolVar(&ec.MeasureEphemeralStorage)
-	app.Flag("containerd.task-dir", "containerd's runtime v2 task folder (its state dir plus io.containerd.runtime.v2.task) as mounted into the exporter, with HostToContainer mount propagation: where it mounts each container's root filesystem, whose overlay upperdir is the container's writable layer (--collection.ephemeral-storage).").
+	app.Flag("containerd.task-dir", "containerd's runtime v2 task folder as mounted into the exporter with HostToContainer propagation, where the writable layers are found (--collection.ephemeral-storage).").
 		Default(fsc.Layers.TaskDir).StringVar(&fsc.Layers.TaskDir)
-	app.Flag("containerd.snapshotter-root", "The root of containerd's overlayfs snapshotter, mounted read-only into the exporter at the same path as on the node: the writable layers are walked there (--collection.ephemeral-storage).").
+	app.Flag("containerd.snapshotter-root", "The root of containerd's overlayfs snapshotter, mounted read-only at the node's path: the writable layers are walked there (--collection.ephemeral-storage).").
 		Default(fsc.Layers.SnapshotterRoot).StringVar(&fsc.Layers.SnapshotterRoot)
-	app.Flag("containerd.native-snapshotter-root", "The root of containerd's native snapshotter (its root dir plus io.containerd.snapshotter.v1.native), mounted read-only into the exporter: a container whose root filesystem is a bind of a snapshot there has it walked whole, image copy and writes, as the kubelet counts it; empty: such layers are reported unlocated, reason not_overlay (--collection.ephemeral-storage).").
+	app.Flag("containerd.native-snapshotter-root", "The root of containerd's native snapshotter, mounted read-only, where such layers are walked whole; empty: they are reported unlocated (--collection.ephemeral-storage).").
 		Default(fsc.Layers.NativeSnapshotterRoot).StringVar(&fsc.Layers.NativeSnapshotterRoot)
-	app.Flag("containerd.cri-containers-dir", "The CRI plugin's container folder (containerd's root dir plus io.containerd.grpc.v1.cri/containers), mounted read-only into the exporter: the folders containerd binds for an image's VOLUMEs that no Kubernetes mount covers, named by each container's bundle, are walked there as part of its writable layer; empty: such a container's layer is reported unlocated, reason image_volume_not_mounted (--collection.ephemeral-storage).").
+	app.Flag("containerd.cri-containers-dir", "The CRI plugin's container folder, mounted read-only, for image VOLUMEs no Kubernetes mount covers; empty: such layers are reported unlocated (--collection.ephemeral-storage).").
 		Default(fsc.Layers.CRIContainersDir).StringVar(&fsc.Layers.CRIContainersDir)
-	app.Flag("crio.storage-root", "CRI-O's containers/storage graph root (storage.conf's graphroot), with its overlay-containers, overlay-layers and overlay folders mounted read-only into the exporter: the writable layers of cri-o:// containers are walked at overlay/<layer>/diff, their layer named by CRI-O's own records; empty: such layers are reported unlocated, reason other_runtime (--collection.ephemeral-storage).").
+	app.Flag("crio.storage-root", "CRI-O's containers/storage graph root, mounted read-only, where cri-o:// writable layers are walked; empty: they are reported unlocated (--collection.ephemeral-storage).").
 		StringVar(&fsc.Layers.CRIOStorageRoot)
-	app.Flag("docker.root", "dockerd's data-root, with its image/overlay2/layerdb/mounts and overlay2 folders mounted read-only into the exporter: the writable layers of docker:// containers (cri-dockerd) are walked at overlay2/<mount id>/diff, named by Docker's layerdb; empty: such layers are reported unlocated, reason other_runtime (--collection.ephemeral-storage).").
+	app.Flag("docker.root", "dockerd's data-root, mounted read-only, where docker:// writable layers (cri-dockerd) are walked; empty: they are reported unlocated (--collection.ephemeral-storage).").
 		StringVar(&fsc.Layers.DockerRoot)
-	app.Flag("fs.deny-writes", "At start, take from the process every right to write to the filesystem, with Landlock (Linux 5.13+): a read-only mount is read-only on its top only, and mounts made later below one with HostToContainer propagation (other containers' root filesystems, tmpfs volumes) would be writable. Without Landlock the exporter warns and runs on.").
+	app.Flag("fs.deny-writes", "At start, take every right to write files from the process with Landlock (Linux 5.13+); without Landlock the exporter warns and runs on.").
 		Default(def(cfg.denyWrites)).BoolVar(&cfg.denyWrites)
 	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
 		Default(def(fsc.WalkConcurrency)).IntVar(&fsc.WalkConcurrency)
-	app.Flag("fs.project-quota", "Read a volume's usage from the XFS/ext4 project quota the kubelet put it under (LocalStorageCapacityIsolationFSQuotaMonitoring), in O(1), instead of walking it; needs CAP_SYS_ADMIN, else every volume is walked (source filesystem).").
+	app.Flag("fs.project-quota", "Read a volume's usage in O(1) from the project quota the kubelet set, instead of walking it; needs CAP_SYS_ADMIN (source filesystem).").
 		Default(def(fsc.ProjectQuotas)).BoolVar(&fsc.ProjectQuotas)
 	app.Flag("collection.concurrency", "Volumes walked at once by the collection, 1 to 16 (source filesystem); above 1, one slow volume cannot hold up the others.").
 		Default(def(ec.VolumeConcurrency)).IntVar(&ec.VolumeConcurrency)
 	app.Flag("collection.volume-timeout", "Time one volume's walk may take, at least 1s (source filesystem); it may exceed the interval, as cycles publish each volume's last completed walk meanwhile.").
 		Default(def(ec.VolumeTimeout)).DurationVar(&ec.VolumeTimeout)
-	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, which cannot trigger an eviction, at least --collection.interval (source filesystem); volumes with one are walked every --collection.interval.").
+	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, at least --collection.interval (source filesystem).").
 		Default(def(ec.UnlimitedInterval)).DurationVar(&ec.UnlimitedInterval)
-	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, counted on the threads that walk (scrapes, live measurements and the Go runtime come on top); walks start within it, overdue ones and then those nearest to their sizeLimit first; due walks beyond it are deferred and counted (source filesystem). 0 to 1024; 0: no budget.").
+	app.Flag("collection.cpu-budget", "CPU the periodic walks may spend, as a share of one core, 0 to 1024; 0: no budget. Due walks beyond it are deferred (source filesystem).").
 		Default(def(ec.CPUBudget)).Float64Var(&ec.CPUBudget)
-	app.Flag("collection.change-signal", "Walk a part (an emptyDir or a writable layer) whose pod's cgroup says, by its write counters, that the pod wrote nothing since the part's last complete walk began behind every other walk, on what --collection.cpu-budget has left: the parts that may have grown go first, and a budget that covers every walk still walks it each cycle; every part is walked at least every --collection.unlimited-interval and a cycle while its namespace's walks stay within its share of --collection.cpu-budget, which bounds what the counters cannot see (docs/change-signal.md). Needs the node's cgroups read-only at --cgroup.mount (source filesystem; with source kubelet it is off unless given, then an error); where they cannot be read, every part is walked at its cadence and emptydir_exporter_change_marks_total says why.").
+	app.Flag("collection.change-signal", "Walk the parts whose pod's cgroup says it wrote nothing since their last walk after all others (docs/change-signal.md). Needs the node's cgroups at --cgroup.mount (source filesystem).").
 		Default(def(cfg.changeSignal)).IsSetByUser(&cfg.changeSignalSet).BoolVar(&cfg.changeSignal)
-	app.Flag("collection.change-signal.skip-unchanged", "With --collection.change-signal, do not walk a part its pod's cgroup vouches unchanged at all until its last walk is --collection.unlimited-interval old, even when the budget would cover it: cheaper where the budget covers every walk, but what the counters cannot see (docs/change-signal.md) may then wait that long.").
+	app.Flag("collection.change-signal.skip-unchanged", "With --collection.change-signal, skip the walks of unchanged parts until their last walk is --collection.unlimited-interval old, even within the budget.").
 		Default(def(ec.SkipUnchanged)).BoolVar(&ec.SkipUnchanged)
-	app.Flag("collection.change-signal.runtime-classes", "Comma-separated names of the RuntimeClasses whose pods' writes the pod's cgroup carries (runc-like runtimes: runc, crun, nvidia), beside the node's default runtime (pods without a RuntimeClass); empty: the default runtime only. A pod of any other RuntimeClass gets no change mark and is walked at its cadence, counted in emptydir_exporter_change_marks_total{outcome=\"runtime_class\"}: a sandbox such as Kata with virtio-fs writes the pod's files from outside its cgroup, which would vouch them unchanged however much it writes. On a node whose default runtime is such a sandbox, turn --collection.change-signal off (--collection.change-signal).").
+	app.Flag("collection.change-signal.runtime-classes", "Comma-separated RuntimeClasses whose pods' writes their cgroup carries (runc-like: runc, crun, nvidia), beside the node's default runtime; other pods get no change mark.").
 		StringVar(&cfg.changeSignalRuntimeClasses)
-	app.Flag("collection.open-files", "Count toward a walked emptyDir the files its pod's processes deleted but still hold open, which no walk sees: the pod's processes from its cgroups (--cgroup.*), their descriptors from /proc. Needs the host's PID namespace (hostPID) and CAP_SYS_PTRACE; read by a helper process the exporter starts before --fs.deny-writes restricts it (docs/security.md). Off: emptydir_exporter_open_files_volumes{outcome=\"off\"} says such files are not counted (source filesystem).").
+	app.Flag("collection.open-files", "Count toward a walked emptyDir the files its pod deleted but holds open. Needs hostPID and CAP_SYS_PTRACE (docs/security.md; source filesystem).").
 		Default(def(cfg.openFiles)).BoolVar(&cfg.openFiles)
 	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
-	app.Flag("cgroup.root", "The kubelet's --cgroup-root, in its cgroupfs form, or auto: the root the exporter's own pod cgroup is found under (--calibration.dir; / where it is not found) (--collection.change-signal, --collection.open-files).").
+	app.Flag("cgroup.root", "The kubelet's --cgroup-root in cgroupfs form, or auto: found from the exporter's own pod (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Root).StringVar(&cfg.cgroup.Root)
-	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto (a pod's cgroup in whichever layout has it; a pod in both is walked as without the signal) (--collection.change-signal, --collection.open-files).").
+	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto, whichever layout has the pod's cgroup (--collection.change-signal, --collection.open-files).").
 		Default(string(cfg.cgroup.Driver)).StringVar((*string)(&cfg.cgroup.Driver))
-	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250 (source kubelet, unless --kubelet.via-apiserver; source filesystem: optional, the Summary API's figure for a writable layer it cannot locate); http:// only with an empty --kubelet.token-file, so a token never travels in clear text.").
+	app.Flag("kubelet.url", "Base URL of the node's kubelet, e.g. https://$(NODE_IP):10250, for source kubelet or layers not located; http:// only with an empty --kubelet.token-file.").
 		StringVar(&cfg.kubeletURL)
 	app.Flag("kubelet.via-apiserver", "Reach the kubelet through the API server's node proxy instead of --kubelet.url (needs nodes/proxy get); with source filesystem, for the writable layers it cannot locate.").
 		Default(def(cfg.kubeletViaAPIServer)).BoolVar(&cfg.kubeletViaAPIServer)
@@ -196,14 +193,11 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(cfg.kubeletInsecure)).BoolVar(&cfg.kubeletInsecure)
 	app.Flag("kubelet.timeout", "Timeout of one Summary API request.").
 		Default(def(cfg.kubeletTimeout)).DurationVar(&cfg.kubeletTimeout)
-	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once on the node; one caller (remote IP) measures up to this minus 1 pods at once, of them up to this minus 2 (at least 1) of one namespace, each pod one at a time; the others queue.").
+	app.Flag("live.concurrency", "Live measurements (for the remediator) running at once on the node; one caller gets up to this minus 1, the others queue.").
 		Default(def(ec.LiveConcurrency)).IntVar(&ec.LiveConcurrency)
-	app.Flag("live.max-wait", "How long a live request waits for its caller's previous one and then for a free slot before it is refused (429 or 503, with Retry-After); below the live endpoint's 30s timeout.").
+	app.Flag("live.max-wait", "How long a live request waits for a slot before it is refused (429 or 503, with Retry-After); below the 30s live timeout.").
 		Default(def(ec.LiveMaxWait)).DurationVar(&ec.LiveMaxWait)
 	addCalibrationFlags(app, &cfg.calibration)
-	// The spellings before the flags were named area.name, kept for existing deployments.
-	cfg.renamed.Alias(app, "node-name", "node.name")
-	cfg.renamed.Alias(app, "source", "collection.source")
 	return app
 }
 
@@ -287,11 +281,7 @@ func (c *config) metricFilter() (*metricfilter.Filter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--metric-allowlist/--metric-denylist: %w", err)
 	}
-	// Families that were opt-in are published by default now: naming them changes nothing.
-	optIn := slices.DeleteFunc(splitList(c.metricOptInList), func(item string) bool {
-		return slices.Contains(exporter.FormerOptInFamilies, item)
-	})
-	f, err = f.WithOptIn(exporter.OptInFamilies, optIn)
+	f, err = f.WithOptIn(exporter.OptInFamilies, splitList(c.metricOptInList))
 	if err != nil {
 		return nil, fmt.Errorf("--metric-opt-in-list: %w", err)
 	}

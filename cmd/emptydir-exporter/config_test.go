@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -137,8 +135,9 @@ func TestValidate(t *testing.T) {
 			[]string{"--metric-allowlist", "mutually exclusive"}},
 		{"metric denylist with a bad expression", []string{"--node.name=n", "--metric-denylist=go_(.*"}, []string{"--metric-denylist", "go_(.*"}},
 		{"metric opt-in list", []string{"--node.name=n", "--metric-opt-in-list=emptydir_inodes_used,emptydir_.*_part_bytes"}, nil},
-		{"metric opt-in list naming families published by default now", []string{"--node.name=n",
-			"--metric-opt-in-list=emptydir_measurement_incomplete,emptydir_inodes_used,emptydir_pod_ephemeral_storage_measurement_incomplete"}, nil},
+		{"metric opt-in list naming a family published by default", []string{"--node.name=n",
+			"--metric-opt-in-list=emptydir_measurement_incomplete,emptydir_inodes_used"},
+			[]string{"--metric-opt-in-list", `"emptydir_measurement_incomplete" matches none of the opt-in families`}},
 		{"metric opt-in list naming no opt-in family", []string{"--node.name=n", "--metric-opt-in-list=emptydir_used_bytes"},
 			[]string{"--metric-opt-in-list", `"emptydir_used_bytes" matches none of the opt-in families`}},
 
@@ -305,24 +304,6 @@ func TestCheckPaths(t *testing.T) {
 			err := cfg.checkPaths()
 			checkNames(t, "checkPaths", err, tc.want)
 		})
-	}
-}
-
-// The flags of earlier releases keep working as hidden aliases, so that an existing
-// DaemonSet still starts; the flag still wins over NODE_NAME.
-func TestRenamedFlagsStillWork(t *testing.T) {
-	clearEnv(t)
-	t.Setenv("NODE_NAME", "from-env")
-	old, now := parse(t, "--node-name=node-1", "--source=kubelet"), parse(t, "--node.name=node-1", "--collection.source=kubelet")
-	if old.exporter.NodeName != "node-1" || old.source != sourceKubelet || old.exporter.NodeName != now.exporter.NodeName || old.source != now.source {
-		t.Errorf("old spellings give node %q source %q, new ones node %q source %q", old.exporter.NodeName, old.source, now.exporter.NodeName, now.source)
-	}
-	var log bytes.Buffer
-	old.renamed.Warn(slog.New(slog.NewTextHandler(&log, nil)))
-	for _, want := range []string{"flag=--node-name use=--node.name", "flag=--source use=--collection.source"} {
-		if strings.Count(log.String(), want) != 1 {
-			t.Errorf("want one warning with %q:\n%s", want, log.String())
-		}
 	}
 }
 

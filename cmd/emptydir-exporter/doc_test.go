@@ -11,7 +11,7 @@ import (
 func TestFlagsDoc(t *testing.T) {
 	clearEnv(t)
 	cfg := defaultConfig()
-	changed, err := cliflag.UpdateDoc("../../docs/flags.md", "flags-exporter", "go test ./cmd/emptydir-exporter: TestFlagsDoc", newApp(&cfg), &cfg.renamed)
+	changed, err := cliflag.UpdateDoc("../../docs/flags.md", "flags-exporter", "go test ./cmd/emptydir-exporter: TestFlagsDoc", newApp(&cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

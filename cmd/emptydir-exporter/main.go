@@ -69,7 +69,6 @@ func run(args []string) int {
 	}
 	logger := promslog.New(&cfg.log)
 	klog.SetSlogLogger(logger.With("component", "client-go"))
-	cfg.renamed.Warn(logger)
 	if err := cfg.validate(); err != nil {
 		logger.Error("invalid flags", "err", err)
 		return 2

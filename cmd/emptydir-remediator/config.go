@@ -17,7 +17,6 @@ import (
 	"github.com/prometheus/exporter-toolkit/web/kingpinflag"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -42,7 +41,6 @@ type config struct {
 	// maxConnections bounds the connections the HTTP server holds open (--web.max-connections).
 	maxConnections *int
 	log            promslog.Config
-	renamed        cliflag.Renamed
 
 	remediator     remediator.Config
 	kube           kubeclient.Config
@@ -102,7 +100,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(rc.WebhookPath).StringVar(&rc.WebhookPath)
 	app.Flag("web.max-request-size", "Largest webhook body accepted; larger ones get 413.").
 		Default(def(units.Base2Bytes(rc.MaxRequestBytes))).BytesVar((*units.Base2Bytes)(&rc.MaxRequestBytes))
-	app.Flag("web.bearer-token-file", "File holding the bearer token Alertmanager must send on the webhook (http_config.authorization), read again when it changes; at least 32 bytes, not the example Secret's placeholder. Empty: no bearer token required.").
+	app.Flag("web.bearer-token-file", "File with the bearer token Alertmanager must send on the webhook, re-read on change; at least 32 bytes. Empty: none required.").
 		Default(rc.BearerTokenFile).StringVar(&rc.BearerTokenFile)
 	app.Flag("web.alert-timeout", "Time allowed to handle one alert (pod GET, live measurement, eviction).").
 		Default(def(rc.AlertTimeout)).DurationVar(&rc.AlertTimeout)
@@ -136,7 +134,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default("").SetValue(&selectorValue{sel: &rc.PodSelector})
 	app.Flag("policy.opt-out-annotation", "Pods with this annotation set to \"false\" are never evicted, in the namespaces --policy.opt-out-namespace-selector selects.").
 		Default(rc.OptOutAnnotation).StringVar(&rc.OptOutAnnotation)
-	app.Flag("policy.opt-out-namespace-selector", "Label selector of the namespaces where the opt-out annotation is honoured; empty: nowhere. Labels other than kubernetes.io/metadata.name (set by the API server) are read from the namespace (get namespaces): keep them where tenants cannot set them.").
+	app.Flag("policy.opt-out-namespace-selector", "Label selector of the namespaces where the opt-out annotation is honoured; empty: nowhere. Select with labels tenants cannot set.").
 		Default(selectorText(rc.OptOutNamespaceSelector)).SetValue(&selectorValue{sel: &rc.OptOutNamespaceSelector})
 	app.Flag("policy.allow-mirror-pods", "Also evict static (mirror) pods. Evicting them does not stop them.").
 		Default(def(rc.AllowMirrorPods)).BoolVar(&rc.AllowMirrorPods)
@@ -147,7 +145,7 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("policy.allow-critical-pods", "Also evict system-critical pods (system-node-critical, system-cluster-critical, priority >= 2000000000).").
 		Default(def(rc.AllowCriticalPods)).BoolVar(&rc.AllowCriticalPods)
 
-	app.Flag("policy.evict-incomplete-after", "Also evict a pod whose emptyDir with a sizeLimit (or whose ephemeral storage) the exporter has measured only as a lower bound under the limit for this long: as the exporter's record of its walks says in the live re-check, itself a lower bound (an alert's startsAt decides nothing); the EmptyDirMeasurementIncomplete alert (remediation=\"evict_incomplete\", routed to the remediator) asks for the re-check. 0: off, only what is proven over its limit is evicted (docs/remediator.md).").
+	app.Flag("policy.evict-incomplete-after", "Also evict a pod whose usage has been measured only as a lower bound under its limit for this long; 0: off (docs/remediator.md#incomplete-measurements).").
 		Default(def(rc.EvictIncompleteAfter)).DurationVar(&rc.EvictIncompleteAfter)
 
 	app.Flag("eviction.dry-run", "Do everything except the Eviction API call: re-check, policy, Events (\"dry run: would evict\"), metrics, audit log.").
@@ -181,32 +179,9 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(lec.RenewDeadline)).DurationVar(&lec.RenewDeadline)
 	app.Flag("leader-elect.retry-period", "Time between attempts to acquire or renew the Lease.").
 		Default(def(lec.RetryPeriod)).DurationVar(&lec.RetryPeriod)
-	app.Flag("ledger.configmap", "ConfigMap in the Lease's namespace (--leader-elect.lease-namespace) that keeps the evictions counted against the caps and cooldown, shared by the replicas and kept across restarts; empty, or no namespace outside a pod: in memory only.").
+	app.Flag("ledger.configmap", "ConfigMap in the Lease's namespace keeping the evictions counted against the caps and cooldown, across replicas and restarts; empty: in memory only.").
 		Default(cfg.ledgerConfigMap).StringVar(&cfg.ledgerConfigMap)
 
-	// The spellings before the flags were named area.name, kept for existing deployments.
-	for _, rn := range []cliflag.Rename{
-		{Old: "kube-api-qps", New: "kube-api.qps"},
-		{Old: "kube-api-burst", New: "kube-api.burst"},
-		{Old: "max-measurement-age", New: "measurement.max-age"},
-		{Old: "namespace-allow", New: "policy.namespace-allow"},
-		{Old: "namespace-deny", New: "policy.namespace-deny"},
-		{Old: "pod-selector", New: "policy.pod-selector"},
-		{Old: "opt-out-annotation", New: "policy.opt-out-annotation"},
-		{Old: "allow-mirror-pods", New: "policy.allow-mirror-pods"},
-		{Old: "allow-daemonset-pods", New: "policy.allow-daemonset-pods"},
-		{Old: "allow-critical-pods", New: "policy.allow-critical-pods"},
-		{Old: "dry-run", New: "eviction.dry-run"},
-		{Old: "threshold-ratio", New: "eviction.threshold-ratio"},
-		{Old: "cooldown", New: "eviction.cooldown"},
-		{Old: "max-evictions-per-node", New: "eviction.max-per-node"},
-		{Old: "max-evictions-per-namespace", New: "eviction.max-per-namespace"},
-		{Old: "max-evictions", New: "eviction.max-global"},
-		{Old: "cap-window", New: "eviction.cap-window"},
-		{Old: "leader-elect", New: "leader-elect.enabled"},
-	} {
-		cfg.renamed.Alias(app, rn.Old, rn.New)
-	}
 	return app
 }
 

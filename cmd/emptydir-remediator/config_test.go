@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,7 +67,6 @@ func TestParseRejects(t *testing.T) {
 	}{
 		{"unknown source", []string{"--measurement.source=cache"}, "--measurement.source"},
 		{"bad pod selector", []string{"--policy.pod-selector==x"}, "--policy.pod-selector"},
-		{"bad pod selector, old spelling", []string{"--pod-selector==x"}, "--pod-selector"},
 		{"bad duration", []string{"--eviction.cooldown=soon"}, "--eviction.cooldown"},
 	}
 	for _, tt := range tests {
@@ -77,67 +74,6 @@ func TestParseRejects(t *testing.T) {
 			c := defaultConfig()
 			assertErr(t, cliflag.Parse(newApp(&c), tt.args), tt.wantErr)
 		})
-	}
-}
-
-// The flags of earlier releases keep working as hidden aliases, so that an existing
-// deployment still starts; each one used logs one warning naming its new spelling.
-func TestRenamedFlagsStillWork(t *testing.T) {
-	tests := []struct {
-		old, new []string
-	}{
-		{[]string{"--kube-api-qps=7"}, []string{"--kube-api.qps=7"}},
-		{[]string{"--kube-api-burst=9"}, []string{"--kube-api.burst=9"}},
-		{[]string{"--max-measurement-age=3m"}, []string{"--measurement.max-age=3m"}},
-		{[]string{"--namespace-allow=a", "--namespace-allow=b"}, []string{"--policy.namespace-allow=a", "--policy.namespace-allow=b"}},
-		{[]string{"--namespace-deny=kube-system", "--namespace-deny=monitoring"}, []string{"--policy.namespace-deny=kube-system", "--policy.namespace-deny=monitoring"}},
-		{[]string{"--pod-selector=app!=db"}, []string{"--policy.pod-selector=app!=db"}},
-		{[]string{"--opt-out-annotation=example.com/evict"}, []string{"--policy.opt-out-annotation=example.com/evict"}},
-		{[]string{"--allow-mirror-pods"}, []string{"--policy.allow-mirror-pods"}},
-		{[]string{"--allow-daemonset-pods"}, []string{"--policy.allow-daemonset-pods"}},
-		{[]string{"--allow-critical-pods"}, []string{"--policy.allow-critical-pods"}},
-		{[]string{"--dry-run"}, []string{"--eviction.dry-run"}},
-		{[]string{"--threshold-ratio=1.1"}, []string{"--eviction.threshold-ratio=1.1"}},
-		{[]string{"--cooldown=15m"}, []string{"--eviction.cooldown=15m"}},
-		{[]string{"--max-evictions-per-node=2"}, []string{"--eviction.max-per-node=2"}},
-		{[]string{"--max-evictions-per-namespace=3"}, []string{"--eviction.max-per-namespace=3"}},
-		{[]string{"--max-evictions=4"}, []string{"--eviction.max-global=4"}},
-		{[]string{"--cap-window=30m"}, []string{"--eviction.cap-window=30m"}},
-		{[]string{"--leader-elect"}, []string{"--leader-elect.enabled"}},
-	}
-	defaults := defaultConfig()
-	covered := map[string]bool{}
-	for _, tt := range tests {
-		t.Run(tt.old[0], func(t *testing.T) {
-			got, want := parse(t, tt.old...), parse(t, tt.new...)
-			if !reflect.DeepEqual(settings(got), settings(want)) {
-				t.Errorf("%q gives\n %+v\nbut %q gives\n %+v", tt.old, settings(got), tt.new, settings(want))
-			}
-			if reflect.DeepEqual(settings(want), settings(&defaults)) {
-				t.Errorf("%q leaves the defaults: the case proves nothing", tt.new)
-			}
-			var log bytes.Buffer
-			got.renamed.Warn(slog.New(slog.NewTextHandler(&log, nil)))
-			oldName, _, _ := strings.Cut(tt.old[0], "=")
-			newName, _, _ := strings.Cut(tt.new[0], "=")
-			if n := strings.Count(log.String(), "level=WARN"); n != 1 || !strings.Contains(log.String(), "flag="+oldName+" ") ||
-				!strings.Contains(log.String(), "use="+newName) {
-				t.Errorf("%q logged %d warnings, want one naming %s and %s:\n%s", tt.old, n, oldName, newName, log.String())
-			}
-			log.Reset()
-			want.renamed.Warn(slog.New(slog.NewTextHandler(&log, nil)))
-			if log.Len() != 0 {
-				t.Errorf("%q logged a deprecation warning: %s", tt.new, log.String())
-			}
-		})
-		covered[strings.TrimPrefix(strings.SplitN(tt.old[0], "=", 2)[0], "--")] = true
-	}
-	c := defaultConfig()
-	newApp(&c)
-	for _, rn := range c.renamed.Names() {
-		if !covered[rn.Old] {
-			t.Errorf("renamed flag --%s has no case here", rn.Old)
-		}
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 func TestFlagsDoc(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	c := defaultConfig()
-	changed, err := cliflag.UpdateDoc("../../docs/flags.md", "flags-remediator", "go test ./cmd/emptydir-remediator: TestFlagsDoc", newApp(&c), &c.renamed)
+	changed, err := cliflag.UpdateDoc("../../docs/flags.md", "flags-remediator", "go test ./cmd/emptydir-remediator: TestFlagsDoc", newApp(&c))
 	if err != nil {
 		t.Fatal(err)
 	}

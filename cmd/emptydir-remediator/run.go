@@ -41,7 +41,6 @@ func run(args []string) int {
 	logger := promslog.New(&c.log)
 	// client-go logs through klog: route it into the same structured logger.
 	klog.SetSlogLogger(logger.With("component", "client-go"))
-	c.renamed.Warn(logger)
 	fillDefaults(&c)
 	if err := validate(&c); err != nil {
 		logger.Error("invalid flags", "err", err)

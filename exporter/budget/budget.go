@@ -5,21 +5,13 @@ import (
 	"time"
 )
 
-// Bucket is the token bucket of the exporter's Config.CPUBudget (--collection.cpu-budget): it bounds the
-// CPU the periodic walks spend, as a bucket of CPU time that fills at share (the CPUBudget)
-// CPU-seconds per wall second up to capacity, and the walks' CPU drains it. The collection
-// starts a walk only while the bucket holds credit; a walk may overdraw it, and the debt (up to
-// one bucket) is paid back by later cycles. The walks of overdue volumes start on their
-// namespace's part of the floor instead (schedule.Floor), whatever the bucket holds; what they
-// spend is a debt of its own, never forgiven, that the bucket's income pays first: since the
-// namespaces' parts add up to share, over time all the walks stay within share of one core.
-//
-// It charges the walks only, each as the threads that walked counted it (fswalk.CPUMeter),
-// not the process: scrapes, live measurements and the Go runtime are not walks the budget can defer,
-// and charging them would let a scraper polling /metrics starve the walks (at a 1 s interval
-// with frequent scrapes they drained the bucket, and volumes without a sizeLimit waited for
-// minutes). What a walk's threads miss (garbage collection on other threads; the walker
-// allocates nothing per entry) is measured against the process's CPU in docs/performance.md.
+// Bucket is the token bucket of --collection.cpu-budget: it fills at share CPU-seconds per
+// wall second up to capacity, and the periodic walks' CPU drains it. A walk starts only while
+// it holds credit and may overdraw it by up to one bucket. Overdue walks start on their
+// namespace's part of the floor instead (schedule.Floor); their cost is a debt the income pays
+// first and never forgives, so all the walks stay within share of a core over time. Only the
+// walks are charged, as their threads count it (fswalk.CPUMeter): charging scrapes would let a
+// scraper starve the walks (docs/exporter.md, "What it costs a node").
 type Bucket struct {
 	share    float64 // Config.CPUBudget
 	capacity time.Duration

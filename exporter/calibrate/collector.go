@@ -16,16 +16,16 @@ const Interval = 10 * time.Minute
 
 var (
 	layoutInfoDesc = prometheus.NewDesc("emptydir_exporter_layout_info",
-		"The node's layout as found on the exporter's own pod; a label is empty where it was not found.",
+		"The node's layout as found on the exporter's own pod; always 1.",
 		[]string{"node", "kubelet_root_dir", "pod_logs_dir", "cgroup_version", "cgroup_driver", "cgroup_root", "containerd_task_dir", "containerd_snapshotter_root"}, nil)
 	layoutMismatchDesc = prometheus.NewDesc("emptydir_exporter_layout_mismatch",
-		"1 for each setting of the node's layout that the exporter's own pod contradicts, with the value found on the node (empty where none was).",
+		"1 for each layout setting the exporter's own pod contradicts, with the value found.",
 		[]string{"node", "setting", "reason", "found"}, nil)
 	layoutSkippedDesc = prometheus.NewDesc("emptydir_exporter_layout_check_skipped",
 		"1 for each setting of the node's layout that calibration did not check, and why.",
 		[]string{"node", "setting", "reason"}, nil)
 	layoutTimestampDesc = prometheus.NewDesc("emptydir_exporter_layout_check_timestamp_seconds",
-		"Unix time of the last calibration of the node's layout.",
+		"Unix time in seconds of the last calibration of the node's layout.",
 		[]string{"node"}, nil)
 )
 

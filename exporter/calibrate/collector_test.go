@@ -33,13 +33,13 @@ func TestCollectorGolden(t *testing.T) {
 # HELP emptydir_exporter_layout_check_skipped 1 for each setting of the node's layout that calibration did not check, and why.
 # TYPE emptydir_exporter_layout_check_skipped gauge
 emptydir_exporter_layout_check_skipped{node="node-1",reason="not_configured",setting="cgroup.root"} 1
-# HELP emptydir_exporter_layout_check_timestamp_seconds Unix time of the last calibration of the node's layout.
+# HELP emptydir_exporter_layout_check_timestamp_seconds Unix time in seconds of the last calibration of the node's layout.
 # TYPE emptydir_exporter_layout_check_timestamp_seconds gauge
 emptydir_exporter_layout_check_timestamp_seconds{node="node-1"} 1.7000000005e+09
-# HELP emptydir_exporter_layout_info The node's layout as found on the exporter's own pod; a label is empty where it was not found.
+# HELP emptydir_exporter_layout_info The node's layout as found on the exporter's own pod; always 1.
 # TYPE emptydir_exporter_layout_info gauge
 emptydir_exporter_layout_info{cgroup_driver="cgroupfs",cgroup_root="/",cgroup_version="1",containerd_snapshotter_root="/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",containerd_task_dir="",kubelet_root_dir="/var/lib/k0s/kubelet",node="node-1",pod_logs_dir="/var/log/pods"} 1
-# HELP emptydir_exporter_layout_mismatch 1 for each setting of the node's layout that the exporter's own pod contradicts, with the value found on the node (empty where none was).
+# HELP emptydir_exporter_layout_mismatch 1 for each layout setting the exporter's own pod contradicts, with the value found.
 # TYPE emptydir_exporter_layout_mismatch gauge
 emptydir_exporter_layout_mismatch{found="/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",node="node-1",reason="outside_snapshotter",setting="containerd.snapshotter-root"} 1
 emptydir_exporter_layout_mismatch{found="/var/lib/k0s/kubelet",node="node-1",reason="own_pod_not_found",setting="kubelet.root-dir"} 1

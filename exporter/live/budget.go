@@ -10,27 +10,12 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
-// Live walks draw on CPU budgets: a pod that asked for its own volumes back to back held a
-// whole core (42.6 CPU-s in 42 s). A budget per caller alone let one tenant spend the
-// remediator's, which is one caller for every tenant on the node: its costly over-limit pod,
-// re-checked on each Alertmanager retry, got the next tenant's re-check refused. So each
-// caller has a budget per namespace of the measured pods (the tenant boundary) and one for
-// all its walks:
-//
-//   - one namespace through one caller: TenantBurst at once, then TenantShare of a core;
-//   - one caller in all: CallerBurst at once, then CallerShare of a core, however many
-//     namespaces it asks for;
-//   - all callers: at most --live.concurrency walks at once (the slots).
-//
-// A walk starts only while both budgets hold what its parts' last walks cost (up to a full
-// bucket), and is cut once either holds less than nothing (Budget.Admit): a walk
-// admitted on any credit and charged after could spend up to LiveTimeout × its concurrency (one
-// of 60 CPU-s took the remediator's budget from +30 to −30 s, and another namespace's re-checks
-// were refused 55 times out of 60 in 10 minutes). So no walk takes a budget into debt, and one
-// tenant takes at most TenantShare/CallerShare (a third) of the remediator's budget; refusing
-// another tenant's re-check takes three namespaces whose pods are costly to walk, re-checked at
-// once. Keying by namespace alone would let any pod spend another
-// tenant's budget by asking for its pods, and the remediator's re-checks of them with it.
+// Live walks draw on two CPU budgets of each caller: one per namespace of the measured pods
+// (the tenant boundary), TenantBurst at once then TenantShare of a core, and one for all its
+// walks, CallerBurst then CallerShare. A walk starts only while both hold what its parts last
+// cost, and is cut once either holds less than nothing (Budget.Admit), so that no tenant's
+// costly pod spends another's re-checks. The reasons and bounds: docs/exporter.md, "Live CPU
+// budgets".
 const (
 	TenantShare = 0.1
 	TenantBurst = 10 * time.Second

@@ -81,74 +81,14 @@ const (
 	FloorAfter
 )
 
-// Due returns the volumes of pods to walk in a cycle starting at now, most urgent
-// first. Here "a volume with a sizeLimit" is any part of a pod that is guarded (Volume.guard):
-// an emptyDir with a sizeLimit, or a part counting toward an ephemeral-storage limit, whose
-// urgency is its usage against that limit. A volume with a sizeLimit can trigger an eviction: it is due every cycle, and the
-// nearest to its limit (by its last usage) goes first; before all, one never measured. A
-// volume without a sizeLimit only feeds dashboards: it is due once every unlimitedInterval, in
-// the cycle nearest to that (tolerance is half a cycle, so that timer jitter never pushes it
-// a whole cycle late), in the background after the limited ones, the longest unwalked first,
-// and only on credit that covers its last walk's cost.
-//
-// So that a budget too small for every walk defers without starving anyone, a volume
-// overdue goes right after the never-measured ones, the longest waiting first (since its last
-// walk started or, never walked, since it was first seen): a guarded one whose last walk started
-// (or, never walked, which was first seen) unlimitedInterval ago or more, one no limit guards
-// 2×unlimitedInterval ago or more. A guarded part never measured that long (its walks never
-// complete) is overdue too, ranked by how long it waited, not before all. A volume whose walk
-// is still in flight is not due.
-//
-// Under a budget (costly > 0), a part guarded only by a pod or container limit (no sizeLimit
-// of its own) whose pod stood below farShare of that limit at its last walks is due every cycle
-// as an unlimited volume at its cadence is: in the background, on credit that covers its last
-// walk, overdue after unlimitedInterval as every guarded part. A budget too small for every walk
-// then defers these first, not the volumes with a sizeLimit nor the pods near their limits.
-//
-// Under a budget, an overdue walk starts whatever the bucket holds (FloorFirst) on its
-// namespace's part of the floor (Floor: with n namespaces on the node, share/n of a
-// core, saving up costly/n), while that part covers the walk's estimate (its last walk's
-// cost; never walked, a full part) or is full; that part spent, it goes behind the cycle's
-// other walks, on the bucket's credit, and so do the later overdue walks of its namespace in
-// that cycle (the collection's dispatch): a namespace's part serves its overdue walks the
-// longest waiting first, so that its many cheap walks cannot keep it from holding what an older,
-// costlier one needs. A volume whose own walks are costly (its last cost
-// more than costly, what the bucket saves up: a tenant's millions of empty files) is due no
-// sooner than its cost takes the budget's share to earn (its last walk's cost / share after
-// that walk started), then walks on a full bucket, or else on a full part (FloorAfter). So,
-// whatever the bucket holds and whatever other namespaces do:
-//
-//   - every guarded part (a sizeLimit, or a pod or container limit, near it or far) is walked
-//     at least every unlimitedInterval, a volume no limit guards every 2×unlimitedInterval, plus
-//     a cycle and its walk, as long as its namespace's floor walks cost no more than its part
-//     earns (at the defaults 3 CPU-s a minute among n namespaces: 10 walks of 10 ms a minute
-//     each with n = 30) and a walk slot is free (a namespace holds all slots but one at most:
-//     holdsItsShare);
-//   - a namespace whose floor walks cost more (many parts, costly walks, walks that cost more
-//     than their estimates or never complete) waits for its own part, its overdue volumes the
-//     longest waiting first: each starts at most (its part's debt, what its walks spent beyond
-//     their estimates + the estimates of its overdue walks that waited longer + what its own
-//     walk needs, at most a full part) / (share/n) after it is overdue; other namespaces' walks
-//     do not wait for it. Its tenant decides what its walks cost, so that bound is as long as
-//     it makes it: a walk may spend up to the volume timeout times the walk's threads;
-//   - over any window of T the floor walks spend at most share×T plus what the parts saved
-//     (one bucket in all) and what walks under way (at most one per slot) spend beyond their
-//     estimates, however many volumes and namespaces there are. Their cost is a debt of the
-//     bucket that its income pays first and that is never forgiven (budget.Bucket), so all the
-//     walks together spend at most share×T plus three buckets and that overdraft, but for the
-//     debt the bucket forgives beyond one bucket after a walk on credit that cost more than
-//     expected (a costly volume's, on a full bucket, at most once per cost/share).
-//
-// A part walked, not read by a few stats, whose pod's change mark is still the one read before
-// its last complete walk began (State.Unchanged), and whose last walk started less than
-// unlimitedInterval ago, comes last (Walk.Unchanged): behind every other due walk, the longest
-// unwalked first, in the background, on credit that covers its last walk (a costly one once it
-// has earned it, as above). The kernel vouches that nothing of the pod's has grown by a write of
-// its processes, so the parts that may have changed go first; a budget that covers every walk
-// still walks it each cycle, so what the mark cannot see (change.Signal) is measured as soon as
-// without the signal, but for a cycle's delay in publishing it; a budget that does not defers it
-// up to unlimitedInterval, when it is overdue and goes first like any other: the bounds above.
-// With SkipUnchanged it is not due at all before then.
+// Due returns the parts of pods to walk in a cycle starting at now, most urgent first: the
+// never measured, then the overdue (longest waiting first), then the guarded ones (a sizeLimit,
+// or a pod or container limit) nearest to their limit, then, in the background, those at a
+// slow cadence and those vouched unchanged. A part whose walk is in flight is not due. Under a
+// budget (Policy.Costly > 0) each Walk also says what credit it needs (Cost) and how it may use
+// its namespace's part of the floor (Floor), so that a budget too small for every walk defers
+// without starving any namespace. The rules and the bounds they give are in docs/exporter.md,
+// "How a cycle orders its walks".
 func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, policy Policy) []Walk {
 	unlimitedInterval, tolerance, costly, share := policy.UnlimitedInterval, policy.Tolerance, policy.Costly, policy.Share
 	type candidate struct {

@@ -33,29 +33,16 @@ func Table(app *kingpin.Application) string {
 	return b.String()
 }
 
-// Table renders the renamed flags as a Markdown table of old and new names.
-func (r *Renamed) Table() string {
-	var b strings.Builder
-	b.WriteString("| deprecated spelling | use |\n| --- | --- |\n")
-	for _, rn := range r.names {
-		fmt.Fprintf(&b, "| `--%s` | `--%s` |\n", rn.Old, rn.New)
-	}
-	return b.String()
-}
-
 // cell keeps a help text inside its table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
 
-// UpdateDoc sets section of the Markdown file at path to the flag table of app, followed by
-// the table of renamed flags when there are any, and reports whether the file changed: the
-// command's test regenerates the doc and fails while the committed one is stale.
-func UpdateDoc(path, section, generator string, app *kingpin.Application, renamed *Renamed) (changed bool, err error) {
+// UpdateDoc sets section of the Markdown file at path to the flag table of app and reports
+// whether the file changed: the command's test regenerates the doc and fails while the
+// committed one is stale.
+func UpdateDoc(path, section, generator string, app *kingpin.Application) (changed bool, err error) {
 	body := Table(app)
-	if renamed != nil && len(renamed.names) > 0 {
-		body += "\nDeprecated spellings, still accepted (each logs a warning once):\n\n" + renamed.Table()
-	}
 	before, err := os.ReadFile(path)
 	if err != nil {
 		return false, fmt.Errorf("cliflag: %w", err)

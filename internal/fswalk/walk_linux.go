@@ -210,26 +210,16 @@ type subdir struct {
 	uncounted bool
 }
 
-// MeasureDiskUsage walks root like `du -s -B1 -x`: it does not follow symbolic
-// links, does not cross into other filesystems, counts each hard-linked inode once
-// and tolerates entries that vanish during the walk. Up to opts.Concurrency folders are
-// read at once. With opts.Meter, each walking goroutine charges its thread's CPU time to it.
-//
-// The tenant owning the volume controls its content and may change it during the
-// walk, so every folder is opened relative to its parent's fd, never by path (no
-// PATH_MAX limit, no symbolic link followed), with dirFlags, and entered only if it
-// is still the inode the parent's listing saw. A folder replaced by something else
-// after its listing is not entered: its own inode was counted as listed, and what
-// replaced it is new, as any entry created during a walk is.
-//
-// A tenant may also move its data, during the walk, from a folder not read yet to one read
-// already: no walk can see it there. So the walk notes every folder that changed after it
-// started (DiskUsage.Changed), walks again up to opts.Retries times while any did, and
-// calls what it found then a lower bound.
-//
-// An error is returned when root itself cannot be measured; unreadable entries below it
-// are counted in DiskUsage.Unreadable. When ctx ends first, the walk returns what it counted
-// until then, CutShort, with an error wrapping ctx.Err().
+// MeasureDiskUsage walks root like `du -s -B1 -x`: no symbolic link followed, no other
+// filesystem entered, each hard-linked inode counted once, vanished entries tolerated. Up to
+// opts.Concurrency folders are read at once; with opts.Meter each walking goroutine charges
+// its thread's CPU time to it. The tenant controls the content, so every folder is opened
+// relative to its parent's fd with dirFlags and entered only if it is still the inode listed.
+// Data moved during the walk from an unread folder to a read one is caught by walking again
+// (up to opts.Retries) while a folder changed (DiskUsage.Changed), else the result is a lower
+// bound. An error means root itself could not be measured (unreadable entries below it are
+// counted in DiskUsage.Unreadable); when ctx ends first, it returns what it counted, CutShort,
+// with an error wrapping ctx.Err().
 func MeasureDiskUsage(ctx context.Context, root string, opts Options) (DiskUsage, error) {
 	du, err := walkOnce(ctx, root, opts)
 	for try := 0; try < opts.Retries && err == nil && du.Changed > 0; try++ {

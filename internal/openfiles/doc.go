@@ -1,17 +1,10 @@
 // Package openfiles counts what no walk can: the regular files that processes hold open after
-// their last name is gone (nlink 0), on one folder's filesystem, below that folder.
-//
-// A file is attributed to a folder by the mount the process opened it through (fdinfo's
-// mnt_id in the process's own mountinfo): that mount's root, a path from its filesystem's root
-// the kubelet chose when it bind-mounted the volume, must be the folder or below it. Neither the
-// file's former name nor anything else a tenant writes takes part. Each inode (device and
-// number) counts once, however many descriptors and processes hold it, with its allocated
-// blocks (st_blocks × 512), as a walk counts a file.
-//
-// Reading another process's descriptors needs PTRACE_MODE_READ on it: CAP_SYS_PTRACE unless
-// its capabilities are a subset of the reader's, and no Landlock domain on the reader (a
-// sandboxed process may not inspect one outside its sandbox). The system calls live in
-// *_linux.go, with stubs that return an error wrapping errors.ErrUnsupported elsewhere.
+// their last name is gone (nlink 0), on one folder's filesystem, below that folder. A file is
+// attributed by the mount the process opened it through (fdinfo's mnt_id): that mount's root,
+// chosen by the kubelet, must be the folder or below it; nothing a tenant writes takes part.
+// Each inode counts once, with its allocated blocks, as a walk counts a file. Reading another
+// process's descriptors needs PTRACE_MODE_READ (CAP_SYS_PTRACE, no Landlock domain on the
+// reader). The system calls live in *_linux.go.
 package openfiles
 
 import "errors"

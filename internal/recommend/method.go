@@ -1,22 +1,10 @@
 // Package recommend computes the limits docs/recommendations.md describes: for each
 // workload, a sizeLimit for each disk emptyDir and an ephemeral-storage request and limit for
-// each container (and what its pod as a whole needs), from the usage Prometheus holds.
-//
-// The method, in one place:
-//
-//   - Identity. The exporter publishes emptydir_pod_workload_info (exporter/workload.go), one
-//     series per pod naming its workload from the pod's controller reference; every usage
-//     series is joined to it by uid, so pods recreated under new names, restarted containers
-//     and rolled-out ReplicaSets all pool into their workload.
-//   - Pooling. Every Step (5m), the largest usage of any of the workload's pods within that
-//     step (max_over_time, then max across pods) makes one point: a limit is per pod, and must
-//     hold the largest replica. The recording rules record these points
-//     (StepName(...)); without the rules, a subquery computes the same points.
-//   - Statistics over the window: the peak (max of the points, so every raw sample's maximum)
-//     and the Quantile (Prometheus' quantile_over_time, reproduced by Quantile).
-//   - Suggestion. Limit and sizeLimit: Round(peak × (1 + Headroom)); request: Round(quantile).
-//     A spike sets the limit (a lower limit would have evicted at it) but not the request.
-//   - History. Fewer than MinHistory / Step points: no suggestion, and says so.
+// each container (and its pod), from the usage Prometheus holds. Usage series are joined to
+// emptydir_pod_workload_info by uid, so a workload's pods pool; every Step the largest usage of
+// any of its pods makes one point (recorded by the rules, StepName, or a subquery); the limit
+// is Round(peak × (1 + Headroom)), the request Round(Quantile of the points), and fewer than
+// MinHistory / Step points give no suggestion (docs/recommendations.md, "The method").
 package recommend
 
 import (

@@ -752,22 +752,11 @@ remediator:
 `), &all.Values); err != nil {
 		t.Fatal(err)
 	}
-	// Values written before the flags were renamed keep working: their keys render the old
-	// spellings, which the command still takes (deprecated, with a warning).
-	renamed := release("guard")
-	if err := yaml.Unmarshal([]byte(`
-remediator:
-  flags: {threshold-ratio: 0.9, cooldown: 10m, max-evictions-per-node: 1, max-evictions-per-namespace: 2, max-evictions: 3,
-    cap-window: 1h, max-measurement-age: 1m, opt-out-annotation: example.com/no-evict, allow-daemonset-pods: true,
-    allow-critical-pods: false, allow-mirror-pods: true}
-`), &renamed.Values); err != nil {
-		t.Fatal(err)
-	}
 	// The negated boolean and the flags without their folders parse too.
 	noEphemeral, noContainerd := release("guard"), release("guard")
 	noEphemeral.Values = map[string]any{"exporter": map[string]any{"ephemeralStorage": map[string]any{"enabled": false}}}
 	noContainerd.Values = map[string]any{"exporter": map[string]any{"ephemeralStorage": map[string]any{"containerd": map[string]any{"enabled": false}}}}
-	releases := map[string]helmchart.Release{"every flag": all, "deprecated flag keys": renamed, "base": helmchart.BaseRelease(root, nil),
+	releases := map[string]helmchart.Release{"every flag": all, "base": helmchart.BaseRelease(root, nil),
 		"ephemeral storage off": noEphemeral, "containerd off": noContainerd}
 	files, _ := filepath.Glob(valuesFile("*-values.yaml"))
 	for _, f := range files {
