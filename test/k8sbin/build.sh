@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the cluster tests run, from the pinned
-# k8s.io/kubernetes module in this folder. The first build takes ~13 minutes on
+# k8s.io/kubernetes module in this folder. The first build takes ~7 minutes on
 # 2 cores; the Go build cache and the output folder make later runs instant.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
