@@ -5,7 +5,11 @@
 // the product, it keeps it. `make generate` runs it, so check-generated fails when a bump of the
 // product's go.mod leaves a tool module behind.
 //
-//	go run ./alignmodules PRODUCT_DIR MODULE_DIR...
+//	go run ./alignmodules PRODUCT_DIR MODULE_DIR[:KEEP_PREFIX,...]...
+//
+// A module directory may name path prefixes to leave alone after a colon
+// (test/prometheus:k8s.io/,sigs.k8s.io/): modules a pinned tool cannot build with at the
+// product's versions.
 package main
 
 import (
@@ -35,14 +39,19 @@ func run(product string, modules []string) error {
 	if err != nil {
 		return err
 	}
-	for _, dir := range modules {
+	for _, arg := range modules {
+		dir, keepList, _ := strings.Cut(arg, ":")
+		var keep []string
+		if keepList != "" {
+			keep = strings.Split(keepList, ",")
+		}
 		have, err := versions(dir)
 		if err != nil {
 			return err
 		}
 		var raise []string
 		for path, v := range have {
-			if w, ok := want[path]; ok && semver.Compare(w, v) > 0 {
+			if w, ok := want[path]; ok && semver.Compare(w, v) > 0 && !hasAnyPrefix(path, keep) {
 				raise = append(raise, "-require="+path+"@"+w)
 			}
 		}
@@ -57,6 +66,15 @@ func run(product string, modules []string) error {
 		}
 	}
 	return nil
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // versions lists the selected version of every module in dir's build list but its own.
