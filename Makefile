@@ -37,9 +37,9 @@ LDFLAGS   := -s -w \
 
 # Go modules with code of our own, for govulncheck (test/k8sbin and test/crio only pin Kubernetes
 # and CRI-O; tools/ only pins the tools; tools/ocimage builds the image); golangci-lint also reads
-# the test-only ones.
+# the test-only ones and tools/ (tools/alignmodules).
 GO_MODULES := . dashboards/generator tools/ocimage
-LINT_MODULES := $(GO_MODULES) test/bench test/helm
+LINT_MODULES := $(GO_MODULES) test/bench test/helm tools
 TOOLS_BIN  := $(BIN)/tools
 # Inputs each fuzz target tries in `make test` (a count, see hack/fuzz.sh).
 FUZZTIME   ?= 20000x
@@ -293,6 +293,7 @@ vulncheck: tools
 # their own in yet another configuration.
 unit: build
 	CGO_ENABLED=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) $(GOTEST) -race -count=1 ./...
+	cd tools && $(GOTEST) -count=1 ./alignmodules/
 
 # Every fuzz target for FUZZTIME inputs; a crasher lands in <package>/testdata/fuzz/ to be committed.
 fuzz:

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"golang.org/x/mod/semver"
@@ -49,16 +50,15 @@ func run(product string, modules []string) error {
 		if err != nil {
 			return err
 		}
-		var raise []string
-		for path, v := range have {
-			if w, ok := want[path]; ok && semver.Compare(w, v) > 0 && !hasAnyPrefix(path, keep) {
-				raise = append(raise, "-require="+path+"@"+w)
-			}
-		}
+		raise := raises(want, have, keep)
 		if len(raise) == 0 {
 			continue
 		}
-		if err := gocmd(dir, append([]string{"mod", "edit"}, raise...)...); err != nil {
+		args := []string{"mod", "edit"}
+		for _, r := range raise {
+			args = append(args, "-require="+r)
+		}
+		if err := gocmd(dir, args...); err != nil {
 			return err
 		}
 		if err := gocmd(dir, "mod", "tidy"); err != nil {
@@ -66,6 +66,19 @@ func run(product string, modules []string) error {
 		}
 	}
 	return nil
+}
+
+// raises lists, sorted, path@version for each module the tool selects at an older version than
+// the product, but those under a kept prefix.
+func raises(product, tool map[string]string, keep []string) []string {
+	var out []string
+	for path, v := range tool {
+		if w, ok := product[path]; ok && semver.Compare(w, v) > 0 && !hasAnyPrefix(path, keep) {
+			out = append(out, path+"@"+w)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {
@@ -97,7 +110,7 @@ func versions(dir string) (map[string]string, error) {
 }
 
 func gocmd(dir string, args ...string) error {
-	cmd := exec.Command("go", args...)
+	cmd := exec.Command("go", args...) //nolint:gosec // G204: go mod edit/tidy with module paths from go list, run by make generate
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
