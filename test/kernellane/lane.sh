@@ -82,7 +82,11 @@ exec 9>&-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 initrd="$work/initrd"
-mkdir -p "$initrd"/{bin,sbin,dev,proc,sys,tmp,lib/modules}
+mkdir -p "$initrd"/{bin,sbin,dev,proc,sys,tmp,lib/modules,etc}
+# Every system has them; a static (pure Go) kubelet reads /etc/passwd for its user namespace
+# mappings and fails without the file.
+echo 'root:x:0:0:root:/root:/bin/sh' >"$initrd/etc/passwd"
+echo 'root:x:0:' >"$initrd/etc/group"
 cp /bin/busybox "$initrd/bin/busybox"
 for applet in sh mount umount mkdir cat echo grep sync poweroff sleep ifconfig chroot; do ln -s busybox "$initrd/bin/$applet"; done
 cp -a "$CACHE/root/lib/modules/$KERNEL_ABI" "$initrd/lib/modules/"
@@ -94,7 +98,8 @@ copy_with_libs() {
   for f in "$@"; do
     f=$(readlink -f "$(command -v "$f")")
     mkdir -p "$initrd$(dirname "$f")" && cp -n "$f" "$initrd$f"
-    ldd "$f" 2>/dev/null | grep -o '/[^ ]*' | while read -r lib; do
+    # A static binary (the kubelet, built as k0s ships it) has none: ldd and grep fail.
+    { ldd "$f" 2>/dev/null || true; } | { grep -o '/[^ ]*' || true; } | while read -r lib; do
       mkdir -p "$initrd$(dirname "$lib")" && cp -nL "$lib" "$initrd$lib"
     done
   done
