@@ -149,3 +149,18 @@ func (s *Server) leadership(now time.Time) (leaseEnd time.Time, ok bool) {
 	at := time.Unix(0, renewed)
 	return at.Add(timing.leaseDuration), now.Before(at.Add(timing.renewDeadline))
 }
+
+// checkLeadership stops a replica that lost the Lease while it measured: only the leader acts.
+func (s *Server) checkLeadership(ctx context.Context, r *remediation) (bool, error) {
+	// Leadership may have moved while this payload was worked through (measurements take
+	// long): ask again right before acting, against the time of the last Lease renewal, not
+	// only the elector's flag.
+	leaseEnd, leading := s.leadership(time.Now())
+	if !leading {
+		s.releaseSlot(ctx, r.slot)
+		r.decide(OutcomeNotLeader, "not_leader", "%s; not evicted: this replica is no longer the leader, retry", r.usage)
+		return true, nil
+	}
+	r.leaseEnd = leaseEnd
+	return false, nil
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -151,6 +152,66 @@ func (l *ledger) capsReached(ctx context.Context, namespace string, now time.Tim
 	return "", "", nil
 }
 
+// answerFromLedger answers a pod UID already evicted, or being evicted, from the watch cache.
+func (s *Server) answerFromLedger(ctx context.Context, r *remediation) (bool, error) {
+	// A delivery of a pod already evicted, or being evicted by another replica, is answered
+	// without an API request, so bursts of duplicates do not queue in the client's rate limit.
+	// A dry-run entry (cooldown) is left to the checks after it, which name their own reasons.
+	last, remembered, err := s.ledger.last(ctx, r.t.UID)
+	if err != nil {
+		r.decide(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
+		return true, err
+	}
+	r.last, r.remembered = last, remembered
+	if remembered && last.Outcome != OutcomeDryRun {
+		if reason, why := s.ledger.declines(r.t.UID, last, s.now()); reason != "" {
+			r.decide(OutcomeSkipped, reason, "pod %s/%s: %s", r.t.Namespace, r.t.Pod, why)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// declineAtCaps answers a storm beyond a namespace's or the cluster's cap without the pod.
+func (s *Server) declineAtCaps(ctx context.Context, r *remediation) (bool, error) {
+	// The answer is known without the pod, its measurement or an Event, so a fleet-wide storm
+	// beyond the caps costs no API request per delivery. Nothing was verified, so nothing is
+	// recorded on the pod. A UID the ledger holds may hold a slot of its own (an unconfirmed
+	// attempt): reserve decides for it.
+	if r.remembered {
+		return false, nil
+	}
+	reason, why, err := s.ledger.capsReached(ctx, r.t.Namespace, s.now(), s.cfg.Caps)
+	if err != nil {
+		r.decide(OutcomeError, "ledger_error", "reading the eviction ledger failed; nothing done, retry")
+		return true, err
+	}
+	if reason != "" {
+		r.decide(OutcomeSkipped, reason, "pod %s/%s not checked: %s", r.t.Namespace, r.t.Pod, why)
+		return true, nil
+	}
+	return false, nil
+}
+
+// reserveSlot lets the stored ledger decide: another replica may have acted since last was read.
+func (s *Server) reserveSlot(ctx context.Context, r *remediation) (bool, error) {
+	pod, usage := r.pod, r.usage
+	slot, reason, why, err := s.ledger.reserve(ctx, r.t.UID, pod.Spec.NodeName, pod.Namespace, r.now, s.cfg.Caps)
+	if err != nil {
+		r.decide(OutcomeError, "ledger_error", "%s; reserving an eviction slot in the ledger failed; nothing done, retry", usage)
+		return true, err
+	}
+	if reason != "" {
+		r.decide(OutcomeSkipped, reason, "%s; not evicted: %s", usage, why)
+		if reason != SkipCooldown && reason != SkipDuplicate {
+			s.recorder.Eventf(pod, nil, corev1.EventTypeWarning, EventOverLimit, ActionCheck, "%s; not evicted: %s", usage, why)
+		}
+		return true, nil
+	}
+	r.slot = slot
+	return false, nil
+}
+
 // records are the entries as the caps count them.
 func records(entries []ledgerEntry) []evictionRecord {
 	recs := make([]evictionRecord, 0, len(entries))
@@ -245,6 +306,30 @@ func (r *reservation) release(ctx context.Context) error {
 	}
 	return nil
 }
+
+// commitSlot records an eviction in the ledger. On failure the slot stays reserved, which
+// counts against the caps and the cooldown all the same.
+func (s *Server) commitSlot(ctx context.Context, slot *reservation, outcome Outcome, at time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+	if err := slot.commit(ctx, outcome, at); err != nil {
+		s.logger.Warn("eviction ledger not updated; the slot stays reserved", "err", err)
+	}
+}
+
+// releaseSlot gives a slot back after no eviction happened. On failure the slot stays held
+// until the cap window ends: fewer evictions, never more.
+func (s *Server) releaseSlot(ctx context.Context, slot *reservation) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ledgerWriteTimeout)
+	defer cancel()
+	if err := slot.release(ctx); err != nil {
+		s.logger.Warn("eviction slot not released; it stays held until the cap window ends", "err", err)
+	}
+}
+
+// ledgerWriteTimeout bounds recording the result of an eviction that already happened, even
+// when the alert's own time ran out.
+const ledgerWriteTimeout = 10 * time.Second
 
 // update loads the state, prunes it at now (unless zero), applies change and saves the
 // result when change or the pruning modified it, retrying on conflicts with another writer.

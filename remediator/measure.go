@@ -171,3 +171,55 @@ func checkFresh(measuredAt, now time.Time, maxAge time.Duration) error {
 	}
 	return nil
 }
+
+// measure takes a live measurement: never the alert's numbers, never a stale value.
+func (s *Server) measure(ctx context.Context, r *remediation) (bool, error) {
+	m, err := s.liveMeasurement(ctx, r.pod, r.subject)
+	if err != nil {
+		reason := measurementReason(err)
+		s.metrics.measureErrors.WithLabelValues(reason).Inc()
+		r.decide(OutcomeError, "measurement_"+reason, "live measurement of %s failed (%s); nothing done, retry", r.subject, reason)
+		return true, fmt.Errorf("measuring %s of pod %s/%s: %w", r.subject, r.t.Namespace, r.t.Pod, err)
+	}
+	r.m = m
+	r.usage = s.recordUsage(r.res, r.subject, m, r.limit)
+	return false, nil
+}
+
+// liveMeasurement returns a fresh measurement of the subject of pod: the last one of the same
+// pod UID and subject while it is still fresh, else a new one from the measurer. Every
+// measurement is checked (the pod's node, freshness) before it is used or kept.
+func (s *Server) liveMeasurement(ctx context.Context, pod *corev1.Pod, subject Subject) (Measurement, error) {
+	if m, ok := s.measurements.get(string(pod.UID), subject, s.now()); ok {
+		s.metrics.measureReused.Inc()
+		return m, nil
+	}
+	start := time.Now()
+	m, err := s.measurer.Measure(ctx, pod, subject)
+	s.metrics.measureDuration.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return Measurement{}, err
+	}
+	now := s.now()
+	if err := checkMeasurement(m, pod, now, s.cfg.MaxMeasurementAge); err != nil {
+		return Measurement{}, err
+	}
+	s.measurements.put(string(pod.UID), subject, m, now)
+	return m, nil
+}
+
+// recordUsage puts measurement m of subject into res and returns the usage as messages say it.
+func (s *Server) recordUsage(res *AlertResult, subject Subject, m Measurement, limit int64) string {
+	used := m.UsedBytes
+	res.UsedBytes, res.Source, res.UnreadableEntries, res.LowerBound = &used, m.Source, m.UnreadableEntries, m.LowerBound()
+	usage := fmt.Sprintf("%s uses %s (measured %s by %s), limit %s", subject, quantity(used),
+		m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
+	if m.LowerBound() {
+		usage = fmt.Sprintf("%s uses at least %s (%s; measured %s by %s), limit %s", subject,
+			quantity(used), m.incompleteWhy(), m.MeasuredAt.UTC().Format(time.RFC3339), m.Source, quantity(limit))
+	}
+	if s.cfg.ThresholdRatio != 1 {
+		usage += fmt.Sprintf(" × threshold ratio %g", s.cfg.ThresholdRatio)
+	}
+	return usage
+}

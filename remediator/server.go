@@ -44,7 +44,7 @@ type Server struct {
 	// measurements keeps fresh live measurements for the retries of refused evictions.
 	measurements *measurementCache
 	// blocked keeps the over-limit measurements of pods whose eviction a PodDisruptionBudget
-	// refused, for up to blockedReuseMaxAge (remediate).
+	// refused, for up to blockedReuseMaxAge (answerStillBlocked).
 	blocked *measurementCache
 	// bearerFile is Config.BearerTokenFile, re-read when it is rotated.
 	bearerFile *tokenFile
