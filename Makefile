@@ -350,14 +350,16 @@ export RECORD
 # make test runs as root: a unit test that needs root (fswalktest.RequireRoot, mounting a tmpfs)
 # fails there instead of skipping, as it does under plain go test.
 # The stages run through hack/test-stages.sh, which prints a table of their times at the end:
-# the cheap ones that find most mistakes first, after vet (whose compiles the test tools reuse)
+# the cheap ones that find most mistakes first; after vet (whose compiles the test tools reuse)
 # the test-tool builds (&: in the background, niced, taking the CPU the foreground stages leave
-# idle; ^: at full share once unit has passed) and the kernel lane's host part (@: in the
-# background at normal priority, the later stages niced); the real-cluster suite and the lane's
-# kubelet part once the tools are built, beside the CPU-bound stages that follow, none of which
-# writes what it reads (bin/'s commands and image).
-TEST_STAGES := deps vet &test-tools @test-kernel-lane-host test-rules test-dashboards check-generated build image \
-  @test-cluster<test-tools @test-kernel-lane-kubelet<test-tools unit ^test-tools test-ocimage lint vulncheck fuzz test-helm wait
+# idle) until test-cluster needs them; the real-cluster suite (@: in the background at normal
+# priority, the later stages niced) beside the CPU-bound stages that follow, none of which writes
+# what it reads (bin/'s commands and image). A cold run measured the kernel lane's host part in
+# the background from the start instead: the foreground's compiles lost its CPU, and the tools
+# and the suite ended 14 minutes later (CONTRIBUTING.md).
+TEST_STAGES := deps vet &test-tools test-rules test-dashboards check-generated build image \
+  @test-cluster<test-tools unit test-ocimage lint vulncheck test-kernel-lane-host wait:test-tools test-kernel-lane-kubelet \
+  fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1

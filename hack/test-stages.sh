@@ -14,10 +14,6 @@
 #   @name<dep  the same, but name starts only once the background stage dep has succeeded
 #           (and not at all if it failed), without holding up the foreground stages meanwhile:
 #           the suite starts as soon as its tools are built, cold or warm.
-#   ^name   raises the background stage name to niceness 0 (as root; elsewhere it stays): the
-#           test-tool builds soak up idle CPU while the fail-fast stages run, then, once unit has
-#           passed, take their full share, so that the real-cluster suite that waits for them
-#           starts in time to run beside the CPU-bound stages instead of after them.
 #   wait:name  waits for that background stage; wait  for all of them. A failed one fails the
 #           run, printing the end of its log ($(BIN)/stages/<name>.log).
 #
@@ -196,15 +192,6 @@ for stage in "$@"; do
     @*)
       start_background "${stage#@}" 0
       fg_nice=10
-      ;;
-    ^*)
-      stage=${stage#^}
-      [ -n "${bg_pid[$stage]:-}" ] || { echo "test-stages: ^$stage: no background stage $stage" >&2; exit 1; }
-      if renice -n 0 -g "${bg_pid[$stage]}" >/dev/null 2>&1; then
-        echo "test-stages: $stage now runs at niceness 0"
-      else
-        echo "test-stages: $stage stays at its niceness (raising it needs root)"
-      fi
       ;;
     wait)
       wait_background || exit 1

@@ -60,7 +60,7 @@ fi
 
 # The kernel, its modules with a modules.dep, and its uncompressed vmlinux: booted through
 # its PVH entry, it skips the bzImage's XZ decompression (seconds under emulation). Prepared
-# under a lock: make test runs two lanes at once.
+# under a lock: lanes may start at once (make -j).
 mkdir -p "$(dirname "$CACHE")"
 exec 9>"$CACHE.lock"
 flock 9
