@@ -354,9 +354,9 @@ export RECORD
 # the test-tool builds (&: in the background, niced, taking the CPU the foreground stages leave
 # idle) until test-cluster needs them; the real-cluster suite (@: in the background at normal
 # priority, the later stages niced) beside the CPU-bound stages that follow, none of which writes
-# what it reads (bin/'s commands and image). A cold run measured the kernel lane's host part in
-# the background from the start instead: the foreground's compiles lost its CPU, and the tools
-# and the suite ended 14 minutes later (CONTRIBUTING.md).
+# what it reads (bin/'s commands and image). The kernel lane's host part in the background from
+# the start was measured cold (05c643f, CONTRIBUTING.md): its emulated VMs took the CPU the
+# niced tool builds live on, they ended at 47 minutes instead of 35, and the suite came last.
 TEST_STAGES := deps vet &test-tools test-rules test-dashboards check-generated build image \
   @test-cluster<test-tools unit test-ocimage lint vulncheck test-kernel-lane-host wait:test-tools test-kernel-lane-kubelet \
   fuzz test-helm wait
