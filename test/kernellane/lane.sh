@@ -4,6 +4,7 @@
 # (XFS and ext4 project quotas: CONFIG_XFS_QUOTA, CONFIG_QFMT_V2). See docs/kernel-lane.md.
 #
 #   test/kernellane/lane.sh <package> [go test flags...]
+#   test/kernellane/lane.sh '<package> <package>...' [go test flags...]   (one boot, in turn)
 #
 # Optional environment:
 #   KERNEL_LANE_MODULE   the Go module the package is in, as a folder (default: the current one)
@@ -110,7 +111,14 @@ ln -s "$(readlink -f "$(command -v mke2fs)")" "$initrd/sbin/mkfs.ext4"
 ln -sf "$(readlink -f "$(command -v kmod)")" "$initrd/sbin/modprobe"
 [ -e /lib64 ] && [ ! -e "$initrd/lib64" ] && ln -s usr/lib64 "$initrd/lib64" 2>/dev/null || true
 
-CGO_ENABLED=0 "$GO" test -C "$module" -c -o "$initrd/test.bin" "$pkg"
+# One boot for several packages (a quoted list): each package's test binary runs in turn.
+tests=""
+i=0
+for p in $pkg; do
+  CGO_ENABLED=0 "$GO" test -C "$module" -c -o "$initrd/test$i.bin" "$p"
+  tests+=" /test$i.bin"
+  i=$((i + 1))
+done
 
 args=""
 for a in "$@"; do args+=" '${a//\'/}'"; done
@@ -168,8 +176,11 @@ $cgroups
 $mount_disk
 $exports
 read up _ < /proc/uptime; echo "lane: the test starts at uptime \$up s"
-cd /tmp && TMPDIR=/tmp /test.bin -test.v$args
-code=\$?
+code=0
+for t in$tests; do
+  echo "lane: \$t"
+  cd /tmp && TMPDIR=/tmp \$t -test.v$args || code=\$?
+done
 $umount_disk
 echo "KERNEL-LANE-EXIT \$code"
 sync; poweroff -f
