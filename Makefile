@@ -306,9 +306,9 @@ fuzz:
 # containerd in another v2 boot; a skip there fails.
 # Where the host kernel has the features, `make unit` runs them natively too.
 KERNEL_LANE_TESTS ?= ProjectQuota
-# make test runs its two parts as stages of their own: test-kernel-lane-host needs nothing
-# built (the project-quota tests of three packages share one boot: a boot under emulation is
-# about half a minute of a core); test-kernel-lane-kubelet once the tools (the kubelet) are built.
+# make test runs both parts once the tools (the kubelet) are built, beside the other stages; the
+# project-quota tests of three packages share one boot (a boot under emulation is about half a
+# minute of a core).
 .PHONY: test-kernel-lane test-kernel-lane-host test-kernel-lane-kubelet
 test-kernel-lane: test-kernel-lane-host test-kernel-lane-kubelet
 test-kernel-lane-host: deps
@@ -351,14 +351,13 @@ export RECORD
 # The stages run through hack/test-stages.sh, which prints a table of their times at the end:
 # the cheap ones that find most mistakes first; after vet (whose compiles the test tools reuse)
 # the test-tool builds (&: in the background, niced, taking the CPU the foreground stages leave
-# idle) until test-cluster needs them; the real-cluster suite (@: in the background at normal
-# priority, the later stages niced) beside the CPU-bound stages that follow, none of which writes
-# what it reads (bin/'s commands and image). The kernel lane's host part in the background from
-# the start was measured cold (05c643f, CONTRIBUTING.md): its emulated VMs took the CPU the
-# niced tool builds live on, they ended at 47 minutes instead of 35, and the suite came last.
+# idle). Once they are built, the real-cluster suite and the kernel lane start (@...<test-tools:
+# in the background at normal priority, the later stages niced): both wait on a cluster or an
+# emulated VM most of the time, so the CPU-bound stages go on beside them, and none of those
+# writes what they read (bin/'s commands and image). The lane started before the tools are built
+# takes the CPU the niced builds live on (measured cold at 05c643f, CONTRIBUTING.md).
 TEST_STAGES := deps vet &test-tools test-rules test-dashboards check-generated build image \
-  @test-cluster<test-tools unit test-ocimage lint vulncheck test-kernel-lane-host wait:test-tools test-kernel-lane-kubelet \
-  fuzz test-helm wait
+  @test-cluster<test-tools @test-kernel-lane<test-tools unit test-ocimage lint vulncheck fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
 test: export EMPTYDIR_GUARD_REQUIRE_ROOT := 1
