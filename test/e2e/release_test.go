@@ -304,23 +304,9 @@ func requirePulled(ctx context.Context, t *testing.T, c *cluster.Cluster, pods [
 	t.Helper()
 	var pulls []string
 	for _, p := range pods {
-		// The kubelet sets a container's ImageID once it has created it; the remediators may
-		// still be starting (seen under a cold make test's load), so wait for that first.
-		framework.Eventually(t, 2*time.Minute, 500*time.Millisecond, p.Name+"'s containers created", func() (bool, string) {
-			var err error
-			if p, err = c.Client().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); err != nil {
-				return false, err.Error()
-			}
-			if len(p.Status.ContainerStatuses) < len(p.Spec.Containers) {
-				return false, fmt.Sprintf("%d of %d container statuses", len(p.Status.ContainerStatuses), len(p.Spec.Containers))
-			}
-			for _, s := range p.Status.ContainerStatuses {
-				if s.ImageID == "" {
-					return false, s.Name + " has no image ID yet"
-				}
-			}
-			return true, ""
-		})
+		// ImageID is set once the kubelet has created the container; under a cold make test's
+		// load the remediators may still be starting, so wait for them as evictSeed does.
+		p = deployWaitReady(ctx, t, c, p)
 		for _, s := range p.Status.ContainerStatuses {
 			if s.ImageID != indexRef {
 				t.Errorf("pod %s container %s runs image %s (%s), want the released index %s", p.Name, s.Name, s.Image, s.ImageID, indexRef)
