@@ -145,14 +145,19 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			// A volume with a limit is published at the trigger's pace: its over-limit series,
 			// what EmptyDirOverLimit reads, and its usage and limit, which the alert's
 			// description and the dashboards read beside it.
-			if limited := r.Volume.LimitBytes != nil; limited && sel&selectTrigger != 0 {
+			// The age goes with the usage it dates: a value and its age from two scrapes of
+			// different times cannot be paired.
+			limited := r.Volume.LimitBytes != nil
+			if limited && sel&selectTrigger != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
 				if over, ok := emptyDirOverLimit(r); ok {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
+				gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 			} else if !limited && sel&selectVolumes != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
+				gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 			}
 			if sel&selectVolumes == 0 {
 				continue
@@ -181,7 +186,6 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			if m.Method != "" {
 				gauge(measurementInfoDesc, 1, append(lv, m.Method)...)
 			}
-			gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 			if !r.UnchangedAt.IsZero() {
 				gauge(unchangedDesc, unixSeconds(r.UnchangedAt), lv...)
 			}

@@ -83,8 +83,9 @@ func TestCollectorsPartitionTheExporter(t *testing.T) {
 }
 
 // TestTriggerCollectorHoldsWhatTheAlertsRead: the trigger collector holds the over-limit
-// series of what is over its limit, and the usage and the limit of every emptyDir, pod and
-// container that has a limit, and nothing else (not the memory volume without a sizeLimit,
+// series of what is over its limit, and the usage, the limit and the measurement's age of every
+// emptyDir, pod and container that has a limit (the age dates the usage only in the same
+// scrape), and nothing else (not the memory volume without a sizeLimit,
 // the pod's parts or the container without a limit).
 func TestTriggerCollectorHoldsWhatTheAlertsRead(t *testing.T) {
 	fx := collectorsFixtures(t)
@@ -95,6 +96,8 @@ func TestTriggerCollectorHoldsWhatTheAlertsRead(t *testing.T) {
 		"volumes": {
 			"emptydir_limit_bytes{" + cart + "}",
 			"emptydir_limit_bytes{" + front + "}",
+			"emptydir_measurement_age_seconds{" + cart + "}",
+			"emptydir_measurement_age_seconds{" + front + "}",
 			"emptydir_over_limit_bytes{" + cart + "}",
 			"emptydir_used_bytes{" + cart + "}",
 			"emptydir_used_bytes{" + front + "}",
@@ -104,6 +107,7 @@ func TestTriggerCollectorHoldsWhatTheAlertsRead(t *testing.T) {
 			`emptydir_container_ephemeral_storage_over_limit_bytes{container="main",` + pod + "}",
 			`emptydir_container_ephemeral_storage_used_bytes{container="main",` + pod + "}",
 			"emptydir_pod_ephemeral_storage_limit_bytes{" + pod + "}",
+			"emptydir_pod_ephemeral_storage_measurement_age_seconds{" + pod + "}",
 			"emptydir_pod_ephemeral_storage_used_bytes{" + pod + "}",
 		},
 	} {
@@ -161,7 +165,7 @@ func TestMetricsHandlerSelectsCollectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	trigger := []string{"emptydir_container_ephemeral_storage_limit_bytes", "emptydir_container_ephemeral_storage_over_limit_bytes", "emptydir_container_ephemeral_storage_used_bytes",
-		"emptydir_pod_ephemeral_storage_limit_bytes", "emptydir_pod_ephemeral_storage_used_bytes"}
+		"emptydir_pod_ephemeral_storage_limit_bytes", "emptydir_pod_ephemeral_storage_measurement_age_seconds", "emptydir_pod_ephemeral_storage_used_bytes"}
 
 	code, body := get(t, h, "/metrics?collect[]=trigger", "")
 	if got := families(t, body); code != http.StatusOK || !slices.Equal(got, trigger) {

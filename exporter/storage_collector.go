@@ -100,6 +100,10 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		volumeOver := anyEmptyDirOverLimit(results)
 		_, podOver := volume.OverLimit(u.UsedBytes, u.LimitBytes)
 		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, volumeOver, lv)
+		// The age dates the usage series: at the trigger's pace where one of them is a trigger's.
+		if limited := hasLimit(u); !u.MeasuredAt.IsZero() && ((limited && sel&selectTrigger != 0) || (!limited && storage)) {
+			gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
+		}
 		if storage {
 			for _, part := range []string{volume.PartEmptyDir, volume.PartWritableLayer, volume.PartLogs, volume.PartOther} {
 				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
@@ -109,9 +113,6 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			}
 			if since, ok := snap.podIncompleteSince[p.UID]; ok {
 				gauge(podIncompleteSinceDesc, unixSeconds(since), lv...)
-			}
-			if !u.MeasuredAt.IsZero() {
-				gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
 			}
 		}
 		for _, c := range u.Containers {
@@ -164,3 +165,17 @@ func resultsByPod(volumes []volume.VolumeResult) map[string]map[string]volume.Vo
 
 // unixSeconds is t as a timestamp series spells it.
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// hasLimit reports whether the pod or one of its containers has an ephemeral-storage limit:
+// whether any of its usage series is a trigger series.
+func hasLimit(u StorageUsage) bool {
+	if u.LimitBytes != nil {
+		return true
+	}
+	for _, c := range u.Containers {
+		if c.LimitBytes != nil {
+			return true
+		}
+	}
+	return false
+}

@@ -400,6 +400,8 @@ func oursTimeline(ctx context.Context, t testing.TB, c *cluster.Cluster, s *fram
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The age comes in the same scrape as the usage (the trigger's), so a sample of each
+	// shares its timestamp: a usage without its age would date nothing.
 	ageAt := map[time.Time]float64{}
 	for _, smp := range ages {
 		for _, p := range smp.Values {
@@ -413,12 +415,20 @@ func oursTimeline(ctx context.Context, t testing.TB, c *cluster.Cluster, s *fram
 	} else {
 		row.metric = first.Time.Sub(w.T0)
 		row.ageAtScrape = ageAt[first.Time]
+		if _, ok := ageAt[first.Time]; !ok {
+			t.Errorf("no emptydir_measurement_age_seconds in the scrape of %v that carried the first over-limit usage", first.Time)
+		}
 	}
 	// Every over-limit value is du's, or part of the write from a walk that began while dd
 	// was still writing (the eviction may follow such a value before a full one is published).
 	for _, smp := range used {
 		for _, p := range smp.Values {
-			walkStart := p.Time.Add(-secs(ageAt[p.Time]))
+			age, dated := ageAt[p.Time]
+			walkStart := p.Time.Add(-secs(age))
+			if !dated && p.Value > framework.SeedLimit {
+				t.Errorf("emptydir_used_bytes = %v at %v has no emptydir_measurement_age_seconds in its scrape", p.Value, p.Time)
+				continue
+			}
 			if p.Value > framework.SeedLimit && int64(p.Value) != w.Du && (int64(p.Value) > w.Du || !walkStart.Before(w.T0)) {
 				t.Errorf("emptydir_used_bytes in Prometheus = %v at %v (walk began %v, dd ended %v), du -s -B1 = %d",
 					p.Value, p.Time, walkStart, w.T0, w.Du)
