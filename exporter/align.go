@@ -48,13 +48,13 @@ const (
 )
 
 var (
-	alignedDesc = prometheus.NewDesc("emptydir_exporter_collection_aligned",
+	alignedDesc = newDesc("emptydir_exporter_collection_aligned",
 		"1 when the collection cycle ends just before a regular scraper's scrapes, else 0.",
 		[]string{"node"}, nil)
-	scrapeIntervalDesc = prometheus.NewDesc("emptydir_exporter_aligned_scrape_interval_seconds",
+	scrapeIntervalDesc = newDesc("emptydir_exporter_aligned_scrape_interval_seconds",
 		"The interval in seconds of the scraper the collection cycle follows; absent when not aligned.",
 		[]string{"node"}, nil)
-	scrapeLeadDesc = prometheus.NewDesc("emptydir_exporter_aligned_scrape_lead_seconds",
+	scrapeLeadDesc = newDesc("emptydir_exporter_aligned_scrape_lead_seconds",
 		"Seconds the cycle was planned to end before the followed scraper's request.",
 		[]string{"node"}, nil)
 )

@@ -12,83 +12,83 @@ var volumeLabels = []string{"node", "namespace", "pod", "uid", "volume", "medium
 const unexplainedThreshold = 1 << 20
 
 var (
-	usedBytesDesc = prometheus.NewDesc("emptydir_used_bytes",
+	usedBytesDesc = newDesc("emptydir_used_bytes",
 		"Bytes the emptyDir volume uses: allocated blocks, hard-linked inodes once, symlinks not followed.",
 		volumeLabels, nil)
-	limitBytesDesc = prometheus.NewDesc("emptydir_limit_bytes",
+	limitBytesDesc = newDesc("emptydir_limit_bytes",
 		"The emptyDir volume's sizeLimit in bytes; absent when the volume has none.",
 		volumeLabels, nil)
-	overLimitBytesDesc = prometheus.NewDesc("emptydir_over_limit_bytes",
+	overLimitBytesDesc = newDesc("emptydir_over_limit_bytes",
 		"Bytes by which the emptyDir volume's usage exceeds its sizeLimit; present only while it does.",
 		volumeLabels, nil)
-	capacityBytesDesc = prometheus.NewDesc("emptydir_capacity_bytes",
+	capacityBytesDesc = newDesc("emptydir_capacity_bytes",
 		"Size of the filesystem backing the volume (the tmpfs size for medium Memory).",
 		volumeLabels, nil)
-	availableBytesDesc = prometheus.NewDesc("emptydir_available_bytes",
+	availableBytesDesc = newDesc("emptydir_available_bytes",
 		"Bytes available to unprivileged users on the filesystem backing the volume.",
 		volumeLabels, nil)
-	inodesUsedDesc = prometheus.NewDesc("emptydir_inodes_used",
+	inodesUsedDesc = newDesc("emptydir_inodes_used",
 		"Inodes the volume uses, hard-linked inodes once.",
 		volumeLabels, nil)
-	unreadableDesc = prometheus.NewDesc("emptydir_unreadable_entries",
+	unreadableDesc = newDesc("emptydir_unreadable_entries",
 		"Entries the last measurement could not read; above 0, emptydir_used_bytes is a lower bound.",
 		volumeLabels, nil)
-	incompleteDesc = prometheus.NewDesc("emptydir_measurement_incomplete",
+	incompleteDesc = newDesc("emptydir_measurement_incomplete",
 		"1 while the volume's last measurement is a lower bound of its usage, by reason.",
 		append(volumeLabels, "reason"), nil)
-	incompleteSinceDesc = prometheus.NewDesc("emptydir_measurement_incomplete_since_timestamp_seconds",
+	incompleteSinceDesc = newDesc("emptydir_measurement_incomplete_since_timestamp_seconds",
 		"Unix time in seconds when the volume's measurements became lower bounds; absent while complete.",
 		volumeLabels, nil)
-	quotaExcessDesc = prometheus.NewDesc("emptydir_project_quota_excess_bytes",
+	quotaExcessDesc = newDesc("emptydir_project_quota_excess_bytes",
 		"Bytes the volume's project quota counts beyond what its last checking walk found.",
 		volumeLabels, nil)
-	unexplainedDesc = prometheus.NewDesc("emptydir_unexplained_bytes",
+	unexplainedDesc = newDesc("emptydir_unexplained_bytes",
 		"Bytes of a memory volume's tmpfs that no name leads to: deleted files held open.",
 		volumeLabels, nil)
-	unlinkedOpenDesc = prometheus.NewDesc("emptydir_unlinked_open_bytes",
+	unlinkedOpenDesc = newDesc("emptydir_unlinked_open_bytes",
 		"Bytes of files deleted from the disk volume but held open, included in emptydir_used_bytes.",
 		volumeLabels, nil)
-	measurementInfoDesc = prometheus.NewDesc("emptydir_measurement_info",
+	measurementInfoDesc = newDesc("emptydir_measurement_info",
 		"How the volume's values were measured (label method); always 1.",
 		append(volumeLabels, "method"), nil)
-	ageDesc = prometheus.NewDesc("emptydir_measurement_age_seconds",
+	ageDesc = newDesc("emptydir_measurement_age_seconds",
 		"Seconds between the measurement behind this volume's values and this scrape.",
 		volumeLabels, nil)
-	unchangedDesc = prometheus.NewDesc("emptydir_measurement_unchanged_timestamp_seconds",
+	unchangedDesc = newDesc("emptydir_measurement_unchanged_timestamp_seconds",
 		"Unix time in seconds of the last cycle whose change mark vouched this measurement current.",
 		volumeLabels, nil)
-	filesystemCapacityDesc = prometheus.NewDesc("emptydir_filesystem_capacity_bytes",
+	filesystemCapacityDesc = newDesc("emptydir_filesystem_capacity_bytes",
 		"Size in bytes of the filesystem holding the node's disk-medium emptyDir volumes.",
 		[]string{"node"}, nil)
-	filesystemAvailableDesc = prometheus.NewDesc("emptydir_filesystem_available_bytes",
+	filesystemAvailableDesc = newDesc("emptydir_filesystem_available_bytes",
 		"Bytes available to unprivileged users on the filesystem of the node's disk-medium emptyDir volumes.",
 		[]string{"node"}, nil)
 
-	durationDesc = prometheus.NewDesc("emptydir_exporter_collection_duration_seconds",
+	durationDesc = newDesc("emptydir_exporter_collection_duration_seconds",
 		"Wall time in seconds of the last collection cycle.", []string{"node", "source"}, nil)
-	successDesc = prometheus.NewDesc("emptydir_exporter_collection_success",
+	successDesc = newDesc("emptydir_exporter_collection_success",
 		"1 when the last collection cycle measured every volume without a failure, else 0.", []string{"node", "source"}, nil)
-	lastSuccessDesc = prometheus.NewDesc("emptydir_exporter_last_success_timestamp_seconds",
+	lastSuccessDesc = newDesc("emptydir_exporter_last_success_timestamp_seconds",
 		"Unix time in seconds of the last fully successful collection cycle.", []string{"node", "source"}, nil)
-	podsDesc = prometheus.NewDesc("emptydir_exporter_pods",
+	podsDesc = newDesc("emptydir_exporter_pods",
 		"Pods on the node with at least one emptyDir volume in use.", []string{"node"}, nil)
-	volumesDesc = prometheus.NewDesc("emptydir_exporter_volumes",
+	volumesDesc = newDesc("emptydir_exporter_volumes",
 		"emptyDir volumes in use on the node.", []string{"node"}, nil)
-	syncedDesc = prometheus.NewDesc("emptydir_exporter_pod_informer_synced",
+	syncedDesc = newDesc("emptydir_exporter_pod_informer_synced",
 		"1 when the pod informer has synced with the API server.", []string{"node"}, nil)
-	budgetDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_ratio",
+	budgetDesc = newDesc("emptydir_exporter_cpu_budget_ratio",
 		"The collection's CPU budget as a share of one core; absent without a budget.", []string{"node"}, nil)
-	budgetRemainingDesc = prometheus.NewDesc("emptydir_exporter_cpu_budget_remaining_seconds",
+	budgetRemainingDesc = newDesc("emptydir_exporter_cpu_budget_remaining_seconds",
 		"CPU seconds the walks may still spend now; at or below 0, due walks wait.", []string{"node"}, nil)
-	oldestTriggerAgeDesc = prometheus.NewDesc("emptydir_exporter_oldest_trigger_measurement_age_seconds",
+	oldestTriggerAgeDesc = newDesc("emptydir_exporter_oldest_trigger_measurement_age_seconds",
 		"Seconds since the oldest measurement behind a trigger series started; absent with none.", []string{"node"}, nil)
-	walkCPUDesc = prometheus.NewDesc("emptydir_exporter_walk_cpu_seconds_total",
+	walkCPUDesc = newDesc("emptydir_exporter_walk_cpu_seconds_total",
 		"CPU seconds the periodic walks spent, which --collection.cpu-budget bounds.", []string{"node"}, nil)
-	openFilesVolumesDesc = prometheus.NewDesc("emptydir_exporter_open_files_volumes",
+	openFilesVolumesDesc = newDesc("emptydir_exporter_open_files_volumes",
 		"Walked emptyDir volumes, by whether their pods' deleted but open files were counted.", []string{"node", "outcome"}, nil)
-	namespaceWalkCPUDesc = prometheus.NewDesc("emptydir_exporter_namespace_walk_cpu_seconds_total",
+	namespaceWalkCPUDesc = newDesc("emptydir_exporter_namespace_walk_cpu_seconds_total",
 		"CPU seconds the periodic walks of the namespace's pods on the node spent.", []string{"node", "namespace"}, nil)
-	namespaceFloorWalksDesc = prometheus.NewDesc("emptydir_exporter_namespace_floor_walks_total",
+	namespaceFloorWalksDesc = newDesc("emptydir_exporter_namespace_floor_walks_total",
 		"Walks of the namespace's overdue volumes started on its share of the CPU budget.", []string{"node", "namespace"}, nil)
 )
 
@@ -133,7 +133,9 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	source := e.cfg.Source.Name()
 
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		if !e.hidden[d] {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		}
 	}
 	if sel&(selectTrigger|selectVolumes) != 0 {
 		for _, r := range snap.volumes {

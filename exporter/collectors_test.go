@@ -27,7 +27,13 @@ func seriesOf(t *testing.T, cs ...prometheus.Collector) []string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(cs...)
-	mfs, err := reg.Gather()
+	return seriesGathered(t, reg)
+}
+
+// seriesGathered is seriesOf for what g gathers.
+func seriesGathered(t *testing.T, g prometheus.Gatherer) []string {
+	t.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,10 @@ type Config struct {
 	// (--collection.ephemeral-storage): the exporter then publishes whether the node has a
 	// dedicated image filesystem.
 	MeasureEphemeralStorage bool
+	// Publishes tells whether a scrape's filter exposes a family (metricfilter.Filter.Exposes);
+	// the series of the others are not built. nil: every family is built. The filter still
+	// decides what a scrape shows; this only spares building what it would drop.
+	Publishes func(family string) bool
 	// Logger receives one line per failed volume and per cycle at debug level; nil: none.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -168,6 +172,9 @@ type Exporter struct {
 	now func() time.Time
 	log *slog.Logger
 
+	// hidden holds the Descs of the families Config.Publishes rejects: never built.
+	hidden map[*prometheus.Desc]bool
+
 	mu   sync.RWMutex
 	snap snapshot
 
@@ -234,9 +241,10 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	constLabels := prometheus.Labels{"node": cfg.NodeName}
 	e := &Exporter{
-		cfg: cfg,
-		now: now,
-		log: cfg.Logger,
+		cfg:    cfg,
+		now:    now,
+		log:    cfg.Logger,
+		hidden: hiddenFamilies(cfg.Publishes),
 		collections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_collections_total",
 			Help:        "Collection cycles, by result.",

@@ -14,43 +14,43 @@ var (
 )
 
 var (
-	podUsedDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_used_bytes",
+	podUsedDesc = newDesc("emptydir_pod_ephemeral_storage_used_bytes",
 		"Bytes of ephemeral storage the pod uses, as the kubelet counts them against its limit.",
 		podLabels, nil)
-	podLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_limit_bytes",
+	podLimitDesc = newDesc("emptydir_pod_ephemeral_storage_limit_bytes",
 		"The pod's ephemeral-storage limit in bytes, its containers' limits added up; absent without one.",
 		podLabels, nil)
-	podOverLimitDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_over_limit_bytes",
+	podOverLimitDesc = newDesc("emptydir_pod_ephemeral_storage_over_limit_bytes",
 		"Bytes by which the pod's ephemeral-storage usage exceeds its limit; present only while it does.",
 		podLabels, nil)
-	podPartDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_part_bytes",
+	podPartDesc = newDesc("emptydir_pod_ephemeral_storage_part_bytes",
 		"What makes up emptydir_pod_ephemeral_storage_used_bytes in bytes, by part.",
 		append(podLabels, "part"), nil)
-	podIncompleteDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete",
+	podIncompleteDesc = newDesc("emptydir_pod_ephemeral_storage_measurement_incomplete",
 		"1 while the pod's ephemeral-storage usage is a lower bound, by reason.",
 		append(podLabels, "reason"), nil)
-	podIncompleteSinceDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds",
+	podIncompleteSinceDesc = newDesc("emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds",
 		"Unix time in seconds the pod's usage became a lower bound; absent while complete.",
 		podLabels, nil)
-	podAgeDesc = prometheus.NewDesc("emptydir_pod_ephemeral_storage_measurement_age_seconds",
+	podAgeDesc = newDesc("emptydir_pod_ephemeral_storage_measurement_age_seconds",
 		"Seconds between the oldest measurement behind emptydir_pod_ephemeral_storage_used_bytes and this scrape.",
 		podLabels, nil)
-	containerUsedDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_used_bytes",
+	containerUsedDesc = newDesc("emptydir_container_ephemeral_storage_used_bytes",
 		"Bytes of ephemeral storage the container uses, as the kubelet counts them against its limit.",
 		containerLabels, nil)
-	containerLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_limit_bytes",
+	containerLimitDesc = newDesc("emptydir_container_ephemeral_storage_limit_bytes",
 		"The container's limits.ephemeral-storage in bytes; absent when it has none.",
 		containerLabels, nil)
-	containerOverLimitDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_over_limit_bytes",
+	containerOverLimitDesc = newDesc("emptydir_container_ephemeral_storage_over_limit_bytes",
 		"Bytes by which the container's ephemeral-storage usage exceeds its limit; present only while it does.",
 		containerLabels, nil)
-	containerPartDesc = prometheus.NewDesc("emptydir_container_ephemeral_storage_part_bytes",
+	containerPartDesc = newDesc("emptydir_container_ephemeral_storage_part_bytes",
 		"The container's writable layer and logs in bytes, by part.",
 		append(containerLabels, "part"), nil)
-	layerUnlocatedDesc = prometheus.NewDesc("emptydir_container_writable_layer_unlocated",
+	layerUnlocatedDesc = newDesc("emptydir_container_writable_layer_unlocated",
 		"1 when the container's writable layer could not be located, by reason and runtime_class.",
 		append(containerLabels, "reason", "runtime_class"), nil)
-	dedicatedImageFSDesc = prometheus.NewDesc("emptydir_exporter_image_filesystem_dedicated",
+	dedicatedImageFSDesc = newDesc("emptydir_exporter_image_filesystem_dedicated",
 		"1 when writable layers are on a filesystem other than the kubelet's root dir.",
 		[]string{"node"}, nil)
 )
@@ -67,7 +67,7 @@ func describeStorage(ch chan<- *prometheus.Desc) {
 func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, now time.Time, sel selection) {
 	node := e.cfg.NodeName
 	storage := sel&selectEphemeralStorage != 0
-	if storage && e.cfg.MeasureEphemeralStorage {
+	if storage && e.cfg.MeasureEphemeralStorage && !e.hidden[dedicatedImageFSDesc] {
 		ch <- prometheus.MustNewConstMetric(dedicatedImageFSDesc, prometheus.GaugeValue, boolFloat(e.cfg.DedicatedImageFilesystem), node)
 	}
 	if len(snap.storage) == 0 || sel&(selectTrigger|selectEphemeralStorage) == 0 {
@@ -75,7 +75,9 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 	}
 	byPod := resultsByPod(snap.volumes)
 	gauge := func(d *prometheus.Desc, v float64, lv ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		if !e.hidden[d] {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		}
 	}
 	// Where there is a limit (a pod without one is not measured), the over-limit series the
 	// alerts read and the usage and limit beside it are trigger series; the rest

@@ -19,6 +19,11 @@ import (
 // its logs, a sidecar whose layer could not be located (the pod runs under RuntimeClass
 // kata-fc).
 func storageFixture(dedicated bool) *exporter.Exporter {
+	return storageFixtureWith(exporter.Config{DedicatedImageFilesystem: dedicated})
+}
+
+// storageFixtureWith is storageFixture with cfg's DedicatedImageFilesystem and Publishes.
+func storageFixtureWith(cfg exporter.Config) *exporter.Exporter {
 	const uid = "uid-job"
 	mib := int64(1 << 20)
 	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "batch", Pod: "job-1", UID: uid,
@@ -47,7 +52,7 @@ func storageFixture(dedicated bool) *exporter.Exporter {
 	now := t0
 	src := exportertest.NewSource(table.Measure).VolumeSource()
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return now },
-		MeasureEphemeralStorage: true, DedicatedImageFilesystem: dedicated}))
+		MeasureEphemeralStorage: true, DedicatedImageFilesystem: cfg.DedicatedImageFilesystem, Publishes: cfg.Publishes}))
 	if err != nil {
 		panic(err)
 	}

@@ -50,10 +50,10 @@ func podWorkload(p *corev1.Pod) volume.Workload {
 }
 
 var (
-	workloadInfoDesc = prometheus.NewDesc("emptydir_pod_workload_info",
+	workloadInfoDesc = newDesc("emptydir_pod_workload_info",
 		"The workload the pod belongs to, from its controller reference; always 1.",
 		append(podLabels, "workload_kind", "workload"), nil)
-	ownerInvalidDesc = prometheus.NewDesc("emptydir_exporter_pods_owner_invalid",
+	ownerInvalidDesc = newDesc("emptydir_exporter_pods_owner_invalid",
 		"Pods counted as their own workload because their controller reference is invalid, by reason.",
 		[]string{"node", "reason"}, nil)
 )
@@ -62,7 +62,7 @@ var (
 // volumes collector: it changes only with the pod), and how many of those pods are their own
 // workload for an invalid controller reference (with the exporter's).
 func (e *Exporter) collectWorkloads(ch chan<- prometheus.Metric, snap snapshot, sel selection) {
-	if sel&selectVolumes != 0 {
+	if sel&selectVolumes != 0 && !e.hidden[workloadInfoDesc] {
 		for _, p := range snap.workloads {
 			ch <- prometheus.MustNewConstMetric(workloadInfoDesc, prometheus.GaugeValue, 1,
 				e.cfg.NodeName, p.Namespace, p.Pod, p.UID, p.Workload.Kind, p.Workload.Name)

@@ -138,17 +138,17 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 		ec.ChangeSignal = changeSignal(cfg, logger)
 		ec.ChangeSignalRuntimeClasses = splitList(cfg.changeSignalRuntimeClasses)
 	}
-	ec.Source, ec.Pods, ec.Logger = src, pods, logger
+	filter, err := cfg.metricFilter()
+	if err != nil {
+		return err
+	}
+	ec.Source, ec.Pods, ec.Logger, ec.Publishes = src, pods, logger, filter.Exposes
 	exp, err := exporter.New(ec)
 	if err != nil {
 		return err
 	}
 	pods.SetWatchErrorHandler(exp.WatchErrorHandler)
 
-	filter, err := cfg.metricFilter()
-	if err != nil {
-		return err
-	}
 	if hidden := slices.DeleteFunc(slices.Clone(exporter.TriggerFamilies), filter.Exposes); len(hidden) > 0 {
 		logger.Warn("the metric allowlist or denylist hides families the shipped over-limit alerts need: no alert, so no remediation, fires on them", "families", hidden)
 	}

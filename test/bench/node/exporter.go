@@ -21,6 +21,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
 )
 
 // fixedPods is the node's pod list; the exporter sees it through exportertest.Pods, synced.
@@ -102,6 +103,9 @@ type node struct {
 	source  *countingSource
 	reg     *prometheus.Registry
 	metrics http.Handler
+	// shipped serves /metrics as the command does (exporter.MetricsHandler with the default
+	// metric filter); nil on a node built to read every family (newNode without asShipped).
+	shipped http.Handler
 	// started is when the exporter was built: the age of a part never measured counts from it.
 	started time.Time
 	// descs are the exporter's Descs by metric name, found once by desc.
@@ -139,7 +143,14 @@ var (
 	}
 	defaultCycle  = shipped.Interval
 	defaultScrape = 5 * time.Second // the shipped PodMonitor's and ServiceMonitor's exporterInterval
+	// defaultSlowScrape is the shipped monitors' exporterSlowInterval: every series but the
+	// trigger collector's.
+	defaultSlowScrape = 30 * time.Second
 )
+
+// sampledOptIn are the opt-in families a timed run reads itself (sample), published beside
+// the shipped defaults' families: one series per pod with a limit.
+var sampledOptIn = []string{"emptydir_pod_ephemeral_storage_measurement_age_seconds"}
 
 func withSignal(writers float64, skip bool) schedule {
 	s := defaults
@@ -151,10 +162,22 @@ func withSignal(writers float64, skip bool) schedule {
 	return s
 }
 
-func newNode(t tree, pods fixedPods, s schedule) (*node, error) {
+// newNode builds an exporter of the node's pods walking as s says. asShipped builds it as the
+// command does at the chart's defaults: only the families the default metric filter exposes
+// (and sampledOptIn), scraped through its MetricsHandler (scrapeAsShipped); without, every
+// family, for the checks that read the opt-in ones.
+func newNode(t tree, pods fixedPods, s schedule, asShipped bool) (*node, error) {
 	src := &countingSource{Filesystem: t.source()}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "bench-node", src, exportertest.NewPods(pods...)
+	var filter *metricfilter.Filter
+	if asShipped {
+		var err error
+		if filter, err = (&metricfilter.Filter{}).WithOptIn(exporter.OptInFamilies, sampledOptIn); err != nil {
+			return nil, err
+		}
+		cfg.Publishes = filter.Exposes
+	}
 	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget
 	if s.signal {
 		_, path, err := overLimitTarget(t, pods)
@@ -171,19 +194,44 @@ func newNode(t tree, pods fixedPods, s schedule) (*node, error) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(exp, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &node{exp: exp, source: src, reg: reg, metrics: exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
-		started: time.Now()}, nil
+	n := &node{exp: exp, source: src, reg: reg, metrics: exp.ScrapeHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})),
+		started: time.Now()}
+	if asShipped {
+		if n.shipped, err = exp.MetricsHandler(exporter.MetricsHandlerOpts{
+			Others: map[string][]prometheus.Collector{
+				"go": {collectors.NewGoCollector()}, "process": {collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
+			},
+			Filter: filter.Gatherer,
+		}); err != nil {
+			return nil, fmt.Errorf("metrics handler: %w", err)
+		}
+	}
+	return n, nil
+}
+
+// scrapeAsShipped is one scrape of the shipped monitors: the trigger collector's series, or
+// (slow) every other's, through the command's handler and filter, gzip-compressed.
+func (n *node) scrapeAsShipped(slow bool) error {
+	target := "/metrics?collect[]=" + exporter.CollectorTrigger
+	if slow {
+		target = "/metrics?exclude[]=" + exporter.CollectorTrigger
+	}
+	_, err := serve(n.shipped, target)
+	return err
 }
 
 // scrape renders /metrics as Prometheus gets it (gzip-compressed, from one scraper) and
 // returns its size.
-func (n *node) scrape() (int, error) {
+func (n *node) scrape() (int, error) { return serve(n.metrics, "/metrics") }
+
+// serve gets target from h as Prometheus does (gzip-compressed) and returns the body's size.
+func serve(h http.Handler, target string) (int, error) {
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req := httptest.NewRequest(http.MethodGet, target, nil)
 	req.Header.Set("Accept-Encoding", "gzip")
-	n.metrics.ServeHTTP(rec, req)
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
-		return 0, fmt.Errorf("/metrics answered %d: %s", rec.Code, rec.Body)
+		return 0, fmt.Errorf("%s answered %d: %s", target, rec.Code, rec.Body)
 	}
 	return rec.Body.Len(), nil
 }

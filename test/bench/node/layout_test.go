@@ -39,7 +39,7 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods := fixedPods(podVolumes(layout))
-	n, err := newNode(tr, pods, everyInterval)
+	n, err := newNode(tr, pods, everyInterval, false)
 	if err != nil {
 		t.Fatal(err)
 	}

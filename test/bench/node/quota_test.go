@@ -252,7 +252,7 @@ func measureInLane(b *testing.B, mnt string, layout []podSpec) (laneFigures, err
 
 // fullCycle runs one collection cycle of a new exporter at the defaults that measures every part.
 func fullCycle(t tree, pods []volume.PodVolumes) (cycleCost, *node, error) {
-	n, err := newNode(t, pods, everyInterval)
+	n, err := newNode(t, pods, everyInterval, false)
 	if err != nil {
 		return cycleCost{}, nil, err
 	}

@@ -60,8 +60,8 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 		pass.series, st.limitedPods, seconds(pass.render.Seconds()), kib(float64(pass.renderBytes)))
 
 	ours, old := runs[0], runs[len(runs)-1]
-	fmt.Fprintf(&w, "Each exporter running for %s after %s of warm-up, interval %s aligned to a gzip-compressed scrape every %s (the shipped monitors'); the process's CPU leaves out the benchmark's own over-limit write, its polls for it and its freshness samples (%s in the first column's window, counted on their threads). The peers' share: the kubelet's pass over the emptyDirs once per its %s `--volume-stats-agg-period` (%.1f %%) and, as containerd's estimate, the same walk over every writable layer once per its %s `stats_collect_period` (%.1f %%). Ratios: ours without the change signal (the first column) against each peer.\n\n",
-		dur(pr.steady), dur(pr.warmUp), dur(defaultCycle), dur(defaultScrape), seconds(ours.ownCPU.Seconds()),
+	fmt.Fprintf(&w, "Each exporter running for %s after %s of warm-up, interval %s aligned to the shipped monitors' gzip-compressed scrapes (the trigger collector every %s, the rest every %s, through the default metric filter, with one opt-in family the benchmark samples: %s); the process's CPU leaves out the benchmark's own over-limit write, its polls for it and its freshness samples (%s in the first column's window, counted on their threads). The peers' share: the kubelet's pass over the emptyDirs once per its %s `--volume-stats-agg-period` (%.1f %%) and, as containerd's estimate, the same walk over every writable layer once per its %s `stats_collect_period` (%.1f %%). Ratios: ours without the change signal (the first column) against each peer.\n\n",
+		dur(pr.steady), dur(pr.warmUp), dur(defaultCycle), dur(defaultScrape), dur(defaultSlowScrape), "`"+strings.Join(sampledOptIn, "`, `")+"`", seconds(ours.ownCPU.Seconds()),
 		dur(kubeletPeriod), 100*pass.kubeletShare(), dur(containerdPeriod), 100*pass.containerdShare())
 	header := func(first, peerName string, ratios bool) {
 		fmt.Fprintf(&w, "| %s |", first)
