@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Snapshot is what a pod's cgroup says it has written, read at one moment: comparable with ==.
@@ -65,23 +67,22 @@ func (p Pod) Read() (Snapshot, error) {
 		return Snapshot{}, readFailure(err)
 	}
 	s := Snapshot{Version: p.Version, Cgroup: id}
-	mem, err := readKeyed(filepath.Join(p.Dir, "memory.stat"))
+	buf := statBuffers.Get().(*[]byte)
+	defer statBuffers.Put(buf)
+	memStat := filepath.Join(p.Dir, "memory.stat")
+	b, err := readInto(memStat, buf)
 	if err != nil {
 		return Snapshot{}, readFailure(err)
 	}
-	var fields map[string]*uint64
+	var fields []keyedField
 	if p.Version == V1 {
 		// total_*: hierarchical, so the containers' child cgroups count (memory.rst, 5.2).
-		fields = map[string]*uint64{"total_pgpgin": &s.PgpgIn, "total_dirty": &s.Dirty, "total_writeback": &s.Writeback}
+		fields = []keyedField{{"total_pgpgin", &s.PgpgIn}, {"total_dirty", &s.Dirty}, {"total_writeback", &s.Writeback}}
 	} else {
-		fields = map[string]*uint64{"file": &s.File, "shmem": &s.Shmem, "file_dirty": &s.Dirty, "file_writeback": &s.Writeback}
+		fields = []keyedField{{"file", &s.File}, {"shmem", &s.Shmem}, {"file_dirty", &s.Dirty}, {"file_writeback", &s.Writeback}}
 	}
-	for k, dst := range fields {
-		v, ok := mem[k]
-		if !ok {
-			return Snapshot{}, fail(ReasonUnreadable, fmt.Errorf("%s has no %s", filepath.Join(p.Dir, "memory.stat"), k))
-		}
-		*dst = v
+	if err := scanKeyed(b, memStat, fields); err != nil {
+		return Snapshot{}, fail(ReasonUnreadable, err)
 	}
 	if p.Version == V2 {
 		if s.WriteBytes, s.WriteIOs, err = readIOStat(filepath.Join(p.Dir, "io.stat")); err != nil {
@@ -102,40 +103,80 @@ func readFailure(err error) error {
 	return fail(ReasonUnreadable, err)
 }
 
-// readKeyed reads a flat keyed file ("key value" lines, memory.stat's format).
-func readKeyed(file string) (map[string]uint64, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	return parseKeyed(b, file)
-}
-
-func parseKeyed(b []byte, file string) (map[string]uint64, error) {
-	m := make(map[string]uint64, 64)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			return nil, fmt.Errorf("%s: line %q is no key and value", file, sc.Text())
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", file, k, err)
-		}
-		m[k] = n
-	}
-	return m, sc.Err()
-}
-
 // readIOStat sums wbytes and wios over the devices of a v2 io.stat (nested keyed:
 // "MAJ:MIN rbytes=… wbytes=… rios=… wios=… dbytes=… dios=…", cgroup-v2.rst).
 func readIOStat(file string) (wbytes, wios uint64, err error) {
-	b, err := os.ReadFile(file)
+	buf := statBuffers.Get().(*[]byte)
+	defer statBuffers.Put(buf)
+	b, err := readInto(file, buf)
 	if err != nil {
 		return 0, 0, err
 	}
 	return parseIOStat(b, file)
+}
+
+// statBuffers hold the reads of the stat files: a mark is read per pod and cycle, and a fresh
+// buffer each time was most of what it allocated.
+var statBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+
+// readInto reads the whole file into *buf, growing it as needed, and returns the bytes read.
+func readInto(file string, buf *[]byte) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := (*buf)[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
+			*buf = b
+			return b, nil
+		}
+		if err != nil {
+			*buf = b
+			return nil, err
+		}
+	}
+}
+
+// keyedField is a key of a flat keyed file and where its value goes.
+type keyedField struct {
+	key string
+	dst *uint64
+}
+
+// scanKeyed reads the values of fields from b, a flat keyed file ("key value" lines,
+// memory.stat's format), without building a map of every key; a field missing is an error.
+func scanKeyed(b []byte, file string, fields []keyedField) error {
+	var found uint64 // bit i: fields[i] read
+	for line := range bytes.Lines(b) {
+		k, v, ok := bytes.Cut(bytes.TrimSuffix(line, []byte("\n")), []byte(" "))
+		if !ok {
+			return fmt.Errorf("%s: line %q is no key and value", file, line)
+		}
+		for i, f := range fields {
+			if string(k) != f.key {
+				continue
+			}
+			n, err := strconv.ParseUint(string(v), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", file, k, err)
+			}
+			*f.dst = n
+			found |= 1 << i
+		}
+	}
+	for i, f := range fields {
+		if found&(1<<i) == 0 {
+			return fmt.Errorf("%s has no %s", file, f.key)
+		}
+	}
+	return nil
 }
 
 func parseIOStat(b []byte, file string) (wbytes, wios uint64, err error) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,12 +181,11 @@ func newNode(t tree, pods fixedPods, s schedule, asShipped bool) (*node, error) 
 	}
 	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget
 	if s.signal {
-		_, path, err := overLimitTarget(t, pods)
+		targets, err := overLimitTargets(t, pods)
 		if err != nil {
 			return nil, err
 		}
-		pv, _, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
-		src.signal = newBenchSignal(s.writers, pv.UID, path)
+		src.signal = newBenchSignal(s.writers, targets)
 		cfg.ChangeSignal, cfg.SkipUnchanged = src.signal, s.skip
 	}
 	exp, err := exporter.New(cfg)
@@ -311,20 +311,19 @@ func (n *node) collect(name string, series int) ([]*dto.Metric, error) {
 	return out, nil
 }
 
-// usedBytes is one volume's emptydir_used_bytes ("pod/volume") straight from the exporter's
-// Collect on the calling goroutine: the benchmark's own polls, whose CPU the caller counts on
-// its thread.
-func (n *node) usedBytes(key string, series int) (float64, error) {
+// usedBytesAll is every volume's emptydir_used_bytes, keyed "pod/volume", straight from the
+// exporter's Collect on the calling goroutine: the benchmark's own polls, whose CPU the caller
+// counts on its thread.
+func (n *node) usedBytesAll(series int) (map[string]float64, error) {
 	ms, err := n.collect("emptydir_used_bytes", series)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	out := make(map[string]float64, len(ms))
 	for _, d := range ms {
-		if label(d, "pod")+"/"+label(d, "volume") == key {
-			return d.GetGauge().GetValue(), nil
-		}
+		out[label(d, "pod")+"/"+label(d, "volume")] = d.GetGauge().GetValue()
 	}
-	return 0, fmt.Errorf("no emptydir_used_bytes for %s", key)
+	return out, nil
 }
 
 // gauge gathers the value of a gauge without labels but node; 0 when absent.
@@ -369,20 +368,36 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
-// overLimitPod is the pod whose scratch volume the benchmark writes past its sizeLimit while
-// ours runs: far from its limit until then, so that nearest-to-limit first walks it late.
-const overLimitPod = "app-077"
+// overLimitPods are the pods whose scratch volumes the benchmark writes past their sizeLimit
+// while ours runs, one after the other at different phases of the cycle: far from their
+// limits until then, so that nearest-to-limit first walks them late.
+var overLimitPods = []string{"app-077", "app-023", "app-041", "app-098"}
 
-// overLimitTarget is the volume writeOverLimit fills and the file it writes there.
-func overLimitTarget(t tree, pods fixedPods) (volume.Volume, string, error) {
-	pv, ok, _ := exportertest.NewPods(pods...).Get(namespace, overLimitPod)
-	if !ok {
-		return volume.Volume{}, "", fmt.Errorf("pod %s not in the layout", overLimitPod)
-	}
-	for _, v := range pv.Volumes {
-		if v.Name == limitedVolume {
-			return v, filepath.Join(volume.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit"), nil
+// overLimitTarget is a volume writeOverLimit fills, and the file it writes there.
+type overLimitTarget struct {
+	pod, uid string
+	volume   volume.Volume
+	path     string
+}
+
+// key is the target's "pod/volume", as the benchmark keys per-volume series.
+func (o overLimitTarget) key() string { return o.pod + "/" + o.volume.Name }
+
+// overLimitTargets are the scratch volumes of overLimitPods and the files written there.
+func overLimitTargets(t tree, pods fixedPods) ([]overLimitTarget, error) {
+	var out []overLimitTarget
+	for _, name := range overLimitPods {
+		pv, ok, _ := exportertest.NewPods(pods...).Get(namespace, name)
+		if !ok {
+			return nil, fmt.Errorf("pod %s not in the layout", name)
 		}
+		i := slices.IndexFunc(pv.Volumes, func(v volume.Volume) bool { return v.Name == limitedVolume })
+		if i < 0 {
+			return nil, fmt.Errorf("pod %s has no volume %s", name, limitedVolume)
+		}
+		v := pv.Volumes[i]
+		out = append(out, overLimitTarget{pod: name, uid: pv.UID, volume: v,
+			path: filepath.Join(volume.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit")})
 	}
-	return volume.Volume{}, "", fmt.Errorf("pod %s has no volume %s", overLimitPod, limitedVolume)
+	return out, nil
 }

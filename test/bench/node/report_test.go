@@ -109,15 +109,13 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 	line("walks deferred per minute: CPU budget / no walk slot", func(r runResult) string {
 		return fmt.Sprintf("%.0f / %.0f", r.deferredBudget/r.wall.Minutes(), r.deferredSlot/r.wall.Minutes())
 	}, "", "", "")
-	line(fmt.Sprintf("write past a sizeLimit → published (target ≤ one %s interval)", dur(defaultCycle)), func(r runResult) string {
-		switch {
-		case r.published == 0:
-			return "—"
-		case r.published < 0:
-			return fmt.Sprintf("**not within %s**", dur(publishBound))
-		}
-		return "**" + seconds(r.published.Seconds()) + "**"
-	}, "", "", "")
+	line(fmt.Sprintf("%d writes past a sizeLimit, %s apart → published, median / max (target ≤ one %s interval)", len(overLimitPods), dur(writeEvery), dur(defaultCycle)),
+		func(r runResult) string {
+			if len(r.published) == 0 {
+				return "—"
+			}
+			return "**" + publishedTimes(r) + "**"
+		}, "", "", "")
 
 	fmt.Fprintf(&w, "\nFreshness: the age of each part's latest measurement (since its walk started, as `emptydir_measurement_age_seconds` counts it) at every %s over the window, all parts of a kind together, p50 / p90 / max; for the pod totals the published `emptydir_pod_ephemeral_storage_measurement_age_seconds` (the oldest part behind each total) of the %d pods with a limit (%d samples in the first column's window):\n\n",
 		dur(defaultScrape), st.limitedPods, ours.samples)
@@ -171,7 +169,7 @@ func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 	}
 	fmt.Fprintf(w, "\nWith the change signal (`--collection.change-signal`, on by default): the shipped schedule, each part whose pod wrote nothing since its last walk began walked behind every other due walk, on what the budget has left (the default), or skipped (`--collection.change-signal.skip-unchanged`), until that walk is %s old (the sweep); a share of the pods writes in each %s cycle, chosen afresh each cycle (a stand-in of the pods' cgroups, each mark read paying a real `memory.stat` read; the pod of the over-limit write changes its mark when the file grows, as its cgroup's counters would). Age: since the part's walk began, or, when its pod's mark vouched it unchanged since then, since that mark was read (`emptydir_measurement_unchanged_timestamp_seconds`). Ratios against the same schedule without the signal (the first column above):\n\n",
 		dur(defaults.unlimitedInterval), dur(defaultCycle))
-	fmt.Fprintf(w, "| unchanged parts | pods writing per cycle | CPU, share of one core | against no signal | walks per minute | sizeLimit emptyDirs age p90 / max | pod-limit emptyDirs age p90 / max | writable layers age p90 / max | write past a sizeLimit → published |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Fprintf(w, "| unchanged parts | pods writing per cycle | CPU, share of one core | against no signal | walks per minute | sizeLimit emptyDirs age p90 / max | pod-limit emptyDirs age p90 / max | writable layers age p90 / max | writes past a sizeLimit → published, median / max |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	pct := func(v float64) string { return fmt.Sprintf("%.1f %%", 100*v) }
 	age := func(xs []float64) string { return fmt.Sprintf("%.0f / %.0f s", percentile(xs, 0.9), percentile(xs, 1)) }
 	walks := func(r runResult) float64 {
@@ -181,12 +179,7 @@ func signalReport(w *strings.Builder, st layoutStats, runs []runResult) {
 		}
 		return float64(n) / r.wall.Minutes()
 	}
-	published := func(r runResult) string {
-		if r.published < 0 {
-			return fmt.Sprintf("**not within %s**", dur(publishBound))
-		}
-		return seconds(r.published.Seconds())
-	}
+	published := publishedTimes
 	mode := func(r runResult) string {
 		if r.schedule.skip {
 			return "skipped"
@@ -264,3 +257,26 @@ func seconds(s float64) string {
 func count(n float64) string { return fmt.Sprintf("%.0f", n) }
 func mib(n float64) string   { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }
 func kib(n float64) string   { return fmt.Sprintf("%.0f KiB", n/(1<<10)) }
+
+// publishedTimes is the median and the longest time of r's over-limit writes to publish, and
+// how many were not published within publishBound.
+func publishedTimes(r runResult) string {
+	late := 0
+	longest := time.Duration(0)
+	for _, d := range r.published {
+		if d < 0 {
+			late++
+		}
+		longest = max(longest, d)
+	}
+	median := r.publishedMedian()
+	switch {
+	case late == len(r.published):
+		return fmt.Sprintf("none within %s", dur(publishBound))
+	case late > 0 && median == time.Duration(math.MaxInt64):
+		return fmt.Sprintf("%d of %d not within %s", late, len(r.published), dur(publishBound))
+	case late > 0:
+		return fmt.Sprintf("%s / %d of %d not within %s", seconds(median.Seconds()), late, len(r.published), dur(publishBound))
+	}
+	return fmt.Sprintf("%s / %s", seconds(median.Seconds()), seconds(longest.Seconds()))
+}

@@ -12,23 +12,26 @@ import (
 
 // benchSignal stands in for the pods' cgroups (change.Cgroup) on the generated node,
 // whose pods have no processes: a share of the pods "writes" in each cycle-long generation,
-// chosen afresh per generation by a hash of the pod's UID, and the pod holding the over-limit
+// chosen afresh per generation by a hash of the pod's UID, and a pod holding an over-limit
 // write changes its mark when that file does, as its cgroup's counters would. Each Mark reads
 // this machine's own memory.stat, as change.Cgroup reads a pod's, so the runs pay a real read.
 type benchSignal struct {
-	writers  float64
-	start    time.Time
-	overPath string
-	overUID  string
-	statPath string
+	writers float64
+	start   time.Time
+	// overPaths are the over-limit writes' files, by their pods' UIDs.
+	overPaths map[string]string
+	statPath  string
 
 	mu sync.Mutex
 	// readAt is when each pod's mark was last read, by UID.
 	readAt map[string]time.Time
 }
 
-func newBenchSignal(writers float64, overUID, overPath string) *benchSignal {
-	s := &benchSignal{writers: writers, start: time.Now(), overUID: overUID, overPath: overPath, readAt: map[string]time.Time{}}
+func newBenchSignal(writers float64, targets []overLimitTarget) *benchSignal {
+	s := &benchSignal{writers: writers, start: time.Now(), overPaths: map[string]string{}, readAt: map[string]time.Time{}}
+	for _, o := range targets {
+		s.overPaths[o.uid] = o.path
+	}
 	for _, p := range []string{"/sys/fs/cgroup/memory/memory.stat", "/sys/fs/cgroup/memory.stat"} {
 		if _, err := os.Stat(p); err == nil {
 			s.statPath = p
@@ -38,8 +41,8 @@ func newBenchSignal(writers float64, overUID, overPath string) *benchSignal {
 	return s
 }
 
-// benchMark is a pod's mark: the last generation it wrote in, and the size of the over-limit
-// file for its pod.
+// benchMark is a pod's mark: the last generation it wrote in, and the size of its over-limit
+// file.
 type benchMark struct {
 	wrote    int64
 	overSize int64
@@ -79,8 +82,8 @@ func (s *benchSignal) Mark(p volume.PodVolumes) (any, error) {
 	if w := s.lastWrite(p.UID, now); !w.IsZero() {
 		m.wrote = s.generation(w)
 	}
-	if p.UID == s.overUID {
-		if fi, err := os.Stat(s.overPath); err == nil {
+	if path, ok := s.overPaths[p.UID]; ok {
+		if fi, err := os.Stat(path); err == nil {
 			m.overSize = fi.Size()
 		}
 	}
