@@ -72,7 +72,8 @@ func ReadKustomization(dir string) (*Kustomization, error) {
 
 // BaseObjects decodes the resources the base kustomization lists, in order, as typed
 // objects of client-go's scheme. Every manifest names its namespace itself, so the
-// objects are what kustomize renders except for the images transformer.
+// objects are what kustomize renders (TestKustomizeBuild compares them with krusty's). Not
+// krusty here: this package would go from 348 to 491 packages, for every test importing it.
 func BaseObjects() ([]runtime.Object, error) {
 	k, err := ReadKustomization(".")
 	if err != nil {

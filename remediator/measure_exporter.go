@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/internal/podstatus"
 )
 
 // maxLiveResponseBytes bounds what is read from a live endpoint.
@@ -55,7 +56,7 @@ func (l PodLocator) Locate(ctx context.Context, node string) (string, error) {
 		return "", measureErr(MeasureUnreachable, "listing exporter pods in namespace %q on node %q: %w", l.Namespace, node, err)
 	}
 	for _, p := range list.Items {
-		if p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || p.DeletionTimestamp != nil || !podReady(&p) {
+		if p.Spec.NodeName != node || p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" || p.DeletionTimestamp != nil || !podstatus.Ready(&p) {
 			continue
 		}
 		scheme := l.Scheme
@@ -65,15 +66,6 @@ func (l PodLocator) Locate(ctx context.Context, node string) (string, error) {
 		return scheme + "://" + net.JoinHostPort(p.Status.PodIP, strconv.Itoa(l.Port)), nil
 	}
 	return "", measureErr(MeasureNoExporter, "no ready exporter pod (namespace %q, selector %q) on node %q", l.Namespace, l.Selector, node)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // ExporterMeasurer takes live measurements from the exporter's live endpoint

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,11 +117,10 @@ func (r *recommendOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	q.Progress = progressLine(r.ErrOut)
+	prog := plugin.NewProgress(r.ErrOut, "querying Prometheus", 0)
+	q.Progress = prog.Doing
 	ss, err := recommend.Recommend(ctx, prom, q)
-	if q.Progress != nil {
-		q.Progress("")
-	}
+	prog.Finish()
 	if err != nil {
 		return fmt.Errorf("querying Prometheus: %w", err)
 	}
@@ -415,20 +411,4 @@ func podTemplate(ctx context.Context, client kubernetes.Interface, w recommend.W
 		return &d.Spec.Template.Spec, "replicaset", nil
 	}
 	return nil, "", fmt.Errorf("a %s has no pod template kubectl patch changes", w.Kind)
-}
-
-// progressLine shows which query runs on a terminal's stderr (a fleet's history takes a
-// while); nil when stderr is no terminal. An empty what clears the line.
-func progressLine(w io.Writer) func(what string) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil
-	}
-	return func(what string) {
-		if what == "" {
-			fmt.Fprint(w, "\r\033[K")
-			return
-		}
-		fmt.Fprintf(w, "\r\033[Kquerying Prometheus: %s", what)
-	}
 }

@@ -2,19 +2,19 @@ package source
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/transport"
+	"k8s.io/client-go/rest"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
@@ -116,30 +116,32 @@ func NewKubeletProxy(client kubernetes.Interface, node string) *Kubelet {
 	}}
 }
 
-// NewKubeletHTTPClient builds the client for NewKubeletDirect. The token file
-// is re-read as it rotates (projected service account tokens do, hourly).
+// NewKubeletHTTPClient builds the client for NewKubeletDirect with client-go's transport. The
+// token file is re-read as it rotates (projected service account tokens do, hourly).
 func NewKubeletHTTPClient(caFile, tokenFile string, insecureSkipVerify bool, timeout time.Duration) (*http.Client, error) {
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: insecureSkipVerify} //nolint:gosec // G402: off unless --kubelet.insecure-skip-tls-verify (test clusters)
+	cfg := &rest.Config{
+		TLSClientConfig: rest.TLSClientConfig{Insecure: insecureSkipVerify}, // off unless --kubelet.insecure-skip-tls-verify (test clusters)
+		BearerTokenFile: tokenFile,
+		Timeout:         timeout,
+		// The kubelet is on the node's network: never through HTTPS_PROXY.
+		Proxy: func(*http.Request) (*url.URL, error) { return nil, nil },
+	}
 	if caFile != "" {
+		// Read here, not as rest's CAFile, for errors that name the kubelet CA file.
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("reading kubelet CA file: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("kubelet CA file %s holds no PEM certificate", caFile)
 		}
-		tlsConfig.RootCAs = pool
+		cfg.CAData = pem
 	}
-	var rt http.RoundTripper = &http.Transport{TLSClientConfig: tlsConfig, Proxy: nil}
-	if tokenFile != "" {
-		var err error
-		rt, err = transport.NewBearerAuthWithRefreshRoundTripper("", tokenFile, rt)
-		if err != nil {
-			return nil, fmt.Errorf("reading kubelet token file: %w", err)
-		}
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubelet client: %w", err)
 	}
-	return &http.Client{Transport: rt, Timeout: timeout}, nil
+	return client, nil
 }
 
 // Name implements Source.

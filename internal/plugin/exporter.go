@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/internal/podstatus"
 )
 
 // ExporterSelector selects the exporter pods of a release: the chart's selector label, which
@@ -45,7 +46,7 @@ func FindExporters(ctx context.Context, client kubernetes.Interface, namespace s
 	out := map[string]Exporter{}
 	for i := range list.Items {
 		p := &list.Items[i]
-		if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !podReady(p) {
+		if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || !podstatus.Ready(p) {
 			continue
 		}
 		out[p.Spec.NodeName] = Exporter{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName, Port: exporterPort(p)}
@@ -65,15 +66,6 @@ func exporterPort(p *corev1.Pod) int {
 		}
 	}
 	return liveapi.DefaultPort
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // Proxy reaches a pod's HTTP port through the API server: GET

@@ -10,10 +10,10 @@ import (
 	"golang.org/x/term"
 )
 
-// progress counts finished queries on a terminal's stderr ("\rexporters: 12/40 nodes"), so
-// that a query over a large fleet does not look hung. It shows nothing when stderr is no
-// terminal (a pipe, a file, CI) or until the query has taken showAfter.
-type progress struct {
+// Progress shows on a terminal's stderr how far a slow command is, so that a query over a
+// large fleet does not look hung: the queries finished ("\rreading exporters: 12/40") or the
+// one being sent ("querying Prometheus: volume usage"). A nil *Progress does nothing.
+type Progress struct {
 	mu        sync.Mutex
 	w         io.Writer
 	what      string
@@ -23,18 +23,20 @@ type progress struct {
 	shown     bool
 }
 
-// newProgress returns a progress of `of` queries for w, or nil (which does nothing) when w is
-// not a terminal.
-func newProgress(w io.Writer, what string, of int) *progress {
+// NewProgress returns the progress of `what` on w, counting towards `of` queries (0 when
+// only Doing names them), or nil when w is not a terminal (a pipe, a file, CI): scripts read
+// stderr too.
+func NewProgress(w io.Writer, what string, of int) *Progress {
 	f, ok := w.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
 		return nil
 	}
-	return &progress{w: w, what: what, of: of, start: time.Now(), showAfter: 500 * time.Millisecond}
+	return &Progress{w: w, what: what, of: of, start: time.Now(), showAfter: 500 * time.Millisecond}
 }
 
-// step counts one finished query.
-func (p *progress) step() {
+// Step counts one finished query. The count shows once the command has taken showAfter, so
+// that a quick fan-out writes nothing.
+func (p *Progress) Step() {
 	if p == nil {
 		return
 	}
@@ -48,8 +50,20 @@ func (p *progress) step() {
 	fmt.Fprintf(p.w, "\r%s: %d/%d", p.what, p.done, p.of)
 }
 
-// finish clears the line, if one was written.
-func (p *progress) finish() {
+// Doing shows the query being sent, at once (each one takes a while, such as a fleet's
+// history), over whatever the line held.
+func (p *Progress) Doing(query string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shown = true
+	fmt.Fprintf(p.w, "\r\033[K%s: %s", p.what, query)
+}
+
+// Finish clears the line, if one was written.
+func (p *Progress) Finish() {
 	if p == nil {
 		return
 	}

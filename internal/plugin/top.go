@@ -268,14 +268,14 @@ func (s *scraper) scrape(ctx context.Context, nodes []string) {
 	}
 	s.mu.Unlock()
 	sort.Strings(todo)
-	prog := newProgress(s.errOut, "reading exporters", len(todo))
+	prog := NewProgress(s.errOut, "reading exporters", len(todo))
 	sem := make(chan struct{}, s.concurrency)
 	var wg sync.WaitGroup
 	for _, n := range todo {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
-			defer func() { <-sem; wg.Done(); prog.step() }()
+			defer func() { <-sem; wg.Done(); prog.Step() }()
 			samples, err := scrape(ctx, s.proxy, s.exporters[n])
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -290,7 +290,7 @@ func (s *scraper) scrape(ctx context.Context, nodes []string) {
 		}()
 	}
 	wg.Wait()
-	prog.finish()
+	prog.Finish()
 	for _, n := range todo {
 		if err := s.errs[n]; err != nil {
 			fmt.Fprint(s.errOut, Sprintf("Warning: %v\n", err))

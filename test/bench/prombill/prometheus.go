@@ -215,7 +215,8 @@ func (p *promServer) query(ctx context.Context, expr string, at time.Time) (floa
 	return all[0].value, nil
 }
 
-// ruleGroup is one rule group's last evaluation, as /api/v1/rules reports it.
+// ruleGroup is one rule group's last evaluation, as /api/v1/rules reports it (client_golang's
+// v1.RuleGroup leaves out the group's evaluationTime and lastEvaluation).
 type ruleGroup struct {
 	Name           string    `json:"name"`
 	Interval       float64   `json:"interval"` // seconds
