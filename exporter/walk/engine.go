@@ -254,6 +254,22 @@ func (w *Engine) Cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolu
 	return w.results(pods)
 }
 
+// keepMark keeps mark, the pod's mark read before walk r began (nil: none), as what vouches
+// for r: only a complete walk's mark does, as a lower bound or a failure is walked again.
+// Either way the part is no longer known unchanged since an earlier walk. Callers hold w.mu.
+func (rec *volumeRecord) keepMark(r volume.VolumeResult, mark *change.Mark) {
+	rec.mark, rec.unchangedAt = nil, time.Time{}
+	if r.Err == nil && !r.Measurement.LowerBound() {
+		rec.mark = mark
+	}
+}
+
+// markStill reports whether now, the pod's mark read this cycle, is the one kept by its last
+// complete walk (keepMark). Callers hold w.mu.
+func (rec *volumeRecord) markStill(now change.Mark) bool {
+	return rec.mark != nil && *rec.mark == now
+}
+
 // remember notes the volumes of pods in their records (first seen, vouched unchanged by their
 // pod's mark now), forgets the volumes and namespaces no longer listed, and returns the
 // namespaces of pods. Callers hold w.mu.
@@ -272,7 +288,7 @@ func (w *Engine) remember(pods []volume.PodVolumes, marks map[string]change.Mark
 			}
 			// Vouched unchanged: its pod's mark now is the one read before its last complete walk.
 			markNow, read := marks[p.UID]
-			if rec.Unchanged = rec.mark != nil && read && *rec.mark == markNow && w.cfg.Signal.Vouches(v); rec.Unchanged {
+			if rec.Unchanged = read && rec.markStill(markNow) && w.cfg.Signal.Vouches(v); rec.Unchanged {
 				rec.unchangedAt = at
 			}
 		}
@@ -557,11 +573,7 @@ func (w *Engine) walk(ctx context.Context, d schedule.Walk, mark *change.Mark, f
 	if r.Err == nil {
 		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true
 	}
-	// Only a complete walk's mark vouches for what it found: a lower bound is walked again.
-	rec.mark, rec.unchangedAt = nil, time.Time{}
-	if r.Err == nil && !r.Measurement.LowerBound() {
-		rec.mark = mark
-	}
+	rec.keepMark(r, mark)
 	w.mu.Unlock()
 	w.cfg.Done(r)
 }
