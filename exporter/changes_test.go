@@ -18,6 +18,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
 // fakeSignal hands out each pod's mark as its cgroup would: a write count, changed by write;
@@ -28,13 +29,13 @@ type fakeSignal struct {
 	broken map[string]error
 }
 
-func (f *fakeSignal) Mark(p volume.PodVolumes) (any, error) {
+func (f *fakeSignal) Mark(p volume.PodVolumes) (change.Mark, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.broken[p.UID]; err != nil {
-		return nil, err
+		return change.Mark{}, err
 	}
-	return f.writes[p.UID], nil
+	return change.MarkOf(podcgroup.Snapshot{WriteIOs: uint64(f.writes[p.UID])}), nil
 }
 
 // Vouches for every part but those named unvouched.

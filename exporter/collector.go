@@ -76,20 +76,10 @@ var (
 		"emptyDir volumes in use on the node.", []string{"node"}, nil)
 	syncedDesc = newDesc("emptydir_exporter_pod_informer_synced",
 		"1 when the pod informer has synced with the API server.", []string{"node"}, nil)
-	budgetDesc = newDesc("emptydir_exporter_cpu_budget_ratio",
-		"The collection's CPU budget as a share of one core; absent without a budget.", []string{"node"}, nil)
-	budgetRemainingDesc = newDesc("emptydir_exporter_cpu_budget_remaining_seconds",
-		"CPU seconds the walks may still spend now; at or below 0, due walks wait.", []string{"node"}, nil)
 	oldestTriggerAgeDesc = newDesc("emptydir_exporter_oldest_trigger_measurement_age_seconds",
 		"Seconds since the oldest measurement behind a trigger series started; absent with none.", []string{"node"}, nil)
-	walkCPUDesc = newDesc("emptydir_exporter_walk_cpu_seconds_total",
-		"CPU seconds the periodic walks spent, which --collection.cpu-budget bounds.", []string{"node"}, nil)
 	openFilesVolumesDesc = newDesc("emptydir_exporter_open_files_volumes",
 		"Walked emptyDir volumes, by whether their pods' deleted but open files were counted.", []string{"node", "outcome"}, nil)
-	namespaceWalkCPUDesc = newDesc("emptydir_exporter_namespace_walk_cpu_seconds_total",
-		"CPU seconds the periodic walks of the namespace's pods on the node spent.", []string{"node", "namespace"}, nil)
-	namespaceFloorWalksDesc = newDesc("emptydir_exporter_namespace_floor_walks_total",
-		"Walks of the namespace's overdue volumes started on its share of the CPU budget.", []string{"node", "namespace"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -97,8 +87,7 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{usedBytesDesc, limitBytesDesc, overLimitBytesDesc, capacityBytesDesc,
 		availableBytesDesc, inodesUsedDesc, unreadableDesc, incompleteDesc, incompleteSinceDesc, quotaExcessDesc, unexplainedDesc, unlinkedOpenDesc, measurementInfoDesc, ageDesc,
 		unchangedDesc, filesystemCapacityDesc, filesystemAvailableDesc, durationDesc, successDesc,
-		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, budgetDesc, budgetRemainingDesc, oldestTriggerAgeDesc, walkCPUDesc, openFilesVolumesDesc,
-		namespaceWalkCPUDesc, namespaceFloorWalksDesc} {
+		lastSuccessDesc, podsDesc, volumesDesc, syncedDesc, oldestTriggerAgeDesc, openFilesVolumesDesc} {
 		ch <- d
 	}
 	describeAlignment(ch)
@@ -106,16 +95,14 @@ func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
 	ch <- workloadInfoDesc
 	ch <- ownerInvalidDesc
 	e.collections.Describe(ch)
-	e.deferredWalks.Describe(ch)
 	e.measureErrors.Describe(ch)
 	e.uncheckedLinks.Describe(ch)
 	e.watchErrors.Describe(ch)
 	e.liveRequests.Describe(ch)
 	e.liveRefusals.Describe(ch)
 	e.liveCuts.Describe(ch)
-	if e.changeMarks != nil {
-		e.changeMarks.Describe(ch)
-		e.unchangedWalks.Describe(ch)
+	if e.walks != nil {
+		e.walks.Describe(ch) // the engine's series (walk/metrics.go)
 	}
 }
 
@@ -225,28 +212,17 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 		gauge(oldestTriggerAgeDesc, max(0, now.Sub(oldest).Seconds()), node)
 	}
 	if e.walks != nil {
-		ch <- prometheus.MustNewConstMetric(walkCPUDesc, prometheus.CounterValue, e.walks.cpuSpent().Seconds(), node)
-		e.walks.collectNamespaces(ch, node)
-	}
-	if e.walks != nil && e.walks.budget != nil {
-		b := e.walks.budget
-		gauge(budgetDesc, b.Share(), node)
-		gauge(budgetRemainingDesc, b.Remaining().Seconds(), node)
+		e.walks.Collect(ch)
 	}
 
 	e.collectAlignment(ch)
 	e.collections.Collect(ch)
-	e.deferredWalks.Collect(ch)
 	e.measureErrors.Collect(ch)
 	e.uncheckedLinks.Collect(ch)
 	e.watchErrors.Collect(ch)
 	e.liveRequests.Collect(ch)
 	e.liveRefusals.Collect(ch)
 	e.liveCuts.Collect(ch)
-	if e.changeMarks != nil {
-		e.changeMarks.Collect(ch)
-		e.unchangedWalks.Collect(ch)
-	}
 }
 
 // openFilesVolumes counts the emptyDirs whose measurement has outcome in Measurement.OpenFiles.

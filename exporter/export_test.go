@@ -3,9 +3,11 @@ package exporter
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
@@ -54,24 +56,23 @@ func (e *Exporter) RefreshWalks(ctx, walksCtx context.Context) { e.refresh(ctx, 
 // WalkCycle runs the walks of one cycle over pods, as Refresh does after listing them, and
 // returns what the cycle publishes; the walks run under ctx.
 func (e *Exporter) WalkCycle(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
-	return e.walks.cycle(ctx, ctx, pods, 0)
+	return e.walks.Cycle(ctx, ctx, pods, 0)
 }
 
 // SetInformerLag sets how long a walk that found its volume missing waits for the informer
 // to show the pod's deletion; without walks it does nothing.
 func (e *Exporter) SetInformerLag(d time.Duration) {
 	if e.walks != nil {
-		e.walks.informerLag = d
+		e.walks.SetInformerLag(d)
 	}
 }
 
 // WalksRunning returns the volumes with a walk in flight, periodic or live, as "uid/volume",
 // sorted.
 func (e *Exporter) WalksRunning() []string {
-	e.walks.mu.Lock()
-	defer e.walks.mu.Unlock()
-	out := make([]string, 0, len(e.walks.running))
-	for k := range e.walks.running {
+	running := e.walks.Running()
+	out := make([]string, 0, len(running))
+	for _, k := range running {
 		out = append(out, k.UID+"/"+k.Volume)
 	}
 	slices.Sort(out)
@@ -79,17 +80,12 @@ func (e *Exporter) WalksRunning() []string {
 }
 
 // WaitForWalks returns once every walk started, in the background too, has ended.
-func (e *Exporter) WaitForWalks() { e.walks.wait() }
+func (e *Exporter) WaitForWalks() { e.walks.Wait() }
 
 // LatestWalk returns the result of the volume's last completed walk, which the next cycle
 // publishes; false when none has completed.
 func (e *Exporter) LatestWalk(uid, name string) (volume.VolumeResult, bool) {
-	e.walks.mu.Lock()
-	defer e.walks.mu.Unlock()
-	if rec := e.walks.volumes[volume.Key{UID: uid, Volume: name}]; rec != nil && rec.latest != nil {
-		return *rec.latest, true
-	}
-	return volume.VolumeResult{}, false
+	return e.walks.Latest(volume.Key{UID: uid, Volume: name})
 }
 
 // SnapshotUIDs returns the pod UID of each volume the last cycle published, in order.
@@ -111,12 +107,44 @@ func (e *Exporter) MeasureErrorsCounter(source, reason string) prometheus.Counte
 	return e.measureErrors.WithLabelValues(source, reason)
 }
 
-// UnchangedWalksCounter is emptydir_exporter_walks_unchanged_total.
-func (e *Exporter) UnchangedWalksCounter() prometheus.Counter { return e.unchangedWalks }
+// UnchangedWalksCounter is emptydir_exporter_walks_unchanged_total, for testutil.ToFloat64.
+func (e *Exporter) UnchangedWalksCounter() prometheus.Collector {
+	return engineSeries{e: e, name: "emptydir_exporter_walks_unchanged_total"}
+}
 
-// DeferredWalksCounter is emptydir_exporter_walks_deferred_total of reason.
-func (e *Exporter) DeferredWalksCounter(reason string) prometheus.Counter {
-	return e.deferredWalks.WithLabelValues(reason)
+// DeferredWalksCounter is emptydir_exporter_walks_deferred_total of reason, for
+// testutil.ToFloat64.
+func (e *Exporter) DeferredWalksCounter(reason string) prometheus.Collector {
+	return engineSeries{e: e, name: "emptydir_exporter_walks_deferred_total", label: "reason", value: reason}
+}
+
+// engineSeries collects the series of family name among the walk engine's, those whose label
+// is value when label is set.
+type engineSeries struct {
+	e                  *Exporter
+	name, label, value string
+}
+
+func (s engineSeries) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(s, ch) }
+
+func (s engineSeries) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric)
+	go func() {
+		s.e.walks.Collect(all)
+		close(all)
+	}()
+	for m := range all {
+		if !strings.Contains(m.Desc().String(), `fqName: "`+s.name+`"`) {
+			continue
+		}
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			panic(err)
+		}
+		if s.label == "" || slices.ContainsFunc(pb.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == s.label && l.GetValue() == s.value }) {
+			ch <- m
+		}
+	}
 }
 
 // NextCycle is when the cycle after the one planned at prevStart starts.

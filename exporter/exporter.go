@@ -16,6 +16,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/live"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/walk"
 )
 
 // Config is what an Exporter measures and how. DefaultConfig gives the defaults, which the
@@ -123,6 +124,15 @@ const MaxCPUBudget = MaxVolumeConcurrency * 64
 // MaxVolumeConcurrency bounds VolumeConcurrency.
 const MaxVolumeConcurrency = 16
 
+// Reasons a due walk was deferred to a later cycle (label reason of
+// emptydir_exporter_walks_deferred_total).
+const (
+	// DeferredCPUBudget: the CPU budget had no credit left for it.
+	DeferredCPUBudget = walk.DeferredCPUBudget
+	// DeferredNoSlot: every walk slot stayed busy until the cycle ended.
+	DeferredNoSlot = walk.DeferredNoSlot
+)
+
 // Validate reports every problem of the settings at once, naming their flags. The settings
 // of the walks (VolumeConcurrency, VolumeTimeout, UnlimitedInterval, CPUBudget) are checked
 // only with a VolumeSource, the only source that uses them; a Source with its own
@@ -179,24 +189,18 @@ type Exporter struct {
 	snap snapshot
 
 	// walks is set when the source measures volume by volume.
-	walks *volumeWalks
+	walks *walk.Engine
 	// aligner is set with Config.AlignToScrapes.
 	aligner *scrapeAligner
 
 	collections    *prometheus.CounterVec
 	measureErrors  *prometheus.CounterVec
 	uncheckedLinks prometheus.Counter
-	deferredWalks  *prometheus.CounterVec
 	watchErrors    prometheus.Counter
 	liveRequests   *prometheus.CounterVec
 	liveRefusals   *prometheus.CounterVec
 	liveCuts       *prometheus.CounterVec
 	liveSlots      chan struct{}
-	// changeMarks and unchangedWalks are set with Config.ChangeSignal.
-	changeMarks    *prometheus.CounterVec
-	unchangedWalks prometheus.Counter
-	// markWarned holds the reasons for a missing change mark already logged at warning level.
-	markWarned sync.Map
 }
 
 // snapshot is what one collection cycle produced.
@@ -280,11 +284,6 @@ func New(cfg Config) (*Exporter, error) {
 			Help:        "Live walks cut short by the caller's live CPU budget, by scope.",
 			ConstLabels: constLabels,
 		}, []string{"scope"}),
-		deferredWalks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name:        "emptydir_exporter_walks_deferred_total",
-			Help:        "Due volume walks not started in their cycle, by reason.",
-			ConstLabels: constLabels,
-		}, []string{"reason"}),
 		liveSlots: make(chan struct{}, cfg.LiveConcurrency),
 	}
 	// Series that exist at 0 before the first failure let rate() and increase()
@@ -305,54 +304,21 @@ func New(cfg Config) (*Exporter, error) {
 		e.aligner = newScrapeAligner(cfg.Logger)
 	}
 	if vs, ok := cfg.Source.(volume.VolumeSource); ok {
-		for _, r := range []string{DeferredCPUBudget, DeferredNoSlot} {
-			e.deferredWalks.WithLabelValues(r)
-		}
-		hooks := walkHooks{
-			now:  now,
-			done: e.noteMeasured,
-			deferred: func(reason string, n int) {
-				e.deferredWalks.WithLabelValues(reason).Add(float64(n))
-			},
-			podNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
+		e.walks = walk.New(walk.Config{
+			Node: cfg.NodeName, Source: vs, Concurrency: cfg.VolumeConcurrency, Timeout: cfg.VolumeTimeout,
+			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity,
+			Signal: cfg.ChangeSignal, SkipUnchanged: cfg.SkipUnchanged, RuntimeClasses: cfg.ChangeSignalRuntimeClasses,
+			Now: now, Logger: cfg.Logger, Done: e.noteMeasured,
+			PodNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {
 					return p, true // judged by the cycle's list
 				}
 				return cur, ok
 			},
-		}
-		if cfg.ChangeSignal != nil {
-			e.changeMarks = prometheus.NewCounterVec(prometheus.CounterOpts{
-				Name:        "emptydir_exporter_change_marks_total",
-				Help:        "Reads of the pods' change marks, by outcome: read, or why a pod has none.",
-				ConstLabels: constLabels,
-			}, []string{"outcome"})
-			e.changeMarks.WithLabelValues(change.MarkRead)
-			e.unchangedWalks = prometheus.NewCounter(prometheus.CounterOpts{
-				Name:        "emptydir_exporter_walks_unchanged_total",
-				Help:        "Walks not started because the pod's change mark vouched the part unchanged.",
-				ConstLabels: constLabels,
-			})
-			hooks.marked, hooks.unchanged = e.noteMark, func(n int) { e.unchangedWalks.Add(float64(n)) }
-		}
-		e.walks = newVolumeWalks(vs, cfg, hooks)
+		})
 	}
 	return e, nil
-}
-
-// noteMark counts the outcome of reading a pod's change mark, and logs the first failure of
-// each reason as a warning: the node then walks those pods as without a signal.
-func (e *Exporter) noteMark(outcome string, err error) {
-	e.changeMarks.WithLabelValues(outcome).Inc()
-	if err == nil || e.cfg.Logger == nil {
-		return
-	}
-	if _, seen := e.markWarned.LoadOrStore(outcome, true); !seen {
-		e.cfg.Logger.Warn("a pod has no change mark: its parts are walked at their cadence (further ones at debug level)", "reason", outcome, "err", err)
-		return
-	}
-	e.cfg.Logger.Debug("a pod has no change mark", "reason", outcome, "err", err)
 }
 
 // Run refreshes the snapshot once the pod informer has synced (or one Config.Interval has
@@ -363,7 +329,7 @@ func (e *Exporter) noteMark(outcome string, err error) {
 func (e *Exporter) Run(ctx context.Context) {
 	interval := e.cfg.Interval
 	if e.walks != nil {
-		defer e.walks.wait()
+		defer e.walks.Wait()
 	}
 	// A started (or restarted) exporter's informer syncs within moments: a first cycle
 	// before that would publish nothing, and the next one would come a whole interval later.
@@ -424,7 +390,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 
 	var results []volume.VolumeResult
 	if e.walks != nil {
-		results = e.walks.cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended
+		results = e.walks.Cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended
 	} else {
 		results = e.cfg.Source.Measure(ctx, pods)
 		settling := map[string]volume.PodVolumes{}
@@ -453,8 +419,8 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 		if errors.Is(r.Err, volume.ErrVolumeAbsent) {
 			continue // nothing to publish, not even the last numbers: the folder is gone
 		}
-		if errors.Is(r.Err, errAwaitingSlowWalk) {
-			continue // not measured yet by design of the walk schedule (volumeWalks.unmeasured)
+		if errors.Is(r.Err, walk.ErrAwaitingSlowWalk) {
+			continue // not measured yet by design of the walk schedule
 		}
 		success = false
 		if old, ok := lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}]; ok {

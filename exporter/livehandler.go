@@ -263,7 +263,7 @@ func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
 }
 
 // measureLive measures the volumes of pv now. With per-volume walks, the live walk takes the
-// place of their periodic walks (volumeWalks.beginLive) and its results are published too, with
+// place of their periodic walks (walk.Engine.BeginLive) and its results are published too, with
 // what each part's walk cost, for the estimate of the next live walk; a part cut short by the
 // caller's live CPU budget is answered only.
 // Each result's IncompleteSince continues its volume's run of lower bounds: the pod's
@@ -279,11 +279,11 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 	for _, v := range pv.Volumes {
 		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
 	}
-	measure := e.walks.source.MeasureVolume
-	if live, ok := e.walks.source.(volume.LiveVolumeSource); ok {
+	measure := e.walks.Source().MeasureVolume
+	if live, ok := e.walks.Source().(volume.LiveVolumeSource); ok {
 		measure = live.MeasureVolumeLive
 	}
-	end := e.walks.beginLive(keys)
+	end := e.walks.BeginLive(keys)
 	// One part after another (MeasureEach): each one's cost is what the meter gained meanwhile.
 	costs := make(map[volume.Key]time.Duration, len(keys))
 	results := volume.MeasureEach(ctx, []volume.PodVolumes{pv}, func(ctx context.Context, p volume.PodVolumes, v volume.Volume, _ *fswalk.CPUMeter) (volume.Measurement, error) {
@@ -296,7 +296,7 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 }
 
 // liveEstimate is what a live walk of pv's volumes is expected to cost: what their last walks
-// cost (volumeWalks.liveEstimate); 0 when not known, or the source is not walked volume by volume.
+// cost (walk.Engine.LiveEstimate); 0 when not known, or the source is not walked volume by volume.
 func (e *Exporter) liveEstimate(pv volume.PodVolumes) time.Duration {
 	if e.walks == nil {
 		return 0
@@ -305,5 +305,5 @@ func (e *Exporter) liveEstimate(pv volume.PodVolumes) time.Duration {
 	for _, v := range pv.Volumes {
 		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
 	}
-	return e.walks.liveEstimate(keys)
+	return e.walks.LiveEstimate(keys)
 }

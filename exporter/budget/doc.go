@@ -1,3 +1,4 @@
-// Package budget is the CPU token bucket the exporter's walks draw on: the periodic walks'
-// (Config.CPUBudget, with the floor walks' debt) and each live caller's (package live).
+// Package budget is the CPU the exporter's walks may spend: the token bucket (Bucket) the
+// periodic walks (Config.CPUBudget) and each live caller (package live) draw on, and the
+// floor (Floor) that splits the periodic budget among namespaces for their overdue walks.
 package budget

@@ -76,16 +76,16 @@ func vouchesFor(snap podcgroup.Snapshot, dir string) (bool, error) {
 func (s *Cgroup) Version() podcgroup.Version { return s.locator.Version() }
 
 // Mark reads the pod's snapshot; an error is a *Error with podcgroup's reason.
-func (s *Cgroup) Mark(p volume.PodVolumes) (any, error) {
+func (s *Cgroup) Mark(p volume.PodVolumes) (Mark, error) {
 	snap, err := s.locator.Mark(p.KubeletUID(), p.QOSClass)
 	if err != nil {
 		reason := MarkUnknown
 		if pe := (*podcgroup.Error)(nil); errors.As(err, &pe) {
 			reason = pe.Reason
 		}
-		return nil, &Error{Reason: reason, Err: err}
+		return Mark{}, &Error{Reason: reason, Err: err}
 	}
-	return snap, nil
+	return MarkOf(snap), nil
 }
 
 // Vouches reports whether equal snapshots spare a walk of v: emptyDirs and writable layers
@@ -117,8 +117,8 @@ func (s *Cgroup) Describe() []any {
 type Unavailable struct{ Err error }
 
 // Mark fails for every pod.
-func (u Unavailable) Mark(volume.PodVolumes) (any, error) {
-	return nil, &Error{Reason: MarkUnavailable, Err: u.Err}
+func (u Unavailable) Mark(volume.PodVolumes) (Mark, error) {
+	return Mark{}, &Error{Reason: MarkUnavailable, Err: u.Err}
 }
 
 // Vouches for nothing.

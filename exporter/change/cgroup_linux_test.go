@@ -48,7 +48,7 @@ func TestCgroupSignalMarkReasons(t *testing.T) {
 	} {
 		m, err := s.Mark(tc.pod)
 		se := (*change.Error)(nil)
-		if !errors.As(err, &se) || se.Reason != tc.reason || m != nil {
+		if !errors.As(err, &se) || se.Reason != tc.reason || m != (change.Mark{}) {
 			t.Errorf("Mark(%+v) = %v, %v; want no mark, reason %s", tc.pod, m, err, tc.reason)
 		}
 	}

@@ -1,6 +1,9 @@
 package change
 
-import "github.com/emptydir-guard/emptydir-guard/exporter/volume"
+import (
+	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
+)
 
 // Signal tells, without walking, whether a pod's own processes may have grown its files
 // since a moment: a mark of what its cgroup's counters say it has written (internal/podcgroup).
@@ -14,11 +17,11 @@ import "github.com/emptydir-guard/emptydir-guard/exporter/volume"
 // from outside its cgroup (a sandbox) gets no mark (Config.ChangeSignalRuntimeClasses)
 // (docs/change-signal.md).
 type Signal interface {
-	// Mark reads pod p's mark now: a comparable value that differs from an earlier one of the
-	// same pod whenever the pod's processes may have written in between. An error: no mark
-	// vouches for the pod (its cgroup not found or unreadable, or no sound counter here), which
-	// is then walked as without a signal; errors.As to a *Error gives the reason.
-	Mark(p volume.PodVolumes) (any, error)
+	// Mark reads pod p's mark now: one that differs from an earlier one of the same pod
+	// whenever the pod's processes may have written in between. An error: no mark vouches for
+	// the pod (its cgroup not found or unreadable, or no sound counter here), which is then
+	// walked as without a signal; errors.As to a *Error gives the reason.
+	Mark(p volume.PodVolumes) (Mark, error)
 	// Vouches reports whether equal marks may spare the walk of part v: whether the counters
 	// behind them see every write that takes new space where v lives.
 	Vouches(v volume.Volume) bool
@@ -46,12 +49,15 @@ const (
 	MarkRuntimeClass = "runtime_class"
 )
 
-// UnchangedSince reports whether a part whose last complete walk began after mark was read
-// is vouched unchanged by the pod's mark now: both read, and equal.
-func UnchangedSince(mark any, marks map[string]any, uid string) bool {
-	if mark == nil || marks == nil {
-		return false
-	}
-	now, ok := marks[uid]
-	return ok && now == mark
+// Mark is a pod's change mark: the write counters of its cgroup at one moment. It is a
+// comparable value: two marks of one pod are equal when its processes cannot have written in
+// between.
+type Mark struct {
+	counters podcgroup.Snapshot
 }
+
+// MarkOf is the mark of counters read from a pod's cgroup.
+func MarkOf(counters podcgroup.Snapshot) Mark { return Mark{counters: counters} }
+
+// Counters are the cgroup's counters m was read from.
+func (m Mark) Counters() podcgroup.Snapshot { return m.counters }

@@ -40,13 +40,10 @@ type Walk struct {
 	// when there is no slow cadence).
 	Wait bool
 	// floor says how it may start whatever the CPU budget's bucket holds, on its namespace's
-	// part of the floor (Floor).
+	// part of the floor (budget.Floor).
 	Floor FloorUse
 	// cheap: a few stats, no walk (logs, etc-hosts): started whatever the budget holds.
 	Cheap bool
-	// mark is its pod's change mark read at the cycle's start (nil: none), which a complete
-	// walk of it vouches for.
-	Mark any
 	// Unchanged: vouched unchanged by its pod's change mark (State.Unchanged) and not yet
 	// overdue, so it comes last, behind every other walk (Policy.SkipUnchanged false).
 	Unchanged bool
@@ -86,7 +83,7 @@ const (
 // or a pod or container limit) nearest to their limit, then, in the background, those at a
 // slow cadence and those vouched unchanged. A part whose walk is in flight is not due. Under a
 // budget (Policy.Costly > 0) each Walk also says what credit it needs (Cost) and how it may use
-// its namespace's part of the floor (Floor), so that a budget too small for every walk defers
+// its namespace's part of the floor (budget.Floor), so that a budget too small for every walk defers
 // without starving any namespace. The rules and the bounds they give are in docs/exporter.md,
 // "How a cycle orders its walks".
 func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, policy Policy) []Walk {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
 // benchSignal stands in for the pods' cgroups (change.Cgroup) on the generated node,
@@ -71,11 +72,11 @@ func (s *benchSignal) lastWrite(uid string, at time.Time) time.Time {
 	return time.Time{}
 }
 
-func (s *benchSignal) Mark(p volume.PodVolumes) (any, error) {
+func (s *benchSignal) Mark(p volume.PodVolumes) (change.Mark, error) {
 	now := time.Now()
 	if s.statPath != "" {
 		if _, err := os.ReadFile(s.statPath); err != nil {
-			return nil, &change.Error{Reason: "unreadable", Err: err}
+			return change.Mark{}, &change.Error{Reason: "unreadable", Err: err}
 		}
 	}
 	m := benchMark{wrote: -1}
@@ -90,7 +91,8 @@ func (s *benchSignal) Mark(p volume.PodVolumes) (any, error) {
 	s.mu.Lock()
 	s.readAt[p.UID] = now
 	s.mu.Unlock()
-	return m, nil
+	// As a cgroup's counters would: a write moves one, the over-limit file's growth another.
+	return change.MarkOf(podcgroup.Snapshot{WriteIOs: uint64(m.wrote + 1), WriteBytes: uint64(m.overSize)}), nil
 }
 
 // Vouches as change.Cgroup does under cgroup v1 on a disk root: emptyDirs and writable layers.

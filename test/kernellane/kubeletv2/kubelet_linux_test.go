@@ -182,7 +182,7 @@ func TestKubeletV2StaticPods(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", p.name, err)
 				}
-				m = append(m, mark)
+				m = append(m, mark.Counters())
 			}
 			return m
 		}

@@ -1,15 +1,14 @@
-package exporter
+package walk
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
@@ -22,60 +21,69 @@ import (
 // failure of the cycle, until it completes.
 var errPending = errors.New("first measurement still running")
 
-// errAwaitingSlowWalk marks a volume without a sizeLimit whose first walk has not completed
+// ErrAwaitingSlowWalk marks a volume without a sizeLimit whose first walk has not completed
 // yet: it runs in the background at the slow cadence, within the CPU budget (deferrals are
 // counted), so not measured yet is no failure, on a node where pods come and go every cycle.
-var errAwaitingSlowWalk = errors.New("first slow-cadence walk not completed yet")
+var ErrAwaitingSlowWalk = errors.New("first slow-cadence walk not completed yet")
 
-// Reasons a due walk was deferred to a later cycle, as the reason label spells them.
-const (
-	// DeferredCPUBudget: the CPU budget had no credit left for it.
-	DeferredCPUBudget = "cpu_budget"
-	// DeferredNoSlot: every walk slot stayed busy until the cycle ended.
-	DeferredNoSlot = "no_slot"
-)
-
-// unmeasured is the error of a volume none of whose walks has completed yet: one without a
-// sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
-func (w *volumeWalks) unmeasured(v volume.Volume) error {
-	if v.Guard() == nil && w.unlimitedInterval > 0 {
-		return errAwaitingSlowWalk
-	}
-	return errPending
+// Config is what the engine walks and how; package exporter fills it from its own Config,
+// whose fields name the flags.
+type Config struct {
+	// Node is the value of the node label of the engine's series.
+	Node string
+	// Source measures one volume at a time.
+	Source volume.VolumeSource
+	// Concurrency bounds the walks under way at once, and Timeout each walk.
+	Concurrency int
+	Timeout     time.Duration
+	// UnlimitedInterval is how often a volume without a sizeLimit is walked; 0: every cycle.
+	UnlimitedInterval time.Duration
+	// CPUBudget is the share of one core the walks may spend (0: no bound), and
+	// CPUBudgetCapacity what its bucket saves up (0: CPUBudget's share of UnlimitedInterval,
+	// at least of one minute).
+	CPUBudget         float64
+	CPUBudgetCapacity time.Duration
+	// Signal is the change signal; nil: every part is due at its cadence. SkipUnchanged and
+	// RuntimeClasses (besides the node's default runtime, whose pods' marks are read) go with it.
+	Signal         change.Signal
+	SkipUnchanged  bool
+	RuntimeClasses []string
+	// Now is the clock.
+	Now func() time.Time
+	// Logger receives the first missing change mark of each reason at warning level.
+	Logger *slog.Logger
+	// Done receives every completed walk, for counting and logging, once; required.
+	Done func(volume.VolumeResult)
+	// PodNow is a pod as the informer knows it now; false when it is gone. nil: a walk is
+	// judged by the cycle's list alone.
+	PodNow func(volume.PodVolumes) (volume.PodVolumes, bool)
 }
 
-// volumeWalks measures the volumes of a VolumeSource in the background, each with
-// its own bounded time, so that no volume can starve another: at most one walk per
-// volume is in flight, at most cap(slots) run at once, and each ends after timeout.
-// A walk may outlive the cycle that started it; every cycle publishes the last
-// completed result of each volume, whose MeasuredAt shows how old it is.
-type volumeWalks struct {
-	walkHooks
-	source  volume.VolumeSource
-	timeout time.Duration // Config.VolumeTimeout
-	slots   chan struct{} // Config.VolumeConcurrency of them
-	// unlimitedInterval is Config.UnlimitedInterval: how often a volume without a sizeLimit
-	// is walked; 0: every cycle.
-	unlimitedInterval time.Duration
-	// budget is the token bucket of Config.CPUBudget; nil: unbounded.
+// Engine measures the volumes of a VolumeSource in the background, each with its own bounded
+// time, so that no volume can starve another: at most one walk per volume is in flight, at
+// most cap(slots) run at once, and each ends after Config.Timeout. A walk may outlive the
+// cycle that started it; every cycle publishes the last completed result of each volume,
+// whose MeasuredAt shows how old it is.
+type Engine struct {
+	cfg     Config
+	slots   chan struct{} // Config.Concurrency of them
+	metrics *metrics
+	// informerLag is how long absent waits for PodNow to show a deletion.
+	informerLag time.Duration
+	// budget is the token bucket of Config.CPUBudget, and floor each namespace's part of it,
+	// which its overdue walks start on; both nil without a budget.
 	budget *budget.Bucket
-	// signal is Config.ChangeSignal; nil: every part is due at its cadence.
-	signal change.Signal
-	// skipUnchanged is Config.SkipUnchanged.
-	skipUnchanged bool
-	// carriedBy is Config.ChangeSignalRuntimeClasses and "", the node's default runtime: the
-	// RuntimeClasses whose pods' marks are read.
+	floor  *budget.Floor
+	// carriedBy is Config.RuntimeClasses and "", the node's default runtime: the RuntimeClasses
+	// whose pods' marks are read.
 	carriedBy map[string]bool
-	// floor holds each namespace's part of the budget, which its overdue walks start on; set
-	// with budget.
-	floor *schedule.Floor
 	// creditCPU and floorCPU are the CPU time the periodic walks started on the budget's
 	// credit (or without a budget) and on the floor have spent, as their threads counted it.
 	creditCPU, floorCPU atomic.Int64
 	// dispatching is the previous cycle's background dispatch of walks of volumes without
 	// a sizeLimit; a cycle starts once it has ended.
 	dispatching sync.WaitGroup
-	// walking counts the walks under way, for wait.
+	// walking counts the walks under way, for Wait.
 	walking sync.WaitGroup
 
 	mu      sync.Mutex
@@ -104,7 +112,7 @@ type volumeRecord struct {
 	latest *volume.VolumeResult // nil until a walk completes
 	// mark is its pod's change mark read before its last complete walk began; nil: none
 	// (no signal, a failed or lower-bound walk, a live one).
-	mark any
+	mark *change.Mark
 	// unchangedAt is when a cycle last found the pod's mark still mark; zero: none since.
 	unchangedAt time.Time
 	// liveCost is what its last live walk cost (a walk cut short: the most one cost); 0: none
@@ -128,7 +136,7 @@ func (rec *volumeRecord) noteWalk(r *volume.VolumeResult) {
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
-func (w *volumeWalks) record(k volume.Key) *volumeRecord {
+func (w *Engine) record(k volume.Key) *volumeRecord {
 	r := w.volumes[k]
 	if r == nil {
 		r = &volumeRecord{}
@@ -148,40 +156,22 @@ type inflight struct {
 	estimate time.Duration
 }
 
-// walkHooks connect the walks to the exporter.
-type walkHooks struct {
-	now func() time.Time
-	// done receives every completed walk, for counting and logging, once.
-	done func(volume.VolumeResult)
-	// deferred receives the number of due walks a cycle did not start, by reason.
-	deferred func(reason string, n int)
-	// podNow is a pod as the informer knows it now; false when it is gone.
-	podNow func(volume.PodVolumes) (volume.PodVolumes, bool)
-	// informerLag is how long absent waits for podNow to show a deletion (0: defaultInformerLag).
-	informerLag time.Duration
-	// marked receives the outcome of reading each pod's change mark (change.MarkRead, or the
-	// reason there is none, with its error); unchanged, the walks a cycle did not start because
-	// their pod's mark vouched the part unchanged: not due (skipped, or still earning a costly
-	// walk), or due last and not started (the budget, the cycle's end). Both set with a
-	// change.Signal.
-	marked    func(outcome string, err error)
-	unchanged func(n int)
-}
-
-// newVolumeWalks walks the volumes of source with the walk settings of cfg.
-func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *volumeWalks {
-	w := &volumeWalks{
-		walkHooks: hooks, source: source, timeout: cfg.VolumeTimeout,
-		slots: make(chan struct{}, cfg.VolumeConcurrency), unlimitedInterval: cfg.UnlimitedInterval,
-		signal: cfg.ChangeSignal, skipUnchanged: cfg.SkipUnchanged,
+// New returns the engine of cfg, no walk started.
+func New(cfg Config) *Engine {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	w := &Engine{
+		cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), informerLag: defaultInformerLag,
+		metrics: newMetrics(cfg.Node, cfg.Signal != nil, cfg.Logger),
 		running: map[volume.Key]*inflight{}, volumes: map[volume.Key]*volumeRecord{}, walkEnded: make(chan struct{}),
 		namespaces: map[string]*namespaceWalks{},
 	}
-	if w.informerLag <= 0 {
-		w.informerLag = defaultInformerLag
-	}
 	w.carriedBy = map[string]bool{"": true}
-	for _, rc := range cfg.ChangeSignalRuntimeClasses {
+	for _, rc := range cfg.RuntimeClasses {
 		w.carriedBy[rc] = true
 	}
 	if cfg.CPUBudget > 0 {
@@ -189,20 +179,20 @@ func newVolumeWalks(source volume.VolumeSource, cfg Config, hooks walkHooks) *vo
 		if capacity <= 0 {
 			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
-		w.budget = budget.New(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), hooks.now).WithFloor(atomicDuration(&w.floorCPU))
-		w.floor = schedule.NewFloor(cfg.CPUBudget, capacity, hooks.now)
+		w.budget = budget.New(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), cfg.Now).WithFloor(atomicDuration(&w.floorCPU))
+		w.floor = budget.NewFloor(cfg.CPUBudget, capacity, cfg.Now)
 	}
 	return w
 }
 
-// wait returns once every walk started has ended and no cycle is starting more.
-func (w *volumeWalks) wait() {
+// Wait returns once every walk started has ended and no cycle is starting more.
+func (w *Engine) Wait() {
 	w.dispatching.Wait()
 	w.walking.Wait()
 }
 
 // cpuSpent is the CPU time every periodic walk has spent so far.
-func (w *volumeWalks) cpuSpent() time.Duration {
+func (w *Engine) cpuSpent() time.Duration {
 	return time.Duration(w.creditCPU.Load() + w.floorCPU.Load())
 }
 
@@ -211,113 +201,81 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 	return func() time.Duration { return time.Duration(a.Load()) }
 }
 
-// beginLive hands the volumes keys to a live walk that is about to start. A periodic walk
-// of them in flight is cancelled, since the live walk redoes its work and both would share
-// the node's CPU and disk (a big volume's live walk could then outlast its bound), and none
-// starts until the live walk ends. end records the live walk's successful results as the
-// volumes' latest measurement, which the next cycle publishes, and what their walks cost
-// (costs), sets their IncompleteSince from the volumes' run of lower bounds
-// (volumeRecord.noteWalk), and gives the volumes back. With budgetCut (the walk exhausted its
-// caller's live CPU budget), a result cut short is no evidence about its volume, only about
-// the caller's budget: it is answered, but neither recorded nor part of the volume's run.
-func (w *volumeWalks) beginLive(keys []volume.Key) (end func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	mine := map[volume.Key]*inflight{}
-	for _, k := range keys {
-		f := w.running[k]
-		if f != nil && f.cancel == nil {
-			continue // another live walk has it: both measure, that one records
-		}
-		if f != nil {
-			f.cancel()
-		}
-		mine[k] = &inflight{}
-		w.running[k] = mine[k]
-	}
-	return func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		for i, r := range results {
-			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
-			_, own := mine[k]
-			switch {
-			case r.Err != nil:
-			case own && budgetCut && r.Measurement.CutShort:
-				// Evidence of the caller's budget, not of the volume: answered, not recorded.
-				// What it spent is the least its next walk costs.
-				rec := w.record(k)
-				rec.liveCost = max(costs[k], rec.liveCost)
-				results[i].IncompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
-			case own:
-				rec := w.record(k)
-				rec.noteWalk(&results[i])
-				r = results[i]
-				rec.latest = &r
-				rec.UsedBytes, rec.Measured = r.Measurement.UsedBytes, true
-				rec.mark, rec.unchangedAt = nil, time.Time{} // no mark was read before it
-				if cost, ok := costs[k]; ok {
-					if r.Measurement.CutShort { // it would have cost more: what it spent is a lower bound
-						cost = max(cost, rec.liveCost)
-					}
-					rec.liveCost = cost
-				}
-			default:
-				// Another live walk records this volume: this one continues its run unrecorded.
-				var prev time.Time
-				if rec := w.volumes[k]; rec != nil {
-					prev = rec.incompleteSince
-				}
-				results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
-			}
-		}
-		for k, f := range mine {
-			if w.running[k] == f {
-				delete(w.running, k)
-			}
-		}
-	}
-}
-
-// liveEstimate is what a live walk of the volumes keys is expected to cost: for each, what its
-// last live walk cost, else its last periodic walk; 0 for those never walked.
-func (w *volumeWalks) liveEstimate(keys []volume.Key) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var total time.Duration
-	for _, k := range keys {
-		rec := w.volumes[k]
-		switch {
-		case rec == nil:
-		case rec.liveCost > 0:
-			total += rec.liveCost
-		case rec.Measured:
-			total += rec.Cost
-		}
-	}
-	return total
-}
-
-// cycle starts, under walksCtx, the walks due now (schedule.Due), most urgent first, each
+// Cycle starts, under walksCtx, the walks due now (schedule.Due), most urgent first, each
 // when a slot is free and the CPU budget allows it, until cycleCtx ends; what it could not
 // start is deferred to a later cycle and counted. It waits for the walks it started until
 // they end or cycleCtx does, and returns the last completed result of every volume of pods,
-// in order: Err set when that walk failed (errVolumeAbsent when the volume is not there while
-// its pod is Settling), errPending or errAwaitingSlowWalk (unmeasured) when none
-// has completed yet. With a slow cadence for volumes without a sizeLimit, it returns once the
+// in order: Err set when that walk failed (volume.ErrVolumeAbsent when the volume is not there
+// while its pod is Settling), errPending or ErrAwaitingSlowWalk (unmeasured) when none has
+// completed yet. With a slow cadence for volumes without a sizeLimit, it returns once the
 // walks of volumes with one have ended, which an over-limit alert waits for: the others
 // (overdue ones first, in the cycle's own order) are published by the next cycle, those on
 // time started in the background until cycleCtx's deadline.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
-func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolumes, tolerance time.Duration) []volume.VolumeResult {
+func (w *Engine) Cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolumes, tolerance time.Duration) []volume.VolumeResult {
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
 	// Before now: a walk started this cycle begins after its pod's mark was read, so a write
 	// in between changes the next mark, or the walk sees it.
 	marks := w.readMarks(pods)
-	now := w.now()
+	now := w.cfg.Now()
+	w.mu.Lock()
+	namespaces := w.remember(pods, marks, now)
+	due := w.due(pods, now, tolerance)
+	w.mu.Unlock()
+
+	if w.floor != nil {
+		w.floor.Fill(namespaces)
+	}
+	foreground, others := due, []schedule.Walk(nil)
+	if i := slices.IndexFunc(due, func(d schedule.Walk) bool { return d.Background }); i >= 0 {
+		foreground, others = due[:i], due[i:]
+	}
+	shared := len(namespaces) > 1
+	started := w.dispatch(cycleCtx, walksCtx, foreground, marks, now, shared)
+	if len(others) > 0 {
+		// Until the cycle's deadline, not until Cycle returns (Run then cancels cycleCtx).
+		ctx, cancel := walksCtx, context.CancelFunc(func() {})
+		if deadline, ok := cycleCtx.Deadline(); ok {
+			ctx, cancel = context.WithDeadline(walksCtx, deadline)
+		}
+		w.dispatching.Add(1)
+		go func() {
+			defer w.dispatching.Done()
+			defer cancel()
+			w.dispatch(ctx, walksCtx, others, marks, now, shared)
+		}()
+	}
+	for _, ch := range started {
+		select {
+		case <-ch:
+		case <-cycleCtx.Done():
+		}
+	}
+	return w.results(pods)
+}
+
+// keepMark keeps mark, the pod's mark read before walk r began (nil: none), as what vouches
+// for r: only a complete walk's mark does, as a lower bound or a failure is walked again.
+// Either way the part is no longer known unchanged since an earlier walk. Callers hold w.mu.
+func (rec *volumeRecord) keepMark(r volume.VolumeResult, mark *change.Mark) {
+	rec.mark, rec.unchangedAt = nil, time.Time{}
+	if r.Err == nil && !r.Measurement.LowerBound() {
+		rec.mark = mark
+	}
+}
+
+// markStill reports whether now, the pod's mark read this cycle, is the one kept by its last
+// complete walk (keepMark). Callers hold w.mu.
+func (rec *volumeRecord) markStill(now change.Mark) bool {
+	return rec.mark != nil && *rec.mark == now
+}
+
+// remember notes the volumes of pods in their records (first seen, vouched unchanged by their
+// pod's mark now), forgets the volumes and namespaces no longer listed, and returns the
+// namespaces of pods. Callers hold w.mu.
+func (w *Engine) remember(pods []volume.PodVolumes, marks map[string]change.Mark, at time.Time) map[string]bool {
 	current := map[volume.Key]bool{}
 	namespaces := map[string]bool{}
-	w.mu.Lock()
 	for _, p := range pods {
 		namespaces[p.Namespace] = true
 		w.namespaceOf(p.Namespace) // its series from its first cycle on
@@ -326,10 +284,12 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 			current[k] = true
 			rec := w.record(k)
 			if rec.Seen.IsZero() {
-				rec.Seen = now
+				rec.Seen = at
 			}
-			if rec.Unchanged = change.UnchangedSince(rec.mark, marks, p.UID) && w.signal.Vouches(v); rec.Unchanged {
-				rec.unchangedAt = now
+			// Vouched unchanged: its pod's mark now is the one read before its last complete walk.
+			markNow, read := marks[p.UID]
+			if rec.Unchanged = read && rec.markStill(markNow) && w.cfg.Signal.Vouches(v); rec.Unchanged {
+				rec.unchangedAt = at
 			}
 		}
 	}
@@ -343,55 +303,34 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 			delete(w.namespaces, ns) // its last pod is gone: its series go
 		}
 	}
+	return namespaces
+}
+
+// due is what schedule.Due returns for pods now; with a signal, the parts their marks kept
+// from being due are counted. Callers hold w.mu.
+func (w *Engine) due(pods []volume.PodVolumes, now time.Time, tolerance time.Duration) []schedule.Walk {
 	var costly time.Duration
 	var share float64
 	if w.budget != nil {
 		costly, share = w.budget.Capacity(), w.budget.Share()
 	}
-	due := schedule.Due(pods, w.state, now, schedule.Policy{UnlimitedInterval: w.unlimitedInterval, Tolerance: tolerance,
-		Costly: costly, Share: share, SkipUnchanged: w.skipUnchanged})
-	if w.signal != nil {
-		w.unchanged(w.vouched(pods, due))
-		for i := range due {
-			due[i].Mark = marks[due[i].Pod.UID]
-		}
+	due := schedule.Due(pods, w.state, now, schedule.Policy{UnlimitedInterval: w.cfg.UnlimitedInterval, Tolerance: tolerance,
+		Costly: costly, Share: share, SkipUnchanged: w.cfg.SkipUnchanged})
+	if w.cfg.Signal != nil {
+		w.metrics.unchanged.Add(float64(w.vouched(pods, due)))
 	}
-	w.mu.Unlock()
+	return due
+}
 
-	if w.floor != nil {
-		w.floor.Fill(namespaces)
+// results is the last completed result of every volume of pods, in order, for Cycle.
+func (w *Engine) results(pods []volume.PodVolumes) []volume.VolumeResult {
+	n := 0
+	for _, p := range pods {
+		n += len(p.Volumes)
 	}
-
-	foreground, others := due, []schedule.Walk(nil)
-	if i := slices.IndexFunc(due, func(d schedule.Walk) bool { return d.Background }); i >= 0 {
-		foreground, others = due[:i], due[i:]
-	}
-	shared := len(namespaces) > 1
-	started := w.dispatch(cycleCtx, walksCtx, foreground, now, shared)
-	if len(others) > 0 {
-		// Until the cycle's deadline, not until cycle returns (Run then cancels cycleCtx).
-		ctx, cancel := walksCtx, context.CancelFunc(func() {})
-		if deadline, ok := cycleCtx.Deadline(); ok {
-			ctx, cancel = context.WithDeadline(walksCtx, deadline)
-		}
-		w.dispatching.Add(1)
-		go func() {
-			defer w.dispatching.Done()
-			defer cancel()
-			w.dispatch(ctx, walksCtx, others, now, shared)
-		}()
-	}
-
-	for _, ch := range started {
-		select {
-		case <-ch:
-		case <-cycleCtx.Done():
-		}
-	}
-
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]volume.VolumeResult, 0, len(current))
+	out := make([]volume.VolumeResult, 0, n)
 	for _, p := range pods {
 		for _, v := range p.Volumes {
 			rec := w.record(volume.Key{UID: p.UID, Volume: v.Name})
@@ -418,8 +357,17 @@ func (w *volumeWalks) cycle(cycleCtx, walksCtx context.Context, pods []volume.Po
 	return out
 }
 
+// unmeasured is the error of a volume none of whose walks has completed yet: one without a
+// sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
+func (w *Engine) unmeasured(v volume.Volume) error {
+	if v.Guard() == nil && w.cfg.UnlimitedInterval > 0 {
+		return ErrAwaitingSlowWalk
+	}
+	return errPending
+}
+
 // walkingIn reports whether a periodic walk of namespace ns is under way. Callers hold w.mu.
-func (w *volumeWalks) walkingIn(ns string) bool {
+func (w *Engine) walkingIn(ns string) bool {
 	for _, f := range w.running {
 		if f.cancel != nil && f.namespace == ns {
 			return true
@@ -433,7 +381,7 @@ func (w *volumeWalks) walkingIn(ns string) bool {
 // or never done (until --collection.volume-timeout), and have them go first (never
 // measured): with as many of them as slots, no other volume of the node would be walked
 // again. So where pods of several namespaces run, one namespace never holds every slot.
-func (w *volumeWalks) holdsItsShare(ns string) bool {
+func (w *Engine) holdsItsShare(ns string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := 0
@@ -449,7 +397,7 @@ func (w *volumeWalks) holdsItsShare(ns string) bool {
 // ns holds less than its share; false when ctx ends first. A free slot is taken even when
 // ctx has ended (select would pick at random between the two): the walk that frees it has
 // been charged to the budget by then.
-func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool {
+func (w *Engine) takeSlot(ctx context.Context, ns string, shared bool) bool {
 	for {
 		w.mu.Lock()
 		ended := w.walkEnded
@@ -471,18 +419,19 @@ func (w *volumeWalks) takeSlot(ctx context.Context, ns string, shared bool) bool
 
 // dispatch starts the walks of due in order, each when a slot is free and the CPU budget
 // allows it, until ctx ends, and returns a channel per walk started that the cycle waits
-// for (schedule.Walk.Wait), closed when it ends. What it could not start is deferred to a later
-// cycle and counted: as unchanged when its pod's mark vouched it so (Walk.Unchanged), which is
-// no shortfall of the budget or the slots.
-func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, now time.Time, shared bool) []chan struct{} {
+// for (schedule.Walk.Wait), closed when it ends. A complete walk vouches for its pod's mark in
+// marks. What it could not start is deferred to a later cycle and counted: as unchanged when
+// its pod's mark vouched it so (Walk.Unchanged), which is no shortfall of the budget or the
+// slots.
+func (w *Engine) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, marks map[string]change.Mark, now time.Time, shared bool) []chan struct{} {
 	var started []chan struct{}
 	deferred, unchanged := map[string]int{}, 0 // deferred by reason
 	defer func() {
 		for reason, n := range deferred {
-			w.deferred(reason, n)
+			w.metrics.deferred.WithLabelValues(reason).Add(float64(n))
 		}
 		if unchanged > 0 {
-			w.unchanged(unchanged)
+			w.metrics.unchanged.Add(float64(unchanged))
 		}
 	}()
 	notStarted := func(d schedule.Walk, reason string) {
@@ -565,9 +514,13 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 			charged = &w.floorCPU
 		}
 		meter := fswalk.NewCPUMeter(charged, &ns.cpu)
+		var mark *change.Mark // its pod's, if read
+		if m, ok := marks[d.Pod.UID]; ok {
+			mark = &m
+		}
 		go func() {
 			defer w.walking.Done()
-			w.walk(wctx, d, f, meter)
+			w.walk(wctx, d, mark, f, meter)
 		}()
 	}
 	return started
@@ -575,24 +528,66 @@ func (w *volumeWalks) dispatch(ctx, walksCtx context.Context, due []schedule.Wal
 
 // takeFloor reports whether d may start on its namespace's part of the floor, and the
 // estimate of its cost set aside there until it ends.
-func (w *volumeWalks) takeFloor(d schedule.Walk) (bool, time.Duration) {
+func (w *Engine) takeFloor(d schedule.Walk) (bool, time.Duration) {
 	w.mu.Lock()
 	s := w.state(d.Key)
 	w.mu.Unlock()
-	estimate := w.floor.Estimate(s)
+	estimate := w.floor.Estimate(s.Cost, s.Measured)
 	return w.floor.Take(d.Pod.Namespace, estimate), estimate
 }
 
-// absent is absentWhileSettling judged by the pod as it is when its walk ends, not only as
-// the cycle listed it: a walk may start well after the cycle's list (the walks before it,
+// walk measures one volume, holding a slot taken by dispatch, within its own timeout, and
+// charges the CPU time its threads spend to meter, whose totals the budget drains, also when
+// it fails or is cut short; a floor walk settles its namespace's part before its slot is freed.
+// A complete walk keeps mark, its pod's mark read before it began (nil: none). A walk whose context ends
+// early (shutdown, or a live walk took the volume over) leaves no result.
+func (w *Engine) walk(ctx context.Context, d schedule.Walk, mark *change.Mark, f *inflight, meter *fswalk.CPUMeter) {
+	defer func() {
+		w.mu.Lock()
+		if w.running[d.Key] == f {
+			delete(w.running, d.Key)
+		}
+		close(w.walkEnded) // after the slot is freed (deferred below)
+		w.walkEnded = make(chan struct{})
+		w.mu.Unlock()
+		f.cancel()
+		close(f.done)
+	}()
+	defer func() { <-w.slots }()
+	walkCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	r := volume.VolumeResult{Namespace: d.Pod.Namespace, Pod: d.Pod.Pod, UID: d.Pod.UID, Volume: d.Volume}
+	r.Measurement, r.Err = w.cfg.Source.MeasureVolume(walkCtx, d.Pod, d.Volume, meter)
+	r.Err = w.absent(ctx, d.Pod, r.Err)
+	spent := meter.Spent()
+	if f.floor {
+		w.floor.Settle(d.Pod.Namespace, f.estimate, spent)
+	}
+	if ctx.Err() != nil {
+		return // shutting down, or taken over by a live walk: not a result
+	}
+	w.mu.Lock()
+	rec := w.record(d.Key)
+	rec.noteWalk(&r)
+	rec.latest = &r
+	if r.Err == nil {
+		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true
+	}
+	rec.keepMark(r, mark)
+	w.mu.Unlock()
+	w.cfg.Done(r)
+}
+
+// absent is volume.AbsentWhileSettling judged by the pod as it is when its walk ends, not only
+// as the cycle listed it: a walk may start well after the cycle's list (the walks before it,
 // the CPU budget), and a pod deleted meanwhile has its volumes torn down while the list
 // still shows it running. The kubelet tears volumes down only once it has seen the pod
-// deleted, and this exporter's informer may see the same deletion moments later, so a pod
+// deleted, and the exporter's informer may see the same deletion moments later, so a pod
 // the informer still shows running gets up to informerLag to catch up before its missing
 // folder counts as an error.
-func (w *volumeWalks) absent(ctx context.Context, p volume.PodVolumes, err error) error {
+func (w *Engine) absent(ctx context.Context, p volume.PodVolumes, err error) error {
 	if err = volume.AbsentWhileSettling(p, err); err == nil || errors.Is(err, volume.ErrVolumeAbsent) ||
-		volume.ReasonOf(err) != volume.ReasonNotFound || w.podNow == nil {
+		volume.ReasonOf(err) != volume.ReasonNotFound || w.cfg.PodNow == nil {
 		return err
 	}
 	deadline := time.NewTimer(w.informerLag)
@@ -600,7 +595,7 @@ func (w *volumeWalks) absent(ctx context.Context, p volume.PodVolumes, err error
 	poll := time.NewTicker(informerPoll)
 	defer poll.Stop()
 	for {
-		if now, ok := w.podNow(p); !ok || now.UID != p.UID || now.Settling {
+		if now, ok := w.cfg.PodNow(p); !ok || now.UID != p.UID || now.Settling {
 			return volume.ErrVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
 		}
 		select {
@@ -627,32 +622,14 @@ type volumeGoner interface {
 }
 
 // gone reports whether the source knows volume v of pod p to be absent.
-func (w *volumeWalks) gone(p volume.PodVolumes, v volume.Volume) bool {
-	g, ok := w.source.(volumeGoner)
+func (w *Engine) gone(p volume.PodVolumes, v volume.Volume) bool {
+	g, ok := w.cfg.Source.(volumeGoner)
 	return ok && g.VolumeGone(p, v)
-}
-
-// collectNamespaces sends what the walks of each namespace have spent.
-func (w *volumeWalks) collectNamespaces(ch chan<- prometheus.Metric, node string) {
-	var metrics []prometheus.Metric // sent once w.mu is released: a slow scrape holds no cycle
-	w.mu.Lock()
-	for name, ns := range w.namespaces {
-		metrics = append(metrics, prometheus.MustNewConstMetric(namespaceWalkCPUDesc, prometheus.CounterValue,
-			time.Duration(ns.cpu.Load()).Seconds(), node, name))
-		if w.budget != nil {
-			metrics = append(metrics, prometheus.MustNewConstMetric(namespaceFloorWalksDesc, prometheus.CounterValue,
-				float64(ns.floorWalks), node, name))
-		}
-	}
-	w.mu.Unlock()
-	for _, m := range metrics {
-		ch <- m
-	}
 }
 
 // namespaceOf is what the walks of namespace ns have spent, created when there is none.
 // Callers hold w.mu.
-func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
+func (w *Engine) namespaceOf(ns string) *namespaceWalks {
 	n := w.namespaces[ns]
 	if n == nil {
 		n = &namespaceWalks{}
@@ -663,7 +640,7 @@ func (w *volumeWalks) namespaceOf(ns string) *namespaceWalks {
 
 // vouched counts the parts of pods that their change marks kept from being due now: vouched
 // unchanged, not in flight, not in due. Callers hold w.mu.
-func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []schedule.Walk) int {
+func (w *Engine) vouched(pods []volume.PodVolumes, due []schedule.Walk) int {
 	isDue := make(map[volume.Key]bool, len(due))
 	for _, d := range due {
 		isDue[d.Key] = true
@@ -681,7 +658,7 @@ func (w *volumeWalks) vouched(pods []volume.PodVolumes, due []schedule.Walk) int
 }
 
 // state is what schedule.Due needs to know of volume k. Callers hold w.mu.
-func (w *volumeWalks) state(k volume.Key) schedule.State {
+func (w *Engine) state(k volume.Key) schedule.State {
 	var s schedule.State
 	if rec := w.volumes[k]; rec != nil {
 		s = rec.State
@@ -690,78 +667,33 @@ func (w *volumeWalks) state(k volume.Key) schedule.State {
 	return s
 }
 
-// walk measures one volume, holding a slot taken by cycle, within its own timeout, and charges
-// the CPU time its threads spend to meter, whose totals the budget drains, also when it fails
-// or is cut short; a floor walk settles its namespace's part before its slot is freed. A walk
-// whose context ends early (shutdown, or a live walk took the volume over) leaves no result.
-func (w *volumeWalks) walk(ctx context.Context, d schedule.Walk, f *inflight, meter *fswalk.CPUMeter) {
-	defer func() {
-		w.mu.Lock()
-		if w.running[d.Key] == f {
-			delete(w.running, d.Key)
-		}
-		close(w.walkEnded) // after the slot is freed (deferred below)
-		w.walkEnded = make(chan struct{})
-		w.mu.Unlock()
-		f.cancel()
-		close(f.done)
-	}()
-	defer func() { <-w.slots }()
-	walkCtx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
-	r := volume.VolumeResult{Namespace: d.Pod.Namespace, Pod: d.Pod.Pod, UID: d.Pod.UID, Volume: d.Volume}
-	r.Measurement, r.Err = w.source.MeasureVolume(walkCtx, d.Pod, d.Volume, meter)
-	r.Err = w.absent(ctx, d.Pod, r.Err)
-	spent := meter.Spent()
-	if f.floor {
-		w.floor.Settle(d.Pod.Namespace, f.estimate, spent)
-	}
-	if ctx.Err() != nil {
-		return // shutting down, or taken over by a live walk: not a result
-	}
-	w.mu.Lock()
-	rec := w.record(d.Key)
-	rec.noteWalk(&r)
-	rec.latest = &r
-	if r.Err == nil {
-		rec.Cost, rec.UsedBytes, rec.Measured = spent, r.Measurement.UsedBytes, true
-	}
-	// Only a complete walk's mark vouches for what it found: a lower bound is walked again.
-	rec.mark, rec.unchangedAt = nil, time.Time{}
-	if r.Err == nil && !r.Measurement.LowerBound() {
-		rec.mark = d.Mark
-	}
-	w.mu.Unlock()
-	w.done(r)
-}
-
 // readMarks reads the mark of each pod of pods that has a part a walk measures, keyed by UID;
 // a pod without one is missing, and counted by reason. A pod whose RuntimeClass is not one
 // whose writes its cgroup carries (carriedBy) has none: its marks would stay equal while its
 // sandbox writes.
-func (w *volumeWalks) readMarks(pods []volume.PodVolumes) map[string]any {
-	if w.signal == nil {
+func (w *Engine) readMarks(pods []volume.PodVolumes) map[string]change.Mark {
+	if w.cfg.Signal == nil {
 		return nil
 	}
-	marks := make(map[string]any, len(pods))
+	marks := make(map[string]change.Mark, len(pods))
 	for _, p := range pods {
 		if !walksSomething(p) {
 			continue
 		}
 		if !w.carriedBy[p.RuntimeClass] {
-			w.marked(change.MarkRuntimeClass, fmt.Errorf("pod %s/%s runs under RuntimeClass %q, not one whose writes its cgroup carries (--collection.change-signal.runtime-classes)", p.Namespace, p.Pod, p.RuntimeClass))
+			w.metrics.noteMark(change.MarkRuntimeClass, fmt.Errorf("pod %s/%s runs under RuntimeClass %q, not one whose writes its cgroup carries (--collection.change-signal.runtime-classes)", p.Namespace, p.Pod, p.RuntimeClass))
 			continue
 		}
-		m, err := w.signal.Mark(p)
+		m, err := w.cfg.Signal.Mark(p)
 		if err != nil {
 			reason := change.MarkUnknown
 			if se := (*change.Error)(nil); errors.As(err, &se) {
 				reason = se.Reason
 			}
-			w.marked(reason, err)
+			w.metrics.noteMark(reason, err)
 			continue
 		}
-		w.marked(change.MarkRead, nil)
+		w.metrics.noteMark(change.MarkRead, nil)
 		marks[p.UID] = m
 	}
 	return marks
