@@ -17,6 +17,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/live"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/exporter/walk"
+	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // Config is what an Exporter measures and how. DefaultConfig gives the defaults, which the
@@ -67,10 +68,15 @@ type Config struct {
 	// sizeLimit (--collection.unlimited-interval): it cannot trigger an eviction, so it needs
 	// no more than the kubelet's own cadence. 0 walks it every cycle, with the others.
 	UnlimitedInterval time.Duration
-	// CPUBudget bounds the CPU the periodic walks of a VolumeSource spend, as a share of one
-	// core counted on the threads that walk (--collection.cpu-budget; the token bucket
-	// budget.Bucket); 0 means no bound.
+	// CPUBudget bounds the CPU of the process, as a share of one core, by deferring the
+	// periodic walks of a VolumeSource (--collection.cpu-budget; the token bucket
+	// budget.Bucket): what the process spends besides them (ProcessCPU) is taken from their
+	// share first. 0 means no bound.
 	CPUBudget float64
+	// ProcessCPU reads the CPU time the process has spent so far (DefaultConfig: getrusage).
+	// nil: the budget counts the walks alone, on the threads that walk them (an exporter that
+	// shares its process, as in tests and benchmarks of many exporters).
+	ProcessCPU func() time.Duration
 	// CPUBudgetCapacity is how much CPU time the budget saves up while the walks spend
 	// less: what a burst of walks may take at once. 0 means CPUBudget's share of
 	// UnlimitedInterval (at least of one minute), so that the slow cadence's walks can
@@ -111,6 +117,7 @@ func DefaultConfig() Config {
 		VolumeTimeout:           time.Minute,
 		UnlimitedInterval:       time.Minute,
 		CPUBudget:               0.05,
+		ProcessCPU:              processCPU(),
 		LiveConcurrency:         4,
 		// Well within LiveTimeout, so a request that got its turn late still has time to walk.
 		LiveMaxWait: 10 * time.Second,
@@ -306,7 +313,7 @@ func New(cfg Config) (*Exporter, error) {
 	if vs, ok := cfg.Source.(volume.VolumeSource); ok {
 		e.walks = walk.New(walk.Config{
 			Node: cfg.NodeName, Source: vs, Concurrency: cfg.VolumeConcurrency, Timeout: cfg.VolumeTimeout,
-			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity,
+			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity, ProcessCPU: cfg.ProcessCPU,
 			Signal: cfg.ChangeSignal, SkipUnchanged: cfg.SkipUnchanged, RuntimeClasses: cfg.ChangeSignalRuntimeClasses,
 			Now: now, Logger: cfg.Logger, Done: e.noteMeasured,
 			PodNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
@@ -540,4 +547,16 @@ func (e *Exporter) noteQuotaExcess(r volume.VolumeResult) {
 func (e *Exporter) WatchErrorHandler(err error) {
 	e.watchErrors.Inc()
 	e.log.Warn("pod watch failed; serving pods from cache", "err", err)
+}
+
+// processCPU is the reader of the process's CPU time for DefaultConfig; nil where the
+// system gives none (fswalk.ProcessCPU needs Linux).
+func processCPU() func() time.Duration {
+	if _, err := fswalk.ProcessCPU(); err != nil {
+		return nil
+	}
+	return func() time.Duration {
+		d, _ := fswalk.ProcessCPU() // getrusage(RUSAGE_SELF) cannot fail once it has worked
+		return d
+	}
 }

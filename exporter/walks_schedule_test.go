@@ -195,9 +195,66 @@ func walkCycles(t *testing.T, e *exporter.Exporter, src *exportertest.VolumeSour
 	return walked
 }
 
-// TestCPUBudgetChargesOnlyWalks: the budget is drained by what the walks' threads spend, not
-// by the rest of the process (scrapes, live measurements, the runtime), which it cannot
-// defer: a process busy between cycles still walks its limited volume every cycle.
+// TestCPUBudgetChargesTheProcess: with Config.ProcessCPU (the command's), what the process
+// spends besides the walks (scrapes, change marks, live walks, the runtime) is taken from the
+// walks' share first, so the process as a whole stays within the budget; the volume is still
+// walked once overdue, on its namespace's floor.
+func TestCPUBudgetChargesTheProcess(t *testing.T) {
+	const cycles = 12 // two minutes
+	for _, tc := range []struct {
+		name string
+		// other is what the process spends besides the walks in each cycle.
+		other              time.Duration
+		minWalks, maxWalks int
+	}{
+		{"a quiet process: the budget covers a walk a cycle", 20 * time.Millisecond, cycles, cycles},
+		// 300ms a cycle is three budgets' worth: only the first cycle's full bucket and the
+		// walks overdue after UnlimitedInterval, on the floor, run.
+		{"a busy process: the walks wait until overdue", 300 * time.Millisecond, 2, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := exportertest.NewClock(t0)
+			const walkCost = 50 * time.Millisecond
+			src := newCostlySource(clk, walkCost, map[string]int64{"near": 90})
+			pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"near": 100}, "near")...)
+			var other atomic.Int64
+			process := func() time.Duration {
+				return time.Duration(other.Load()) + time.Duration(src.Calls())*walkCost
+			}
+			// 1 % of a core: 100ms per 10 s cycle, saving up at most 100ms; a walk costs 50ms.
+			e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+				UnlimitedInterval: time.Minute, CPUBudget: 0.01, CPUBudgetCapacity: 100 * time.Millisecond, ProcessCPU: process}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			walked := walkCycles(t, e, src, clk, cycles, func() { other.Add(int64(tc.other)) })
+			n := 0
+			for _, w := range walked {
+				if w != "" {
+					n++
+				}
+			}
+			if n < tc.minWalks || n > tc.maxWalks {
+				t.Errorf("walked in %d of %d cycles (%q), want %d to %d", n, cycles, walked, tc.minWalks, tc.maxWalks)
+			}
+			deferred := testutil.ToFloat64(e.DeferredWalksCounter(exporter.DeferredCPUBudget))
+			if int(deferred) != cycles-n {
+				t.Errorf("%v walks deferred for the budget, want the %d cycles without a walk", deferred, cycles-n)
+			}
+			// A quiet process stays within the budget over the window, the starting bucket and
+			// one walk's overdraft aside (a busy one is over it by what it spends besides walks).
+			elapsed := time.Duration(cycles) * 10 * time.Second
+			if spent, allowed := process(), time.Duration(0.01*float64(elapsed))+100*time.Millisecond+walkCost; tc.other < 100*time.Millisecond && spent > allowed {
+				t.Errorf("the process spent %v in %v, more than the budget's %v", spent, elapsed, allowed)
+			}
+		})
+	}
+}
+
+// TestCPUBudgetChargesOnlyWalks: without Config.ProcessCPU (an exporter sharing its process,
+// as in tests and benchmarks), the budget is drained by what the walks' threads spend, not by
+// the rest of the process: a process busy between cycles still walks its limited volume every
+// cycle.
 func TestCPUBudgetChargesOnlyWalks(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	src := newCostlySource(clk, 50*time.Millisecond, map[string]int64{"near": 90})

@@ -6,17 +6,18 @@ import (
 )
 
 // Bucket is the token bucket of --collection.cpu-budget: it fills at share CPU-seconds per
-// wall second up to capacity, and the periodic walks' CPU drains it. A walk starts only while
-// it holds credit and may overdraw it by up to one bucket. Overdue walks start on their
-// namespace's part of the floor instead (Floor); their cost is a debt the income pays
-// first and never forgives, so all the walks stay within share of a core over time. Only the
-// walks are charged, as their threads count it (fswalk.CPUMeter): charging scrapes would let a
-// scraper starve the walks (docs/exporter.md, "What it costs a node").
+// wall second up to capacity, and what spent reads drains it: the exporter's whole process
+// but its floor walks, or (without a process reading) the walks on credit as their threads
+// count them (fswalk.CPUMeter). A walk starts only while it holds credit and may overdraw it
+// by up to one bucket. Overdue walks start on their namespace's part of the floor instead
+// (Floor), so that nothing else the process spends can starve them; their cost is a debt the
+// income pays first and never forgives, so the process stays within share of a core over time
+// (docs/exporter.md, "What it costs a node").
 type Bucket struct {
 	share    float64 // Config.CPUBudget
 	capacity time.Duration
-	// spent and floorSpent read the CPU time the walks started on the bucket's credit, and
-	// those started on the floor, have spent so far.
+	// spent reads the CPU time charged to the bucket's credit so far, floorSpent what the
+	// walks started on the floor have spent.
 	spent, floorSpent func() time.Duration
 	now               func() time.Time
 

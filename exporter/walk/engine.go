@@ -43,6 +43,11 @@ type Config struct {
 	// at least of one minute).
 	CPUBudget         float64
 	CPUBudgetCapacity time.Duration
+	// ProcessCPU is the CPU time the whole process has spent so far. Set, everything the
+	// process spends but the floor walks (a debt of their own, budget.Bucket.WithFloor) drains
+	// the budget: scrapes, change marks, live walks and the runtime too, so the process stays
+	// within CPUBudget over time. nil: only the walks on the budget's credit drain it.
+	ProcessCPU func() time.Duration
 	// Signal is the change signal; nil: every part is due at its cadence. SkipUnchanged and
 	// RuntimeClasses (besides the node's default runtime, whose pods' marks are read) go with it.
 	Signal         change.Signal
@@ -179,7 +184,11 @@ func New(cfg Config) *Engine {
 		if capacity <= 0 {
 			capacity = time.Duration(cfg.CPUBudget * float64(max(cfg.UnlimitedInterval, time.Minute)))
 		}
-		w.budget = budget.New(cfg.CPUBudget, capacity, atomicDuration(&w.creditCPU), cfg.Now).WithFloor(atomicDuration(&w.floorCPU))
+		drained := atomicDuration(&w.creditCPU)
+		if cfg.ProcessCPU != nil {
+			drained = func() time.Duration { return cfg.ProcessCPU() - time.Duration(w.floorCPU.Load()) }
+		}
+		w.budget = budget.New(cfg.CPUBudget, capacity, drained, cfg.Now).WithFloor(atomicDuration(&w.floorCPU))
 		w.floor = budget.NewFloor(cfg.CPUBudget, capacity, cfg.Now)
 	}
 	return w

@@ -149,6 +149,10 @@ var (
 	defaultSlowScrape = 30 * time.Second
 )
 
+// benchOwnCPU is all the CPU the benchmark's own work has taken in this process (measureOwn),
+// which the exporter's budget must not be charged for (newNode).
+var benchOwnCPU atomic.Int64
+
 // sampledOptIn are the opt-in families a timed run reads itself (sample), published beside
 // the shipped defaults' families: one series per pod with a limit.
 var sampledOptIn = []string{"emptydir_pod_ephemeral_storage_measurement_age_seconds"}
@@ -180,6 +184,8 @@ func newNode(t tree, pods fixedPods, s schedule, asShipped bool) (*node, error) 
 		cfg.Publishes = filter.Exposes
 	}
 	cfg.UnlimitedInterval, cfg.CPUBudget = s.unlimitedInterval, s.cpuBudget
+	// The whole process is charged, as in the command, less the benchmark's own work.
+	cfg.ProcessCPU = func() time.Duration { return processCPU() - time.Duration(benchOwnCPU.Load()) }
 	if s.signal {
 		targets, err := overLimitTargets(t, pods)
 		if err != nil {

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -271,8 +271,8 @@ func onePass(t tree, layout []podSpec, pods fixedPods) (passResult, error) {
 // runResult is an exporter running at its intervals for a while.
 type runResult struct {
 	usage
-	share     float64 // of one core
-	cycles    float64
+	share  float64 // of one core
+	cycles float64
 	// published is, for each over-limit write, write → in the snapshot; -1: not within
 	// publishBound. None in a run without the writes.
 	published []time.Duration
@@ -452,8 +452,10 @@ type ownWork struct {
 func (o *ownWork) measureOwn(f func() error) error {
 	cpu, allocs := threadCPU(), heapAllocs()
 	err := f()
-	o.cpu += threadCPU() - cpu
+	spent := threadCPU() - cpu
+	o.cpu += spent
 	o.allocs += heapAllocs() - allocs
+	benchOwnCPU.Add(int64(spent))
 	return err
 }
 

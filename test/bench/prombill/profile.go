@@ -113,6 +113,8 @@ func commandHandler(allow, deny, optIn []string) func(*exporter.Exporter, map[st
 // exporterConfig is the profile's exporter configuration for a node.
 func (p profile) exporterConfig() exporter.Config {
 	cfg := exporter.DefaultConfig()
+	// Many simulated nodes share this process: each one's budget counts its own walks only.
+	cfg.ProcessCPU = nil
 	if p.configure != nil {
 		p.configure(&cfg)
 	}
