@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -170,6 +171,9 @@ func BenchmarkRace(b *testing.B) {
 	body := fmt.Sprintf("Seconds after the end of the write, median over %d run(s) of each case (a stage seen in fewer runs says in how many), on one cluster whose kubelet enforces (`localStorageCapacityIsolation` on, its defaults); the shipped timings: exporter interval %s, scrape 5s, the remediation rules evaluated every 2s, Alertmanager group_wait 1s, no eviction caps. The first eight cases write %d MiB against a %s limit (rotated logs: 11 MiB under 12Mi, rotated by the kubelet, then 2 MiB more); the six-pod scenario's are `TestLocalStorageEvictionTimes`' (10Mi limits, 11 MiB).\n\n",
 		samples, framework.ExporterInterval, raceMiB, raceLimit) + raceTable(rows)
 	b.Log("\n" + body)
+	if b.Failed() {
+		return
+	}
 	if err := docsection.Replace("../../docs/performance.md", "race", "make bench-race: BenchmarkRace", body); err != nil {
 		b.Error(err)
 	}
@@ -241,6 +245,7 @@ func raceRound(ctx context.Context, b *testing.B, e *twoEnforcers, am *amReceipt
 		rc := cases[r.cs]
 		id := r.pod.Namespace + "/" + r.pod.Name
 		byKubelet := evictedByKubelet(r.tr)
+		logRaceRun(b, id, r.end, r.tr, byKubelet)
 		switch {
 		case rc.stays:
 			if !r.tr.Evicted().IsZero() {
@@ -253,10 +258,23 @@ func raceRound(ctx context.Context, b *testing.B, e *twoEnforcers, am *amReceipt
 		case r.tr.Evicted().IsZero():
 			b.Errorf("%s (%s): evicted by nobody within %s", id, rc.name, raceEvictDeadline)
 		default:
-			out[r.cs].guard = raceTimeline(ctx, b, c, e.s, am, string(r.pod.UID), r.end)
+			out[r.cs].guard, out[r.cs].dated = raceTimeline(ctx, b, c, e.s, am, string(r.pod.UID), r.end)
 			out[r.cs].guard.evicted = r.tr.Evicted().Sub(r.end)
 			out[r.cs].guardWon = !byKubelet
 			out[r.cs].raced = true
+			if !byKubelet {
+				// The guard evicts only through every stage: each one it won without a record of
+				// is a record missed, not a stage skipped.
+				for _, st := range raceStages {
+					if _, ok := st.at(out[r.cs]); !ok {
+						b.Errorf("%s (%s): evicted by the guard, but no record of its stage %q", id, rc.name, st.name)
+					}
+				}
+				break
+			}
+			// A race lost: what the remediator did about the pod says which stage came late.
+			b.Logf("%s (%s): the kubelet evicted it first; the remediator's log on it:\n%s", id, rc.name,
+				linesWith(c.LogPath(e.s.RemediatorLog), r.pod.Namespace, r.pod.Name))
 		}
 	}
 	// The round's pods go before the next round's come: the node holds 50.
@@ -278,6 +296,38 @@ func raceRound(ctx context.Context, b *testing.B, e *twoEnforcers, am *amReceipt
 	return out
 }
 
+// logRaceRun logs what the pod's tracker saw, as offsets from the end of its write: the
+// evidence behind who evicted it.
+func logRaceRun(b *testing.B, id string, end time.Time, tr *framework.PodTracker, byKubelet bool) {
+	terminating, failed, gone, reason, msg := tr.Snapshot()
+	at := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return fmt.Sprintf("%.1fs", t.Sub(end).Seconds())
+	}
+	b.Logf("%s: terminating %s, Failed %s (%s: %q), gone %s; by the kubelet: %v", id, at(terminating), at(failed), reason, msg, at(gone), byKubelet)
+}
+
+// linesWith is the lines of the log at path that hold every one of subs, at most 20 (the last).
+func linesWith(path string, subs ...string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var got []string
+next:
+	for line := range strings.SplitSeq(string(data), "\n") {
+		for _, s := range subs {
+			if !strings.Contains(line, s) {
+				continue next
+			}
+		}
+		got = append(got, line)
+	}
+	return strings.Join(got[max(0, len(got)-20):], "\n")
+}
+
 // overLimitSeries are the exporter's series that the remediation alerts read, volume, pod and
 // container; each is published only while over its limit.
 const overLimitSeries = `emptydir_over_limit_bytes|emptydir_pod_ephemeral_storage_over_limit_bytes|emptydir_container_ephemeral_storage_over_limit_bytes`
@@ -286,10 +336,10 @@ const overLimitSeries = `emptydir_over_limit_bytes|emptydir_pod_ephemeral_storag
 // from end (zero: not seen): the first scrape of an over-limit series and the age of the
 // measurement it carried (Prometheus' raw samples), the first firing evaluation (ALERTS),
 // Alertmanager's receipt (am), the webhook's arrival (the recording proxy) and the
-// exporter's live measurement (its log).
-func raceTimeline(ctx context.Context, b *testing.B, c *cluster.Cluster, s *framework.Stack, am *amReceipts, uid string, end time.Time) timing {
-	row := timing{}
-	over, err := s.Mon.Query(ctx, fmt.Sprintf(`{__name__=~%q,uid=%q}[1h]`, overLimitSeries, uid))
+// exporter's live measurement (its log). dated is whether that first over-limit scrape carried
+// its measurement's age: without it, when the measurement was taken is not known.
+func raceTimeline(ctx context.Context, b *testing.B, c *cluster.Cluster, s *framework.Stack, am *amReceipts, uid string, end time.Time) (row timing, dated bool) {
+	over, err := s.Mon.Query(ctx, fmt.Sprintf(`{__name__=~%q,job=%q,uid=%q}[1h]`, overLimitSeries, triggerJob, uid))
 	if err != nil {
 		b.Error(err)
 	}
@@ -304,22 +354,7 @@ func raceTimeline(ctx context.Context, b *testing.B, c *cluster.Cluster, s *fram
 	}
 	if !first.IsZero() {
 		row.metric = first.Sub(end)
-		// A volume's measurement has its own age; a pod's and its containers' share the pod's.
-		ageExpr := fmt.Sprintf(`emptydir_pod_ephemeral_storage_measurement_age_seconds{uid=%q}[1h]`, uid)
-		if firstOf["__name__"] == "emptydir_over_limit_bytes" {
-			ageExpr = fmt.Sprintf(`emptydir_measurement_age_seconds{uid=%q,volume=%q}[1h]`, uid, firstOf["volume"])
-		}
-		ages, err := s.Mon.Query(ctx, ageExpr)
-		if err != nil {
-			b.Error(err)
-		}
-		for _, smp := range ages {
-			for _, p := range smp.Values {
-				if p.Time.Equal(first) {
-					row.ageAtScrape = p.Value
-				}
-			}
-		}
+		row.ageAtScrape, dated = ageInScrape(ctx, b, s, firstOf, first)
 	}
 	if at, ok := framework.FirstSample(ctx, s.Mon, fmt.Sprintf(`ALERTS{alertstate="firing",remediation="evict",uid=%q}[1h]`, uid), 0); ok {
 		row.alert = at.Sub(end)
@@ -333,12 +368,41 @@ func raceTimeline(ctx context.Context, b *testing.B, c *cluster.Cluster, s *fram
 	if at, ok := framework.LogLineTime(c.LogPath(s.ExporterLog), `msg="live measurement"`, "uid="+uid); ok {
 		row.recheck = at.Sub(end)
 	}
-	return row
+	return row, dated
+}
+
+// triggerJob is the scrape job of the exporter's trigger collector: the over-limit series and,
+// since the limited parts' ages are published beside them, the ages that date them.
+const triggerJob = "emptydir-exporter"
+
+// ageInScrape is the measurement age that the scrape at at carried beside over, an over-limit
+// series' labels: the sample of the same job and target at the same timestamp. A volume's
+// measurement has its own age; a pod's and its containers' share the pod's. ok is false (and
+// the bench fails) when that scrape had none: the value would be dated by nothing.
+func ageInScrape(ctx context.Context, b *testing.B, s *framework.Stack, over map[string]string, at time.Time) (age float64, ok bool) {
+	family, sel := "emptydir_pod_ephemeral_storage_measurement_age_seconds", ""
+	if over["__name__"] == "emptydir_over_limit_bytes" {
+		family, sel = "emptydir_measurement_age_seconds", fmt.Sprintf(`,volume=%q`, over["volume"])
+	}
+	ages, err := s.Mon.Query(ctx, fmt.Sprintf(`%s{job=%q,instance=%q,uid=%q%s}[1h]`, family, over["job"], over["instance"], over["uid"], sel))
+	if err != nil {
+		b.Errorf("the age of %s's measurement: %v", over["uid"], err)
+		return 0, false
+	}
+	for _, smp := range ages {
+		for _, p := range smp.Values {
+			if p.Time.Equal(at) {
+				return p.Value, true
+			}
+		}
+	}
+	b.Errorf("pod %s: no %s in the scrape of %v that carried its first over-limit sample (%s)", over["uid"], family, at, over["__name__"])
+	return 0, false
 }
 
 // amReceipts records, per pod UID, when Alertmanager took its first remediation alert: the
-// alert's updatedAt when a 250 ms poll of /api/v2/alerts first lists it (the poll's own time
-// if that is missing).
+// earliest updatedAt of its alerts when a 250 ms poll of /api/v2/alerts first lists it (a pod
+// over both its own and a container's limit has two; the poll's own time if none has one).
 type amReceipts struct {
 	poll *framework.FirstSeen
 	mu   sync.Mutex
@@ -352,13 +416,18 @@ func watchAlertmanagerReceipts(ctx context.Context, mon *monitoring.Stack) *amRe
 		uids := make([]string, 0, len(alerts))
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		first := map[string]time.Time{} // this poll's earliest updatedAt of a uid not listed before
 		for _, a := range alerts {
 			uid := a.Labels["uid"]
 			uids = append(uids, uid)
-			if _, seen := r.at[uid]; !seen {
-				r.at[uid] = a.UpdatedAt
+			if _, seen := r.at[uid]; seen {
+				continue
+			}
+			if at, ok := first[uid]; !ok || (!a.UpdatedAt.IsZero() && (at.IsZero() || a.UpdatedAt.Before(at))) {
+				first[uid] = a.UpdatedAt
 			}
 		}
+		maps.Copy(r.at, first)
 		return uids, err
 	})
 	return r
@@ -497,7 +566,10 @@ func addDebugContainer(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) e
 // (raced: someone evicted it), whether the guard was first, and the kubelet's eviction of the
 // twin it enforces alone (0: none within the deadline).
 type raceSample struct {
-	guard    timing
+	guard timing
+	// dated: the scrape of the first over-limit sample carried its measurement's age
+	// (guard.ageAtScrape); without it the measured stage is not known.
+	dated    bool
 	raced    bool
 	guardWon bool
 	kubelet  time.Duration
@@ -507,14 +579,16 @@ type raceSample struct {
 // the write; a zero offset is a stage not seen (the kubelet's eviction may come first).
 var raceStages = []struct {
 	name string
-	at   func(timing) (time.Duration, bool)
+	at   func(raceSample) (time.Duration, bool)
 }{
-	{"measured", func(t timing) (time.Duration, bool) { return t.metric - secs(t.ageAtScrape), t.metric != 0 }},
-	{"scraped", func(t timing) (time.Duration, bool) { return t.metric, t.metric != 0 }},
-	{"rule firing", func(t timing) (time.Duration, bool) { return t.alert, t.alert != 0 }},
-	{"Alertmanager", func(t timing) (time.Duration, bool) { return t.amSeen, t.amSeen != 0 }},
-	{"webhook", func(t timing) (time.Duration, bool) { return t.webhook, t.webhook != 0 }},
-	{"live re-check", func(t timing) (time.Duration, bool) { return t.recheck, t.recheck != 0 }},
+	{"measured", func(s raceSample) (time.Duration, bool) {
+		return s.guard.metric - secs(s.guard.ageAtScrape), s.guard.metric != 0 && s.dated
+	}},
+	{"scraped", func(s raceSample) (time.Duration, bool) { return s.guard.metric, s.guard.metric != 0 }},
+	{"rule firing", func(s raceSample) (time.Duration, bool) { return s.guard.alert, s.guard.alert != 0 }},
+	{"Alertmanager", func(s raceSample) (time.Duration, bool) { return s.guard.amSeen, s.guard.amSeen != 0 }},
+	{"webhook", func(s raceSample) (time.Duration, bool) { return s.guard.webhook, s.guard.webhook != 0 }},
+	{"live re-check", func(s raceSample) (time.Duration, bool) { return s.guard.recheck, s.guard.recheck != 0 }},
 }
 
 // raceRow is a case's line of the table, its cells formatted.
@@ -574,7 +648,7 @@ func summarizeRace(name string, samples []raceSample) raceRow {
 	for _, st := range raceStages {
 		var ds []time.Duration
 		for _, s := range samples {
-			if v, ok := st.at(s.guard); s.raced && ok {
+			if v, ok := st.at(s); s.raced && ok {
 				ds = append(ds, v)
 			}
 		}

@@ -37,12 +37,15 @@ func TestSummarizeRace(t *testing.T) {
 	s := time.Second
 	// won is a race the guard won with every stage seen, 1 s apart from 1 s on.
 	won := func(offset time.Duration, kubelet time.Duration) raceSample {
-		return raceSample{raced: true, guardWon: true, kubelet: kubelet, guard: timing{
+		return raceSample{raced: true, guardWon: true, dated: true, kubelet: kubelet, guard: timing{
 			metric: 2*s + offset, ageAtScrape: 1, alert: 3*s + offset, amSeen: 4*s + offset,
 			webhook: 5*s + offset, recheck: 6*s + offset, evicted: 7*s + offset}}
 	}
 	// lost is a race the kubelet won after the guard's scrape and rule, before Alertmanager.
-	lost := raceSample{raced: true, kubelet: 20 * s, guard: timing{metric: 4 * s, ageAtScrape: 0.4, alert: 5 * s, evicted: 6 * s}}
+	lost := raceSample{raced: true, dated: true, kubelet: 20 * s, guard: timing{metric: 4 * s, ageAtScrape: 0.4, alert: 5 * s, evicted: 6 * s}}
+	// undated is a won race whose first over-limit scrape carried no age: scraped, not measured.
+	undated := won(2*s, 30*s)
+	undated.dated, undated.guard.ageAtScrape = false, 0
 	for _, tc := range []struct {
 		name    string
 		samples []raceSample
@@ -52,6 +55,10 @@ func TestSummarizeRace(t *testing.T) {
 			raceRow{stages: []string{"2.0", "3.0", "4.0", "5.0", "6.0", "7.0"}, evicted: "8.0", kubelet: "40.0", ratio: "0.20", won: 3, raced: 3, of: 3}},
 		{"a loss: its stages seen count, its eviction is not the guard's", []raceSample{won(0, 30*s), lost},
 			raceRow{stages: []string{"2.3", "3.0", "4.0", "4.0 (1/2)", "5.0 (1/2)", "6.0 (1/2)"}, evicted: "7.0 (1/2)", kubelet: "25.0", ratio: "0.28", won: 1, raced: 2, of: 2}},
+		{"a scrape without its age: the measurement is not seen, not taken at the scrape", []raceSample{won(0, 30*s), undated},
+			raceRow{stages: []string{"1.0 (1/2)", "3.0", "4.0", "5.0", "6.0", "7.0"}, evicted: "8.0", kubelet: "30.0", ratio: "0.27", won: 2, raced: 2, of: 2}},
+		{"no scrape dated at all", []raceSample{undated},
+			raceRow{stages: []string{"-", "4.0", "5.0", "6.0", "7.0", "8.0"}, evicted: "9.0", kubelet: "30.0", ratio: "0.30", won: 1, raced: 1, of: 1}},
 		{"nothing evicted, the kubelet's twin neither", []raceSample{{}},
 			raceRow{stages: []string{"-", "-", "-", "-", "-", "-"}, evicted: "-", kubelet: "-", ratio: "-", of: 1}},
 	} {
