@@ -112,9 +112,7 @@ func raceCases() []raceCase {
 				q.name = name
 				return q.build(c, ns)
 			},
-			write: func(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod) (time.Time, error) {
-				return p.write(ctx, c, pod)
-			}})
+			write: p.write})
 	}
 	return cases
 }
