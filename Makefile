@@ -392,6 +392,20 @@ bench-detect: deps k8s-binaries build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 30m -v -run '^$$' -bench '^BenchmarkDetectEvict$$' -benchtime=1x ./test/e2e/
 
+# Every race the kubelet also runs, on a real cluster whose kubelet enforces: a limit on
+# another container, a limited sidecar, rotated logs, fallocate, O_DIRECT, a log
+# burst, an ephemeral debug container, a copy-up by chmod, and the kubelet's own six-pod
+# scenario, each per round in a namespace both enforce and one the kubelet enforces alone;
+# prints each case's timeline beside the kubelet's eviction and writes docs/performance.md,
+# section race. About 3 minutes a round; EMPTYDIR_GUARD_RACE_SAMPLES rounds (default 5; more
+# need BENCH_RACE_TIMEOUT above 8 minutes a round plus 10).
+BENCH_RACE_TIMEOUT ?= 60m
+.PHONY: bench-race
+bench: bench-race
+bench-race: deps k8s-binaries build
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  $(GO) test -count=1 -timeout $(BENCH_RACE_TIMEOUT) -v -run '^$$' -bench '^BenchmarkRace$$' -benchtime=1x ./test/e2e/
+
 # One busy node (110 pods × 3 emptyDirs, a container's writable layer, logs and etc-hosts each;
 # 1M files, cached under /var/tmp/emptydir-guard-bench): ours at the defaults against the
 # exporter's every-part-every-cycle schedule and the kubelet's and containerd's walks, and with
