@@ -45,7 +45,7 @@ const (
 	labelWrap   = 34 // characters per line of a category label
 )
 
-// One color per series, in order: ours first in every figure, in the same blue.
+// One color per series, in the order the figure lists them.
 var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"}
 
 // render draws c as SVG; the same chart gives the same bytes.
@@ -124,6 +124,11 @@ func render(c chart) ([]byte, error) {
 		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#cccccc"/>`+"\n", f1(tx), f1(plotTop), f1(tx), f1(plotBottom))
 		fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", f1(tx), f1(plotBottom+16), esc(t.label))
 	}
+	// Under the bars and their labels, which it would otherwise cross out.
+	if c.Target != nil {
+		tx := plotLeft + scale.pos(c.Target.Value)
+		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>`+"\n", f1(tx), f1(plotTop-4), f1(tx), f1(plotBottom))
+	}
 	for i := range c.Categories {
 		lines := labels[i]
 		mid := (bandTops[i] + bandTops[i+1]) / 2
@@ -142,12 +147,8 @@ func render(c chart) ([]byte, error) {
 			w := max(scale.pos(v), 0.5)
 			fmt.Fprintf(&body, `<rect class="bar" data-series="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
 				esc(s.Name), f1(plotLeft), f1(by), f1(w), f1(barHeight), palette[j%len(palette)])
-			fmt.Fprintf(&body, `<text x="%s" y="%s" font-size="11">%s</text>`+"\n", f1(plotLeft+w+4), f1(by+barHeight-3), esc(s.Labels[i]))
+			fmt.Fprintf(&body, `<text x="%s" y="%s" font-size="11" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", f1(plotLeft+w+4), f1(by+barHeight-3), esc(s.Labels[i]))
 		}
-	}
-	if c.Target != nil {
-		tx := plotLeft + scale.pos(c.Target.Value)
-		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>`+"\n", f1(tx), f1(plotTop-4), f1(tx), f1(plotBottom))
 	}
 	fmt.Fprintf(&body, `<path d="M%s %sV%sH%s" fill="none" stroke="#333333"/>`+"\n", f1(plotLeft), f1(plotTop), f1(plotBottom), f1(plotLeft+plotWidth))
 	fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", f1(plotLeft+plotWidth/2), f1(plotBottom+36), esc(c.Axis))
