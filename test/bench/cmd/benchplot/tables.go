@@ -35,15 +35,15 @@ func parseSection(doc, name string) (section, error) {
 	if lineEnd < 0 {
 		return section{}, fmt.Errorf("section %q: nothing after its BEGIN marker", name)
 	}
-	marker := doc[b : b+lineEnd]
-	e := strings.Index(doc[b:], end)
+	marker, rest := doc[b:b+lineEnd], doc[b+lineEnd+1:]
+	e := strings.Index(rest, end)
 	if e < 0 {
 		return section{}, fmt.Errorf("section %q has no %q marker after its BEGIN marker", name, end)
 	}
 	s := section{Name: name, Generator: generatorOf(marker)}
 	var current *table
 	var lastText string
-	for _, line := range strings.Split(doc[b+lineEnd+1:b+e], "\n") {
+	for _, line := range strings.Split(rest[:e], "\n") {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "|") {
 			current = nil
