@@ -252,22 +252,28 @@ vet:
 # monitoring mixin's copies of them and of the rules (mixin/rules.json, mixin/dashboards) and
 # the PrometheusRule (from rules/emptydir-guard.rules.yml); then test/helm's gen-deploy, which
 # copies the dashboards and the PrometheusRule into the chart, renders the kustomize base
-# (deploy/) from the chart and writes the chart README's values table from values.yaml; last
-# the flag tables of docs/flags.md, which the commands' TestFlagsDoc rewrites when stale
-# (failing once, hence the second run).
+# (deploy/) from the chart and writes the chart README's values table from values.yaml; the
+# plots of docs/performance.md (below); last the flag tables of docs/flags.md, which the
+# commands' TestFlagsDoc rewrites when stale (failing once, hence the second run).
 # Test-tool modules kept at the product's versions of what both compile (tools/alignmodules);
 # after a colon, the module path prefixes a pinned tool cannot build with at the product's
 # versions (Prometheus 3.5's Kubernetes discovery predates client-go 0.34's API).
 ALIGNED_MODULES := test/k8sbin test/helm test/bench test/promoperator \
   test/prometheus:k8s.io/,sigs.k8s.io/,github.com/google/gnostic-models
+# The plots of docs/performance.md, drawn from its generated tables by test/bench/cmd/benchplot:
+# every bench target that writes a plotted section redraws them (`make bench-plots` alone too),
+# and so does `make generate`, so that check-generated finds a plot older than its table.
+BENCH_PLOTS := docs/img/bench-walk.svg docs/img/bench-detect.svg docs/img/bench-prometheus.svg docs/img/bench-node-cpu.svg
+BENCH_PLOT := cd test/bench && $(GO) run ./cmd/benchplot -doc ../../docs/performance.md -out ../../docs/img
 GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
-  deploy/helm/emptydir-guard/README.md docs/flags.md \
+  deploy/helm/emptydir-guard/README.md docs/flags.md $(BENCH_PLOTS) \
   $(foreach m,$(ALIGNED_MODULES),$(firstword $(subst :, ,$(m)))/go.mod $(firstword $(subst :, ,$(m)))/go.sum)
 FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator ./cmd/kubectl-emptydir
 generate:
 	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
 	cd test/helm && $(GO) run ./cmd/gen-deploy
+	$(BENCH_PLOT)
 	$(FLAGS_DOC_TEST) >/dev/null 2>&1 || $(FLAGS_DOC_TEST)
 	cd tools && $(GO) run ./alignmodules .. $(addprefix ../,$(ALIGNED_MODULES))
 
@@ -369,6 +375,11 @@ test:
 .PHONY: bench
 bench: bench-walk
 
+# The plots of docs/performance.md (BENCH_PLOTS, next to GENERATED), redrawn from its tables.
+.PHONY: bench-plots
+bench-plots:
+	$(BENCH_PLOT)
+
 # The walk against GNU du and the kubelet's fs.DiskUsage on generated trees (kept in
 # /var/tmp/emptydir-guard-bench). Bigger runs: WALK_BENCH_FLAGS='-sizes 10000,100000,1000000
 # -cold-max-entries 1000000 -rounds 5'; see `cd test/bench && go run ./cmd/walkbench -h`.
@@ -377,6 +388,7 @@ WALK_BENCH_FLAGS ?=
 bench-walk: deps
 	cd test/bench && $(GO) build -o $(CURDIR)/$(BIN)/bench/ ./cmd/walkbench ./cmd/walk-ours ./cmd/walk-du ./cmd/walk-kubelet
 	$(BIN)/bench/walkbench -doc docs/performance.md $(WALK_BENCH_FLAGS)
+	$(BENCH_PLOT)
 
 demo: deps k8s-binaries build
 	./hack/demo.sh
@@ -391,6 +403,7 @@ bench: bench-detect
 bench-detect: deps k8s-binaries build
 	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
 	  $(GO) test -count=1 -timeout 30m -v -run '^$$' -bench '^BenchmarkDetectEvict$$' -benchtime=1x ./test/e2e/
+	$(BENCH_PLOT)
 
 # Every race the kubelet also runs, on a real cluster whose kubelet enforces: a limit on
 # another container, a limited sidecar, rotated logs, fallocate, O_DIRECT, a log
@@ -415,6 +428,7 @@ bench-race: deps k8s-binaries build
 bench: bench-node
 bench-node:
 	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 50m -v ./node/
+	$(BENCH_PLOT)
 
 # BenchmarkNode's node with every emptyDir under a project quota (pods with hostUsers: false),
 # its cycles measured in the kernel lane against the same node walked, and natively walked
@@ -442,6 +456,7 @@ bench-node-quota: deps
 bench: bench-prometheus
 bench-prometheus: deps
 	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkPrometheusBill$$' -benchtime=1x -timeout 90m -v ./prombill/ -args $(PROMBILL_FLAGS)
+	$(BENCH_PLOT)
 
 # The chart beside the real Prometheus Operator alone (TestOperatorInstallEvicts, docs/e2e.md;
 # make test-cluster runs it with the others).

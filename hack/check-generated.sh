@@ -12,7 +12,8 @@ if [ "$before" != "$after" ]; then
 	diff <(printf '%s\n' "$before") <(printf '%s\n' "$after") | sed -n 's/^[<>] [0-9a-f]*  //p' | sort -u | sed 's/^/  /'
 	echo "make generate has rewritten them from their sources: review and commit them (git diff)."
 	echo "Edit the sources, never the generated files: the chart and its values.yaml,"
-	echo "rules/emptydir-guard.rules.yml, dashboards/generator, the commands' flags."
+	echo "rules/emptydir-guard.rules.yml, dashboards/generator, the commands' flags, the bench tables"
+	echo "of docs/performance.md (the plots in docs/img are drawn from them)."
 	exit 1
 fi
 echo "check-generated: every generated file is current"
