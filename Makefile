@@ -423,11 +423,11 @@ bench-race: deps k8s-binaries build
 # 1M files, cached under /var/tmp/emptydir-guard-bench): ours at the defaults against the
 # exporter's every-part-every-cycle schedule and the kubelet's and containerd's walks, and with
 # the change signal at 0, 10, 50 and 100 % of the pods writing; writes docs/performance.md,
-# section node. About 25 minutes (the first run also generates the tree, a few more).
+# section node. About 40 minutes (the first run also generates the tree, a few more).
 .PHONY: bench-node
 bench: bench-node
 bench-node:
-	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 50m -v ./node/
+	cd test/bench && $(GO) test -count=1 -run '^$$' -bench '^BenchmarkNode$$' -benchtime=1x -timeout 75m -v ./node/
 	$(BENCH_PLOT)
 
 # BenchmarkNode's node with every emptyDir under a project quota (pods with hostUsers: false),

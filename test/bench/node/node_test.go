@@ -85,7 +85,7 @@ const (
 // BenchmarkNode measures the exporter on one generated busy node (layout.go) against its
 // peers in the same run, and writes the tables into docs/performance.md, section node:
 //
-//	cd test/bench && go test -run '^$' -bench '^BenchmarkNode$' -benchtime=1x -timeout 30m ./node/
+//	cd test/bench && go test -run '^$' -bench '^BenchmarkNode$' -benchtime=1x -timeout 75m ./node/
 func BenchmarkNode(b *testing.B) {
 	pr := nodeParams()
 	dir := os.Getenv(dirEnv)
