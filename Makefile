@@ -410,7 +410,7 @@ bench-detect: deps k8s-binaries build
 # burst, an ephemeral debug container, a copy-up by chmod, and the kubelet's own six-pod
 # scenario, each per round in a namespace both enforce and one the kubelet enforces alone;
 # prints each case's timeline beside the kubelet's eviction and writes docs/performance.md,
-# section race. About 3 minutes a round; EMPTYDIR_GUARD_RACE_SAMPLES rounds (default 5; more
+# section race. About a minute a round (5 rounds: 6 minutes with the cluster); EMPTYDIR_GUARD_RACE_SAMPLES rounds (default 5; more
 # need BENCH_RACE_TIMEOUT above 8 minutes a round plus 10).
 BENCH_RACE_TIMEOUT ?= 60m
 .PHONY: bench-race

@@ -136,7 +136,7 @@ func raceSamples(tb testing.TB) int {
 // case, the guard's timeline from each component's own record beside the kubelet's eviction
 // of the twin, with medians and the races the guard won, and writes the table into
 // docs/performance.md (section race) when it passes. It runs once whatever b.N is (make
-// bench-race passes -benchtime=1x); about 3 minutes a round.
+// bench-race passes -benchtime=1x); about a minute a round.
 func BenchmarkRace(b *testing.B) {
 	requireCluster(b)
 	testbin.Path(b, "emptydir-exporter")
