@@ -137,16 +137,15 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 			// The age goes with the usage it dates: a value and its age from two scrapes of
 			// different times cannot be paired.
 			limited := r.Volume.LimitBytes != nil
-			if limited && sel&selectTrigger != 0 {
+			if limited && sel&selectTrigger != 0 || !limited && sel&selectVolumes != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
+				gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
+			}
+			if limited && sel&selectTrigger != 0 {
 				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
 				if over, ok := emptyDirOverLimit(r); ok {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
-				gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
-			} else if !limited && sel&selectVolumes != 0 {
-				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
-				gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 			}
 			if sel&selectVolumes == 0 {
 				continue

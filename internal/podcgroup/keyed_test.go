@@ -1,39 +1,28 @@
 package podcgroup
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-// readKeyed reads a flat keyed file ("key value" lines, memory.stat's format).
-func readKeyed(file string) (map[string]uint64, error) {
+// readFields reads the values of keys from the flat keyed file, as Read reads its own, failing
+// the test on an error or a missing key.
+func readFields(t *testing.T, file string, keys ...string) []uint64 {
+	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	return parseKeyed(b, file)
-}
-
-func parseKeyed(b []byte, file string) (map[string]uint64, error) {
-	m := make(map[string]uint64, 64)
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if !ok {
-			return nil, fmt.Errorf("%s: line %q is no key and value", file, sc.Text())
-		}
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %w", file, k, err)
-		}
-		m[k] = n
+	out := make([]uint64, len(keys))
+	fields := make([]keyedField, len(keys))
+	for i, k := range keys {
+		fields[i] = keyedField{k, &out[i]}
 	}
-	return m, sc.Err()
+	if err := scanKeyed(b, file, fields); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestScanKeyed(t *testing.T) {

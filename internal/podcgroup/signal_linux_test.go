@@ -97,11 +97,8 @@ func (a gauges) Sub(b gauges) gauges { return gauges{a.rss - b.rss, a.cache - b.
 
 func memoryGauges(t *testing.T, dir string) gauges {
 	t.Helper()
-	m, err := readKeyed(filepath.Join(dir, "memory.stat"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gauges{int64(m["total_rss"]), int64(m["total_cache"])}
+	v := readFields(t, filepath.Join(dir, "memory.stat"), "total_rss", "total_cache")
+	return gauges{int64(v[0]), int64(v[1])}
 }
 
 // Whether a write changes the snapshot, as the kernel's code says it must (docs/change-signal.md).

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -67,7 +66,7 @@ func (p Pod) Read() (Snapshot, error) {
 		return Snapshot{}, readFailure(err)
 	}
 	s := Snapshot{Version: p.Version, Cgroup: id}
-	buf := statBuffers.Get().(*[]byte)
+	buf := statBuffers.Get().(*bytes.Buffer)
 	defer statBuffers.Put(buf)
 	memStat := filepath.Join(p.Dir, "memory.stat")
 	b, err := readInto(memStat, buf)
@@ -106,7 +105,7 @@ func readFailure(err error) error {
 // readIOStat sums wbytes and wios over the devices of a v2 io.stat (nested keyed:
 // "MAJ:MIN rbytes=… wbytes=… rios=… wios=… dbytes=… dios=…", cgroup-v2.rst).
 func readIOStat(file string) (wbytes, wios uint64, err error) {
-	buf := statBuffers.Get().(*[]byte)
+	buf := statBuffers.Get().(*bytes.Buffer)
 	defer statBuffers.Put(buf)
 	b, err := readInto(file, buf)
 	if err != nil {
@@ -117,31 +116,21 @@ func readIOStat(file string) (wbytes, wios uint64, err error) {
 
 // statBuffers hold the reads of the stat files: a mark is read per pod and cycle, and a fresh
 // buffer each time was most of what it allocated.
-var statBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 8192); return &b }}
+var statBuffers = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 8192)) }}
 
-// readInto reads the whole file into *buf, growing it as needed, and returns the bytes read.
-func readInto(file string, buf *[]byte) ([]byte, error) {
+// readInto reads the whole file into buf, emptied first, and returns its bytes (valid until
+// buf is used again).
+func readInto(file string, buf *bytes.Buffer) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b := (*buf)[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := f.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if errors.Is(err, io.EOF) || (err == nil && n == 0) {
-			*buf = b
-			return b, nil
-		}
-		if err != nil {
-			*buf = b
-			return nil, err
-		}
+	buf.Reset()
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, err
 	}
+	return buf.Bytes(), nil
 }
 
 // keyedField is a key of a flat keyed file and where its value goes.

@@ -130,11 +130,7 @@ func diskFS(t *testing.T, fs, options string) string {
 // tell a write's pages from the writer's own memory.
 func v2Anon(t *testing.T, dir string) int64 {
 	t.Helper()
-	m, err := readKeyed(filepath.Join(dir, "memory.stat"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return int64(m["anon"])
+	return int64(readFields(t, filepath.Join(dir, "memory.stat"), "anon")[0])
 }
 
 func readPod(t *testing.T, p Pod) Snapshot {
