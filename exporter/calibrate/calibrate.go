@@ -35,6 +35,8 @@ const (
 	SettingCgroupDriver    = "cgroup.driver"
 	SettingTaskDir         = "containerd.task-dir"
 	SettingSnapshotterRoot = "containerd.snapshotter-root"
+	SettingCRIOStorageRoot = "crio.storage-root"
+	SettingDockerRoot      = "docker.root"
 )
 
 // Reasons of a mismatch. The writable layer's pass source's reasons through
@@ -50,6 +52,9 @@ const (
 	ReasonAmbiguous = "ambiguous"
 	// ReasonUnreadable: what the check reads could not be read.
 	ReasonUnreadable = "unreadable"
+	// ReasonNotSet: the exporter's own container runs under a runtime whose root is not set
+	// (--crio.storage-root, --docker.root), so none of that runtime's layers is located.
+	ReasonNotSet = "not_set"
 )
 
 // Reasons a check did not run.
@@ -61,7 +66,8 @@ const (
 	// SkipNoOwnPod: the exporter does not know its own pod (POD_NAME, POD_NAMESPACE, POD_UID
 	// and --calibration.dir, an emptyDir of its own).
 	SkipNoOwnPod = "no_own_pod"
-	// SkipOtherRuntime: the exporter's container runs under another runtime than containerd.
+	// SkipOtherRuntime: the exporter's container runs under a runtime without a layer locator
+	// (neither containerd, CRI-O nor Docker).
 	SkipOtherRuntime = "other_runtime"
 	// SkipNotOverlay: the exporter's own root filesystem is no overlay (another snapshotter).
 	SkipNotOverlay = "not_overlay"
@@ -101,6 +107,22 @@ type Layout struct {
 	KubeletRootDir, PodLogsDir                   string
 	CgroupVersion, CgroupDriver, CgroupRoot      string
 	ContainerdTaskDir, ContainerdSnapshotterRoot string
+	// ContainerRuntime is the runtime of the exporter's own container: containerd, cri-o or
+	// docker (its container ID's scheme).
+	ContainerRuntime            string
+	CRIOStorageRoot, DockerRoot string
+}
+
+// setRuntimeRoot records root, found above the exporter's own writable layer, as runtime's.
+func (l *Layout) setRuntimeRoot(runtime, root string) {
+	switch runtime {
+	case "containerd":
+		l.ContainerdSnapshotterRoot = root
+	case "cri-o":
+		l.CRIOStorageRoot = root
+	case "docker":
+		l.DockerRoot = root
+	}
 }
 
 // Mismatch is a setting the exporter's own pod contradicts.
@@ -262,57 +284,103 @@ func (r *Result) checkCgroup(p *Pod, cfg podcgroup.Config, open func(podcgroup.C
 	}
 }
 
-// snapshotUpper is an overlayfs snapshot's upperdir below its snapshotter's root.
-var snapshotUpper = regexp.MustCompile(`^(/.*)/snapshots/[0-9]+/fs$`)
+// layerRuntime is how the exporter's own container checks the settings that locate writable
+// layers under one runtime.
+type layerRuntime struct {
+	// setting is the flag naming the runtime's root; configured says whether it is set.
+	setting    string
+	configured func(*source.LayerLocator) bool
+	// upper matches the upperdir of a root filesystem of this runtime; its group is the root.
+	upper *regexp.Regexp
+	// relative is the part of the root's path an upperdir without it starts from (CRI-O may
+	// mount with upperdirs relative to its overlay folder); "": upperdirs are absolute.
+	relative string
+}
+
+var layerRuntimes = map[string]layerRuntime{
+	"containerd": {setting: SettingSnapshotterRoot, configured: func(*source.LayerLocator) bool { return true },
+		upper: regexp.MustCompile(`^(/.*)/snapshots/[0-9]+/fs$`)},
+	"cri-o": {setting: SettingCRIOStorageRoot, configured: func(l *source.LayerLocator) bool { return l.CRIOStorageRoot != "" },
+		upper: regexp.MustCompile(`^(/.*)/overlay/[0-9a-f]{64}/diff$`), relative: "overlay"},
+	"docker": {setting: SettingDockerRoot, configured: func(l *source.LayerLocator) bool { return l.DockerRoot != "" },
+		upper: regexp.MustCompile(`^(/.*)/overlay2/[0-9a-f]{64}/diff$`)},
+}
 
 // checkLayer: the writable layer the locator finds for the exporter's own container must be
-// the upperdir of its own root filesystem, which checks the task folder (where the locator
-// finds the container's rootfs mount) and the snapshotter root together.
+// the upperdir of its own root filesystem, and be there. Under containerd that checks the task
+// folder (where the locator finds the container's rootfs mount) and the snapshotter root
+// together; under CRI-O and Docker the root whose metadata names the layer.
 func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mountinfo.Mount, merr error) {
-	if runtime, _, _ := volume.RuntimeID(p.ContainerID); runtime != "containerd" {
+	name, _, _ := volume.RuntimeID(p.ContainerID)
+	rt, known := layerRuntimes[name]
+	if !known {
 		r.Skipped = append(r.Skipped, Skip{SettingSnapshotterRoot, SkipOtherRuntime})
 		return
 	}
+	r.Layout.ContainerRuntime = name
 	if merr != nil {
-		r.mismatch(SettingSnapshotterRoot, ReasonUnreadable, "", merr)
+		r.mismatch(rt.setting, ReasonUnreadable, "", merr)
 		return
 	}
 	own, ok := mountAt(mounts, "/")
 	if !ok || own.FSType != "overlay" || own.Upper == "" {
-		r.Skipped = append(r.Skipped, Skip{SettingSnapshotterRoot, SkipNotOverlay})
+		r.Skipped = append(r.Skipped, Skip{rt.setting, SkipNotOverlay})
 		return
 	}
+	upper := filepath.Clean(own.Upper)
 	found := ""
-	if m := snapshotUpper.FindStringSubmatch(filepath.Clean(own.Upper)); m != nil {
+	if m := rt.upper.FindStringSubmatch(upper); m != nil {
 		found = m[1]
 	}
-	r.Layout.ContainerdSnapshotterRoot = found
+	r.Layout.setRuntimeRoot(name, found)
+	if !rt.configured(l) {
+		r.mismatch(rt.setting, ReasonNotSet, found, fmt.Errorf("the exporter's own container runs under %s, whose root is not set: no %s container's writable layer is located", name, name))
+		return
+	}
 	layer, err := l.WritableLayer(p.ContainerID)
+	if err != nil {
+		r.layerError(rt.setting, found, err)
+		return
+	}
+	if name == "containerd" {
+		r.Layout.ContainerdTaskDir = l.TaskDir
+	}
+	if !sameLayer(layer, upper, rt.relative) {
+		r.mismatch(rt.setting, ReasonOtherFolder, found, fmt.Errorf("the locator finds %s, the exporter's own root filesystem writes to %s", layer, own.Upper))
+		return
+	}
+	// The folder must be there too: a root not mounted into the exporter reads as empty (or as
+	// a folder a DirectoryOrCreate hostPath created).
+	if _, err := os.Stat(layer); err != nil {
+		r.mismatch(rt.setting, ReasonOwnPodNotFound, found, fmt.Errorf("the exporter's own writable layer: %w", err))
+	}
+}
+
+// layerError names the setting the locator's error for the exporter's own container points at:
+// under containerd, a missing rootfs mount is the task folder's, an upperdir outside the
+// snapshotter its root's; under the other runtimes, every error is their root's.
+func (r *Result) layerError(setting, found string, err error) {
 	var le *source.LayerError
 	switch {
-	case errors.As(err, &le) && le.Reason == source.LayerNoRootfsMount:
+	case !errors.As(err, &le):
+		if setting == SettingSnapshotterRoot {
+			setting = SettingTaskDir
+		}
+		r.mismatch(setting, ReasonUnreadable, "", err)
+	case setting == SettingSnapshotterRoot && le.Reason != source.LayerOutsideSnapshotter:
 		r.mismatch(SettingTaskDir, le.Reason, "", err)
-		return
-	case errors.As(err, &le) && le.Reason == source.LayerOutsideSnapshotter:
-		r.mismatch(SettingSnapshotterRoot, le.Reason, found, err)
-		return
-	case errors.As(err, &le):
-		r.mismatch(SettingTaskDir, le.Reason, "", err)
-		return
-	case err != nil:
-		r.mismatch(SettingTaskDir, ReasonUnreadable, "", err)
-		return
+	default:
+		r.mismatch(setting, le.Reason, found, err)
 	}
-	r.Layout.ContainerdTaskDir = l.TaskDir
-	if layer != filepath.Clean(own.Upper) {
-		r.mismatch(SettingSnapshotterRoot, ReasonOtherFolder, found, fmt.Errorf("the locator finds %s, the exporter's own root filesystem writes to %s", layer, own.Upper))
-		return
+}
+
+// sameLayer: the locator's layer is the upperdir, which may be relative to the runtime's
+// folder named relative.
+func sameLayer(layer, upper, relative string) bool {
+	if filepath.IsAbs(upper) || relative == "" {
+		return layer == upper
 	}
-	// The folder must be there too: a snapshotter root not mounted into the exporter reads as
-	// empty (or as a folder a DirectoryOrCreate hostPath created).
-	if _, err := os.Stat(layer); err != nil {
-		r.mismatch(SettingSnapshotterRoot, ReasonOwnPodNotFound, found, fmt.Errorf("the exporter's own writable layer: %w", err))
-	}
+	return strings.HasSuffix(layer, "/"+filepath.Join(relative, upper))
 }
 
 // SkipAll is the Result of a calibration that checks nothing, for reason.

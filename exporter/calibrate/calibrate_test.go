@@ -245,7 +245,7 @@ func TestWritableLayer(t *testing.T) {
 		{"layer not mounted into the exporter", taskDir, snapshotter, table(filepath.Join(snapshotter, "snapshots", "14", "fs"), filepath.Join(snapshotter, "snapshots", "14", "fs")), "",
 			[]string{"containerd.snapshotter-root own_pod_not_found " + snapshotter}, ""},
 		{"own root filesystem no overlay", taskDir, snapshotter, writeMountInfo(t, "/ / ext4 rw"), "", nil, SkipNotOverlay},
-		{"another runtime", taskDir, snapshotter, mounts, "cri-o://" + ownCID, nil, SkipOtherRuntime},
+		{"a runtime without a locator", taskDir, snapshotter, mounts, "kata://" + ownCID, nil, SkipOtherRuntime},
 	} {
 		p := ownPod("/")
 		if tc.id != "" {
@@ -263,6 +263,88 @@ func TestWritableLayer(t *testing.T) {
 		}
 		if tc.want == nil && tc.skipped == "" && (r.Layout.ContainerdSnapshotterRoot != snapshotter || r.Layout.ContainerdTaskDir != taskDir) {
 			t.Errorf("%s: layout %+v, want task dir %s, snapshotter root %s", tc.name, r.Layout, taskDir, snapshotter)
+		}
+	}
+}
+
+// ownLayer is the writable layer of the exporter's own container under CRI-O and Docker.
+const ownLayer = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+
+// crioStorage makes a containers/storage root where CRI-O's volatile record of container cid
+// names layer, and that layer has its diff folder; it gives the root.
+func crioStorage(t *testing.T, cid, layer string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "storage")
+	mkdir(t, root, "overlay", layer, "diff")
+	for path, body := range map[string]string{
+		filepath.Join(mkdir(t, root, "overlay-containers"), "volatile-containers.json"): `[{"id":"` + cid + `","layer":"` + layer + `"}]`,
+		filepath.Join(mkdir(t, root, "overlay-layers"), "volatile-layers.json"):         `[{"id":"` + layer + `"}]`,
+	} {
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// dockerRoot makes a Docker data-root where container cid's mount-id names layer, with its
+// diff folder; it gives the root.
+func dockerRoot(t *testing.T, cid, layer string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "docker")
+	mkdir(t, root, "overlay2", layer, "diff")
+	if err := os.WriteFile(filepath.Join(mkdir(t, root, "image", "overlay2", "layerdb", "mounts", cid), "mount-id"), []byte(layer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestWritableLayerOtherRuntimes: under CRI-O and Docker, the layer the runtime's own metadata
+// names for the exporter's container must be its root filesystem's upperdir (CRI-O's may be
+// relative to its overlay folder); a root not set is named with the root found above that
+// upperdir.
+func TestWritableLayerOtherRuntimes(t *testing.T) {
+	crio := crioStorage(t, ownCID, ownLayer)
+	docker := dockerRoot(t, ownCID, ownLayer)
+	ownRoot := func(upper string) string {
+		return writeMountInfo(t, "/ / overlay rw,lowerdir=/l1:/l2,upperdir="+upper+",workdir=/w")
+	}
+	crioUpper := filepath.Join(crio, "overlay", ownLayer, "diff")
+	dockerUpper := filepath.Join(docker, "overlay2", ownLayer, "diff")
+	elsewhere := crioStorage(t, ownCID, strings.Repeat("a", 64))
+	for _, tc := range []struct {
+		name, runtime, mountInfo string
+		locator                  source.LayerLocator
+		want                     []string
+		layout                   Layout
+	}{
+		{name: "CRI-O, its storage root", runtime: "cri-o", mountInfo: ownRoot(crioUpper), locator: source.LayerLocator{CRIOStorageRoot: crio},
+			layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
+		{name: "CRI-O, an upperdir relative to its overlay folder", runtime: "cri-o", mountInfo: ownRoot(ownLayer + "/diff"),
+			locator: source.LayerLocator{CRIOStorageRoot: crio}, layout: Layout{ContainerRuntime: "cri-o"}},
+		{name: "CRI-O, no storage root set", runtime: "cri-o", mountInfo: ownRoot(crioUpper),
+			want: []string{"crio.storage-root not_set " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
+		{name: "CRI-O, a root without the container's record", runtime: "cri-o", mountInfo: ownRoot(crioUpper), locator: source.LayerLocator{CRIOStorageRoot: t.TempDir()},
+			want: []string{"crio.storage-root no_layer_record " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
+		{name: "CRI-O, another root naming another layer", runtime: "cri-o", mountInfo: ownRoot(crioUpper), locator: source.LayerLocator{CRIOStorageRoot: elsewhere},
+			want: []string{"crio.storage-root other_folder " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
+		{name: "Docker, its root", runtime: "docker", mountInfo: ownRoot(dockerUpper), locator: source.LayerLocator{DockerRoot: docker},
+			layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
+		{name: "Docker, no root set", runtime: "docker", mountInfo: ownRoot(dockerUpper),
+			want: []string{"docker.root not_set " + docker}, layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
+		{name: "Docker, another root", runtime: "docker", mountInfo: ownRoot(dockerUpper), locator: source.LayerLocator{DockerRoot: "/var/lib/docker-nowhere"},
+			want: []string{"docker.root no_layer_record " + docker}, layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
+	} {
+		p := ownPod("/")
+		p.ContainerID = tc.runtime + "://" + ownCID
+		l := tc.locator
+		r := Check(p, Settings{Layers: &l, MountInfo: tc.mountInfo})
+		wantMismatches(t, tc.name, r, tc.want...)
+		if r.Layout != tc.layout {
+			t.Errorf("%s: layout %+v, want %+v", tc.name, r.Layout, tc.layout)
+		}
+		if want := allSkipped(SkipNotConfigured, SettingSnapshotterRoot); !slices.Equal(r.Skipped, want) {
+			t.Errorf("%s: skipped %v, want %v", tc.name, r.Skipped, want)
 		}
 	}
 }

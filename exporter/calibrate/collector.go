@@ -17,7 +17,8 @@ const Interval = 10 * time.Minute
 var (
 	layoutInfoDesc = prometheus.NewDesc("emptydir_exporter_layout_info",
 		"The node's layout as found on the exporter's own pod; always 1.",
-		[]string{"node", "kubelet_root_dir", "pod_logs_dir", "cgroup_version", "cgroup_driver", "cgroup_root", "containerd_task_dir", "containerd_snapshotter_root"}, nil)
+		[]string{"node", "kubelet_root_dir", "pod_logs_dir", "cgroup_version", "cgroup_driver", "cgroup_root", "containerd_task_dir", "containerd_snapshotter_root",
+			"container_runtime", "crio_storage_root", "docker_root"}, nil)
 	layoutMismatchDesc = prometheus.NewDesc("emptydir_exporter_layout_mismatch",
 		"1 for each layout setting the exporter's own pod contradicts, with the value found.",
 		[]string{"node", "setting", "reason", "found"}, nil)
@@ -84,6 +85,7 @@ func (c *Calibrator) log(r Result) {
 	c.logger.Info("node layout found on the exporter's own pod", "kubelet_root_dir", l.KubeletRootDir, "pod_logs_dir", l.PodLogsDir,
 		"cgroup_version", l.CgroupVersion, "cgroup_driver", l.CgroupDriver, "cgroup_root", l.CgroupRoot,
 		"containerd_task_dir", l.ContainerdTaskDir, "containerd_snapshotter_root", l.ContainerdSnapshotterRoot,
+		"container_runtime", l.ContainerRuntime, "crio_storage_root", l.CRIOStorageRoot, "docker_root", l.DockerRoot,
 		"mismatches", len(r.Mismatches), "skipped", skipped)
 	for _, m := range r.Mismatches {
 		c.logger.Warn("a setting of the node's layout does not match the exporter's own pod (docs/deploy.md, Calibration)",
@@ -128,7 +130,8 @@ func (c *Calibrator) Collect(ch chan<- prometheus.Metric) {
 	}
 	l := r.Layout
 	ch <- prometheus.MustNewConstMetric(layoutInfoDesc, prometheus.GaugeValue, 1, c.node, l.KubeletRootDir, l.PodLogsDir,
-		l.CgroupVersion, l.CgroupDriver, l.CgroupRoot, l.ContainerdTaskDir, l.ContainerdSnapshotterRoot)
+		l.CgroupVersion, l.CgroupDriver, l.CgroupRoot, l.ContainerdTaskDir, l.ContainerdSnapshotterRoot,
+		l.ContainerRuntime, l.CRIOStorageRoot, l.DockerRoot)
 	for _, m := range r.Mismatches {
 		ch <- prometheus.MustNewConstMetric(layoutMismatchDesc, prometheus.GaugeValue, 1, c.node, m.Setting, m.Reason, m.Found)
 	}

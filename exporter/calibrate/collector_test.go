@@ -16,7 +16,8 @@ import (
 func TestCollectorGolden(t *testing.T) {
 	r := Result{
 		Layout: Layout{KubeletRootDir: "/var/lib/k0s/kubelet", PodLogsDir: "/var/log/pods", CgroupVersion: "1",
-			CgroupDriver: "cgroupfs", CgroupRoot: "/", ContainerdSnapshotterRoot: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs"},
+			CgroupDriver: "cgroupfs", CgroupRoot: "/", ContainerdSnapshotterRoot: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",
+			ContainerRuntime: "containerd"},
 		Mismatches: []Mismatch{
 			{Setting: SettingKubeletRootDir, Reason: ReasonOwnPodNotFound, Found: "/var/lib/k0s/kubelet", Err: errors.New("not there")},
 			{Setting: SettingSnapshotterRoot, Reason: "outside_snapshotter", Found: "/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs"},
@@ -38,7 +39,7 @@ emptydir_exporter_layout_check_skipped{node="node-1",reason="not_configured",set
 emptydir_exporter_layout_check_timestamp_seconds{node="node-1"} 1.7000000005e+09
 # HELP emptydir_exporter_layout_info The node's layout as found on the exporter's own pod; always 1.
 # TYPE emptydir_exporter_layout_info gauge
-emptydir_exporter_layout_info{cgroup_driver="cgroupfs",cgroup_root="/",cgroup_version="1",containerd_snapshotter_root="/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",containerd_task_dir="",kubelet_root_dir="/var/lib/k0s/kubelet",node="node-1",pod_logs_dir="/var/log/pods"} 1
+emptydir_exporter_layout_info{cgroup_driver="cgroupfs",cgroup_root="/",cgroup_version="1",container_runtime="containerd",containerd_snapshotter_root="/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",containerd_task_dir="",crio_storage_root="",docker_root="",kubelet_root_dir="/var/lib/k0s/kubelet",node="node-1",pod_logs_dir="/var/log/pods"} 1
 # HELP emptydir_exporter_layout_mismatch 1 for each layout setting the exporter's own pod contradicts, with the value found.
 # TYPE emptydir_exporter_layout_mismatch gauge
 emptydir_exporter_layout_mismatch{found="/var/lib/k0s/containerd/io.containerd.snapshotter.v1.overlayfs",node="node-1",reason="outside_snapshotter",setting="containerd.snapshotter-root"} 1

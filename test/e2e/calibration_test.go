@@ -40,7 +40,8 @@ func checkLayoutFound(ctx context.Context, t *testing.T, c *cluster.Cluster, pod
 	}
 	layout := map[string]string{"kubelet_root_dir": c.KubeletRootDir(), "pod_logs_dir": c.PodLogsDir(),
 		"cgroup_version": version, "cgroup_driver": "cgroupfs", "cgroup_root": c.CgroupRoot(),
-		"containerd_task_dir": c.ContainerdTaskDir(), "containerd_snapshotter_root": c.SnapshotterRoot()}
+		"containerd_task_dir": c.ContainerdTaskDir(), "containerd_snapshotter_root": c.SnapshotterRoot(),
+		"container_runtime": "containerd", "crio_storage_root": "", "docker_root": ""}
 	maps.Copy(layout, found)
 	if v, ok := framework.Sample(fams, "emptydir_exporter_layout_info", layout); !ok || v != 1 {
 		t.Errorf("emptydir_exporter_layout_info: %v, want one series 1 with %v", familySeries(fams["emptydir_exporter_layout_info"]), layout)

@@ -23,8 +23,9 @@ const crioExporterAddr = "127.0.0.1:19811"
 // TestCRIONode runs the node on CRI-O (test/crio/build.sh: CRI-O v1.34 built from its module,
 // conmon and runc from Debian, the kubelet on CRI-O's socket): the exporter, given CRI-O's
 // storage root and no containerd folder, measures each container's writable layer equal to GNU
-// du of the folder CRI-O itself names for it, and the seed scenario and the kubelet's
-// local-storage eviction scenario pass as they do on containerd.
+// du of the folder CRI-O itself names for it, the seed scenario and the kubelet's
+// local-storage eviction scenario pass as they do on containerd, and the chart installs there
+// with the exporter calibrating its own CRI-O container.
 func TestCRIONode(t *testing.T) {
 	requireCluster(t)
 	ctx, cancel := context.WithTimeout(rootCtx, 30*time.Minute)
@@ -35,6 +36,30 @@ func TestCRIONode(t *testing.T) {
 	t.Run("writable layers equal du", func(t *testing.T) { crioLayersEqualDu(ctx, t, c) })
 	t.Run("seed scenario", func(t *testing.T) { scenarioOnlyWeEnforce(t, c) })
 	t.Run("kubelet local-storage scenario", func(t *testing.T) { lsciEviction(t, c) })
+	t.Run("the chart on CRI-O", func(t *testing.T) { crioChart(ctx, t, c) })
+}
+
+// crioChart installs the chart on the CRI-O node as a user on a CRI-O distribution does
+// (containerd off, CRI-O's storage root; the node's other folders are this cluster's): the
+// calibration on the exporter's own container finds CRI-O and its storage root with no
+// mismatch, and a pod's emptyDir, writable layer and logs are each published at GNU du's
+// figure. Installed with neither runtime, calibration names --crio.storage-root with the root
+// it found.
+func crioChart(ctx context.Context, t *testing.T, c *cluster.Cluster) {
+	writer := framework.RunPod(ctx, t, c, presetWriter(c, framework.Namespace(ctx, t, c, "crio-chart")))
+	pluginWrite(ctx, t, c, writer, "/data/f", 3)
+	pluginWrite(ctx, t, c, writer, "/fill", 2)
+	folders := "\n  kubeletRootDir: " + c.KubeletRootDir() + "\n  ephemeralStorage:\n    podLogsDir: " + c.PodLogsDir() +
+		"\n    containerd: {enabled: false}"
+	crio := map[string]string{"container_runtime": "cri-o", "crio_storage_root": c.CRIORoot(),
+		"containerd_task_dir": "", "containerd_snapshotter_root": ""}
+
+	exp := presetInstall(ctx, t, c, "crio", optInParts+folders+"\n    crio: {enabled: true, storageRoot: "+c.CRIORoot()+"}")
+	checkLayoutFound(ctx, t, c, exp, crio)
+	checkPartsEqualDu(ctx, t, c, exp, writer)
+
+	none := presetInstall(ctx, t, c, "noruntime", optInParts+folders)
+	checkLayoutFound(ctx, t, c, none, crio, "crio.storage-root not_set "+c.CRIORoot())
 }
 
 // crioLayersEqualDu writes different amounts into the writable layers of a pod's containers

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -138,21 +137,7 @@ func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, ex
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := strings.TrimPrefix(w.Status.ContainerStatuses[0].ContainerID, "containerd://")
-	mounts, err := mountinfo.Read("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootfs := filepath.Join(c.ContainerdTaskDir(), "k8s.io", id, "rootfs")
-	upper := ""
-	for _, m := range mounts {
-		if m.Point == rootfs {
-			upper = m.Upper
-		}
-	}
-	if upper == "" {
-		t.Fatalf("no overlay at %s in the mount table", rootfs)
-	}
+	upper := writableLayerOf(ctx, t, c, w.Status.ContainerStatuses[0].ContainerID)
 	want := map[string]int64{
 		"emptyDir":       framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(w.UID), "data")),
 		"writable_layer": framework.DuBytes(t, upper),
@@ -183,6 +168,32 @@ func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, ex
 	if want["writable_layer"] < 2<<20 || want["emptyDir"] < 3<<20 || want["logs"] == 0 {
 		t.Errorf("du %v: the writes did not land where they were meant to", want)
 	}
+}
+
+// writableLayerOf is the upper folder of the container with runtime ID id as its runtime has it:
+// containerd's rootfs overlay in the node's mount table, or CRI-O's own answer on its socket.
+func writableLayerOf(ctx context.Context, t *testing.T, c *cluster.Cluster, id string) string {
+	t.Helper()
+	runtime, cid, _ := volume.RuntimeID(id)
+	if runtime == "cri-o" {
+		layer, err := c.CRIOContainerLayer(ctx, cid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return layer
+	}
+	mounts, err := mountinfo.Read("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootfs := filepath.Join(c.ContainerdTaskDir(), "k8s.io", cid, "rootfs")
+	for _, m := range mounts {
+		if m.Point == rootfs && m.Upper != "" {
+			return m.Upper
+		}
+	}
+	t.Fatalf("no overlay at %s in the mount table", rootfs)
+	return ""
 }
 
 // wrongFolders stands in for the folders a hostPath of a wrong value creates on a node: each
