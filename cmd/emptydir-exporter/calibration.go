@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -62,18 +63,76 @@ func newCalibrator(ctx context.Context, cfg *config, client kubernetes.Interface
 		}
 		check = func() calibrate.Result { return calibrate.Check(own, s) }
 	}
-	c := calibrate.New(cfg.exporter.NodeName, check, logger)
-	r := c.Calibrate()
 	if cfg.cgroup.Root == podcgroup.RootAuto {
-		cfg.cgroup.Root = r.Layout.CgroupRoot
+		cfg.autoRoot = &rootFollower{logger: logger}
+		checkOnly := check
+		check = func() calibrate.Result {
+			r := checkOnly()
+			cfg.autoRoot.found(r.Layout.CgroupRoot)
+			return r
+		}
+	}
+	c := calibrate.New(cfg.exporter.NodeName, check, logger)
+	c.Calibrate()
+	if cfg.autoRoot != nil {
+		cfg.cgroup.Root = cfg.autoRoot.current()
 		if cfg.cgroup.Root == "" {
 			cfg.cgroup.Root = "/"
 			if cfg.useChangeSignal() || cfg.useOpenFiles() {
-				logger.Warn("--cgroup.root=auto: the exporter's own pod cgroup was not found; taking the root /")
+				logger.Warn("--cgroup.root=auto: the exporter's own pod cgroup was not found; taking the root / until calibration finds it")
 			}
 		}
 	}
 	return c
+}
+
+// retargeter is a locator of pod cgroups whose root can be moved (podcgroup.Locator).
+type retargeter interface{ Retarget(root string) error }
+
+// rootFollower keeps the pod cgroup locators of --cgroup.root=auto on the root calibration last
+// found on the exporter's own pod: at start, and every calibration after it, so a kubelet
+// reconfigured on a running node, or an own pod cgroup found only later, is followed without a
+// restart. A calibration that finds none leaves the root as it is.
+type rootFollower struct {
+	logger  *slog.Logger
+	mu      sync.Mutex
+	root    string
+	targets []retargeter
+}
+
+// found takes root, the root calibration found ("" for none).
+func (f *rootFollower) found(root string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if root == "" || root == f.root {
+		return
+	}
+	if f.root != "" {
+		f.logger.Info("--cgroup.root=auto: the kubelet's cgroup root moved; following it", "from", f.root, "to", root)
+	}
+	f.root = root
+	for _, t := range f.targets {
+		if err := t.Retarget(root); err != nil {
+			f.logger.Warn("--cgroup.root=auto: cannot look below the root found", "root", root, "err", err)
+		}
+	}
+}
+
+// current is the root last found, "" before one is.
+func (f *rootFollower) current() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.root
+}
+
+// follow keeps t on the roots found from now on; nil f (a root given by flag) does nothing.
+func (f *rootFollower) follow(t retargeter) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.targets = append(f.targets, t)
 }
 
 // ownPod reads the exporter's own pod; nil without a --calibration.dir or an identity.

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,4 +63,33 @@ func TestOwnPodFromAPIServer(t *testing.T) {
 	if p, err := ownPod(context.Background(), pending, me); err != nil || p.ContainerID != "containerd://abc" || lists != 2 {
 		t.Errorf("status written after the first read: ownPod = %+v, %v after %d reads; want the container ID after 2", p, err, lists)
 	}
+}
+
+// retargets records the roots a locator was moved to.
+type retargets []string
+
+func (r *retargets) Retarget(root string) error { *r = append(*r, root); return nil }
+
+// TestRootFollower: with --cgroup.root=auto the locators follow each root calibration finds,
+// once per change, and keep theirs when a calibration finds none; a root given by flag (no
+// follower) moves nothing.
+func TestRootFollower(t *testing.T) {
+	var buf bytes.Buffer
+	f := &rootFollower{logger: slog.New(slog.NewTextHandler(&buf, nil))}
+	f.found("/") // the first calibration, before the locators are opened
+	var signal, openFiles retargets
+	f.follow(&signal)
+	f.follow(&openFiles)
+	for _, root := range []string{"", "/", "/kubelet", "/kubelet", "", "/"} {
+		f.found(root)
+	}
+	want := []string{"/kubelet", "/"}
+	if !slices.Equal(signal, want) || !slices.Equal(openFiles, want) || f.current() != "/" {
+		t.Errorf("retargeted to %q and %q, at %s; want %q each, at /", signal, openFiles, f.current(), want)
+	}
+	if got := strings.Count(buf.String(), "cgroup root moved"); got != 2 {
+		t.Errorf("%d moves logged, want 2:\n%s", got, buf.String())
+	}
+	var fixed *rootFollower
+	fixed.follow(&signal) // a root given by flag: nothing to follow, no panic
 }

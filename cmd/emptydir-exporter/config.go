@@ -69,6 +69,8 @@ type config struct {
 	changeSignalRuntimeClasses string
 	cgroup                     podcgroup.Config
 	calibration                calibrationConfig
+	// autoRoot follows the root calibration finds, with --cgroup.root=auto (nil otherwise).
+	autoRoot *rootFollower
 	// openFiles counts toward walked emptyDirs the files their pods' processes deleted but
 	// hold open (--collection.open-files), through a helper started before Landlock.
 	openFiles bool
@@ -177,7 +179,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(cfg.openFiles)).BoolVar(&cfg.openFiles)
 	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Mount).StringVar(&cfg.cgroup.Mount)
-	app.Flag("cgroup.root", "The kubelet's --cgroup-root in cgroupfs form, or auto: found from the exporter's own pod (--collection.change-signal, --collection.open-files).").
+	app.Flag("cgroup.root", "The kubelet's --cgroup-root in cgroupfs form, or auto: found from the exporter's own pod, at start and at each calibration (--collection.change-signal, --collection.open-files).").
 		Default(cfg.cgroup.Root).StringVar(&cfg.cgroup.Root)
 	app.Flag("cgroup.driver", "The kubelet's --cgroup-driver: cgroupfs, systemd, or auto, whichever layout has the pod's cgroup (--collection.change-signal, --collection.open-files).").
 		Default(string(cfg.cgroup.Driver)).StringVar((*string)(&cfg.cgroup.Driver))

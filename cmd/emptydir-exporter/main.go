@@ -226,6 +226,7 @@ func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
 		logger.Warn("the change signal cannot read the node's cgroups; every part is walked at its cadence (mount the host's /sys/fs/cgroup read-only at --cgroup.mount)", "err", err)
 		return change.Unavailable{Err: err}
 	}
+	cfg.autoRoot.follow(s)
 	logger.Info("change signal on", append(s.Describe(), "runtime_classes", append([]string{"(default)"}, splitList(cfg.changeSignalRuntimeClasses)...))...)
 	return s
 }
@@ -242,6 +243,9 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 		logger.Debug("a pod's open files could not be read", "namespace", p.Namespace, "pod", p.Pod, "volume", v.Name, "err", err)
 	}}
 	locator, lerr := podcgroup.Open(cfg.cgroup)
+	if lerr == nil {
+		cfg.autoRoot.follow(locator)
+	}
 	hostPID := openfiles.InInitialPIDNamespace()
 	o.Procs = func(p volume.PodVolumes) ([]int, error) {
 		if lerr != nil {

@@ -314,31 +314,31 @@ func TestWritableLayerOtherRuntimes(t *testing.T) {
 	elsewhere := crioStorage(t, ownCID, strings.Repeat("a", 64))
 	for _, tc := range []struct {
 		name, runtime, mountInfo string
-		locator                  source.LayerLocator
+		crioRoot, dockerRoot     string
 		want                     []string
 		layout                   Layout
 	}{
-		{name: "CRI-O, its storage root", runtime: "cri-o", mountInfo: ownRoot(crioUpper), locator: source.LayerLocator{CRIOStorageRoot: crio},
+		{name: "CRI-O, its storage root", runtime: "cri-o", mountInfo: ownRoot(crioUpper), crioRoot: crio,
 			layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
 		{name: "CRI-O, an upperdir relative to its overlay folder", runtime: "cri-o", mountInfo: ownRoot(ownLayer + "/diff"),
-			locator: source.LayerLocator{CRIOStorageRoot: crio}, layout: Layout{ContainerRuntime: "cri-o"}},
+			crioRoot: crio, layout: Layout{ContainerRuntime: "cri-o"}},
 		{name: "CRI-O, no storage root set", runtime: "cri-o", mountInfo: ownRoot(crioUpper),
 			want: []string{"crio.storage-root not_set " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
-		{name: "CRI-O, a root without the container's record", runtime: "cri-o", mountInfo: ownRoot(crioUpper), locator: source.LayerLocator{CRIOStorageRoot: t.TempDir()},
+		{name: "CRI-O, a root without the container's record", runtime: "cri-o", mountInfo: ownRoot(crioUpper), crioRoot: t.TempDir(),
 			want: []string{"crio.storage-root no_layer_record " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
-		{name: "CRI-O, another root naming another layer", runtime: "cri-o", mountInfo: ownRoot(crioUpper), locator: source.LayerLocator{CRIOStorageRoot: elsewhere},
+		{name: "CRI-O, another root naming another layer", runtime: "cri-o", mountInfo: ownRoot(crioUpper), crioRoot: elsewhere,
 			want: []string{"crio.storage-root other_folder " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
-		{name: "Docker, its root", runtime: "docker", mountInfo: ownRoot(dockerUpper), locator: source.LayerLocator{DockerRoot: docker},
+		{name: "Docker, its root", runtime: "docker", mountInfo: ownRoot(dockerUpper), dockerRoot: docker,
 			layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
 		{name: "Docker, no root set", runtime: "docker", mountInfo: ownRoot(dockerUpper),
 			want: []string{"docker.root not_set " + docker}, layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
-		{name: "Docker, another root", runtime: "docker", mountInfo: ownRoot(dockerUpper), locator: source.LayerLocator{DockerRoot: "/var/lib/docker-nowhere"},
+		{name: "Docker, another root", runtime: "docker", mountInfo: ownRoot(dockerUpper), dockerRoot: "/var/lib/docker-nowhere",
 			want: []string{"docker.root no_layer_record " + docker}, layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
 	} {
 		p := ownPod("/")
 		p.ContainerID = tc.runtime + "://" + ownCID
-		l := tc.locator
-		r := Check(p, Settings{Layers: &l, MountInfo: tc.mountInfo})
+		l := &source.LayerLocator{CRIOStorageRoot: tc.crioRoot, DockerRoot: tc.dockerRoot}
+		r := Check(p, Settings{Layers: l, MountInfo: tc.mountInfo})
 		wantMismatches(t, tc.name, r, tc.want...)
 		if r.Layout != tc.layout {
 			t.Errorf("%s: layout %+v, want %+v", tc.name, r.Layout, tc.layout)

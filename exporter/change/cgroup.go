@@ -72,6 +72,10 @@ func vouchesFor(snap podcgroup.Snapshot, dir string) (bool, error) {
 	return true, nil
 }
 
+// Retarget looks for the pods' cgroups below another cgroup root from now on
+// (podcgroup.Locator.Retarget).
+func (s *Cgroup) Retarget(root string) error { return s.locator.Retarget(root) }
+
 // Version is the cgroup version the signal reads.
 func (s *Cgroup) Version() podcgroup.Version { return s.locator.Version() }
 

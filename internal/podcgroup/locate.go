@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 )
 
 // Config says where the node's cgroups are and how the kubelet names them.
@@ -37,8 +39,9 @@ const (
 type Locator struct {
 	version Version
 	// base is the hierarchy the pods' folders are below: Mount for v2, Mount/memory for v1.
-	base    string
-	root    []string
+	base string
+	// root is the kubelet's cgroup root, parsed; replaced by Retarget.
+	root    atomic.Pointer[[]string]
 	drivers []Driver
 }
 
@@ -70,7 +73,8 @@ func newLocator(cfg Config, v Version, base string) (*Locator, error) {
 		return nil, err
 	}
 	root, _ := parseRoot(cfg.Root)
-	l := &Locator{version: v, base: base, root: root}
+	l := &Locator{version: v, base: base}
+	l.root.Store(&root)
 	if cfg.Driver == DriverCgroupfs || cfg.Driver == DriverSystemd {
 		l.drivers = []Driver{cfg.Driver}
 	} else {
@@ -78,6 +82,22 @@ func newLocator(cfg Config, v Version, base string) (*Locator, error) {
 	}
 	return l, nil
 }
+
+// Retarget makes the Locator look for pods below another cgroup root (Config.Root's form, not
+// RootAuto): with --cgroup.root=auto the exporter follows the root calibration finds, which a
+// kubelet reconfigured on the node moves. Locations in use are unaffected; bad input changes
+// nothing.
+func (l *Locator) Retarget(root string) error {
+	parts, err := parseRoot(root)
+	if err != nil {
+		return err
+	}
+	l.root.Store(&parts)
+	return nil
+}
+
+// Root is the cgroup root the Locator looks below, in Config.Root's form.
+func (l *Locator) Root() string { return "/" + strings.Join(*l.root.Load(), "/") }
 
 // Version is the cgroup version the Locator reads.
 func (l *Locator) Version() Version { return l.version }
@@ -94,7 +114,7 @@ type Pod struct {
 // config hash, not its mirror pod's UID) and QoS class (status.qosClass). An error is an
 // *Error: ReasonInvalid, ReasonNotFound, ReasonAmbiguous or ReasonUnreadable.
 func (l *Locator) Locate(uid, qos string) (Pod, error) {
-	name, err := podCgroupName(l.root, qos, uid)
+	name, err := podCgroupName(*l.root.Load(), qos, uid)
 	if err != nil {
 		return Pod{}, fail(ReasonInvalid, err)
 	}

@@ -117,3 +117,35 @@ func TestLocateAmbiguousAndUnsound(t *testing.T) {
 		t.Error(`driver "docker" accepted`)
 	}
 }
+
+// TestRetarget: a Locator moved to another root finds pods there and no longer at the old one;
+// a root the kubelet would refuse is an error that keeps the root in use.
+func TestRetarget(t *testing.T) {
+	const uid = "0f1e2d3c-aaaa-bbbb-cccc-000000000002"
+	base := t.TempDir()
+	fakeTree(t, base, "kubepods/burstable/pod"+uid, map[string]string{"memory.stat": v1Stat})
+	moved := fakeTree(t, base, "kubelet/kubepods/burstable/pod"+uid, map[string]string{"memory.stat": v1Stat})
+	l, err := newLocator(Config{Root: "/", Driver: DriverCgroupfs}, V1, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Retarget("/kubelet"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := l.Locate(uid, QOSBurstable); err != nil || p.Dir != moved || l.Root() != "/kubelet" {
+		t.Errorf("after Retarget(/kubelet): %+v, %v, root %s; want %s", p, err, l.Root(), moved)
+	}
+	if err := l.Retarget("/kube_let"); err == nil || l.Root() != "/kubelet" {
+		t.Errorf("Retarget(/kube_let): %v, root %s; want an error and the root /kubelet kept", err, l.Root())
+	}
+	if err := l.Retarget("/elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	wantReason(t, l, uid, QOSBurstable, ReasonNotFound)
+	if err := l.Retarget("/"); err != nil || l.Root() != "/" {
+		t.Fatalf("Retarget(/): %v, root %s", err, l.Root())
+	}
+	if p, err := l.Locate(uid, QOSBurstable); err != nil || p.Dir == moved {
+		t.Errorf("back at /: %+v, %v; want the pod below the root /", p, err)
+	}
+}
