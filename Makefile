@@ -265,15 +265,23 @@ ALIGNED_MODULES := test/k8sbin test/helm test/bench test/promoperator \
 # and so does `make generate`, so that check-generated finds a plot older than its table.
 BENCH_PLOTS := docs/img/bench-walk.svg docs/img/bench-detect.svg docs/img/bench-prometheus.svg docs/img/bench-node-cpu.svg
 BENCH_PLOT := cd test/bench && $(GO) run ./cmd/benchplot -doc ../../docs/performance.md -out ../../docs/img
+# The pictures of the dashboards in docs/dashboards.md, drawn by test/bench/cmd/dashplot from each
+# dashboard and the data a real run's Prometheus answered (DASHBOARD_DATA, make dashboard-data):
+# `make dashboard-pictures` redraws them, and so does `make generate`, so that check-generated
+# finds a picture older than its dashboard or its data.
+DASHBOARD_DATA     := docs/img/dashboards/data.json
+DASHBOARD_PICTURES := $(patsubst dashboards/%.json,docs/img/dashboards/%.svg,$(wildcard dashboards/*.json))
+DASHBOARD_PLOT     := cd test/bench && $(GO) run ./cmd/dashplot -dashboards ../../dashboards -data ../../$(DASHBOARD_DATA) -out ../../docs/img/dashboards
 GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
-  deploy/helm/emptydir-guard/README.md docs/flags.md $(BENCH_PLOTS) \
+  deploy/helm/emptydir-guard/README.md docs/flags.md $(BENCH_PLOTS) $(DASHBOARD_PICTURES) \
   $(foreach m,$(ALIGNED_MODULES),$(firstword $(subst :, ,$(m)))/go.mod $(firstword $(subst :, ,$(m)))/go.sum)
 FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator ./cmd/kubectl-emptydir
 generate:
 	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
 	cd test/helm && $(GO) run ./cmd/gen-deploy
 	$(BENCH_PLOT)
+	$(DASHBOARD_PLOT)
 	$(FLAGS_DOC_TEST) >/dev/null 2>&1 || $(FLAGS_DOC_TEST)
 	cd tools && $(GO) run ./alignmodules .. $(addprefix ../,$(ALIGNED_MODULES))
 
@@ -379,6 +387,22 @@ bench: bench-walk
 .PHONY: bench-plots
 bench-plots:
 	$(BENCH_PLOT)
+
+# The dashboards' pictures (DASHBOARD_PICTURES, next to GENERATED), redrawn from the committed data.
+.PHONY: dashboard-pictures
+dashboard-pictures:
+	$(DASHBOARD_PLOT)
+
+# The data of those pictures from a real cluster (root, about 5 minutes): the seed scenario of
+# TestSeedScenario on the shared cluster, then every panel target over its window
+# (test/e2e/dashcapture_test.go) into $(DASHBOARD_DATA); then the pictures again. Not part of
+# `make test`.
+.PHONY: dashboard-data
+dashboard-data: deps k8s-binaries build
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  EMPTYDIR_GUARD_DASHBOARD_CAPTURE=$(CURDIR)/$(DASHBOARD_DATA) \
+	  $(GO) test -count=1 -timeout 20m -v -run '^TestSeedScenario$$/^isolation=false$$' ./test/e2e/
+	$(DASHBOARD_PLOT)
 
 # The walk against GNU du and the kubelet's fs.DiskUsage on generated trees (kept in
 # /var/tmp/emptydir-guard-bench). Bigger runs: WALK_BENCH_FLAGS='-sizes 10000,100000,1000000

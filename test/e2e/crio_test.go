@@ -33,7 +33,7 @@ func TestCRIONode(t *testing.T) {
 	opts.Runtime = cluster.RuntimeCRIO
 	c := ownCluster(ctx, t, opts)
 	t.Run("writable layers equal du", func(t *testing.T) { crioLayersEqualDu(ctx, t, c) })
-	t.Run("seed scenario", func(t *testing.T) { scenarioOnlyWeEnforce(t, c) })
+	t.Run("seed scenario", func(t *testing.T) { scenarioOnlyWeEnforce(t, c, "") })
 	t.Run("kubelet local-storage scenario", func(t *testing.T) { lsciEviction(t, c) })
 }
 
