@@ -32,7 +32,7 @@ const (
 // query that fails is recorded with its error, as Grafana shows one, and logged.
 func captureDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack, vars map[string]string, from, to time.Time, path string) {
 	t.Helper()
-	step := max(captureMinStep, (to.Sub(from)/capturePoints).Round(time.Second))
+	step := max(captureMinStep, (to.Sub(from) / capturePoints).Round(time.Second))
 	capture := dashboards.Capture{
 		Run:         runName(t),
 		From:        from.UTC().Truncate(time.Second),
