@@ -338,6 +338,13 @@ test-rules:
 test-dashboards:
 	cd dashboards/generator && $(GOTEST) -count=1 ./...
 
+# The figures' tools in test/bench (svgplot, benchplot, dashplot): layout, units, golden
+# pictures. Only those packages: the rest of the module builds k8s.io/kubernetes.
+FIGURE_PACKAGES := ./svgplot ./cmd/benchplot ./cmd/dashplot
+.PHONY: test-figures
+test-figures:
+	cd test/bench && $(GO) vet $(FIGURE_PACKAGES) && $(GOTEST) -count=1 $(FIGURE_PACKAGES)
+
 # The Helm chart: helm lint and helm template (Helm pinned in test/helm/go.mod), the generated
 # kustomize base and chart files being current. Also builds the Helm tool the chart's
 # real-cluster test runs (go tool helm).
@@ -370,7 +377,7 @@ export RECORD
 # emulated VM most of the time, so the CPU-bound stages go on beside them, and none of those
 # writes what they read (bin/'s commands and image). The lane started before the tools are built
 # takes the CPU the niced builds live on (measured cold at 05c643f, CONTRIBUTING.md).
-TEST_STAGES := deps vet &test-tools test-rules test-dashboards check-generated build image \
+TEST_STAGES := deps vet &test-tools test-rules test-dashboards test-figures check-generated build image \
   @test-cluster<test-tools @test-kernel-lane<test-tools unit test-ocimage lint vulncheck fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
