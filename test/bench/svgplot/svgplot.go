@@ -22,8 +22,9 @@ func TextWidth(s string, size float64) float64 {
 	return float64(utf8.RuneCountInString(s)) * CharWidth * size / 12
 }
 
-// Palette is one color per series, in the order a figure lists them.
-var Palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"}
+// Palette is one color per series, in the order a figure lists them (matplotlib's tab10 without
+// its red, which marks targets and limits).
+var Palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#bcbd22", "#e377c2", "#7f7f7f"}
 
 // Color is the i-th series' color, the palette repeating.
 func Color(i int) string { return Palette[i%len(Palette)] }

@@ -45,8 +45,6 @@ const (
 	labelWrap   = 34 // characters per line of a category label
 )
 
-var palette = svgplot.Palette
-
 // render draws c as SVG; the same chart gives the same bytes.
 func render(c chart) ([]byte, error) {
 	if err := c.validate(); err != nil {
@@ -91,7 +89,7 @@ func render(c chart) ([]byte, error) {
 	}
 	for i, s := range c.Series {
 		ix, iy := item(18 + float64(utf8.RuneCountInString(s.Name))*charWidth + 20)
-		fmt.Fprintf(&body, `<rect x="%s" y="%s" width="12" height="12" fill="%s"/>`+"\n", svgplot.F1(ix), svgplot.F1(iy), palette[i%len(palette)])
+		fmt.Fprintf(&body, `<rect x="%s" y="%s" width="12" height="12" fill="%s"/>`+"\n", svgplot.F1(ix), svgplot.F1(iy), svgplot.Color(i))
 		fmt.Fprintf(&body, `<text x="%s" y="%s">%s</text>`+"\n", svgplot.F1(ix+18), svgplot.F1(iy+10.5), svgplot.Esc(s.Name))
 	}
 	if c.Target != nil {
@@ -145,7 +143,7 @@ func render(c chart) ([]byte, error) {
 			by := top + float64(j)*(barHeight+barGap)
 			w := max(scale.pos(v), 0.5)
 			fmt.Fprintf(&body, `<rect class="bar" data-series="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
-				svgplot.Esc(s.Name), svgplot.F1(plotLeft), svgplot.F1(by), svgplot.F1(w), svgplot.F1(barHeight), palette[j%len(palette)])
+				svgplot.Esc(s.Name), svgplot.F1(plotLeft), svgplot.F1(by), svgplot.F1(w), svgplot.F1(barHeight), svgplot.Color(j))
 			fmt.Fprintf(&body, `<text x="%s" y="%s" font-size="11" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", svgplot.F1(plotLeft+w+4), svgplot.F1(by+barHeight-3), svgplot.Esc(s.Labels[i]))
 		}
 	}

@@ -41,6 +41,8 @@ func TestFormatValue(t *testing.T) {
 		{90, "s", "1.50 min"},
 		{7200, "s", "2 hour"},
 		{3 * 86400, "s", "3 day"},
+		{14 * 86400, "s", "2 week"},
+		{730 * 86400, "s", "2 year"},
 		{3, "short", "3"},
 		{0.0104, "short", "0.0104"},
 		{1500, "short", "1.50 K"},

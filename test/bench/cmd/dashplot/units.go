@@ -57,7 +57,7 @@ func scaled(v, factor float64, suffixes []string) string {
 }
 
 // seconds is Grafana's "s" unit: below a second in ms (µs below a millisecond), up to a
-// minute in s, then min, hour, day.
+// minute in s, then min, hour, day, week, year.
 func seconds(v float64) string {
 	a := math.Abs(v)
 	switch {
@@ -73,8 +73,12 @@ func seconds(v float64) string {
 		return toFixed(v/60) + " min"
 	case a < 86400:
 		return toFixed(v/3600) + " hour"
-	default:
+	case a < 7*86400:
 		return toFixed(v/86400) + " day"
+	case a < 365*86400:
+		return toFixed(v/(7*86400)) + " week"
+	default:
+		return toFixed(v/(365*86400)) + " year"
 	}
 }
 
