@@ -377,3 +377,22 @@ func TestRunWritesOnePicturePerDashboard(t *testing.T) {
 		t.Errorf("out holds %v (%v), want golden.svg alone", entries, err)
 	}
 }
+
+// A panel whose targets hold no query is not in the capture (CapturePlan leaves it out): it
+// must not take the key of the next panel of its title.
+func TestRenderSkipsPanelsWithoutQueries(t *testing.T) {
+	var d dashboard
+	mustUnmarshal(t, goldenDashboard, &d)
+	empty := panel{Type: "stat", Title: "Used", GridPos: gridPos{X: 0, Y: 9, W: 6, H: 4}, Targets: []target{{RefID: "A"}}}
+	d.Panels = append([]panel{empty}, d.Panels...)
+	svg, warnings, err := renderDashboard(d, "golden.json", goldenCapture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 0 {
+		t.Errorf("warnings %q, want none", warnings)
+	}
+	if !strings.Contains(string(svg), ">2 MiB</text>") {
+		t.Error("the stat with a query lost its data to the one without")
+	}
+}

@@ -36,7 +36,7 @@ type page struct {
 	warnings []string
 }
 
-// panelKey names a panel with targets by its title and how many panels with targets of the
+// panelKey names a panel with queries by its title and how many panels with queries of the
 // same title come before it: a panel added or moved elsewhere leaves the others' keys alone,
 // so their pictures stay drawn from the captured data.
 func panelKey(title string, seen map[string]int) string {
@@ -71,7 +71,7 @@ func renderDashboard(d dashboard, file string, c dashboards.Capture) ([]byte, []
 	panels := flatten(d.Panels)
 	for _, p := range panels {
 		key := ""
-		if len(p.Targets) > 0 {
+		if p.hasQueries() {
 			key = panelKey(p.Title, seen)
 		}
 		if err := pg.panel(p, key, gridRect(p.GridPos, top)); err != nil {
@@ -109,7 +109,7 @@ func variablesText(vars map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// panel draws one panel in r; key names its captured data ("" for a panel without targets).
+// panel draws one panel in r; key names its captured data ("" for a panel without queries).
 func (pg *page) panel(p panel, key string, r rect) error {
 	b := &pg.body
 	title := substituteVars(p.Title, pg.capture.Variables)
@@ -125,6 +125,9 @@ func (pg *page) panel(p panel, key string, r rect) error {
 	data, ok := pg.captured[key]
 	if key != "" && ok {
 		for _, tg := range p.Targets {
+			if tg.Expr == "" {
+				continue // never captured
+			}
 			if ct, found := findTarget(data, tg.RefID); !found || ct.Expr != dashboards.Substitute(tg.Expr, pg.capture.Variables) {
 				note = " (data of an older query)"
 				pg.warnings = append(pg.warnings, fmt.Sprintf("%s / %s: target %s changed since the capture", pg.file, p.Title, tg.RefID))
@@ -157,6 +160,17 @@ func (pg *page) panel(p panel, key string, r rect) error {
 	}
 	b.WriteString("</g>\n")
 	return err
+}
+
+// hasQueries says whether the capture holds the panel: it has a target with a query
+// (internal/dashboards.CapturePlan).
+func (p panel) hasQueries() bool {
+	for _, tg := range p.Targets {
+		if tg.Expr != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func findTarget(p dashboards.CapturedPanel, refID string) (dashboards.CapturedTarget, bool) {
