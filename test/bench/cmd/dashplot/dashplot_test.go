@@ -349,8 +349,16 @@ func TestRenderMarksStaleAndMissingData(t *testing.T) {
 			t.Errorf("picture lacks %q", want)
 		}
 	}
-	if _, _, err := renderDashboard(d, "other.json", c); err == nil {
-		t.Error("a dashboard without any captured data: no error")
+	// A dashboard the capture does not know is drawn, every panel with a query saying so.
+	svg, warnings, err = renderDashboard(d, "other.json", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 4 || !strings.Contains(warnings[0], "other.json: no captured data") {
+		t.Errorf("warnings %q, want the dashboard's and its three panels'", warnings)
+	}
+	if n := strings.Count(string(svg), "no captured data (make dashboard-data)"); n != 3 {
+		t.Errorf("%d panels say they have no data, want 3", n)
 	}
 }
 
