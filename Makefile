@@ -265,15 +265,23 @@ ALIGNED_MODULES := test/k8sbin test/helm test/bench test/promoperator \
 # and so does `make generate`, so that check-generated finds a plot older than its table.
 BENCH_PLOTS := docs/img/bench-walk.svg docs/img/bench-detect.svg docs/img/bench-prometheus.svg docs/img/bench-node-cpu.svg
 BENCH_PLOT := cd test/bench && $(GO) run ./cmd/benchplot -doc ../../docs/performance.md -out ../../docs/img
+# The pictures of the dashboards in docs/dashboards.md, drawn by test/bench/cmd/dashplot from each
+# dashboard and the data a real run's Prometheus answered (DASHBOARD_DATA, make dashboard-data):
+# `make dashboard-pictures` redraws them, and so does `make generate`, so that check-generated
+# finds a picture older than its dashboard or its data.
+DASHBOARD_DATA     := docs/img/dashboards/data.json
+DASHBOARD_PICTURES := $(patsubst dashboards/%.json,docs/img/dashboards/%.svg,$(wildcard dashboards/*.json))
+DASHBOARD_PLOT     := cd test/bench && $(GO) run ./cmd/dashplot -dashboards ../../dashboards -data ../../$(DASHBOARD_DATA) -out ../../docs/img/dashboards
 GENERATED := dashboards/*.json mixin/rules.json mixin/dashboards rules/prometheusrule.yaml deploy/exporter.yaml deploy/remediator.yaml \
   deploy/networkpolicy.yaml deploy/components deploy/helm/emptydir-guard/files \
-  deploy/helm/emptydir-guard/README.md docs/flags.md $(BENCH_PLOTS) \
+  deploy/helm/emptydir-guard/README.md docs/flags.md $(BENCH_PLOTS) $(DASHBOARD_PICTURES) \
   $(foreach m,$(ALIGNED_MODULES),$(firstword $(subst :, ,$(m)))/go.mod $(firstword $(subst :, ,$(m)))/go.sum)
 FLAGS_DOC_TEST := $(GO) test -count=1 -run '^TestFlagsDoc$$' ./cmd/emptydir-exporter ./cmd/emptydir-remediator ./cmd/kubectl-emptydir
 generate:
 	cd dashboards/generator && $(GO) run . >/dev/null && $(GO) run ./cmd/gen-prometheusrule
 	cd test/helm && $(GO) run ./cmd/gen-deploy
 	$(BENCH_PLOT)
+	$(DASHBOARD_PLOT)
 	$(FLAGS_DOC_TEST) >/dev/null 2>&1 || $(FLAGS_DOC_TEST)
 	cd tools && $(GO) run ./alignmodules .. $(addprefix ../,$(ALIGNED_MODULES))
 
@@ -330,6 +338,13 @@ test-rules:
 test-dashboards:
 	cd dashboards/generator && $(GOTEST) -count=1 ./...
 
+# The figures' tools in test/bench (svgplot, benchplot, dashplot): layout, units, golden
+# pictures. Only those packages: the rest of the module builds k8s.io/kubernetes.
+FIGURE_PACKAGES := ./svgplot ./cmd/benchplot ./cmd/dashplot
+.PHONY: test-figures
+test-figures:
+	cd test/bench && $(GO) vet $(FIGURE_PACKAGES) && $(GOTEST) -count=1 $(FIGURE_PACKAGES)
+
 # The Helm chart: helm lint and helm template (Helm pinned in test/helm/go.mod), the generated
 # kustomize base and chart files being current. Also builds the Helm tool the chart's
 # real-cluster test runs (go tool helm).
@@ -362,7 +377,7 @@ export RECORD
 # emulated VM most of the time, so the CPU-bound stages go on beside them, and none of those
 # writes what they read (bin/'s commands and image). The lane started before the tools are built
 # takes the CPU the niced builds live on (measured cold at 05c643f, CONTRIBUTING.md).
-TEST_STAGES := deps vet &test-tools test-rules test-dashboards check-generated build image \
+TEST_STAGES := deps vet &test-tools test-rules test-dashboards test-figures check-generated build image \
   @test-cluster<test-tools @test-kernel-lane<test-tools unit test-ocimage lint vulncheck fuzz test-helm wait
 .PHONY: test-tools
 test-tools: k8s-binaries prometheus-operator crio-binaries release-tools
@@ -379,6 +394,22 @@ bench: bench-walk
 .PHONY: bench-plots
 bench-plots:
 	$(BENCH_PLOT)
+
+# The dashboards' pictures (DASHBOARD_PICTURES, next to GENERATED), redrawn from the committed data.
+.PHONY: dashboard-pictures
+dashboard-pictures:
+	$(DASHBOARD_PLOT)
+
+# The data of those pictures from a real cluster (root, about 5 minutes): the seed scenario of
+# TestSeedScenario on the shared cluster, then every panel target over its window
+# (test/e2e/dashcapture_test.go) into $(DASHBOARD_DATA); then the pictures again. Not part of
+# `make test`.
+.PHONY: dashboard-data
+dashboard-data: deps k8s-binaries build
+	EMPTYDIR_GUARD_CLUSTER=1 EMPTYDIR_GUARD_BIN_DIR=$(CURDIR)/$(BIN) K8S_BIN_DIR="$$(./test/k8sbin/build.sh kube-apiserver kubelet)" \
+	  EMPTYDIR_GUARD_DASHBOARD_CAPTURE=$(CURDIR)/$(DASHBOARD_DATA) \
+	  $(GO) test -count=1 -timeout 20m -v -run '^TestSeedScenario$$/^isolation=false$$' ./test/e2e/
+	$(DASHBOARD_PLOT)
 
 # The walk against GNU du and the kubelet's fs.DiskUsage on generated trees (kept in
 # /var/tmp/emptydir-guard-bench). Bigger runs: WALK_BENCH_FLAGS='-sizes 10000,100000,1000000

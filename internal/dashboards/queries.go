@@ -46,7 +46,9 @@ type Panel struct {
 	Description string  `json:"description"`
 	Panels      []Panel `json:"panels"`
 	Targets     []struct {
+		RefID      string `json:"refId"`
 		Expr       string `json:"expr"`
+		Instant    bool   `json:"instant"`
 		Datasource struct {
 			Type string `json:"type"`
 			UID  string `json:"uid"`

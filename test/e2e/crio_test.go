@@ -34,7 +34,7 @@ func TestCRIONode(t *testing.T) {
 	opts.Runtime = cluster.RuntimeCRIO
 	c := ownCluster(ctx, t, opts)
 	t.Run("writable layers equal du", func(t *testing.T) { crioLayersEqualDu(ctx, t, c) })
-	t.Run("seed scenario", func(t *testing.T) { scenarioOnlyWeEnforce(t, c) })
+	t.Run("seed scenario", func(t *testing.T) { scenarioOnlyWeEnforce(t, c, "") })
 	t.Run("kubelet local-storage scenario", func(t *testing.T) { lsciEviction(t, c) })
 	t.Run("the chart on CRI-O", func(t *testing.T) { crioChart(ctx, t, c) })
 }

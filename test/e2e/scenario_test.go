@@ -52,14 +52,17 @@ type timing struct {
 func TestSeedScenario(t *testing.T) {
 	requireCluster(t)
 	var rows []timing
-	t.Run("isolation=false", func(t *testing.T) { rows = append(rows, scenarioOnlyWeEnforce(t, sharedCluster(t))...) })
+	t.Run("isolation=false", func(t *testing.T) {
+		rows = append(rows, scenarioOnlyWeEnforce(t, sharedCluster(t), os.Getenv(dashboardCaptureEnv))...)
+	})
 	t.Run("isolation=true", func(t *testing.T) { rows = append(rows, scenarioBothEnforce(t)...) })
 	printTable(t, rows)
 }
 
 // scenarioOnlyWeEnforce is the seed scenario on c, a cluster of framework.SharedClusterOptions
-// (the kubelet's checks off) on either runtime (TestCRIONode runs it on CRI-O).
-func scenarioOnlyWeEnforce(t *testing.T, c *cluster.Cluster) []timing {
+// (the kubelet's checks off) on either runtime (TestCRIONode runs it on CRI-O). With a
+// captureTo file, the dashboards' data over the scenario is written there (captureDashboards).
+func scenarioOnlyWeEnforce(t *testing.T, c *cluster.Cluster, captureTo string) []timing {
 	ctx, cancel := context.WithTimeout(rootCtx, 12*time.Minute)
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "scn")
@@ -68,6 +71,7 @@ func scenarioOnlyWeEnforce(t *testing.T, c *cluster.Cluster) []timing {
 		DryRun:                true,
 		BrokenKubeletExporter: true,
 	})
+	stackStarted := time.Now()
 	am := framework.WatchAlertmanager(ctx, s.Mon)
 	defer am.Stop()
 
@@ -212,6 +216,9 @@ func scenarioOnlyWeEnforce(t *testing.T, c *cluster.Cluster) []timing {
 
 	// Every dashboard query returns data (the stack's exporter publishes every opt-in family).
 	checkDashboards(ctx, t, s.Mon, map[string]string{"namespace": ns, "pod": guarded.Name}, true)
+	if captureTo != "" {
+		captureDashboards(ctx, t, s.Mon, map[string]string{"namespace": ns, "pod": guarded.Name}, stackStarted, time.Now(), captureTo)
+	}
 
 	// The pods that must not have been evicted are still running, same instance.
 	for _, p := range []*corev1.Pod{under, guarded, dry, recreated} {

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
+
+	"github.com/emptydir-guard/emptydir-guard/test/bench/svgplot"
 )
 
 // chart is a horizontal grouped bar chart: one band per category, one bar per series in each.
@@ -33,20 +34,16 @@ type reference struct {
 	Label string
 }
 
-// Fixed layout, in pixels; the character width is an estimate for a 12 px sans-serif font,
-// used only to leave room for labels.
+// Fixed layout, in pixels.
 const (
 	plotWidth   = 560.0
-	charWidth   = 6.6
+	charWidth   = svgplot.CharWidth
 	barHeight   = 14.0
 	barGap      = 2.0
 	bandPadding = 6.0
 	lineHeight  = 15.0
 	labelWrap   = 34 // characters per line of a category label
 )
-
-// One color per series, in the order the figure lists them.
-var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b"}
 
 // render draws c as SVG; the same chart gives the same bytes.
 func render(c chart) ([]byte, error) {
@@ -61,7 +58,7 @@ func render(c chart) ([]byte, error) {
 	labels := make([][]string, len(c.Categories))
 	widest := 0
 	for i, cat := range c.Categories {
-		labels[i] = wrapWords(cat, labelWrap)
+		labels[i] = svgplot.WrapWords(cat, labelWrap)
 		for _, l := range labels[i] {
 			widest = max(widest, utf8.RuneCountInString(l))
 		}
@@ -92,13 +89,13 @@ func render(c chart) ([]byte, error) {
 	}
 	for i, s := range c.Series {
 		ix, iy := item(18 + float64(utf8.RuneCountInString(s.Name))*charWidth + 20)
-		fmt.Fprintf(&body, `<rect x="%s" y="%s" width="12" height="12" fill="%s"/>`+"\n", f1(ix), f1(iy), palette[i%len(palette)])
-		fmt.Fprintf(&body, `<text x="%s" y="%s">%s</text>`+"\n", f1(ix+18), f1(iy+10.5), esc(s.Name))
+		fmt.Fprintf(&body, `<rect x="%s" y="%s" width="12" height="12" fill="%s"/>`+"\n", svgplot.F1(ix), svgplot.F1(iy), svgplot.Color(i))
+		fmt.Fprintf(&body, `<text x="%s" y="%s">%s</text>`+"\n", svgplot.F1(ix+18), svgplot.F1(iy+10.5), svgplot.Esc(s.Name))
 	}
 	if c.Target != nil {
 		ix, iy := item(30 + float64(utf8.RuneCountInString(c.Target.Label))*charWidth + 20)
-		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>`+"\n", f1(ix), f1(iy+6), f1(ix+24), f1(iy+6))
-		fmt.Fprintf(&body, `<text x="%s" y="%s">%s</text>`+"\n", f1(ix+30), f1(iy+10.5), esc(c.Target.Label))
+		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>`+"\n", svgplot.F1(ix), svgplot.F1(iy+6), svgplot.F1(ix+24), svgplot.F1(iy+6))
+		fmt.Fprintf(&body, `<text x="%s" y="%s">%s</text>`+"\n", svgplot.F1(ix+30), svgplot.F1(iy+10.5), svgplot.Esc(c.Target.Label))
 	}
 
 	plotTop := y + lineHeight + 14
@@ -116,25 +113,25 @@ func render(c chart) ([]byte, error) {
 	for i := range c.Categories {
 		if i%2 == 1 {
 			fmt.Fprintf(&body, `<rect x="%s" y="%s" width="%s" height="%s" fill="#f3f3f3"/>`+"\n",
-				f1(plotLeft), f1(bandTops[i]), f1(plotWidth), f1(bandTops[i+1]-bandTops[i]))
+				svgplot.F1(plotLeft), svgplot.F1(bandTops[i]), svgplot.F1(plotWidth), svgplot.F1(bandTops[i+1]-bandTops[i]))
 		}
 	}
 	for _, t := range scale.ticks {
 		tx := plotLeft + scale.pos(t.value)
-		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#cccccc"/>`+"\n", f1(tx), f1(plotTop), f1(tx), f1(plotBottom))
-		fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", f1(tx), f1(plotBottom+16), esc(t.label))
+		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#cccccc"/>`+"\n", svgplot.F1(tx), svgplot.F1(plotTop), svgplot.F1(tx), svgplot.F1(plotBottom))
+		fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", svgplot.F1(tx), svgplot.F1(plotBottom+16), svgplot.Esc(t.label))
 	}
 	// Under the bars and their labels, which it would otherwise cross out.
 	if c.Target != nil {
 		tx := plotLeft + scale.pos(c.Target.Value)
-		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>`+"\n", f1(tx), f1(plotTop-4), f1(tx), f1(plotBottom))
+		fmt.Fprintf(&body, `<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d62728" stroke-width="2" stroke-dasharray="5,3"/>`+"\n", svgplot.F1(tx), svgplot.F1(plotTop-4), svgplot.F1(tx), svgplot.F1(plotBottom))
 	}
 	for i := range c.Categories {
 		lines := labels[i]
 		mid := (bandTops[i] + bandTops[i+1]) / 2
 		first := mid - float64(len(lines)-1)*lineHeight/2 + 4
 		for k, l := range lines {
-			fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="end">%s</text>`+"\n", f1(plotLeft-8), f1(first+float64(k)*lineHeight), esc(l))
+			fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="end">%s</text>`+"\n", svgplot.F1(plotLeft-8), svgplot.F1(first+float64(k)*lineHeight), svgplot.Esc(l))
 		}
 		bars := float64(len(c.Series))*(barHeight+barGap) - barGap
 		top := mid - bars/2
@@ -146,26 +143,23 @@ func render(c chart) ([]byte, error) {
 			by := top + float64(j)*(barHeight+barGap)
 			w := max(scale.pos(v), 0.5)
 			fmt.Fprintf(&body, `<rect class="bar" data-series="%s" x="%s" y="%s" width="%s" height="%s" fill="%s"/>`+"\n",
-				esc(s.Name), f1(plotLeft), f1(by), f1(w), f1(barHeight), palette[j%len(palette)])
-			fmt.Fprintf(&body, `<text x="%s" y="%s" font-size="11" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", f1(plotLeft+w+4), f1(by+barHeight-3), esc(s.Labels[i]))
+				svgplot.Esc(s.Name), svgplot.F1(plotLeft), svgplot.F1(by), svgplot.F1(w), svgplot.F1(barHeight), svgplot.Color(j))
+			fmt.Fprintf(&body, `<text x="%s" y="%s" font-size="11" stroke="#ffffff" stroke-width="3" paint-order="stroke">%s</text>`+"\n", svgplot.F1(plotLeft+w+4), svgplot.F1(by+barHeight-3), svgplot.Esc(s.Labels[i]))
 		}
 	}
-	fmt.Fprintf(&body, `<path d="M%s %sV%sH%s" fill="none" stroke="#333333"/>`+"\n", f1(plotLeft), f1(plotTop), f1(plotBottom), f1(plotLeft+plotWidth))
-	fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", f1(plotLeft+plotWidth/2), f1(plotBottom+36), esc(c.Axis))
+	fmt.Fprintf(&body, `<path d="M%s %sV%sH%s" fill="none" stroke="#333333"/>`+"\n", svgplot.F1(plotLeft), svgplot.F1(plotTop), svgplot.F1(plotBottom), svgplot.F1(plotLeft+plotWidth))
+	fmt.Fprintf(&body, `<text x="%s" y="%s" text-anchor="middle">%s</text>`+"\n", svgplot.F1(plotLeft+plotWidth/2), svgplot.F1(plotBottom+36), svgplot.Esc(c.Axis))
 	captionTop := plotBottom + 58
-	captionLines := wrapWords(c.Caption, int((width-32)/(charWidth*11/12)))
+	captionLines := svgplot.WrapWords(c.Caption, int((width-32)/(charWidth*11/12)))
 	for k, l := range captionLines {
-		fmt.Fprintf(&body, `<text x="16" y="%s" font-size="11" fill="#555555">%s</text>`+"\n", f1(captionTop+float64(k)*14), esc(l))
+		fmt.Fprintf(&body, `<text x="16" y="%s" font-size="11" fill="#555555">%s</text>`+"\n", svgplot.F1(captionTop+float64(k)*14), svgplot.Esc(l))
 	}
 	height := math.Ceil(captionTop + float64(len(captionLines)-1)*14 + 12)
 
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" font-family="sans-serif" font-size="12" fill="#222222">`+"\n",
-		f0(width), f0(height), f0(width), f0(height))
-	fmt.Fprintf(&b, "<title>%s</title>\n", esc(c.Title))
-	fmt.Fprintf(&b, `<rect width="%s" height="%s" fill="#ffffff"/>`+"\n", f0(width), f0(height))
-	fmt.Fprintf(&b, `<text x="16" y="26" font-size="16" font-weight="bold">%s</text>`+"\n", esc(c.Title))
+	svgplot.Open(&b, width, height, c.Title)
+	fmt.Fprintf(&b, `<text x="16" y="26" font-size="16" font-weight="bold">%s</text>`+"\n", svgplot.Esc(c.Title))
 	b.Write(body.Bytes())
-	b.WriteString("</svg>\n")
+	svgplot.Close(&b)
 	return b.Bytes(), nil
 }
 
@@ -235,7 +229,7 @@ func (c chart) scale() (axis, error) {
 	if hi == 0 {
 		return axis{}, errors.New("every value is 0")
 	}
-	step, decimals := niceStep(hi / 5)
+	step, decimals := svgplot.NiceStep(hi / 5)
 	top := math.Ceil(hi/step-1e-9) * step
 	var ticks []tick
 	for k := 0; float64(k)*step <= top+step/2; k++ {
@@ -244,27 +238,3 @@ func (c chart) scale() (axis, error) {
 	}
 	return axis{pos: func(v float64) float64 { return v / top * plotWidth }, ticks: ticks}, nil
 }
-
-// niceStep rounds raw up to 1, 2 or 5 times a power of ten, and says how many decimals print it.
-func niceStep(raw float64) (float64, int) {
-	e := math.Floor(math.Log10(raw))
-	base := math.Pow(10, e)
-	m := 10.0
-	for _, f := range []float64{1, 2, 5} {
-		if raw <= f*base*(1+1e-9) {
-			m = f
-			break
-		}
-	}
-	if m == 10 {
-		m, e = 1, e+1
-	}
-	return m * math.Pow(10, e), int(max(0, -e))
-}
-
-func f1(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
-func f0(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
-
-var escaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&#39;")
-
-func esc(s string) string { return escaper.Replace(s) }

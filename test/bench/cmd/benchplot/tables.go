@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 )
 
 // section is one generated section of docs/performance.md: the Markdown tables between its
@@ -188,25 +187,4 @@ func parseQuantity(cell string) (quantity, error) {
 		return quantity{}, fmt.Errorf("cell %q: unknown unit %q", cell, strings.TrimSpace(s[n:]))
 	}
 	return quantity{Value: v * u.factor, Unit: u.base, Text: s}, nil
-}
-
-// wrapWords breaks s into lines of at most width characters, at spaces.
-func wrapWords(s string, width int) []string {
-	var lines []string
-	var line string
-	for _, w := range strings.Fields(s) {
-		switch {
-		case line == "":
-			line = w
-		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
-			line += " " + w
-		default:
-			lines = append(lines, line)
-			line = w
-		}
-	}
-	if line != "" {
-		lines = append(lines, line)
-	}
-	return lines
 }
