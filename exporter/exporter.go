@@ -71,7 +71,8 @@ type Config struct {
 	// CPUBudget bounds the CPU of the process, as a share of one core, by deferring the
 	// periodic walks of a VolumeSource (--collection.cpu-budget; the token bucket
 	// budget.Bucket): what the process spends besides them (ProcessCPU) is taken from their
-	// share first. 0 means no bound.
+	// share first, but the live walks, which have budgets of their own per caller and
+	// namespace. 0 means no bound.
 	CPUBudget float64
 	// ProcessCPU reads the CPU time the process has spent so far (DefaultConfig: getrusage).
 	// nil: the budget counts the walks alone, on the threads that walk them (an exporter that
@@ -197,6 +198,9 @@ type Exporter struct {
 
 	// walks is set when the source measures volume by volume.
 	walks *walk.Engine
+	// liveBudgets bound the live walks' CPU, per caller and namespace; the periodic walks'
+	// budget leaves what they spend out.
+	liveBudgets *live.Budgets
 	// aligner is set with Config.AlignToScrapes.
 	aligner *scrapeAligner
 
@@ -252,10 +256,11 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	constLabels := prometheus.Labels{"node": cfg.NodeName}
 	e := &Exporter{
-		cfg:    cfg,
-		now:    now,
-		log:    cfg.Logger,
-		hidden: hiddenFamilies(cfg.Publishes),
+		cfg:         cfg,
+		now:         now,
+		log:         cfg.Logger,
+		hidden:      hiddenFamilies(cfg.Publishes),
+		liveBudgets: live.NewBudgets(now),
 		collections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name:        "emptydir_exporter_collections_total",
 			Help:        "Collection cycles, by result.",
@@ -310,10 +315,16 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.AlignToScrapes {
 		e.aligner = newScrapeAligner(cfg.Logger)
 	}
+	processCPU := cfg.ProcessCPU
+	if processCPU != nil {
+		// Live walks have budgets of their own: charged here too, a tenant going over its
+		// limits again and again would defer the other namespaces' periodic walks.
+		processCPU = func() time.Duration { return cfg.ProcessCPU() - e.liveBudgets.Spent() }
+	}
 	if vs, ok := cfg.Source.(volume.VolumeSource); ok {
 		e.walks = walk.New(walk.Config{
 			Node: cfg.NodeName, Source: vs, Concurrency: cfg.VolumeConcurrency, Timeout: cfg.VolumeTimeout,
-			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity, ProcessCPU: cfg.ProcessCPU,
+			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity, ProcessCPU: processCPU,
 			Signal: cfg.ChangeSignal, SkipUnchanged: cfg.SkipUnchanged, RuntimeClasses: cfg.ChangeSignalRuntimeClasses,
 			Now: now, Logger: cfg.Logger, Done: e.noteMeasured,
 			PodNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {

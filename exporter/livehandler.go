@@ -44,9 +44,8 @@ type liveRefusal struct {
 // not all. Config.LiveMaxWait bounds the wait for both.
 func (e *Exporter) LiveHandler() http.Handler {
 	callers := live.NewQueue(e.cfg.LiveConcurrency - 1)
-	budgets := live.NewBudgets(e.now)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code, body := e.live(r, callers, budgets, e.cfg.LiveMaxWait)
+		code, body := e.live(r, callers, e.liveBudgets, e.cfg.LiveMaxWait)
 		e.liveRequests.WithLabelValues(strconv.Itoa(code)).Inc()
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -17,6 +19,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // newCostlySource returns a walked source whose every walk charges walkCPU to its CPU meter
@@ -857,5 +860,53 @@ func TestSweepBound(t *testing.T) {
 	spent, cpuBound := walkCPU(t, e), time.Duration(share*float64(elapsed))+3*bucket+cost["stuck"]
 	if spent > cpuBound {
 		t.Errorf("the walks spent %v in %v, want at most %v (%v %% of the time, three buckets, one walk beyond its estimate)", spent, elapsed, cpuBound, share*100)
+	}
+}
+
+// TestLiveWalksSpareThePeriodicBudget: live walks, which a tenant provokes by going over its
+// limits again and again (each alert a re-check), draw on their own budgets per caller and
+// namespace, not on the periodic walks': another namespace's volume near its limit is still
+// walked every cycle while the tenant's re-checks spend three periodic budgets' worth a cycle.
+func TestLiveWalksSpareThePeriodicBudget(t *testing.T) {
+	const cycles, walkCost = 12, 50 * time.Millisecond
+	clk := exportertest.NewClock(t0)
+	src := exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+		at := clk.Now()
+		return volume.Measurement{UsedBytes: 90, MeasuredAt: at, CompletedAt: at}, nil
+	}).Cost(walkCost).VolumeSource()
+	const tenantUID = "0f1e2d3c-aaaa-4bbb-8ccc-000000000009"
+	pods := exportertest.NewPods(
+		exportertest.PodWith("quiet", "near", "uid-near", exportertest.VolLimit("near", volume.MediumDisk, 100)),
+		exportertest.PodWith("tenant", "over", tenantUID, exportertest.VolLimit("data", volume.MediumDisk, 50)))
+	process := func() time.Duration { return time.Duration(src.Calls()) * walkCost }
+	// 1 % of a core: 100ms per 10 s cycle, saving up at most 100ms; a walk costs 50ms.
+	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,
+		UnlimitedInterval: time.Minute, CPUBudget: 0.01, CPUBudgetCapacity: 100 * time.Millisecond, ProcessCPU: process}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(liveapi.Pattern, e.LiveHandler())
+	recheck := func() {
+		for range 6 { // 300ms of live walks a cycle
+			r := httptest.NewRequest(http.MethodGet, "/live/namespaces/tenant/pods/over?uid="+tenantUID+"&volume=data", nil)
+			r.RemoteAddr = "10.0.0.9:4000"
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("a re-check within the live budgets: %d %s", w.Code, w.Body)
+			}
+		}
+	}
+	recheck()
+	src.Take()
+	var near int
+	for _, w := range walkCycles(t, e, src, clk, cycles, recheck) {
+		if strings.Contains(w, "near") {
+			near++
+		}
+	}
+	if near != cycles {
+		t.Errorf("the quiet namespace's volume walked in %d of %d cycles while the tenant's re-checks ran, want every cycle", near, cycles)
 	}
 }

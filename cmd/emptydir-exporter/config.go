@@ -167,7 +167,7 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.VolumeTimeout)).DurationVar(&ec.VolumeTimeout)
 	app.Flag("collection.unlimited-interval", "How often to walk a volume without a sizeLimit, at least --collection.interval (source filesystem).").
 		Default(def(ec.UnlimitedInterval)).DurationVar(&ec.UnlimitedInterval)
-	app.Flag("collection.cpu-budget", "CPU the whole process may spend, as a share of one core, 0 to 1024; 0: no budget. Due walks beyond it are deferred (source filesystem).").
+	app.Flag("collection.cpu-budget", "CPU the whole process may spend, live measurements aside (they have budgets of their own), as a share of one core, 0 to 1024; 0: no budget. Due walks beyond it are deferred (source filesystem).").
 		Default(def(ec.CPUBudget)).Float64Var(&ec.CPUBudget)
 	app.Flag("collection.change-signal", "Walk the parts whose pod's cgroup says it wrote nothing since their last walk after all others (docs/change-signal.md). Needs the node's cgroups at --cgroup.mount (source filesystem).").
 		Default(def(cfg.changeSignal)).IsSetByUser(&cfg.changeSignalSet).BoolVar(&cfg.changeSignal)

@@ -38,7 +38,11 @@ var ErrCut = errors.New("live walk cut: it spent what its caller's live CPU budg
 
 // Budgets holds the CPU budgets of the live callers.
 type Budgets struct {
-	now     func() time.Time
+	now func() time.Time
+	// all adds up what every live walk spent: the process's CPU budget leaves it out, since
+	// these budgets bound it (Exporter: a tenant provoking re-checks must not defer the
+	// periodic walks of the other namespaces).
+	all     atomic.Int64
 	mu      sync.Mutex
 	callers map[string]*spendBudget
 	tenants map[tenantKey]*spendBudget
@@ -55,7 +59,10 @@ type spendBudget struct {
 
 // Budget is what one live walk draws on: its caller's budget for the pod's namespace
 // and the caller's budget in all.
-type Budget struct{ tenant, caller *spendBudget }
+type Budget struct {
+	tenant, caller *spendBudget
+	all            *atomic.Int64
+}
 
 func NewBudgets(now func() time.Time) *Budgets {
 	return &Budgets{now: now, callers: map[string]*spendBudget{}, tenants: map[tenantKey]*spendBudget{}}
@@ -68,8 +75,12 @@ func (l *Budgets) Of(caller, namespace string) Budget {
 	return Budget{
 		tenant: budgetIn(l.tenants, tenantKey{caller, namespace}, TenantShare, TenantBurst, l.now),
 		caller: budgetIn(l.callers, caller, CallerShare, CallerBurst, l.now),
+		all:    &l.all,
 	}
 }
+
+// Spent is the CPU time every live walk on these budgets has spent so far.
+func (l *Budgets) Spent() time.Duration { return time.Duration(l.all.Load()) }
 
 // budgetIn returns the budget of key in m, a full one if m has none, first forgetting the
 // full ones when m holds liveBudgetsKept.
@@ -117,7 +128,7 @@ func (b Budget) Admit(estimate time.Duration, cut func()) (*Walk, time.Duration,
 		return nil, callerWait, ScopeCaller
 	}
 	w := &Walk{}
-	w.meter = fswalk.NewCPUMeter(&b.tenant.spent, &b.caller.spent).CutWhen(func() bool {
+	w.meter = fswalk.NewCPUMeter(&b.tenant.spent, &b.caller.spent, b.all).CutWhen(func() bool {
 		scope := ScopeNamespace
 		switch {
 		case b.tenant.bucket.Remaining() < 0:
