@@ -400,7 +400,7 @@ bench-plots:
 dashboard-pictures:
 	$(DASHBOARD_PLOT)
 
-# The data of those pictures from a real cluster (root, about 5 minutes): the seed scenario of
+# The data of those pictures from a real cluster (root, about 4 minutes): the seed scenario of
 # TestSeedScenario on the shared cluster, then every panel target over its window
 # (test/e2e/dashcapture_test.go) into $(DASHBOARD_DATA); then the pictures again. Not part of
 # `make test`.

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/emptydir-guard/emptydir-guard/internal/dashboards"
+	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
 )
@@ -85,6 +88,31 @@ func captureDashboards(ctx context.Context, t *testing.T, mon *monitoring.Stack,
 		t.Fatal(err)
 	}
 	t.Logf("dashboard data (%s to %s, step %s, %d failed queries) written to %s", capture.From.Format(time.RFC3339), capture.To.Format(time.RFC3339), step, failed, path)
+}
+
+// The stack runs captureHold more before a capture, the guarded pod writing captureGrowth each
+// captureEvery, so the pictures' rates, increases and growth forecasts have minutes to read.
+const (
+	captureHold   = 3 * time.Minute
+	captureEvery  = 15 * time.Second
+	captureGrowth = 1024 // KiB
+)
+
+// growForCapture grows the guarded pod's emptyDir, over its limit and kept by its
+// PodDisruptionBudget, for captureHold.
+func growForCapture(ctx context.Context, t *testing.T, c *cluster.Cluster, guarded *corev1.Pod) {
+	t.Helper()
+	for i := range int(captureHold / captureEvery) {
+		script := fmt.Sprintf("dd if=/dev/zero of=/test/grow.%d bs=1K count=%d conv=fsync 2>&1", i, captureGrowth)
+		if _, stderr, err := c.ExecInPod(ctx, guarded.Namespace, guarded.Name, "test2", "sh", "-c", script); err != nil {
+			t.Fatalf("growing %s/%s for the capture: %v (%s)", guarded.Namespace, guarded.Name, err, stderr)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(captureEvery):
+		}
+	}
 }
 
 // runName says which test on which commit made a capture, for the pictures' captions.

@@ -217,6 +217,7 @@ func scenarioOnlyWeEnforce(t *testing.T, c *cluster.Cluster, captureTo string) [
 	// Every dashboard query returns data (the stack's exporter publishes every opt-in family).
 	checkDashboards(ctx, t, s.Mon, map[string]string{"namespace": ns, "pod": guarded.Name}, true)
 	if captureTo != "" {
+		growForCapture(ctx, t, c, guarded)
 		captureDashboards(ctx, t, s.Mon, map[string]string{"namespace": ns, "pod": guarded.Name}, stackStarted, time.Now(), captureTo)
 	}
 
