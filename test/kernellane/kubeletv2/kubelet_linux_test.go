@@ -211,6 +211,7 @@ func testKubelet(t *testing.T, l layout) {
 				t.Fatal(err)
 			}
 			in := filepath.Join(cgroupMount, strings.TrimPrefix(strings.TrimSpace(string(b)), "0::"))
+			t.Logf("%s: its container's process %d is in %s", p.name, p.pid, in)
 			if !strings.HasPrefix(in, pod.Dir+"/") {
 				t.Errorf("%s: its container's process %d is in %s, not below %s", p.name, p.pid, in, pod.Dir)
 			}
@@ -348,12 +349,7 @@ func startNode(t *testing.T, l layout, pods []*staticPod) {
 		if err := unix.Unmount(nodeDisk, unix.MNT_DETACH); err != nil {
 			t.Errorf("umount %s: %v", nodeDisk, err)
 		}
-		// What the next layout's containerd and kubelet would otherwise find of this run's.
-		for _, dir := range []string{"/run/containerd", "/var/log/pods"} {
-			if err := os.RemoveAll(dir); err != nil {
-				t.Errorf("removing %s: %v", dir, err)
-			}
-		}
+		removeState(t)
 	})
 	mkdirs(t, manifestsDir, "/var/log/pods", "/run/containerd", "/etc/containerd")
 	// What a node's root filesystem has and the lane's initramfs lacks: the kubelet copies
@@ -394,6 +390,32 @@ func startNode(t *testing.T, l layout, pods []*staticPod) {
 	for _, p := range pods {
 		waitFor(t, "pod "+p.name, func() error { return p.find() })
 		t.Logf("pod %s: kubelet UID %s, container %s, pid %d", p.name, p.uid, p.cid, p.pid)
+	}
+}
+
+// removeState removes what a stopped containerd and kubelet leave outside the node's disk, for
+// the next layout's to start clean: containerd's state, with the sandboxes' shm mounts it
+// leaves, and the pods' logs.
+func removeState(t *testing.T) {
+	t.Helper()
+	const state = "/run/containerd"
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	lines := strings.Split(string(mounts), "\n")
+	for _, line := range slices.Backward(lines) { // the deepest, mounted last, first
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], state+"/") {
+			if err := unix.Unmount(f[1], unix.MNT_DETACH); err != nil {
+				t.Errorf("umount %s: %v", f[1], err)
+			}
+		}
+	}
+	for _, dir := range []string{state, "/var/log/pods"} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
 	}
 }
 
