@@ -196,7 +196,8 @@ if [ "$init" = systemd ]; then
   echo 6c616e65000000000000000000000001 >"$initrd/etc/machine-id"
   # No default dependencies: the initramfs has none of the host's units (sysinit.target, ...).
   printf '[Unit]\nDescription=The kernel lane\nRequires=lane.service\nDefaultDependencies=no\nAllowIsolate=yes\n' >"$units/lane.target"
-  printf '[Unit]\nDescription=The kernel lane tests\nDefaultDependencies=no\n[Service]\nExecStart=/lane-run\nStandardInput=null\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/console\n' >"$units/lane.service"
+  # A unit that cannot start powers the VM off: the missing end marker fails the lane at once.
+  printf '[Unit]\nDescription=The kernel lane tests\nDefaultDependencies=no\nFailureAction=poweroff-force\n[Service]\nExecStart=/lane-run\nStandardInput=null\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/console\n' >"$units/lane.service"
   ln -s lane.target "$units/default.target"
 fi
 cat > "$initrd/init" <<INIT
