@@ -197,7 +197,7 @@ if [ "$init" = systemd ]; then
   # No default dependencies: the initramfs has none of the host's units (sysinit.target, ...).
   printf '[Unit]\nDescription=The kernel lane\nRequires=lane.service\nDefaultDependencies=no\nAllowIsolate=yes\n' >"$units/lane.target"
   # A unit that cannot start powers the VM off: the missing end marker fails the lane at once.
-  printf '[Unit]\nDescription=The kernel lane tests\nDefaultDependencies=no\nFailureAction=poweroff-force\n[Service]\nExecStart=/lane-run\nStandardInput=null\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/console\n' >"$units/lane.service"
+  printf '[Unit]\nDescription=The kernel lane tests\nDefaultDependencies=no\nFailureAction=poweroff-immediate\n[Service]\nExecStart=/lane-run\nStandardInput=null\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/console\n' >"$units/lane.service"
   ln -s lane.target "$units/default.target"
 fi
 cat > "$initrd/init" <<INIT

@@ -57,9 +57,10 @@ type layout struct {
 	disk int
 }
 
-// layouts run in turn in one boot under systemd: cgroupfs as k0s and kind's own cgroup v1 setups
-// run it, with kind's --cgroup-root, not "/", so that calibration has a root to find that the
-// defaults do not name; then the systemd driver at kubeadm's defaults, as most cgroup v2 nodes.
+// layouts run in turn in one boot under systemd: first the cgroupfs driver, as k0s runs it on
+// systemd hosts, at kind's --cgroup-root /kubelet, not "/", so that calibration has a root to
+// find that the defaults do not name; then the systemd driver at kubeadm's root "/", the layout
+// of most cgroup v2 nodes.
 var layouts = []layout{
 	{driver: podcgroup.DriverCgroupfs, root: "/kubelet", wrongRoot: "/", wrongDriver: podcgroup.DriverSystemd, disk: 0},
 	{driver: podcgroup.DriverSystemd, root: "/", wrongRoot: "/kubelet", wrongDriver: podcgroup.DriverCgroupfs, disk: 1},
@@ -131,6 +132,8 @@ func TestKubeletV2StaticPods(t *testing.T) {
 	}
 }
 
+// testKubelet runs the kubelet in layout l and checks the calibration and the change signal
+// against its pods.
 func testKubelet(t *testing.T, l layout) {
 	pods := newPods()
 	startNode(t, l, pods)
