@@ -317,7 +317,8 @@ fuzz:
 # a VM booting a pinned stock Debian kernel under QEMU (docs/kernel-lane.md), and the change
 # signal's cgroup v2 tests (internal/podcgroup) in a v2-only boot of it, and the signal and the
 # calibration on the pods of a real standalone kubelet (its binary from test/k8sbin) on
-# containerd in another v2 boot; a skip there fails.
+# containerd in another v2 boot, under systemd as PID 1, with the cgroupfs driver then the
+# systemd one (a blank disk each); a skip there fails.
 # Where the host kernel has the features, `make unit` runs them natively too.
 KERNEL_LANE_TESTS ?= ProjectQuota
 # make test runs both parts once the tools (the kubelet) are built, beside the other stages; the
@@ -329,7 +330,7 @@ test-kernel-lane-host: deps
 	GO=$(GO) ./test/kernellane/lane.sh './internal/fswalk ./exporter ./remediator' -test.run '$(KERNEL_LANE_TESTS)'
 	GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=2 ./test/kernellane/lane.sh ./internal/podcgroup -test.run 'V2' -test.parallel 3
 test-kernel-lane-kubelet: deps
-	kubelet="$$(./test/k8sbin/build.sh kubelet)/kubelet" && GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_SCRATCH=1 KERNEL_LANE_ENV="KERNEL_LANE_KUBELET=$$kubelet" \
+	kubelet="$$(./test/k8sbin/build.sh kubelet)/kubelet" && GO=$(GO) KERNEL_LANE_CGROUP2=1 KERNEL_LANE_INIT=systemd KERNEL_LANE_SCRATCH=2 KERNEL_LANE_ENV="KERNEL_LANE_KUBELET=$$kubelet" \
 	  KERNEL_LANE_PROGRAMS="$$kubelet containerd containerd-shim-runc-v2 runc ctr" ./test/kernellane/lane.sh ./test/kernellane/kubeletv2 -test.run 'KubeletV2'
 
 test-rules:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs, on a fresh Debian machine, every outside part that the tests and the demo
 # run for real: etcd, containerd, runc, CNI plugins, Prometheus, Alertmanager, busybox, QEMU
-# with the tools that build the kernel lane's initramfs (test/kernellane), and the CA bundle
+# with the tools that build the kernel lane's initramfs (test/kernellane) and the systemd it boots
+# as the kubelet's init, and the CA bundle
 # (ca-certificates) that `make image` puts into the image, the OCI registry (docker-registry,
 # CNCF Distribution) the release test publishes to and the node pulls from, and jq, with which
 # hack/test-names.sh lists the tests a run ran; for the CRI-O node (test/crio), conmon and what
@@ -10,7 +11,7 @@
 set -euo pipefail
 pkgs=(etcd-server containerd runc containernetworking-plugins prometheus
       prometheus-alertmanager busybox-static iproute2 util-linux procps xfsprogs e2fsprogs
-      qemu-system-x86 cpio kmod xz-utils ca-certificates docker-registry jq
+      qemu-system-x86 cpio kmod xz-utils systemd ca-certificates docker-registry jq
       conmon gcc libc6-dev pkg-config libseccomp-dev)
 missing=()
 for p in "${pkgs[@]}"; do

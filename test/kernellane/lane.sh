@@ -21,6 +21,11 @@
 #                        device names go to the tests in KERNEL_LANE_SCRATCH_DEVICES
 #   KERNEL_LANE_PROGRAMS host executables (names on PATH or paths) copied into the VM with their
 #                        shared libraries, each at its own resolved path (a real kubelet, containerd)
+#   KERNEL_LANE_INIT     busybox (default): /init runs the tests as the VM's PID 1; systemd (with
+#                        KERNEL_LANE_CGROUP2=1): the host's systemd boots as PID 1 (its own mounts,
+#                        cgroup2 included, and its private socket /run/systemd/private, no D-Bus
+#                        daemon) into a target of one unit that runs the tests on the console;
+#                        systemctl is copied in, KERNEL_LANE_INIT=systemd exported to the tests
 #
 # The kernel is fetched by package name and version, unpacked (never installed as the
 # host's kernel) and cached. The test binary is built static on the host and runs as the
@@ -39,6 +44,12 @@ disk="${KERNEL_LANE_DISK:-}"
 disk_mount="${KERNEL_LANE_DISK_MOUNT:--t xfs -o prjquota}"
 cgroup2="${KERNEL_LANE_CGROUP2:-}"
 scratch="${KERNEL_LANE_SCRATCH:-0}"
+init="${KERNEL_LANE_INIT:-busybox}"
+case "$init" in
+  busybox) ;;
+  systemd) [ "$cgroup2" = 1 ] || { echo "lane.sh: KERNEL_LANE_INIT=systemd needs KERNEL_LANE_CGROUP2=1" >&2; exit 1; } ;;
+  *) echo "lane.sh: KERNEL_LANE_INIT=$init is neither busybox nor systemd" >&2; exit 1 ;;
+esac
 [[ "$scratch" =~ ^[0-9]$ ]] || { echo "lane.sh: KERNEL_LANE_SCRATCH=$scratch is not a number of disks (0-9)" >&2; exit 1; }
 if [ -n "$disk" ] && [ ! -f "$disk" ]; then echo "lane.sh: KERNEL_LANE_DISK=$disk is not a file" >&2; exit 1; fi
 programs=()
@@ -52,7 +63,10 @@ done
 
 # hack/install-deps.sh (make deps) installs what the lane runs.
 missing=()
-for c in qemu-system-x86_64 /bin/busybox cpio depmod xz mkfs.xfs mke2fs losetup xfs_quota; do
+systemd_bin=/lib/systemd/systemd
+init_tools=()
+[ "$init" = systemd ] && init_tools=("$systemd_bin" systemctl)
+for c in qemu-system-x86_64 /bin/busybox cpio depmod xz mkfs.xfs mke2fs losetup xfs_quota "${init_tools[@]}"; do
   command -v "$c" >/dev/null || missing+=("$c")
 done
 if ((${#missing[@]})); then
@@ -107,6 +121,7 @@ copy_with_libs() {
 }
 copy_with_libs mkfs.xfs mke2fs losetup du kmod xfs_quota
 ((${#programs[@]})) && copy_with_libs "${programs[@]}"
+((${#init_tools[@]})) && copy_with_libs "${init_tools[@]}"
 ln -s "$(readlink -f "$(command -v mke2fs)")" "$initrd/sbin/mkfs.ext4"
 ln -sf "$(readlink -f "$(command -v kmod)")" "$initrd/sbin/modprobe"
 [ -e /lib64 ] && [ ! -e "$initrd/lib64" ] && ln -s usr/lib64 "$initrd/lib64" 2>/dev/null || true
@@ -163,11 +178,40 @@ if ((${#programs[@]})); then
   echo "lane: cannot bind the root over itself"; echo KERNEL-LANE-EXIT 95; poweroff -f
 fi'
 fi
+# /lane-run runs the tests and powers the VM off; /init runs it as PID 1, or boots systemd,
+# whose one unit runs it.
+mounts='mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev'
+start_run='exec /lane-run'
+if [ "$init" = systemd ]; then
+  # systemd mounts /proc, /sys, /dev, /run and cgroup2 itself.
+  mounts=""
+  start_run="exec $(readlink -f "$systemd_bin")"
+  cgroups="grep -q '^cgroup2 /sys/fs/cgroup cgroup2 ' /proc/mounts && echo '+memory +io' > /sys/fs/cgroup/cgroup.subtree_control || { echo 'lane: systemd mounted no cgroup2 at /sys/fs/cgroup, or +memory +io failed'; echo KERNEL-LANE-EXIT 96; poweroff -f; }"
+  exports+="export KERNEL_LANE_INIT=systemd"$'\n'
+  units="$initrd/etc/systemd/system"
+  mkdir -p "$units"
+  # Memory and io accounting everywhere: systemd rewrites the subtree_control of the cgroups
+  # it manages, and would otherwise take back controllers no unit of its own asks for.
+  printf '[Manager]\nDefaultMemoryAccounting=yes\nDefaultIOAccounting=yes\nDefaultTasksAccounting=yes\n' >"$initrd/etc/systemd/system.conf"
+  echo 6c616e65000000000000000000000001 >"$initrd/etc/machine-id"
+  # No default dependencies: the initramfs has none of the host's units (sysinit.target, ...).
+  printf '[Unit]\nDescription=The kernel lane\nRequires=lane.service\nDefaultDependencies=no\nAllowIsolate=yes\n' >"$units/lane.target"
+  # A unit that cannot start powers the VM off: the missing end marker fails the lane at once.
+  printf '[Unit]\nDescription=The kernel lane tests\nDefaultDependencies=no\nFailureAction=poweroff-immediate\n[Service]\nExecStart=/lane-run\nStandardInput=null\nStandardOutput=tty\nStandardError=tty\nTTYPath=/dev/console\n' >"$units/lane.service"
+  ln -s lane.target "$units/default.target"
+fi
 cat > "$initrd/init" <<INIT
 #!/bin/sh
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 $rebind
-mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev; mount -t tmpfs tmp /tmp
+$mounts
+$start_run
+echo "lane: cannot start the tests ($start_run)"; echo KERNEL-LANE-EXIT 94; poweroff -f
+INIT
+cat > "$initrd/lane-run" <<RUN
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t tmpfs tmp /tmp
 # Loopback only (tests serve their endpoints on 127.0.0.1); the VM has no other network.
 ifconfig lo 127.0.0.1 up
 # crc32c is only a soft dependency of the filesystems, and the kernel has no modprobe to call.
@@ -184,8 +228,8 @@ done
 $umount_disk
 echo "KERNEL-LANE-EXIT \$code"
 sync; poweroff -f
-INIT
-chmod +x "$initrd/init"
+RUN
+chmod +x "$initrd/init" "$initrd/lane-run"
 (cd "$initrd" && find . | cpio -o -H newc --quiet) > "$work/initrd.cpio"
 
 log="$work/console.log"

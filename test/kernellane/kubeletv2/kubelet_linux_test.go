@@ -34,11 +34,8 @@ const (
 	kubeletEnv = "KERNEL_LANE_KUBELET"
 
 	cgroupMount = "/sys/fs/cgroup"
-	// cgroupRoot is the kubelet's --cgroup-root: kind's, not "/", so that calibration has a root
-	// to find that the defaults do not name.
-	cgroupRoot = "/kubelet"
-	// nodeDisk is where the kubelet's and containerd's roots live: ext4 on the lane's first
-	// blank disk, where v2 charges a pod's written-back pages to its cgroup.
+	// nodeDisk is where the kubelet's and containerd's roots live: ext4 on a blank disk of the
+	// lane's, one per layout, where v2 charges a pod's written-back pages to its cgroup.
 	nodeDisk     = "/var/lib"
 	manifestsDir = "/etc/kubernetes/manifests"
 	// settle outlasts the memory controller's 2 s stats flush: a snapshot read sooner may not
@@ -47,6 +44,55 @@ const (
 	// waitLimit bounds the waits for containerd and the pods under emulation (about a minute).
 	waitLimit = 5 * time.Minute
 )
+
+// layout is how the kubelet of one run makes its pod cgroups, with the settings calibration
+// must name as wrong on it.
+type layout struct {
+	driver podcgroup.Driver
+	// root is the kubelet's --cgroup-root, in the cgroupfs form.
+	root        string
+	wrongRoot   string
+	wrongDriver podcgroup.Driver
+	// disk indexes KERNEL_LANE_SCRATCH_DEVICES: the node's /var/lib of this run.
+	disk int
+}
+
+// layouts run in turn in one boot under systemd: first the cgroupfs driver, as k0s runs it on
+// systemd hosts, at kind's --cgroup-root /kubelet, not "/", so that calibration has a root to
+// find that the defaults do not name; then the systemd driver at kubeadm's root "/", the layout
+// of most cgroup v2 nodes.
+var layouts = []layout{
+	{driver: podcgroup.DriverCgroupfs, root: "/kubelet", wrongRoot: "/", wrongDriver: podcgroup.DriverSystemd, disk: 0},
+	{driver: podcgroup.DriverSystemd, root: "/", wrongRoot: "/kubelet", wrongDriver: podcgroup.DriverCgroupfs, disk: 1},
+}
+
+// podDir is where the kubelet puts the pod's cgroup, written out as its documentation says
+// rather than with the product's own naming code.
+func (l layout) podDir(p *staticPod) string {
+	var parts []string
+	if l.root != "/" {
+		parts = strings.Split(strings.TrimPrefix(l.root, "/"), "/")
+	}
+	parts = append(parts, "kubepods")
+	if p.qos != podcgroup.QOSGuaranteed {
+		parts = append(parts, strings.ToLower(p.qos))
+	}
+	if l.driver == podcgroup.DriverCgroupfs {
+		return filepath.Join(append(append([]string{cgroupMount}, parts...), "pod"+p.uid)...)
+	}
+	// systemd: one slice per level, named by every component down to it joined by "-", the
+	// "-" of each component written as "_" (kubepods-burstable-pod<uid>.slice).
+	parts = append(parts, "pod"+strings.ReplaceAll(p.uid, "-", "_"))
+	dir, name := cgroupMount, ""
+	for i, c := range parts {
+		if i > 0 {
+			name += "-"
+		}
+		name += c
+		dir = filepath.Join(dir, name+".slice")
+	}
+	return dir
+}
 
 // staticPod is one of the kubelet's static pods: one container, named as the pod, with a disk
 // emptyDir at /data.
@@ -58,42 +104,55 @@ type staticPod struct {
 	pid      int
 }
 
-var pods = []*staticPod{
-	{name: "guaranteed", qos: podcgroup.QOSGuaranteed, resources: map[string]any{"limits": map[string]string{"cpu": "100m", "memory": "64Mi"}}},
-	// The exporter's own pod for the calibration: Burstable, as the chart's DaemonSet.
-	{name: "burstable", qos: podcgroup.QOSBurstable, resources: map[string]any{"requests": map[string]string{"memory": "16Mi"}}},
-	{name: "besteffort", qos: podcgroup.QOSBestEffort},
+// newPods are the three static pods, one per QoS class, found on the node once running.
+func newPods() []*staticPod {
+	return []*staticPod{
+		{name: "guaranteed", qos: podcgroup.QOSGuaranteed, resources: map[string]any{"limits": map[string]string{"cpu": "100m", "memory": "64Mi"}}},
+		// The exporter's own pod for the calibration: Burstable, as the chart's DaemonSet.
+		{name: "burstable", qos: podcgroup.QOSBurstable, resources: map[string]any{"requests": map[string]string{"memory": "16Mi"}}},
+		{name: "besteffort", qos: podcgroup.QOSBestEffort},
+	}
 }
 
-// TestKubeletV2StaticPods runs a standalone kubelet (static pods from a manifest folder, the
-// cgroupfs driver, --cgroup-root /kubelet) on containerd and runc on the lane's v2-only kernel,
-// and checks against the pod cgroups it made: calibration finds the root and driver from one
-// pod's cgroup and names each wrong setting; the change signal, opened as the exporter opens
-// it, locates every pod by its kubelet UID (each container's own process is in the cgroup
-// found), vouches for disk emptyDirs and writable layers and not for memory ones; a pod's write
-// (an emptyDir, its writable layer) changes its mark, with the bytes in its own io.stat and in
-// no other pod's, and while no pod writes (idle, a read of cached files) no mark changes.
+// TestKubeletV2StaticPods runs a standalone kubelet (static pods from a manifest folder) on
+// containerd and runc on the lane's v2-only kernel under systemd, once per layout (the cgroupfs
+// driver with --cgroup-root /kubelet, then the systemd driver with runc's systemd cgroups), and
+// checks against the pod cgroups it made: calibration finds the root and driver from one pod's
+// cgroup and names each wrong setting; the change signal, opened as the exporter opens it,
+// locates every pod by its kubelet UID (each container's own process is in the cgroup found),
+// vouches for disk emptyDirs and writable layers and not for memory ones; a pod's write (an
+// emptyDir, its writable layer) changes its mark, with the bytes in its own io.stat and in no
+// other pod's, and while no pod writes (idle, a read of cached files) no mark changes.
 func TestKubeletV2StaticPods(t *testing.T) {
 	if os.Getenv(laneEnv) != "1" {
 		t.Skip("runs in the kernel lane's cgroup v2 boot (make test-kernel-lane), where it starts a kubelet as the VM's root")
 	}
-	startNode(t)
+	for _, l := range layouts {
+		t.Run(string(l.driver), func(t *testing.T) { testKubelet(t, l) })
+	}
+}
+
+// testKubelet runs the kubelet in layout l and checks the calibration and the change signal
+// against its pods.
+func testKubelet(t *testing.T, l layout) {
+	pods := newPods()
+	startNode(t, l, pods)
 	own := pods[1]
 
 	t.Run("calibration", func(t *testing.T) {
 		auto := podcgroup.Config{Mount: cgroupMount, Root: podcgroup.RootAuto, Driver: podcgroup.DriverAuto}
-		found := calibrate.Layout{CgroupVersion: "2", CgroupDriver: "cgroupfs", CgroupRoot: cgroupRoot}
+		found := calibrate.Layout{CgroupVersion: "2", CgroupDriver: string(l.driver), CgroupRoot: l.root}
 		for _, tc := range []struct {
 			name string
 			cfg  podcgroup.Config
 			want []calibrate.Mismatch
 		}{
 			{"auto", auto, nil},
-			{"right", podcgroup.Config{Mount: cgroupMount, Root: cgroupRoot, Driver: podcgroup.DriverCgroupfs}, nil},
-			{"default root", podcgroup.Config{Mount: cgroupMount, Root: "/", Driver: podcgroup.DriverAuto},
-				[]calibrate.Mismatch{{Setting: calibrate.SettingCgroupRoot, Reason: calibrate.ReasonOwnPodNotFound, Found: cgroupRoot}}},
-			{"systemd driver", podcgroup.Config{Mount: cgroupMount, Root: cgroupRoot, Driver: podcgroup.DriverSystemd},
-				[]calibrate.Mismatch{{Setting: calibrate.SettingCgroupDriver, Reason: calibrate.ReasonOwnPodNotFound, Found: "cgroupfs"}}},
+			{"right", podcgroup.Config{Mount: cgroupMount, Root: l.root, Driver: l.driver}, nil},
+			{"wrong root", podcgroup.Config{Mount: cgroupMount, Root: l.wrongRoot, Driver: podcgroup.DriverAuto},
+				[]calibrate.Mismatch{{Setting: calibrate.SettingCgroupRoot, Reason: calibrate.ReasonOwnPodNotFound, Found: l.root}}},
+			{"wrong driver", podcgroup.Config{Mount: cgroupMount, Root: l.root, Driver: l.wrongDriver},
+				[]calibrate.Mismatch{{Setting: calibrate.SettingCgroupDriver, Reason: calibrate.ReasonOwnPodNotFound, Found: string(l.driver)}}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				r := calibrate.Check(&calibrate.Pod{Namespace: "default", Name: own.name + "-lane", UID: own.uid, QOSClass: own.qos}, calibrate.Settings{Cgroup: &tc.cfg})
@@ -113,7 +172,7 @@ func TestKubeletV2StaticPods(t *testing.T) {
 	})
 
 	// The exporter's --cgroup.root=auto: the root calibration found, the driver probed.
-	cfg := podcgroup.Config{Mount: cgroupMount, Root: cgroupRoot, Driver: podcgroup.DriverAuto}
+	cfg := podcgroup.Config{Mount: cgroupMount, Root: l.root, Driver: podcgroup.DriverAuto}
 	fsys := source.DefaultFilesystem()
 	signal, err := change.NewCgroup(cfg, &fsys)
 	if err != nil {
@@ -145,13 +204,9 @@ func TestKubeletV2StaticPods(t *testing.T) {
 				t.Errorf("%s: %v", p.name, err)
 				continue
 			}
-			qos := ""
-			if p.qos != podcgroup.QOSGuaranteed {
-				qos = strings.ToLower(p.qos)
-			}
-			want := filepath.Join(cgroupMount, cgroupRoot, "kubepods", qos, "pod"+p.uid)
-			if pod.Dir != want || pod.Driver != podcgroup.DriverCgroupfs {
-				t.Errorf("%s: located %s (%s), want %s (cgroupfs)", p.name, pod.Dir, pod.Driver, want)
+			want := l.podDir(p)
+			if pod.Dir != want || pod.Driver != l.driver {
+				t.Errorf("%s: located %s (%s), want %s (%s)", p.name, pod.Dir, pod.Driver, want, l.driver)
 			}
 			// The container's own process, as the kernel places it.
 			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.pid))
@@ -159,12 +214,13 @@ func TestKubeletV2StaticPods(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := filepath.Join(cgroupMount, strings.TrimPrefix(strings.TrimSpace(string(b)), "0::"))
+			t.Logf("%s: its container's process %d is in %s", p.name, p.pid, in)
 			if !strings.HasPrefix(in, pod.Dir+"/") {
 				t.Errorf("%s: its container's process %d is in %s, not below %s", p.name, p.pid, in, pod.Dir)
 			}
 			f, err := loc.Find(p.uid, p.qos)
-			if err != nil || f.Dir != want || f.Root != cgroupRoot {
-				t.Errorf("%s: Find = %+v, %v; want %s below root %s", p.name, f, err, want, cgroupRoot)
+			if err != nil || f.Dir != want || f.Root != l.root {
+				t.Errorf("%s: Find = %+v, %v; want %s below root %s", p.name, f, err, want, l.root)
 			}
 		}
 	})
@@ -268,45 +324,54 @@ func delta(a, b any) string {
 		" writeback " + d(x.Writeback, y.Writeback) + " wbytes " + d(x.WriteBytes, y.WriteBytes) + " wios " + d(x.WriteIOs, y.WriteIOs)
 }
 
-// startNode makes the VM a kubelet's node, runs containerd and the kubelet, and waits for the
-// static pods; everything stops when the test ends.
-func startNode(t *testing.T) {
+// startNode makes the VM a kubelet's node in layout l, runs containerd and the kubelet, and
+// waits for the static pods; everything stops, and the pods' cgroups go, when the test ends.
+func startNode(t *testing.T, l layout, pods []*staticPod) {
 	t.Helper()
+	procs = nil // the daemons of an earlier layout's run are gone
 	kubelet := os.Getenv(kubeletEnv)
 	if kubelet == "" {
 		t.Fatalf("%s names no kubelet (lane.sh copies it in: KERNEL_LANE_PROGRAMS, KERNEL_LANE_ENV)", kubeletEnv)
 	}
-	devices := strings.Fields(os.Getenv("KERNEL_LANE_SCRATCH_DEVICES"))
-	if len(devices) == 0 {
-		t.Fatal("the lane gives this test a blank disk for the node's /var/lib (KERNEL_LANE_SCRATCH=1)")
+	// Both layouts run under systemd, as nodes do; the systemd driver cannot run without it.
+	if err := checkSystemd(); err != nil {
+		t.Fatalf("systemd is not the VM's init (the lane's KERNEL_LANE_INIT=systemd): %v", err)
 	}
-	run(t, "mkfs.ext4", "-q", "-F", devices[0])
+	devices := strings.Fields(os.Getenv("KERNEL_LANE_SCRATCH_DEVICES"))
+	if len(devices) <= l.disk {
+		t.Fatalf("the lane gives this test a blank disk per layout for the node's /var/lib (KERNEL_LANE_SCRATCH=%d), got %q", len(layouts), devices)
+	}
+	device := devices[l.disk]
+	run(t, "mkfs.ext4", "-q", "-F", device)
 	mkdirs(t, nodeDisk)
-	if err := unix.Mount(devices[0], nodeDisk, "ext4", 0, ""); err != nil {
-		t.Fatalf("mount %s %s: %v", devices[0], nodeDisk, err)
+	if err := unix.Mount(device, nodeDisk, "ext4", 0, ""); err != nil {
+		t.Fatalf("mount %s %s: %v", device, nodeDisk, err)
 	}
 	t.Cleanup(func() {
 		// Containers' root filesystems and the kubelet's mounts below it go first.
 		if err := unix.Unmount(nodeDisk, unix.MNT_DETACH); err != nil {
 			t.Errorf("umount %s: %v", nodeDisk, err)
 		}
+		removeState(t)
 	})
 	mkdirs(t, manifestsDir, "/var/log/pods", "/run/containerd", "/etc/containerd")
 	// What a node's root filesystem has and the lane's initramfs lacks: the kubelet copies
 	// /etc/hosts into hostNetwork pods.
 	writeFile(t, "/etc/hosts", "127.0.0.1 localhost lane\n")
-	writeFile(t, "/etc/machine-id", "0e3c0a586f8d4a4e9a572b7c1a3e9f00\n")
-	// As kind's node does: every controller enabled for the root's children, and the cgroup
-	// root made before the kubelet starts (it refuses a --cgroup-root that does not exist).
-	controllers, err := os.ReadFile(filepath.Join(cgroupMount, "cgroup.controllers"))
-	if err != nil {
-		t.Fatal(err)
+	if l.driver == podcgroup.DriverCgroupfs {
+		// As kind's node does: every controller enabled for the root's children, and the cgroup
+		// root made before the kubelet starts (it refuses a --cgroup-root that does not exist).
+		// Under the systemd driver systemd enables what the kubelet's slices ask for.
+		controllers, err := os.ReadFile(filepath.Join(cgroupMount, "cgroup.controllers"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		enable := "+" + strings.Join(strings.Fields(string(controllers)), " +")
+		writeFile(t, filepath.Join(cgroupMount, "cgroup.subtree_control"), enable)
+		mkdirs(t, filepath.Join(cgroupMount, l.root))
 	}
-	enable := "+" + strings.Join(strings.Fields(string(controllers)), " +")
-	writeFile(t, filepath.Join(cgroupMount, "cgroup.subtree_control"), enable)
-	mkdirs(t, filepath.Join(cgroupMount, cgroupRoot))
 
-	writeFile(t, "/etc/containerd/config.toml", containerdConfig)
+	writeFile(t, "/etc/containerd/config.toml", containerdConfig(l.driver == podcgroup.DriverSystemd))
 	startProc(t, "containerd", "containerd", "--config", "/etc/containerd/config.toml")
 	waitFor(t, "containerd", func() error { _, err := ctr("version"); return err })
 	archive := filepath.Join(t.TempDir(), "images.tar")
@@ -320,15 +385,59 @@ func startNode(t *testing.T) {
 	for _, p := range pods {
 		writeJSON(t, filepath.Join(manifestsDir, p.name+".json"), manifest(p))
 	}
-	writeJSON(t, "/etc/kubernetes/kubelet.json", kubeletConfig)
+	writeJSON(t, "/etc/kubernetes/kubelet.json", kubeletConfig(l))
 	// Cleanups run last first: the kubelet stops, then its containers and cgroups go.
-	t.Cleanup(func() { stopContainers(t) })
+	t.Cleanup(func() { stopContainers(t, l) })
 	startProc(t, "kubelet", kubelet, "--config=/etc/kubernetes/kubelet.json", "--root-dir=/var/lib/kubelet",
 		"--hostname-override=lane", "--v=2")
 	for _, p := range pods {
 		waitFor(t, "pod "+p.name, func() error { return p.find() })
 		t.Logf("pod %s: kubelet UID %s, container %s, pid %d", p.name, p.uid, p.cid, p.pid)
 	}
+}
+
+// removeState removes what a stopped containerd and kubelet leave outside the node's disk, for
+// the next layout's to start clean: containerd's state, with the sandboxes' shm mounts it
+// leaves, and the pods' logs.
+func removeState(t *testing.T) {
+	t.Helper()
+	const state = "/run/containerd"
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	lines := strings.Split(string(mounts), "\n")
+	for _, line := range slices.Backward(lines) { // the deepest, mounted last, first
+		if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], state+"/") {
+			if err := unix.Unmount(f[1], unix.MNT_DETACH); err != nil {
+				t.Errorf("umount %s: %v", f[1], err)
+			}
+		}
+	}
+	for _, dir := range []string{state, "/var/log/pods"} {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	}
+}
+
+// checkSystemd says whether PID 1 is systemd with the private socket runc's and the kubelet's
+// systemd cgroup managers use as root (no D-Bus daemon runs in the VM).
+func checkSystemd() error {
+	comm, err := os.ReadFile("/proc/1/comm")
+	if err != nil {
+		return err
+	}
+	if c := strings.TrimSpace(string(comm)); c != "systemd" {
+		return fmt.Errorf("PID 1 is %q", c)
+	}
+	for _, path := range []string{"/run/systemd/system", "/run/systemd/private"} {
+		if _, err := os.Stat(path); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // find reads the pod's kubelet UID from the kubelet's pods folder (the folder holding a
@@ -401,32 +510,36 @@ func manifest(p *staticPod) map[string]any {
 }
 
 // kubeletConfig: standalone (no --kubeconfig), no server, no network plugin needed (hostNetwork
-// pods), no eviction by the VM's own small disk and memory.
-var kubeletConfig = map[string]any{
-	"apiVersion":               "kubelet.config.k8s.io/v1beta1",
-	"kind":                     "KubeletConfiguration",
-	"cgroupDriver":             "cgroupfs",
-	"cgroupRoot":               cgroupRoot,
-	"containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
-	"staticPodPath":            manifestsDir,
-	"fileCheckFrequency":       "2s",
-	"enableServer":             false,
-	"readOnlyPort":             0,
-	"healthzPort":              0,
-	"authentication":           map[string]any{"anonymous": map[string]any{"enabled": true}, "webhook": map[string]any{"enabled": false}},
-	"authorization":            map[string]any{"mode": "AlwaysAllow"},
-	"failSwapOn":               false,
-	"makeIPTablesUtilChains":   false,
-	"resolvConf":               "",
-	"evictionHard": map[string]string{"memory.available": "0%", "nodefs.available": "0%", "nodefs.inodesFree": "0%",
-		"imagefs.available": "0%", "imagefs.inodesFree": "0%"},
-	"imageGCHighThresholdPercent": 100,
-	"imageGCLowThresholdPercent":  99,
+// pods), no eviction by the VM's own small disk and memory; l's driver and root.
+func kubeletConfig(l layout) map[string]any {
+	return map[string]any{
+		"apiVersion":               "kubelet.config.k8s.io/v1beta1",
+		"kind":                     "KubeletConfiguration",
+		"cgroupDriver":             string(l.driver),
+		"cgroupRoot":               l.root,
+		"containerRuntimeEndpoint": "unix:///run/containerd/containerd.sock",
+		"staticPodPath":            manifestsDir,
+		"fileCheckFrequency":       "2s",
+		"enableServer":             false,
+		"readOnlyPort":             0,
+		"healthzPort":              0,
+		"authentication":           map[string]any{"anonymous": map[string]any{"enabled": true}, "webhook": map[string]any{"enabled": false}},
+		"authorization":            map[string]any{"mode": "AlwaysAllow"},
+		"failSwapOn":               false,
+		"makeIPTablesUtilChains":   false,
+		"resolvConf":               "",
+		"evictionHard": map[string]string{"memory.available": "0%", "nodefs.available": "0%", "nodefs.inodesFree": "0%",
+			"imagefs.available": "0%", "imagefs.inodesFree": "0%"},
+		"imageGCHighThresholdPercent": 100,
+		"imageGCLowThresholdPercent":  99,
+	}
 }
 
 // containerdConfig is containerd's defaults (root /var/lib/containerd, state /run/containerd:
-// source.DefaultFilesystem's) with the lane's sandbox image and runc on cgroupfs.
-var containerdConfig = fmt.Sprintf(`version = 2
+// source.DefaultFilesystem's) with the lane's sandbox image and runc's cgroups made by systemd
+// (SystemdCgroup, as the kubelet's systemd driver needs) or by runc itself.
+func containerdConfig(systemdCgroup bool) string {
+	return fmt.Sprintf(`version = 2
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
 
 [plugins."io.containerd.grpc.v1.cri"]
@@ -439,8 +552,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-`, cluster.SandboxImage)
+        SystemdCgroup = %t
+`, cluster.SandboxImage, systemdCgroup)
+}
 
 func ctr(args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -449,9 +563,14 @@ func ctr(args ...string) ([]byte, error) {
 }
 
 // stopContainers kills the kubelet's containers (containerd's CRI plugin deletes their tasks and
-// unmounts their root filesystems), then removes the cgroups the kubelet left, deepest first.
-func stopContainers(t *testing.T) {
-	defer removeCgroups(t, filepath.Join(cgroupMount, cgroupRoot))
+// unmounts their root filesystems), then removes the cgroups the kubelet left: deepest first
+// under cgroupfs, by stopping their slices under systemd.
+func stopContainers(t *testing.T, l layout) {
+	if l.driver == podcgroup.DriverSystemd {
+		defer stopSlices(t)
+	} else {
+		defer removeCgroups(t, filepath.Join(cgroupMount, l.root))
+	}
 	out, err := ctr("tasks", "ls", "-q")
 	if err != nil {
 		t.Errorf("ctr tasks ls: %v: %s", err, out)
@@ -470,6 +589,26 @@ func stopContainers(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Errorf("stopping the containers: %v", err)
+	}
+}
+
+// stopSlices stops kubepods.slice, and with it every slice the kubelet made below it.
+func stopSlices(t *testing.T) {
+	if out, err := exec.Command("systemctl", "stop", "kubepods.slice").CombinedOutput(); err != nil {
+		t.Errorf("systemctl stop kubepods.slice: %v: %s", err, out)
+		return
+	}
+	if err := retry(func() error {
+		_, err := os.Stat(filepath.Join(cgroupMount, "kubepods.slice"))
+		if err == nil {
+			return errors.New("kubepods.slice is still there")
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		t.Errorf("stopping the kubelet's slices: %v", err)
 	}
 }
 
