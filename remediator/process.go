@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,6 +67,8 @@ func (s *Server) audit(ctx context.Context, a Alert, via string, res AlertResult
 		slog.String("message", res.Message),
 	}
 	if via != viaWebhook {
+		// A notice is no Alertmanager alert: it has no fingerprint, no startsAt.
+		attrs = slices.DeleteFunc(attrs, func(a slog.Attr) bool { return a.Key == "fingerprint" || a.Key == "starts_at" })
 		attrs = append(attrs, slog.String("via", via))
 	}
 	if res.UsedBytes != nil {
