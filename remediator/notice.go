@@ -63,12 +63,13 @@ func (s *Server) serveNotice(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(HeaderHandledBy, id)
 	}
 	n, err := decodeNotice(http.MaxBytesReader(w, r.Body, noticeapi.MaxBytes))
-	if err == nil && who.node != "" && n.Node != who.node {
-		s.refuseNotice(w, r, http.StatusForbidden, NoticeForbidden, fmt.Sprintf("a notice from node %q's exporter about node %q", who.node, n.Node))
-		return
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		s.refuseNotice(w, r, http.StatusBadRequest, NoticeInvalid, err.Error())
+		return
+	case who.node != "" && n.Node != who.node:
+		// An exporter speaks for its own node's pods only, where the review names the node.
+		s.refuseNotice(w, r, http.StatusForbidden, NoticeForbidden, fmt.Sprintf("a notice from node %q's exporter about node %q", who.node, n.Node))
 		return
 	}
 	if scope := s.notices.limits.allow(n.Node, n.Namespace); scope != "" {
