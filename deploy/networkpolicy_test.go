@@ -57,7 +57,9 @@ func TestNetworkPolicies(t *testing.T) {
 		{"a tenant pod labelled like Alertmanager", deploytest.Endpoint{Namespace: "shop", Labels: alertmanager.Labels}, remediatorPod, remC, remPort, false},
 		{"another pod of the monitoring namespace", deploytest.Endpoint{Namespace: "monitoring", Labels: labels.Set{"app.kubernetes.io/name": "grafana"}}, exporterPod, expC, expPort, false},
 		{"Alertmanager to the exporter", alertmanager, exporterPod, expC, expPort, false},
-		{"exporter to the webhook", exporterPod, remediatorPod, remC, remPort, false},
+		// The exporters' notices (remediator.notices), which a TokenReview authenticates.
+		{"the exporters' notices to the remediator", exporterPod, remediatorPod, remC, remPort, true},
+		{"a tenant pod labelled like the exporter to the remediator", deploytest.Endpoint{Namespace: "shop", Labels: exporterPod.Labels}, remediatorPod, remC, remPort, false},
 		{"remediator to another exporter port", remediatorPod, exporterPod, expC, expPort + 1, false},
 	}
 	for _, tc := range tests {

@@ -18,6 +18,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/exporter/walk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
 // Config is what an Exporter measures and how. DefaultConfig gives the defaults, which the
@@ -100,6 +101,10 @@ type Config struct {
 	// such as Kata with virtio-fs writes them from processes outside the pod's cgroup, whose
 	// counters would then stay level however much it writes.
 	ChangeSignalRuntimeClasses []string
+
+	// OverLimit, when set, is told at the end of every cycle which parts are over their limits
+	// (the notifier of --remediator.url): called on the cycle's goroutine, it must not block.
+	OverLimit func(parts []noticeapi.Notice)
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -485,6 +490,9 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	e.mu.Lock()
 	e.snap = next
 	e.mu.Unlock()
+	if e.cfg.OverLimit != nil {
+		e.cfg.OverLimit(e.overLimitParts(next))
+	}
 	e.log.Debug("collection cycle done", "pods", next.pods, "volumes", next.volumeCount,
 		"success", success, "duration", next.duration)
 }

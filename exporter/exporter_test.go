@@ -17,6 +17,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/notify"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
@@ -216,6 +217,16 @@ func TestMetricsMatchDocs(t *testing.T) {
 	e.Describe(ch)
 	// The layout calibration's series, which the command registers beside the exporter's.
 	calibrate.New("node-1", func() calibrate.Result { return calibrate.Result{} }, slog.New(slog.DiscardHandler)).Describe(ch)
+	// The notifier's series, which the command registers beside them with --remediator.url.
+	nc := notify.DefaultConfig()
+	nc.URL, nc.TokenFile, nc.Node = "http://remediator:9732", "token", "node-1"
+	notifier, err := notify.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range notifier.Collectors() {
+		c.Describe(ch)
+	}
 	close(ch)
 	published := map[string]bool{"emptydir_exporter_build_info": true} // registered by the command
 	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)

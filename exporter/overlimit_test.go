@@ -12,12 +12,13 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
 // overLimitExporter is an exporter over one pod with a disk or memory emptyDir "data" and a
 // container "main" whose writable layer and logs are measured, with the given limits (nil:
-// none) and usages.
-func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, containerLimit *int64, data, layer, logs int64) *exporter.Exporter {
+// none) and usages; notices are the parts its cycle told Config.OverLimit of.
+func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, containerLimit *int64, data, layer, logs int64) (e *exporter.Exporter, notices []noticeapi.Notice) {
 	t.Helper()
 	const uid = "uid-p"
 	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
@@ -35,12 +36,25 @@ func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, contain
 	}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
 		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return t0 },
-		MeasureEphemeralStorage: podLimit != nil}))
+		MeasureEphemeralStorage: podLimit != nil,
+		OverLimit:               func(parts []noticeapi.Notice) { notices = parts }}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Refresh(context.Background())
-	return e
+	return e, notices
+}
+
+// noticeSeries is the over-limit series a notice stands for, as TestOverLimitSeries spells it.
+func noticeSeries(n noticeapi.Notice) string {
+	switch n.Check {
+	case noticeapi.CheckEmptyDir:
+		return fmt.Sprintf(`emptydir_over_limit_bytes{medium="disk",namespace=%q,node=%q,pod=%q,uid=%q,volume=%q}`, n.Namespace, n.Node, n.Pod, n.UID, n.Volume)
+	case noticeapi.CheckPod:
+		return fmt.Sprintf(`emptydir_pod_ephemeral_storage_over_limit_bytes{namespace=%q,node=%q,pod=%q,uid=%q}`, n.Namespace, n.Node, n.Pod, n.UID)
+	default:
+		return fmt.Sprintf(`emptydir_container_ephemeral_storage_over_limit_bytes{container=%q,namespace=%q,node=%q,pod=%q,uid=%q}`, n.Container, n.Namespace, n.Node, n.Pod, n.UID)
+	}
 }
 
 // overLimitValues gathers c and returns its over-limit series as name{labels} → value.
@@ -116,8 +130,17 @@ func TestOverLimitSeries(t *testing.T) {
 			want: map[string]float64{pod: mib}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := overLimitExporter(t, tc.medium, tc.sizeLimit, tc.podLimit, tc.contLimit, tc.data, tc.layer, tc.logs)
+			e, notices := overLimitExporter(t, tc.medium, tc.sizeLimit, tc.podLimit, tc.contLimit, tc.data, tc.layer, tc.logs)
 			got := overLimitValues(t, e.Collectors()[exporter.CollectorTrigger])
+			// The remediator is told of the parts the series publish, no more, no fewer.
+			if len(notices) != len(tc.want) {
+				t.Errorf("notices %+v, want one per series of %v", notices, tc.want)
+			}
+			for _, n := range notices {
+				if _, ok := tc.want[noticeSeries(n)]; !ok {
+					t.Errorf("notice %+v: no such series in %v", n, tc.want)
+				}
+			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("over-limit series %v, want %v", got, tc.want)
 			}

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
 // Config is what the remediator does and may do. DefaultConfig gives the documented defaults.
@@ -74,6 +76,22 @@ type Config struct {
 	// LeaderElection makes the server answer webhooks only while it is the leader; see
 	// Server.RunLeaderElection.
 	LeaderElection bool
+
+	// Notices is the exporters' direct path (noticeapi.Path): off while its ServiceAccount is empty.
+	Notices NoticeConfig
+}
+
+// NoticeConfig says who may post notices and how many are handled.
+type NoticeConfig struct {
+	// ServiceAccount ("namespace/name") is the exporter's: only its tokens, with Audience, as a
+	// TokenReview finds them, are taken. Empty: the notice endpoint is off.
+	ServiceAccount string
+	// Audience the exporter's projected token must be issued for.
+	Audience string
+	// PerNamespace and PerNode bound the notices handled a minute about the pods of one
+	// namespace and from the exporter of one node (a bucket of that many, refilled over the
+	// minute); the rest get 429 and are left to the alerts.
+	PerNamespace, PerNode int
 }
 
 // DefaultConfig returns the documented defaults. The command's flags take their defaults from
@@ -93,6 +111,7 @@ func DefaultConfig() Config {
 		Cooldown:                   10 * time.Minute,
 		Caps:                       Caps{PerNode: 5, PerNamespace: 5, Global: 20, Window: 10 * time.Minute},
 		GracePeriodSeconds:         -1,
+		Notices:                    NoticeConfig{Audience: noticeapi.Audience, PerNamespace: 10, PerNode: 30},
 	}
 }
 
@@ -155,5 +174,24 @@ func (c Config) Validate() error {
 	if (c.Caps.PerNode > 0 || c.Caps.PerNamespace > 0 || c.Caps.Global > 0) && c.Caps.Window <= 0 {
 		errs = append(errs, fmt.Errorf("cap window %s must be positive when a cap is set", c.Caps.Window))
 	}
+	errs = append(errs, c.Notices.validate()...)
 	return errors.Join(errs...)
+}
+
+func (n NoticeConfig) validate() []error {
+	if n.ServiceAccount == "" {
+		return nil
+	}
+	var errs []error
+	ns, name, ok := strings.Cut(n.ServiceAccount, "/")
+	if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		errs = append(errs, fmt.Errorf("notice service account %q is not namespace/name", n.ServiceAccount))
+	}
+	if n.Audience == "" {
+		errs = append(errs, errors.New("notice audience must not be empty"))
+	}
+	if n.PerNamespace < 1 || n.PerNode < 1 {
+		errs = append(errs, fmt.Errorf("notices per namespace (%d) and per node (%d) a minute must be at least 1", n.PerNamespace, n.PerNode))
+	}
+	return errs
 }

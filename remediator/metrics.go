@@ -21,6 +21,7 @@ type metrics struct {
 	isLeader        prometheus.Gauge
 	standby         *prometheus.CounterVec
 	ledgerOps       *prometheus.CounterVec
+	notices         *prometheus.CounterVec
 }
 
 // Results of a webhook delivered to a standby replica: the standby_requests_total label.
@@ -78,6 +79,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: metricNamespace, Name: "ledger_operations_total",
 			Help: "Operations on the eviction ledger ConfigMap, by op and result.",
 		}, []string{"op", "result"}),
+		notices: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricNamespace, Name: "notices_total",
+			Help: "Exporter notices received, by whether they were handled or why not.",
+		}, []string{"result"}),
 	}
 	m.webhookDuration.WithLabelValues()
 	// Every known label value starts at 0 so that rate() and absent() work from the start.
@@ -104,8 +109,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.standby.WithLabelValues(StandbyForwarded)
 	m.standby.WithLabelValues(StandbyRefused)
+	for _, r := range AllNoticeResults {
+		m.notices.WithLabelValues(r)
+	}
 	reg.MustRegister(m.webhookRequests, m.webhookDuration, m.alerts, m.skips, m.evictions,
-		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader, m.standby, m.ledgerOps)
+		m.measureDuration, m.measureErrors, m.measureReused, m.isLeader, m.standby, m.ledgerOps, m.notices)
 	return m
 }
 

@@ -25,7 +25,7 @@ func TestMetricsLint(t *testing.T) {
 		"emptydir_remediator_webhook_duration_seconds",
 		"emptydir_remediator_alerts_total", "emptydir_remediator_skips_total", "emptydir_remediator_evictions_total",
 		"emptydir_remediator_live_measurement_duration_seconds", "emptydir_remediator_live_measurement_errors_total",
-		"emptydir_remediator_live_measurements_reused_total", "emptydir_remediator_is_leader", "emptydir_remediator_standby_requests_total", "emptydir_remediator_ledger_operations_total", "emptydir_remediator_build_info", "go_goroutines", "process_start_time_seconds",
+		"emptydir_remediator_live_measurements_reused_total", "emptydir_remediator_is_leader", "emptydir_remediator_standby_requests_total", "emptydir_remediator_ledger_operations_total", "emptydir_remediator_notices_total", "emptydir_remediator_build_info", "go_goroutines", "process_start_time_seconds",
 	}
 	checkExposed(t, e.srv.Registry(), fromStart)
 	if code, _ := e.post([]byte(`{"version":"3"}`)); code != http.StatusBadRequest {

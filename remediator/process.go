@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +14,19 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
+// What brought an alert to the remediator: the audit line says so for a notice.
+const (
+	viaWebhook = ""
+	viaNotice  = "notice"
+)
+
 // handleAlert handles one alert of a payload: it never returns an error, it reports.
 func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult {
+	return s.handle(ctx, idx, a, viaWebhook)
+}
+
+// handle takes every step for the alert a, delivered as via says.
+func (s *Server) handle(ctx context.Context, idx int, a Alert, via string) AlertResult {
 	res := AlertResult{Index: idx, Fingerprint: a.Fingerprint, Target: a.Target()}
 	var err error
 	if a.Status == StatusResolved {
@@ -29,12 +41,12 @@ func (s *Server) handleAlert(ctx context.Context, idx int, a Alert) AlertResult 
 	if res.Outcome == OutcomeSkipped {
 		s.metrics.skips.WithLabelValues(res.Reason).Inc()
 	}
-	s.audit(ctx, a, res, err)
+	s.audit(ctx, a, via, res, err)
 	return res
 }
 
 // audit writes the one structured log line per alert.
-func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error) {
+func (s *Server) audit(ctx context.Context, a Alert, via string, res AlertResult, err error) {
 	level := slog.LevelInfo
 	if res.Outcome.Retryable() {
 		level = slog.LevelWarn
@@ -53,6 +65,11 @@ func (s *Server) audit(ctx context.Context, a Alert, res AlertResult, err error)
 		slog.Time("starts_at", a.StartsAt),
 		slog.Bool("dry_run", s.cfg.DryRun),
 		slog.String("message", res.Message),
+	}
+	if via != viaWebhook {
+		// A notice is no Alertmanager alert: it has no fingerprint, no startsAt.
+		attrs = slices.DeleteFunc(attrs, func(a slog.Attr) bool { return a.Key == "fingerprint" || a.Key == "starts_at" })
+		attrs = append(attrs, slog.String("via", via))
 	}
 	if res.UsedBytes != nil {
 		attrs = append(attrs, slog.Int64("used_bytes", *res.UsedBytes), slog.String("measurement_source", res.Source))

@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
 // Component is the Events' reporting controller and the field manager name.
@@ -60,6 +62,7 @@ type Server struct {
 	leaseTiming  atomic.Pointer[leaseTiming] // of the running leader election
 	leaseRenewed atomic.Int64                // unix ns: start of this replica's last write of the Lease as holder
 	forward      *forwarder                  // hands a standby's webhooks to the leader; nil: off
+	notices      *noticeGate                 // the exporters' notices; nil: off
 }
 
 // Option changes how New builds a Server.
@@ -118,6 +121,7 @@ func New(cfg Config, client kubernetes.Interface, measurer LiveMeasurer, opts ..
 		s.reg = newRegistry()
 	}
 	s.metrics = newMetrics(s.reg)
+	s.notices = newNoticeGate(cfg.Notices, s)
 	s.measurements = newMeasurementCache(cfg.MaxMeasurementAge)
 	s.blocked = newMeasurementCache(max(blockedReuseMaxAge, cfg.MaxMeasurementAge))
 	if s.recorder == nil {
@@ -178,7 +182,8 @@ func (s *Server) setLeader(leading bool) {
 	}
 }
 
-// Handler returns the HTTP handler: POST {WebhookPath}, GET /healthz, /readyz, /metrics.
+// Handler returns the HTTP handler: POST {WebhookPath}, POST noticeapi.Path (with
+// Config.Notices.ServiceAccount), GET /healthz, /readyz, /metrics.
 // Put exporter-toolkit's web config (TLS, basic auth) in front of it, as the command does.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
@@ -186,6 +191,9 @@ func (s *Server) Handler() http.Handler {
 		promhttp.InstrumentHandlerCounter(s.metrics.webhookRequests,
 			s.requireBearer(http.HandlerFunc(s.serveWebhook))))
 	r.Method(http.MethodPost, s.cfg.WebhookPath, webhook)
+	if s.notices != nil {
+		r.Method(http.MethodPost, noticeapi.Path, http.HandlerFunc(s.serveNotice))
+	}
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))

@@ -20,11 +20,13 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
+	"github.com/emptydir-guard/emptydir-guard/exporter/notify"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeclient"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
+	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -81,6 +83,9 @@ type config struct {
 	kubeletTokenFile    string
 	kubeletInsecure     bool
 	kubeletTimeout      time.Duration
+
+	// notify tells the remediator of each crossing of a limit (--remediator.url; empty: off).
+	notify notify.Config
 }
 
 // defaultConfig is the one place of the command's defaults: the flags show and apply them.
@@ -96,6 +101,7 @@ func defaultConfig() config {
 		cgroup:           podcgroup.Config{Mount: podcgroup.DefaultConfig().Mount, Root: podcgroup.RootAuto, Driver: podcgroup.DefaultConfig().Driver},
 		kubeletTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		kubeletTimeout:   10 * time.Second,
+		notify:           notify.DefaultConfig(),
 	}
 }
 
@@ -199,6 +205,10 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.LiveConcurrency)).IntVar(&ec.LiveConcurrency)
 	app.Flag("live.max-wait", "How long a live request waits for a slot before it is refused (429 or 503, with Retry-After); below the 30s live timeout.").
 		Default(def(ec.LiveMaxWait)).DurationVar(&ec.LiveMaxWait)
+	app.Flag("remediator.url", "Base URL of the remediator to notify at once when a part of a pod crosses its limit (its Service, e.g. http://emptydir-remediator.emptydir-guard.svc:9732); empty: off, the alerts alone.").
+		Default(cfg.notify.URL).StringVar(&cfg.notify.URL)
+	app.Flag("remediator.token-file", "File with the ServiceAccount token for the remediator (audience "+noticeapi.Audience+"), re-read for every notice; required with --remediator.url.").
+		Default(cfg.notify.TokenFile).StringVar(&cfg.notify.TokenFile)
 	addCalibrationFlags(app, &cfg.calibration)
 	return app
 }
@@ -255,6 +265,11 @@ func (c *config) validate() error {
 		}
 		if !filepath.IsAbs(c.cgroup.Mount) {
 			errs = append(errs, fmt.Errorf("--cgroup.mount=%q must be an absolute path", c.cgroup.Mount))
+		}
+	}
+	if c.notify.URL != "" {
+		if _, err := notify.New(c.notify); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(c.telemetryPath) == 0 || c.telemetryPath[0] != '/' {

@@ -227,6 +227,10 @@ func TestValidate(t *testing.T) {
 			"--kubelet.insecure-skip-tls-verify", "--kubelet.ca-file=/etc/kubelet-ca.crt"),
 			[]string{"--kubelet.ca-file", "--kubelet.insecure-skip-tls-verify"}},
 		{"kubelet timeout 0", append(kubelet, "--kubelet.via-apiserver", "--kubelet.timeout=0s"), []string{"--kubelet.timeout"}},
+		{"notices", []string{"--node.name=n", "--remediator.url=http://emptydir-remediator.emptydir-guard.svc:9732",
+			"--remediator.token-file=/var/run/secrets/emptydir-remediator/token"}, nil},
+		{"notices without a token", []string{"--node.name=n", "--remediator.url=http://emptydir-remediator:9732"}, []string{"--remediator.token-file"}},
+		{"notices to no URL", []string{"--node.name=n", "--remediator.url=emptydir-remediator:9732", "--remediator.token-file=/t"}, []string{"--remediator.url"}},
 		{"every error at once", []string{"--collection.interval=0s", "--fs.walk-concurrency=-1", "--kubelet.root-dir=."},
 			[]string{"--node.name", "--collection.interval", "--fs.walk-concurrency", "--kubelet.root-dir"}},
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/notify"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
@@ -143,6 +144,17 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 		return err
 	}
 	ec.Source, ec.Pods, ec.Logger, ec.Publishes = src, pods, logger, filter.Exposes
+	ownMetrics := []prometheus.Collector{versioncollector.NewCollector("emptydir_exporter"), calibrator}
+	var notifier *notify.Notifier
+	if cfg.notify.URL != "" {
+		nc := cfg.notify
+		nc.Node, nc.Logger = ec.NodeName, logger
+		if notifier, err = notify.New(nc); err != nil {
+			return err
+		}
+		ec.OverLimit = notifier.Observe
+		ownMetrics = append(ownMetrics, notifier.Collectors()...)
+	}
 	exp, err := exporter.New(ec)
 	if err != nil {
 		return err
@@ -154,7 +166,7 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 	}
 	metrics, err := exp.MetricsHandler(exporter.MetricsHandlerOpts{
 		Others: map[string][]prometheus.Collector{
-			exporter.CollectorExporter: {versioncollector.NewCollector("emptydir_exporter"), calibrator},
+			exporter.CollectorExporter: ownMetrics,
 			"go":                       {collectors.NewGoCollector()},
 			"process":                  {collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})},
 		},
@@ -191,8 +203,8 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 
 	server := newServer(mux, defaultServerTimeouts, logger)
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", src.Name(),
-		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget, "change_signal", cfg.changeSignal)
-	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp, calibrator)
+		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget, "change_signal", cfg.changeSignal, "remediator_url", cfg.notify.URL)
+	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp, calibrator, notifier)
 }
 
 // dedicatedImageFilesystem judges whether the node's writable layers are on a filesystem of
@@ -299,8 +311,8 @@ func warnMissingPaths(cfg *config, logger *slog.Logger) {
 // runUntilDone serves HTTP (serve), runs the pod informer and the collection until ctx ends or
 // one of them fails, then stops them all and returns once each has: the HTTP server drains
 // its requests (live walks included), Run waits for its walks, and the informer's goroutines
-// end; calibration of the node's layout repeats meanwhile.
-func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter, calibrator *calibrate.Calibrator) error {
+// end; calibration of the node's layout repeats meanwhile, and the notifier (nil: off) sends.
+func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter, calibrator *calibrate.Calibrator, notifier *notify.Notifier) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
@@ -334,6 +346,12 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 		calibrator.Run(ctx, calibrate.Interval)
 		return nil
 	})
+	if notifier != nil {
+		g.Go(func() error {
+			notifier.Run(ctx)
+			return nil
+		})
+	}
 	return g.Wait()
 }
 

@@ -165,6 +165,16 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("eviction.grace-period", "Grace period in seconds for evicted pods; -1 uses the pod's terminationGracePeriodSeconds.").
 		Default(def(rc.GracePeriodSeconds)).Int64Var(&rc.GracePeriodSeconds)
 
+	nc := &rc.Notices
+	app.Flag("notice.service-account", "ServiceAccount (namespace/name) of the exporter, whose tokens alone may post notices of a part over its limit (TokenReview); empty: no notices, the alerts alone.").
+		Default(nc.ServiceAccount).StringVar(&nc.ServiceAccount)
+	app.Flag("notice.audience", "Audience the exporter's token must be issued for.").
+		Default(nc.Audience).StringVar(&nc.Audience)
+	app.Flag("notice.max-per-namespace", "Notices handled a minute about the pods of one namespace; more get 429.").
+		Default(def(nc.PerNamespace)).IntVar(&nc.PerNamespace)
+	app.Flag("notice.max-per-node", "Notices handled a minute from one node's exporter; more get 429.").
+		Default(def(nc.PerNode)).IntVar(&nc.PerNode)
+
 	app.Flag("leader-elect.enabled", "Run leader election on a Lease; only the leader acts, standbys forward webhooks to it (or answer 503).").
 		Default(def(rc.LeaderElection)).BoolVar(&rc.LeaderElection)
 	app.Flag("leader-elect.lease-namespace", "Namespace of the Lease; empty: the remediator's own namespace.").

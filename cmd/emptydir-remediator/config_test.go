@@ -124,6 +124,11 @@ func TestValidate(t *testing.T) {
 			c.leaderElection.Namespace, c.leaderElection.Identity = "ns", "me"
 			c.leaderElection.LeaseDuration = 5 * time.Second
 		}, "lease-duration"},
+		{"notices from the exporter's ServiceAccount", func(c *config) { c.remediator.Notices.ServiceAccount = "emptydir-guard/emptydir-exporter" }, ""},
+		{"notices from no ServiceAccount name", func(c *config) { c.remediator.Notices.ServiceAccount = "emptydir-exporter" }, "notice service account"},
+		{"notices with no bucket", func(c *config) {
+			c.remediator.Notices.ServiceAccount, c.remediator.Notices.PerNamespace = "emptydir-guard/emptydir-exporter", 0
+		}, "notices per namespace"},
 		{"several problems reported at once", func(c *config) { c.remediator.ThresholdRatio = -1; c.measurement.exporterPort = 0 }, "--exporter.port"},
 	}
 	for _, tt := range tests {

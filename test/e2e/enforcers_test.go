@@ -23,13 +23,21 @@ type twoEnforcers struct {
 // to the remediator's flags; everything stops when the test ends.
 func startTwoEnforcers(ctx context.Context, t testing.TB, oursPrefix, kubeletOnlyPrefix string, remediatorArgs ...string) *twoEnforcers {
 	t.Helper()
+	return startTwoEnforcersWith(ctx, t, oursPrefix, kubeletOnlyPrefix, framework.StackOptions{RemediatorArgs: remediatorArgs})
+}
+
+// startTwoEnforcersWith is startTwoEnforcers with the stack's options o (the kubelet's namespace
+// denied to the remediator before o.RemediatorArgs).
+func startTwoEnforcersWith(ctx context.Context, t testing.TB, oursPrefix, kubeletOnlyPrefix string, o framework.StackOptions) *twoEnforcers {
+	t.Helper()
 	e := &twoEnforcers{c: startIsolatedCluster(ctx, t), ours: oursPrefix + framework.RandSuffix(), kubeletOnly: kubeletOnlyPrefix + framework.RandSuffix()}
 	for _, ns := range []string{e.ours, e.kubeletOnly} {
 		if err := e.c.EnsureNamespace(ctx, ns); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.s = framework.StartStack(ctx, t, e.c, framework.StackOptions{RemediatorArgs: append([]string{"--policy.namespace-deny=" + e.kubeletOnly}, remediatorArgs...)})
+	o.RemediatorArgs = append([]string{"--policy.namespace-deny=" + e.kubeletOnly}, o.RemediatorArgs...)
+	e.s = framework.StartStack(ctx, t, e.c, o)
 	e.am = framework.WatchAlertmanager(ctx, e.s.Mon)
 	t.Cleanup(e.am.Stop)
 	return e

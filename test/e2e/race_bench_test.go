@@ -143,10 +143,12 @@ func BenchmarkRace(b *testing.B) {
 	samples := raceSamples(b)
 	ctx, cancel := context.WithTimeout(rootCtx, time.Duration(samples)*8*time.Minute+10*time.Minute)
 	defer cancel()
-	// The caps are policy, not latency: lifted so that every pod is evicted as fast as the
-	// chain allows.
-	e := startTwoEnforcers(ctx, b, "race-both-", "race-kubelet-",
-		"--eviction.max-global=0", "--eviction.max-per-node=0", "--eviction.max-per-namespace=0")
+	// The caps and the notices' buckets are policy, not latency: lifted so that every pod is
+	// evicted as fast as the chain allows. The exporter notifies the remediator, as the chart
+	// installs it.
+	e := startTwoEnforcersWith(ctx, b, "race-both-", "race-kubelet-", framework.StackOptions{Notify: true,
+		RemediatorArgs: []string{"--eviction.max-global=0", "--eviction.max-per-node=0", "--eviction.max-per-namespace=0",
+			"--notice.max-per-namespace=1000", "--notice.max-per-node=1000"}})
 	am := watchAlertmanagerReceipts(ctx, e.s.Mon)
 	defer am.Stop()
 
@@ -166,7 +168,7 @@ func BenchmarkRace(b *testing.B) {
 			rows = append(rows, summarizeRace(rc.name, got[i]))
 		}
 	}
-	body := fmt.Sprintf("Seconds after the end of the write, median over %d run(s) of each case (a stage seen in fewer runs says in how many), on one cluster whose kubelet enforces (`localStorageCapacityIsolation` on, its defaults); the shipped timings: exporter interval %s, scrape 5s, the remediation rules evaluated every 2s, Alertmanager group_wait 1s, no eviction caps. The first eight cases write %d MiB against a %s limit (rotated logs: 11 MiB under 12Mi, rotated by the kubelet, then 2 MiB more); the six-pod scenario's are `TestLocalStorageEvictionTimes`' (10Mi limits, 11 MiB).\n\n",
+	body := fmt.Sprintf("Seconds after the end of the write, median over %d run(s) of each case (a stage seen in fewer runs says in how many), on one cluster whose kubelet enforces (`localStorageCapacityIsolation` on, its defaults); the shipped timings: exporter interval %s, its notices to the remediator on, scrape 5s, the remediation rules evaluated every 2s, Alertmanager group_wait 1s, no eviction caps. The first eight cases write %d MiB against a %s limit (rotated logs: 11 MiB under 12Mi, rotated by the kubelet, then 2 MiB more); the six-pod scenario's are `TestLocalStorageEvictionTimes`' (10Mi limits, 11 MiB).\n\n",
 		samples, framework.ExporterInterval, raceMiB, raceLimit) + raceTable(rows)
 	b.Log("\n" + body)
 	if b.Failed() {
@@ -257,14 +259,16 @@ func raceRound(ctx context.Context, b *testing.B, e *twoEnforcers, am *amReceipt
 			b.Errorf("%s (%s): evicted by nobody within %s", id, rc.name, raceEvictDeadline)
 		default:
 			out[r.cs].guard, out[r.cs].dated = raceTimeline(ctx, b, c, e.s, am, string(r.pod.UID), r.end)
+			out[r.cs].notified = noticeArrival(c, e.s, string(r.pod.UID), r.end)
 			out[r.cs].guard.evicted = r.tr.Evicted().Sub(r.end)
 			out[r.cs].guardWon = !byKubelet
 			out[r.cs].raced = true
 			if !byKubelet {
-				// The guard evicts only through every stage: each one it won without a record of
-				// is a record missed, not a stage skipped.
+				// The guard evicts only through every stage of its path (the notice's, or the
+				// alert's without one): each one it won without a record of is a record missed,
+				// not a stage skipped.
 				for _, st := range raceStages {
-					if _, ok := st.at(out[r.cs]); !ok {
+					if _, ok := st.at(out[r.cs]); !ok && st.on(out[r.cs]) {
 						b.Errorf("%s (%s): evicted by the guard, but no record of its stage %q", id, rc.name, st.name)
 					}
 				}
@@ -560,11 +564,22 @@ func addDebugContainer(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) e
 	return fmt.Errorf("%s/%s: the debug container did not run within 2 minutes", p.Namespace, p.Name)
 }
 
+// noticeArrival is when the exporter's notice about the pod uid reached the remediator (its
+// log), as an offset from end; zero when none did.
+func noticeArrival(c *cluster.Cluster, s *framework.Stack, uid string, end time.Time) time.Duration {
+	if at, ok := framework.LogLineTime(c.LogPath(s.RemediatorLog), `msg="notice received"`, "uid="+uid); ok {
+		return at.Sub(end)
+	}
+	return 0
+}
+
 // raceSample is one run of a case: the guard's timeline for the pod both enforcers race for
 // (raced: someone evicted it), whether the guard was first, and the kubelet's eviction of the
 // twin it enforces alone (0: none within the deadline).
 type raceSample struct {
 	guard timing
+	// notified is when the exporter's notice reached the remediator (0: none did).
+	notified time.Duration
 	// dated: the scrape of the first over-limit sample carried its measurement's age
 	// (guard.ageAtScrape); without it the measured stage is not known.
 	dated    bool
@@ -575,18 +590,35 @@ type raceSample struct {
 
 // raceStages are the guard's timeline up to the live re-check, each an offset from the end of
 // the write; a zero offset is a stage not seen (the kubelet's eviction may come first).
-var raceStages = []struct {
-	name string
-	at   func(raceSample) (time.Duration, bool)
-}{
-	{"measured", func(s raceSample) (time.Duration, bool) {
+var raceStages = []raceStage{
+	{"measured", path{alert: true}, func(s raceSample) (time.Duration, bool) {
 		return s.guard.metric - secs(s.guard.ageAtScrape), s.guard.metric != 0 && s.dated
 	}},
-	{"scraped", func(s raceSample) (time.Duration, bool) { return s.guard.metric, s.guard.metric != 0 }},
-	{"rule firing", func(s raceSample) (time.Duration, bool) { return s.guard.alert, s.guard.alert != 0 }},
-	{"Alertmanager", func(s raceSample) (time.Duration, bool) { return s.guard.amSeen, s.guard.amSeen != 0 }},
-	{"webhook", func(s raceSample) (time.Duration, bool) { return s.guard.webhook, s.guard.webhook != 0 }},
-	{"live re-check", func(s raceSample) (time.Duration, bool) { return s.guard.recheck, s.guard.recheck != 0 }},
+	{"notified", path{notice: true}, func(s raceSample) (time.Duration, bool) { return s.notified, s.notified != 0 }},
+	{"scraped", path{alert: true}, func(s raceSample) (time.Duration, bool) { return s.guard.metric, s.guard.metric != 0 }},
+	{"rule firing", path{alert: true}, func(s raceSample) (time.Duration, bool) { return s.guard.alert, s.guard.alert != 0 }},
+	{"Alertmanager", path{alert: true}, func(s raceSample) (time.Duration, bool) { return s.guard.amSeen, s.guard.amSeen != 0 }},
+	{"webhook", path{alert: true}, func(s raceSample) (time.Duration, bool) { return s.guard.webhook, s.guard.webhook != 0 }},
+	{"live re-check", path{alert: true, notice: true}, func(s raceSample) (time.Duration, bool) { return s.guard.recheck, s.guard.recheck != 0 }},
+}
+
+// raceStage is a stage of the guard's timeline and the paths to the remediator it is on: the
+// alert's (scrape, rules, Alertmanager, webhook) and the exporter's notice.
+type raceStage struct {
+	name string
+	path path
+	at   func(raceSample) (time.Duration, bool)
+}
+
+type path struct{ alert, notice bool }
+
+// on reports whether a win of s must have passed the stage: a notice's when the remediator had
+// one (the alerts may come after the eviction), the alert's otherwise.
+func (st raceStage) on(s raceSample) bool {
+	if s.notified != 0 {
+		return st.path.notice
+	}
+	return st.path.alert
 }
 
 // raceRow is a case's line of the table, its cells formatted.

@@ -5,8 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/monitoring"
@@ -58,6 +65,10 @@ type StackOptions struct {
 	RemediatorArgs []string
 	// DryRun also starts a --eviction.dry-run remediator on StackDryRunAddr (scraped as well).
 	DryRun bool
+	// Notify has the exporter notify the remediator directly (--remediator.url), as the chart
+	// installs it by default: with a token of its own ServiceAccount for the remediator's
+	// audience, which the remediator accepts alone (--notice.service-account).
+	Notify bool
 	// BrokenKubeletExporter also starts a second exporter with --collection.source=kubelet; on a cluster
 	// with localStorageCapacityIsolation=false its Summary API fails, so the measurement
 	// error metrics and their dashboard panel have data.
@@ -78,9 +89,16 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	// Every opt-in family too: the stage breakdowns read each measurement's age, and the
 	// dashboards are checked here with every panel filled (the operator-path test checks
 	// them at the chart's defaults).
-	StartInNetns(t, c, s.ExporterLog, exporterBin, append(append(c.ExporterPathArgs(),
+	exporterArgs := append(c.ExporterPathArgs(),
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--metric-opt-in-list=.*",
-		"--collection.interval="+ExporterInterval.String(), "--web.listen-address="+StackExporterAddr), o.ExporterArgs...)...)
+		"--collection.interval="+ExporterInterval.String(), "--web.listen-address="+StackExporterAddr)
+	var noticeArgs []string
+	if o.Notify {
+		tokenFile, sa := noticeToken(ctx, t, c)
+		exporterArgs = append(exporterArgs, "--remediator.url=http://"+StackRemediatorAddr, "--remediator.token-file="+tokenFile)
+		noticeArgs = []string{"--notice.service-account=" + sa}
+	}
+	StartInNetns(t, c, s.ExporterLog, exporterBin, append(exporterArgs, o.ExporterArgs...)...)
 	exporterTargets := []string{StackExporterAddr}
 	if o.BrokenKubeletExporter {
 		StartInNetns(t, c, "scn-exporter-kubelet", exporterBin,
@@ -91,7 +109,7 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 	}
 	common := []string{"--kubeconfig=" + c.KubeconfigPath(), "--web.bearer-token-file=" + s.TokenFile,
 		"--exporter.url=http://" + StackExporterAddr, "--log.level=debug"}
-	StartInNetns(t, c, s.RemediatorLog, remediatorBin, append(append(common, "--web.listen-address="+StackRemediatorAddr), o.RemediatorArgs...)...)
+	StartInNetns(t, c, s.RemediatorLog, remediatorBin, append(append(append(slices.Clone(common), "--web.listen-address="+StackRemediatorAddr), noticeArgs...), o.RemediatorArgs...)...)
 	remediatorTargets := []string{StackRemediatorAddr}
 	if o.DryRun {
 		StartInNetns(t, c, s.DryRunLog, remediatorBin, append(common, "--web.listen-address="+StackDryRunAddr, "--eviction.dry-run")...)
@@ -143,4 +161,31 @@ func StartStack(ctx context.Context, t TB, c *cluster.Cluster, o StackOptions) *
 		return len(res) == want, fmt.Sprintf("%d of %d targets up", len(res), want)
 	})
 	return s
+}
+
+// noticeToken creates the exporter's ServiceAccount, as the chart names it, and writes a token of
+// it for the remediator's audience where the kubelet would project it: the same TokenRequest,
+// made by the test instead of the kubelet, as the exporter runs outside a pod. It returns the
+// file and the ServiceAccount as --notice.service-account takes it.
+func noticeToken(ctx context.Context, t TB, c *cluster.Cluster) (file, serviceAccount string) {
+	t.Helper()
+	const ns, name = "scn-notices", "emptydir-exporter"
+	if err := c.EnsureNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := c.Client().CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	expiration := int64((6 * time.Hour).Seconds())
+	tr, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		Audiences: []string{noticeapi.Audience}, ExpirationSeconds: &expiration}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("a token of %s/%s for the remediator: %v", ns, name, err)
+	}
+	file = filepath.Join(c.WorkDir(), "scn-notice-token")
+	if err := os.WriteFile(file, []byte(tr.Status.Token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, ns + "/" + name
 }

@@ -277,7 +277,8 @@ func TestRender(t *testing.T) {
 			ds := deploytest.ExporterDaemonSet(t, r.objs, "guard-emptydir-exporter")
 			c := ds.Spec.Template.Spec.Containers[0]
 			wantArgs(t, "exporter", c.Args, "--collection.source=kubelet", "--kubelet.url=https://$(NODE_IP):10250", "--collection.interval=30s")
-			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 0 {
+			// No mount but the remediator's token (TestNoticesRender).
+			if hp := hostPaths(ds.Spec.Template.Spec); len(hp) != 0 || len(c.VolumeMounts) != 1 || c.VolumeMounts[0].Name != "remediator-token" {
 				t.Errorf("kubelet source: hostPaths %v, mounts %v", hp, c.VolumeMounts)
 			}
 			// Ephemeral storage is the filesystem source's: no flag of it either.
@@ -511,9 +512,10 @@ func TestEphemeralStorage(t *testing.T) {
 			if got := hostPaths(spec); !slices.Equal(got, want) {
 				t.Errorf("hostPaths %v, want %v", got, want)
 			}
-			// Besides the hostPaths, the exporter's own emptyDir (TestCalibrationRender).
-			if got := len(spec.Containers[0].VolumeMounts); got != len(want)+1 {
-				t.Errorf("%d mounts, want %d: %+v", got, len(want)+1, spec.Containers[0].VolumeMounts)
+			// Besides the hostPaths, the exporter's own emptyDir (TestCalibrationRender) and the
+			// remediator's token (TestNoticesRender).
+			if got := len(spec.Containers[0].VolumeMounts); got != len(want)+2 {
+				t.Errorf("%d mounts, want %d: %+v", got, len(want)+2, spec.Containers[0].VolumeMounts)
 			}
 			type wantMount struct {
 				path        string

@@ -38,6 +38,21 @@ Prometheus Operator derives from them match the rules' job selectors (rules/, do
 {{- end -}}
 {{- end -}}
 
+{{/*
+"true" when the exporters notify the remediator directly (remediator.notices): both deployed, and
+no web config on the remediator, whose basic auth or client certificates would refuse them.
+*/}}
+{{- define "emptydir-guard.notices" -}}
+{{- if and .Values.exporter.enabled .Values.remediator.enabled .Values.remediator.notices.enabled (not .Values.remediator.webConfig) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* Where the exporter's token for the remediator is mounted. */}}
+{{- define "emptydir-guard.noticeTokenDir" -}}
+/var/run/secrets/emptydir-remediator
+{{- end -}}
+
 {{/* The webhook token Secret: an existing one, or the one this chart generates. */}}
 {{- define "emptydir-guard.remediator.tokenSecretName" -}}
 {{- default (printf "%s-webhook" (include "emptydir-guard.remediator.fullname" .)) .Values.remediator.webhookToken.existingSecret -}}
