@@ -105,6 +105,10 @@ type Config struct {
 	// OverLimit, when set, is told at the end of every cycle which parts are over their limits
 	// (the notifier of --remediator.url): called on the cycle's goroutine, it must not block.
 	OverLimit func(parts []noticeapi.Notice)
+	// CrossedLimit, when set, is told of a part as soon as a walk finds it over its limit,
+	// before the cycle ends (the notifier's Crossed); called on the walk's goroutine, it must
+	// not block.
+	CrossedLimit func(part noticeapi.Notice)
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -331,7 +335,7 @@ func New(cfg Config) (*Exporter, error) {
 			Node: cfg.NodeName, Source: vs, Concurrency: cfg.VolumeConcurrency, Timeout: cfg.VolumeTimeout,
 			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity, ProcessCPU: processCPU,
 			Signal: cfg.ChangeSignal, SkipUnchanged: cfg.SkipUnchanged, RuntimeClasses: cfg.ChangeSignalRuntimeClasses,
-			Now: now, Logger: cfg.Logger, Done: e.noteMeasured,
+			Now: now, Logger: cfg.Logger, Done: func(r volume.VolumeResult) { e.noteMeasured(r); e.noticeEarly(r) },
 			PodNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {

@@ -1,45 +1,99 @@
 package exporter
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
 // overLimitParts names every part of snap over its limit, as the trigger collector publishes
-// its over-limit series (collectStorage's precedence included: a pod's limit only when none of
-// its emptyDirs is over, a container's only when neither is): what Config.OverLimit is told.
+// its over-limit series: what Config.OverLimit is told.
 func (e *Exporter) overLimitParts(snap snapshot) []noticeapi.Notice {
-	node := e.cfg.NodeName
-	var parts []noticeapi.Notice
-	for _, r := range snap.volumes {
-		if _, over := emptyDirOverLimit(r); over {
-			parts = append(parts, noticeapi.Notice{Node: node, Namespace: r.Namespace, Pod: r.Pod, UID: r.UID,
-				Check: noticeapi.CheckEmptyDir, Volume: r.Volume.Name})
-		}
-	}
-	if len(snap.storage) == 0 {
-		return parts
-	}
 	byPod := resultsByPod(snap.volumes)
+	storage := make(map[string]volume.PodVolumes, len(snap.storage))
 	for _, p := range snap.storage {
-		results := byPod[p.UID]
-		if anyEmptyDirOverLimit(results) {
+		storage[p.UID] = p
+	}
+	var parts []noticeapi.Notice
+	seen := map[string]bool{}
+	for _, r := range snap.volumes { // the snapshot's order: by pod, then volume
+		if seen[r.UID] {
 			continue
 		}
-		pod := noticeapi.Notice{Node: node, Namespace: p.Namespace, Pod: p.Pod, UID: p.UID}
-		u := storageUsage(p, results, e.cfg.DedicatedImageFilesystem, false)
-		if _, over := volume.OverLimit(u.UsedBytes, u.LimitBytes); over {
-			pod.Check = noticeapi.CheckPod
-			parts = append(parts, pod)
-			continue
-		}
-		for _, c := range u.Containers {
-			if _, over := volume.OverLimit(c.UsedBytes, c.LimitBytes); over {
-				container := pod
-				container.Check, container.Container = noticeapi.CheckContainer, c.Name
-				parts = append(parts, container)
-			}
+		seen[r.UID] = true
+		p, limited := storage[r.UID]
+		parts = append(parts, e.podOverLimit(r.Namespace, r.Pod, r.UID, byPod[r.UID], p, limited)...)
+	}
+	for _, p := range snap.storage { // a pod with a limit and no result yet
+		if !seen[p.UID] {
+			parts = append(parts, e.podOverLimit(p.Namespace, p.Pod, p.UID, nil, p, true)...)
 		}
 	}
 	return parts
+}
+
+// podOverLimit names the parts of one pod over their limits from its parts' results, with the
+// trigger collector's precedence (collectStorage): its emptyDirs over their sizeLimits; else,
+// where it has an ephemeral-storage limit (limited: p is its storage), the pod over its limit;
+// else each container over its own.
+func (e *Exporter) podOverLimit(namespace, pod, uid string, results map[string]volume.VolumeResult, p volume.PodVolumes, limited bool) []noticeapi.Notice {
+	base := noticeapi.Notice{Node: e.cfg.NodeName, Namespace: namespace, Pod: pod, UID: uid}
+	var parts []noticeapi.Notice
+	for _, r := range results {
+		if _, over := emptyDirOverLimit(r); over {
+			n := base
+			n.Check, n.Volume = noticeapi.CheckEmptyDir, r.Volume.Name
+			parts = append(parts, n)
+		}
+	}
+	if len(parts) > 0 || !limited {
+		slices.SortFunc(parts, func(a, b noticeapi.Notice) int { return strings.Compare(a.Volume, b.Volume) })
+		return parts
+	}
+	u := storageUsage(p, results, e.cfg.DedicatedImageFilesystem, false)
+	if _, over := volume.OverLimit(u.UsedBytes, u.LimitBytes); over {
+		n := base
+		n.Check = noticeapi.CheckPod
+		return []noticeapi.Notice{n}
+	}
+	for _, c := range u.Containers {
+		if _, over := volume.OverLimit(c.UsedBytes, c.LimitBytes); over {
+			n := base
+			n.Check, n.Container = noticeapi.CheckContainer, c.Name
+			parts = append(parts, n)
+		}
+	}
+	return parts
+}
+
+// noticeEarly tells Config.CrossedLimit of the parts over their limits that walk r's result
+// puts over, as soon as the walk ends: judged from the latest results of the pod's parts, as
+// the cycle's end would judge them, but up to an interval sooner.
+func (e *Exporter) noticeEarly(r volume.VolumeResult) {
+	if e.cfg.CrossedLimit == nil || r.Err != nil || (r.Volume.LimitBytes == nil && r.Volume.BudgetBytes == nil) {
+		return // only a part with a limit, or counting toward one, can cross it
+	}
+	p, ok, err := e.cfg.Pods.Get(r.Namespace, r.Pod)
+	if err != nil || !ok || p.UID != r.UID {
+		return // gone, or recreated: the cycle's end judges what is there
+	}
+	results := make(map[string]volume.VolumeResult, len(p.Volumes))
+	complete := true
+	for _, v := range p.Volumes {
+		latest, ok := e.walks.Latest(volume.Key{UID: p.UID, Volume: v.Name})
+		if !ok || latest.Err != nil {
+			complete = complete && v.Medium != volume.MediumDisk && v.Kind == volume.KindEmptyDir
+			continue
+		}
+		latest.Volume = v // the limits as the pod has them now
+		results[v.Name] = latest
+	}
+	// The pod's and its containers' limits yield to its emptyDirs': judged only once every part
+	// that counts has a measurement, lest a layer walked before an emptyDir over its sizeLimit
+	// name the container.
+	for _, n := range e.podOverLimit(p.Namespace, p.Pod, p.UID, results, p, p.Storage != nil && complete) {
+		e.cfg.CrossedLimit(n)
+	}
 }

@@ -3,7 +3,9 @@ package exporter_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,9 +19,11 @@ import (
 
 // overLimitExporter is an exporter over one pod with a disk or memory emptyDir "data" and a
 // container "main" whose writable layer and logs are measured, with the given limits (nil:
-// none) and usages; notices are the parts its cycle told Config.OverLimit of.
-func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, containerLimit *int64, data, layer, logs int64) (e *exporter.Exporter, notices []noticeapi.Notice) {
+// none) and usages; notices are the parts its cycle told Config.OverLimit of, crossed those its
+// walks told Config.CrossedLimit of as they ended.
+func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, containerLimit *int64, data, layer, logs int64) (e *exporter.Exporter, notices, crossed []noticeapi.Notice) {
 	t.Helper()
+	var mu sync.Mutex
 	const uid = "uid-p"
 	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
 		Volumes: []volume.Volume{
@@ -37,12 +41,21 @@ func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, contain
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
 		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return t0 },
 		MeasureEphemeralStorage: podLimit != nil,
-		OverLimit:               func(parts []noticeapi.Notice) { notices = parts }}))
+		OverLimit:               func(parts []noticeapi.Notice) { notices = parts },
+		CrossedLimit: func(part noticeapi.Notice) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Contains(crossed, part) {
+				crossed = append(crossed, part)
+			}
+		}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Refresh(context.Background())
-	return e, notices
+	mu.Lock()
+	defer mu.Unlock()
+	return e, notices, slices.Clone(crossed)
 }
 
 // noticeSeries is the over-limit series a notice stands for, as TestOverLimitSeries spells it.
@@ -130,11 +143,20 @@ func TestOverLimitSeries(t *testing.T) {
 			want: map[string]float64{pod: mib}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, notices := overLimitExporter(t, tc.medium, tc.sizeLimit, tc.podLimit, tc.contLimit, tc.data, tc.layer, tc.logs)
+			e, notices, crossed := overLimitExporter(t, tc.medium, tc.sizeLimit, tc.podLimit, tc.contLimit, tc.data, tc.layer, tc.logs)
 			got := overLimitValues(t, e.Collectors()[exporter.CollectorTrigger])
-			// The remediator is told of the parts the series publish, no more, no fewer.
+			// The remediator is told of the parts the series publish, no more, no fewer: at the
+			// cycle's end, and as the walks end.
 			if len(notices) != len(tc.want) {
 				t.Errorf("notices %+v, want one per series of %v", notices, tc.want)
+			}
+			if len(crossed) != len(notices) {
+				t.Errorf("walks told of %+v, the cycle's end of %+v: want the same parts", crossed, notices)
+			}
+			for _, n := range crossed {
+				if !slices.Contains(notices, n) {
+					t.Errorf("a walk told of %+v, which the cycle's end does not name (%+v)", n, notices)
+				}
 			}
 			for _, n := range notices {
 				if _, ok := tc.want[noticeSeries(n)]; !ok {

@@ -21,7 +21,7 @@ const (
 	NoticeUnauthenticated = "unauthenticated" // no token, or one the TokenReview does not accept (401)
 	NoticeForbidden       = "forbidden"       // another ServiceAccount's token, or another node's notice (403)
 	NoticeInvalid         = "invalid"         // a body that names no pod part (400)
-	NoticeRateLimited     = "rate_limited"    // its namespace's or node's bucket was empty (429)
+	NoticeRateLimited     = "rate_limited"    // its namespace's or node's bucket was empty, or too many tokens to review (429)
 	NoticeReviewFailed    = "review_failed"   // the TokenReview could not be made (503)
 )
 
@@ -103,6 +103,10 @@ func (s *Server) authenticateNotice(w http.ResponseWriter, r *http.Request) (cal
 	defer cancel()
 	who, err := s.notices.reviewer.review(ctx, token)
 	switch {
+	case errors.Is(err, errReviewLimited):
+		w.Header().Set("Retry-After", "1")
+		s.refuseNotice(w, r, http.StatusTooManyRequests, NoticeRateLimited, "too many tokens to review; the alert will follow")
+		return caller{}, false
 	case err != nil:
 		s.logger.Warn("notice not authenticated", "err", err, "remote", r.RemoteAddr)
 		w.Header().Set("Retry-After", "5")

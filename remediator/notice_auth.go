@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +24,11 @@ const (
 	reviewRefusedTTL  = 10 * time.Second
 	// reviewsKept bounds the answers kept (one token per exporter pod, a few while they rotate).
 	reviewsKept = 4096
+	// reviewsPerSecond and reviewBurst bound the TokenReviews of tokens not kept: the exporters
+	// need one each a minute, a caller posting made-up tokens would otherwise have the API
+	// server review each.
+	reviewsPerSecond = 5
+	reviewBurst      = 50
 )
 
 // nodeNameExtra is the TokenReview extra that names the node of the pod a ServiceAccount token
@@ -31,6 +37,9 @@ const nodeNameExtra = "authentication.kubernetes.io/node-name"
 
 // errReviewUnavailable is a TokenReview that could not be made: nothing is known of the caller.
 var errReviewUnavailable = errors.New("token review unavailable")
+
+// errReviewLimited is a TokenReview not made: reviewsPerSecond were made already.
+var errReviewLimited = errors.New("too many token reviews")
 
 // caller is what a TokenReview said of a bearer token.
 type caller struct {
@@ -48,6 +57,8 @@ type tokenReviewer struct {
 	audience string
 	now      func() time.Time
 
+	limit *rate.Limiter
+
 	mu      sync.Mutex
 	answers map[[sha256.Size]byte]reviewAnswer
 }
@@ -58,7 +69,8 @@ type reviewAnswer struct {
 }
 
 func newTokenReviewer(client kubernetes.Interface, audience string, now func() time.Time) *tokenReviewer {
-	return &tokenReviewer{client: client, audience: audience, now: now, answers: map[[sha256.Size]byte]reviewAnswer{}}
+	return &tokenReviewer{client: client, audience: audience, now: now, answers: map[[sha256.Size]byte]reviewAnswer{},
+		limit: rate.NewLimiter(reviewsPerSecond, reviewBurst)}
 }
 
 // review says who token is, from the kept answer or a new TokenReview. An error is a review
@@ -71,6 +83,9 @@ func (r *tokenReviewer) review(ctx context.Context, token string) (caller, error
 	r.mu.Unlock()
 	if ok && now.Before(a.until) {
 		return a.caller, nil
+	}
+	if !r.limit.AllowN(now, 1) {
+		return caller{}, errReviewLimited
 	}
 	tr, err := r.client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
 		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{r.audience}},

@@ -3,6 +3,7 @@ package remediator
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -317,5 +318,36 @@ func TestNoticeReviewsCached(t *testing.T) {
 	}
 	if reviews != 2 {
 		t.Errorf("%d TokenReviews, want 2 (one per token)", reviews)
+	}
+}
+
+// TestNoticeReviewsBounded: a caller posting made-up tokens gets 429 once reviewBurst of them
+// were reviewed, and costs the API server no more reviews; a kept answer still serves.
+func TestNoticeReviewsBounded(t *testing.T) {
+	e := noticeEnv(t, testConfig(), newPod("default", "web-0", uid1).build())
+	if e.notify(tokenExporter, emptyDirNotice("default", "web-0", uid1)); e.noticesCounted(NoticeHandled) != 1 {
+		t.Fatalf("the exporter's notice not handled")
+	}
+	limited := 0
+	for i := range 2 * reviewBurst {
+		if code, _ := e.notify(fmt.Sprintf("made-up-%d", i), emptyDirNotice("default", "web-0", uid1)); code == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	reviews := 0
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource == "tokenreviews" {
+			reviews++
+		}
+	}
+	// The clock stands still: the bucket refills none while the test runs.
+	if reviews > reviewBurst || limited < reviewBurst {
+		t.Errorf("%d TokenReviews, %d notices limited; want at most %d reviews, the rest limited", reviews, limited, reviewBurst)
+	}
+	if got := e.noticesCounted(NoticeRateLimited); got != float64(limited) {
+		t.Errorf("notices_total{result=rate_limited} %v, want %d", got, limited)
+	}
+	if e.notify(tokenExporter, emptyDirNotice("default", "web-0", uid1)); e.noticesCounted(NoticeHandled) != 2 {
+		t.Errorf("the exporter's second notice not handled: its token's answer is kept, no review needed")
 	}
 }

@@ -152,7 +152,7 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 		if notifier, err = notify.New(nc); err != nil {
 			return err
 		}
-		ec.OverLimit = notifier.Observe
+		ec.OverLimit, ec.CrossedLimit = notifier.Observe, notifier.Crossed
 		ownMetrics = append(ownMetrics, notifier.Collectors()...)
 	}
 	exp, err := exporter.New(ec)

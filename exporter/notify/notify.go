@@ -74,6 +74,9 @@ type Notifier struct {
 
 	mu   sync.Mutex
 	over map[noticeapi.Notice]bool // the parts over their limits at the last Observe
+	// crossed are the parts Crossed told of since the last Observe, whose snapshot may predate
+	// their walk: kept over until the Observe after it.
+	crossed map[noticeapi.Notice]bool
 
 	sent   prometheus.Counter
 	failed *prometheus.CounterVec
@@ -98,7 +101,8 @@ func New(cfg Config) (*Notifier, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	labels := prometheus.Labels{"node": cfg.Node}
-	n := &Notifier{cfg: cfg, url: u.String(), queue: make(chan noticeapi.Notice, cfg.QueueSize), over: map[noticeapi.Notice]bool{},
+	n := &Notifier{cfg: cfg, url: u.String(), queue: make(chan noticeapi.Notice, cfg.QueueSize),
+		over: map[noticeapi.Notice]bool{}, crossed: map[noticeapi.Notice]bool{},
 		sent: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "emptydir_exporter_notices_sent_total", ConstLabels: labels,
 			Help: "Notices of a part over its limit that the remediator took.",
@@ -119,26 +123,47 @@ func (n *Notifier) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{n.sent, n.failed}
 }
 
-// Observe takes the parts over their limits now and queues a notice for each that was not at
-// the last call: once per crossing, not once per cycle. It never blocks: a notice the queue
-// has no room for is dropped, and its part left to the alert.
+// Observe takes the parts over their limits at a cycle's end and queues a notice for each
+// that was not over at the last call, nor told by Crossed since: once per crossing, not once
+// per cycle. It never blocks: a notice the queue has no room for is dropped, and its part left
+// to the alert.
 func (n *Notifier) Observe(over []noticeapi.Notice) {
 	now := make(map[noticeapi.Notice]bool, len(over))
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, p := range over {
 		now[p] = true
-		if n.over[p] {
-			continue
-		}
-		select {
-		case n.queue <- p:
-		default:
-			n.failed.WithLabelValues(FailedQueueFull).Inc()
-			n.cfg.Logger.Warn("notice dropped: the queue is full", "namespace", p.Namespace, "pod", p.Pod, "uid", p.UID, "check", p.Check)
+		if !n.over[p] {
+			n.enqueue(p)
 		}
 	}
-	n.over = now
+	for p := range n.crossed {
+		now[p] = true
+	}
+	n.over, n.crossed = now, map[noticeapi.Notice]bool{}
+}
+
+// Crossed queues a notice for p, which one walk has just found over its limit, at once rather
+// than at its cycle's end (the cycle ends just before the scrape, up to an interval later);
+// once per crossing, as Observe. It never blocks.
+func (n *Notifier) Crossed(p noticeapi.Notice) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.over[p] {
+		return
+	}
+	n.over[p], n.crossed[p] = true, true
+	n.enqueue(p)
+}
+
+// enqueue queues p, or drops it when the queue is full; n.mu is held.
+func (n *Notifier) enqueue(p noticeapi.Notice) {
+	select {
+	case n.queue <- p:
+	default:
+		n.failed.WithLabelValues(FailedQueueFull).Inc()
+		n.cfg.Logger.Warn("notice dropped: the queue is full", "namespace", p.Namespace, "pod", p.Pod, "uid", p.UID, "check", p.Check)
+	}
 }
 
 // Run sends the queued notices until ctx ends.

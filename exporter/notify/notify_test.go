@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -134,6 +135,41 @@ func TestNoticeOncePerCrossing(t *testing.T) {
 	}
 	if testutil.ToFloat64(n.sent) != 4 {
 		t.Errorf("notices_sent_total %v, want 4", testutil.ToFloat64(n.sent))
+	}
+}
+
+// A part a walk finds over its limit is noticed at once (Crossed), and not again by the cycle's
+// end: neither by the Observe whose snapshot predates the walk, nor by the next, which sees it
+// over; once under, a new crossing is noticed again.
+func TestCrossedNoticedOnce(t *testing.T) {
+	r := newRemediator(t, http.StatusOK)
+	n, _ := started(t, r, nil)
+	a, b := part("a"), part("b")
+	for _, step := range []struct {
+		what    string
+		crossed []noticeapi.Notice // told by walks before the Observe
+		over    []noticeapi.Notice // the cycle's end
+		total   float64
+	}{
+		{"a walk finds a over; its cycle's snapshot predates the walk", []noticeapi.Notice{a}, nil, 1},
+		{"the next cycle sees it over", nil, []noticeapi.Notice{a}, 1},
+		{"a walk finds a over again while it stays over", []noticeapi.Notice{a}, []noticeapi.Notice{a}, 1},
+		{"a is under", nil, nil, 1},
+		{"a crosses again, and b at the cycle's end", []noticeapi.Notice{a}, []noticeapi.Notice{a, b}, 3},
+	} {
+		for _, p := range step.crossed {
+			n.Crossed(p)
+		}
+		n.Observe(step.over)
+		settle(t, n, step.total)
+		if got := len(r.requests()); float64(got) != step.total {
+			t.Fatalf("%s: %d notices, want %v", step.what, got, step.total)
+		}
+	}
+	// The last two leave together, on two senders: their order is not kept.
+	got := r.requests()
+	if last := []noticeapi.Notice{got[1], got[2]}; got[0] != a || !slices.Contains(last, a) || !slices.Contains(last, b) {
+		t.Errorf("notices %+v, want a, then a and b", got)
 	}
 }
 
