@@ -18,6 +18,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/exporter/walk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/internal/logwatch"
 	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
@@ -109,6 +110,11 @@ type Config struct {
 	// before the cycle ends (the notifier's Crossed); called on the walk's goroutine, it must
 	// not block.
 	CrossedLimit func(part noticeapi.Notice)
+	// LogWatch, when set, is handed each cycle the log folders of the pods with a limit
+	// (logwatch.Watcher), whose writes call MeasureLogsNow.
+	LogWatch interface {
+		Watch(dirs map[string]logwatch.Pod)
+	}
 
 	// LiveConcurrency bounds live measurements running at once (--live.concurrency).
 	LiveConcurrency int
@@ -415,6 +421,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	prev := e.snap
 	e.mu.RUnlock()
 
+	e.watchLogs(pods)
 	var results []volume.VolumeResult
 	if e.walks != nil {
 		results = e.walks.Cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended

@@ -76,6 +76,9 @@ type config struct {
 	// openFiles counts toward walked emptyDirs the files their pods' processes deleted but
 	// hold open (--collection.open-files), through a helper started before Landlock.
 	openFiles bool
+	// watchLogs measures the logs of a pod with a limit as soon as inotify sees them written
+	// (--collection.watch-logs).
+	watchLogs bool
 
 	kubeletURL          string
 	kubeletViaAPIServer bool
@@ -98,6 +101,7 @@ func defaultConfig() config {
 		exporter:         exporter.DefaultConfig(),
 		fs:               source.DefaultFilesystem(),
 		changeSignal:     true,
+		watchLogs:        true,
 		cgroup:           podcgroup.Config{Mount: podcgroup.DefaultConfig().Mount, Root: podcgroup.RootAuto, Driver: podcgroup.DefaultConfig().Driver},
 		kubeletTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 		kubeletTimeout:   10 * time.Second,
@@ -107,6 +111,11 @@ func defaultConfig() config {
 
 // useOpenFiles: open files are counted and the source walks.
 func (c *config) useOpenFiles() bool { return c.openFiles && c.source == sourceFilesystem }
+
+// useLogWatch: logs are measured, by walking them.
+func (c *config) useLogWatch() bool {
+	return c.watchLogs && c.source == sourceFilesystem && c.exporter.MeasureEphemeralStorage
+}
 
 // useChangeSignal: the change signal is on and the source walks.
 func (c *config) useChangeSignal() bool { return c.changeSignal && c.source == sourceFilesystem }
@@ -181,6 +190,8 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(def(ec.SkipUnchanged)).BoolVar(&ec.SkipUnchanged)
 	app.Flag("collection.change-signal.runtime-classes", "Comma-separated RuntimeClasses whose pods' writes their cgroup carries (runc-like: runc, crun, nvidia), beside the node's default runtime; other pods get no change mark.").
 		StringVar(&cfg.changeSignalRuntimeClasses)
+	app.Flag("collection.watch-logs", "Measure the logs of a pod with an ephemeral-storage limit as soon as inotify sees them written, not at the next cycle: its runtime writes them outside the pod's cgroup (source filesystem, --collection.ephemeral-storage).").
+		Default(def(cfg.watchLogs)).BoolVar(&cfg.watchLogs)
 	app.Flag("collection.open-files", "Count toward a walked emptyDir the files its pod deleted but holds open. Needs hostPID and CAP_SYS_PTRACE (docs/security.md; source filesystem).").
 		Default(def(cfg.openFiles)).BoolVar(&cfg.openFiles)
 	app.Flag("cgroup.mount", "The node's cgroup filesystem (/sys/fs/cgroup of the host, not the container's own) as mounted into the exporter, read-only (--collection.change-signal, --collection.open-files).").

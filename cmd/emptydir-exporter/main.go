@@ -37,6 +37,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/denywrites"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
+	"github.com/emptydir-guard/emptydir-guard/internal/logwatch"
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
@@ -155,7 +156,18 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 		ec.OverLimit, ec.CrossedLimit = notifier.Observe, notifier.Crossed
 		ownMetrics = append(ownMetrics, notifier.Collectors()...)
 	}
-	exp, err := exporter.New(ec)
+	background := []func(context.Context){}
+	var exp *exporter.Exporter
+	if cfg.useLogWatch() {
+		lw, err := logwatch.New(logwatch.Config{Logger: logger, Written: func(p logwatch.Pod) { exp.MeasureLogsNow(ctx, p) }})
+		if err != nil {
+			logger.Warn("cannot watch the pods' log folders (inotify); their logs are walked at the cycle's pace", "err", err)
+		} else {
+			ec.LogWatch = lw
+			background = append(background, lw.Run)
+		}
+	}
+	exp, err = exporter.New(ec)
 	if err != nil {
 		return err
 	}
@@ -204,7 +216,10 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 	server := newServer(mux, defaultServerTimeouts, logger)
 	logger.Info("starting", "version", version.Info(), "node", ec.NodeName, "source", src.Name(),
 		"interval", ec.Interval, "ephemeral_storage", ec.MeasureEphemeralStorage, "dedicated_image_filesystem", ec.DedicatedImageFilesystem, "align_to_scrapes", ec.AlignToScrapes, "unlimited_interval", ec.UnlimitedInterval, "cpu_budget", ec.CPUBudget, "change_signal", cfg.changeSignal, "remediator_url", cfg.notify.URL)
-	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp, calibrator, notifier)
+	if notifier != nil {
+		background = append(background, notifier.Run)
+	}
+	return runUntilDone(ctx, server, func() error { return httpserver.ListenAndServe(server, cfg.web, *cfg.maxConns, logger) }, pods, exp, calibrator, background...)
 }
 
 // dedicatedImageFilesystem judges whether the node's writable layers are on a filesystem of
@@ -311,8 +326,9 @@ func warnMissingPaths(cfg *config, logger *slog.Logger) {
 // runUntilDone serves HTTP (serve), runs the pod informer and the collection until ctx ends or
 // one of them fails, then stops them all and returns once each has: the HTTP server drains
 // its requests (live walks included), Run waits for its walks, and the informer's goroutines
-// end; calibration of the node's layout repeats meanwhile, and the notifier (nil: off) sends.
-func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter, calibrator *calibrate.Calibrator, notifier *notify.Notifier) error {
+// end; calibration of the node's layout repeats meanwhile, and each of background runs (the
+// notifier, the log watch).
+func runUntilDone(ctx context.Context, server *http.Server, serve func() error, pods *exporter.PodWatcher, exp *exporter.Exporter, calibrator *calibrate.Calibrator, background ...func(context.Context)) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
@@ -346,9 +362,9 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 		calibrator.Run(ctx, calibrate.Interval)
 		return nil
 	})
-	if notifier != nil {
+	for _, run := range background {
 		g.Go(func() error {
-			notifier.Run(ctx)
+			run(ctx)
 			return nil
 		})
 	}

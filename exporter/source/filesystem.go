@@ -118,7 +118,7 @@ func (s *Filesystem) folder(p volume.PodVolumes, v volume.Volume) string {
 	case volume.KindGitRepo:
 		return filepath.Join(podDir, "volumes", "kubernetes.io~git-repo", name)
 	case volume.KindContainerLogs:
-		return filepath.Join(s.podLogs(p), v.Container)
+		return s.LogDir(p, v.Container)
 	case volume.KindPodFiles:
 		return podDir
 	case volume.KindWritableLayer:
@@ -126,6 +126,11 @@ func (s *Filesystem) folder(p volume.PodVolumes, v volume.Volume) string {
 	default:
 		return volume.Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	}
+}
+
+// LogDir is where the kubelet keeps the logs of p's container.
+func (s *Filesystem) LogDir(p volume.PodVolumes, container string) string {
+	return filepath.Join(s.podLogs(p), container)
 }
 
 // podLogs is the pod's log folder (BuildPodLogsDirectory in pkg/kubelet/kuberuntime): every
