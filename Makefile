@@ -466,7 +466,7 @@ bench-node:
 # its cycles measured in the kernel lane against the same node walked, and natively walked
 # here: writes docs/performance.md, section node-quota. Root; about 30 minutes (the first run
 # also generates the 16 GiB sparse XFS image, kept under /var/tmp/emptydir-guard-bench).
-# What reading one pod's change mark costs against the cheapest walk it spares (a folder of one
+# What reading one pod's change mark costs against the cheapest walk it spares (a directory of one
 # file), on this host's cgroups: docs/change-signal.md, "What it costs". Needs root.
 .PHONY: bench-change-signal
 bench: bench-change-signal

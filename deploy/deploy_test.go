@@ -173,7 +173,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var helpFlagRE = regexp.MustCompile(`(?m)^\s+(?:-\w, )?--(\[no-\])?([A-Za-z0-9][A-Za-z0-9.\-]*)`)
+// helpFlagRE matches a flag's own line of kingpin's help, indented by a few spaces; a wrapped
+// help line naming another flag is indented far deeper.
+var helpFlagRE = regexp.MustCompile(`(?m)^ {2,6}(?:-\w, )?--(\[no-\])?([A-Za-z0-9][A-Za-z0-9.\-]*)`)
 
 // helpFlags parses the flag names of a command's --help output; the value says whether the
 // flag is a boolean (--[no-]name).
@@ -511,13 +513,13 @@ func TestLabelsSelectorsAndPorts(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Errorf("nothing is mounted at --kubelet.root-dir=%s (or its pods folder)", root)
+		t.Errorf("nothing is mounted at --kubelet.root-dir=%s (or its pods directory)", root)
 	}
 
-	// --collection.ephemeral-storage (on by default, so on in the base): each folder its flags
+	// --collection.ephemeral-storage (on by default, so on in the base): each directory its flags
 	// name is a read-only hostPath of the node's same path (the mount table's upperdirs are
 	// the node's paths), DirectoryOrCreate so that a node without containerd still runs the
-	// exporter; the task folder with HostToContainer, for the root filesystems containerd
+	// exporter; the task directory with HostToContainer, for the root filesystems containerd
 	// mounts after the exporter started.
 	if len(deploytest.ArgValues(exp.Args, "no-collection.ephemeral-storage")) != 0 || len(deploytest.ArgValues(exp.Args, "collection.ephemeral-storage")) != 1 {
 		t.Errorf("the base's exporter does not pass --collection.ephemeral-storage: %v", exp.Args)
@@ -665,9 +667,9 @@ func TestSecurityPosture(t *testing.T) {
 	if ds.Spec.Template.Spec.Tolerations == nil || ds.Spec.Template.Spec.Tolerations[0].Operator != corev1.TolerationOpExists {
 		t.Errorf("the exporter must tolerate every taint, to run on every node")
 	}
-	// The kubelet's pods folder (not its whole root: pki, plugins), and for the ephemeral
-	// storage its pod logs folder and containerd's task folder, overlayfs snapshotter root and
-	// CRI container folder (image VOLUMEs; not containerd's whole root: content store,
+	// The kubelet's pods directory (not its whole root: pki, plugins), and for the ephemeral
+	// storage its pod logs directory and containerd's task directory, overlayfs snapshotter root and
+	// CRI container directory (image VOLUMEs; not containerd's whole root: content store,
 	// metadata, the sandboxes' state), each exactly once.
 	allowed := deploytest.DefaultExporterHostPaths("/var/lib/kubelet").List()
 	var got []string

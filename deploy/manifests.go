@@ -1,5 +1,5 @@
 // Package deploy holds the kustomize base of emptyDir guard (the YAML files in this
-// folder, see docs/deploy.md; its workload manifests are rendered from the Helm chart in
+// directory, see docs/deploy.md; its workload manifests are rendered from the Helm chart in
 // helm/ by test/helm) and decodes it into typed Kubernetes objects, so tests can check and
 // apply exactly what users install, without a kustomize binary.
 package deploy

@@ -59,7 +59,7 @@ func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 		at := clk.Now()
 		m := volume.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
 		if lowerBound[v.Name] {
-			m.ChangedFolders = 1
+			m.ChangedDirectories = 1
 		}
 		return m, nil
 	}).VolumeSource()

@@ -110,7 +110,7 @@ type Config struct {
 	// before the cycle ends (the notifier's Crossed); called on the walk's goroutine, it must
 	// not block.
 	CrossedLimit func(part noticeapi.Notice)
-	// LogWatch, when set, is handed each cycle the log folders of the pods with a limit
+	// LogWatch, when set, is handed each cycle the log directories of the pods with a limit
 	// (logwatch.Watcher), whose writes call MeasureLogsNow.
 	LogWatch interface {
 		Watch(dirs map[string]logwatch.Pod)
@@ -451,7 +451,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 			continue
 		}
 		if errors.Is(r.Err, volume.ErrVolumeAbsent) {
-			continue // nothing to publish, not even the last numbers: the folder is gone
+			continue // nothing to publish, not even the last numbers: the directory is gone
 		}
 		if errors.Is(r.Err, walk.ErrAwaitingSlowWalk) {
 			continue // not measured yet by design of the walk schedule
@@ -542,10 +542,10 @@ func (e *Exporter) noteMeasured(r volume.VolumeResult) {
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
 			"used_bytes", r.Measurement.UsedBytes)
 	}
-	if r.Err == nil && r.Measurement.ChangedFolders > 0 {
-		e.log.Info("folders changed during the walk, even after a retry; usage is a lower bound",
+	if r.Err == nil && r.Measurement.ChangedDirectories > 0 {
+		e.log.Info("directories changed during the walk, even after a retry; usage is a lower bound",
 			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
-			"changed_folders", r.Measurement.ChangedFolders, "used_bytes", r.Measurement.UsedBytes)
+			"changed_directories", r.Measurement.ChangedDirectories, "used_bytes", r.Measurement.UsedBytes)
 	}
 	e.noteQuotaExcess(r)
 	if r.Err == nil {

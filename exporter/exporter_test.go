@@ -440,7 +440,7 @@ func TestRunMeasuresAsSoonAsPodsSync(t *testing.T) {
 func TestCutShortWalkPublishedAsLowerBound(t *testing.T) {
 	pods, table, src, now := fixture()
 	m := table.Get("uid-cart", "cache")
-	m.CutShort, m.ChangedFolders = true, 1
+	m.CutShort, m.ChangedDirectories = true, 1
 	table.Set("uid-cart", "cache", m)
 	e := newTestExporter(t, pods, src, now)
 	e.Refresh(context.Background())

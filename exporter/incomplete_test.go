@@ -53,7 +53,7 @@ func TestIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 	table.Edit(func(uid, volume string, m *volume.Measurement) {
 		switch volume {
 		case "cache":
-			m.ChangedFolders = 3
+			m.ChangedDirectories = 3
 		case "tmp": // 2 unreadable entries already
 			m.CutShort = true
 		}
@@ -97,14 +97,14 @@ emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod=
 	// One complete walk of cache: its series go; the next incomplete walk starts anew.
 	table.Edit(func(_, volume string, m *volume.Measurement) {
 		if volume == "cache" {
-			m.ChangedFolders = 0
+			m.ChangedDirectories = 0
 		}
 	})
 	later(time.Minute)
 	check("cache walked completely", time.Time{})
 	table.Edit(func(_, volume string, m *volume.Measurement) {
 		if volume == "cache" {
-			m.ChangedFolders = 1
+			m.ChangedDirectories = 1
 		}
 	})
 	later(time.Minute)
@@ -126,7 +126,7 @@ func TestPodIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 		Storage: &volume.PodStorage{LimitBytes: limit(1 << 30), Containers: []volume.Container{{Name: "main", ID: "containerd://a"}}},
 	})
 	table := exportertest.NewTable()
-	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, ChangedFolders: 2, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk})
+	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, ChangedDirectories: 2, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk})
 	table.Set(uid, "container/main/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: at, CompletedAt: at})
 	table.Fail(uid, "container/main/logs", &volume.MeasureError{Reason: volume.ReasonIO, Err: errors.New("input/output error")})
 	now := t0

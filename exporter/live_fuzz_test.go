@@ -33,7 +33,7 @@ func FuzzLiveRequest(f *testing.F) {
 		base + "?uid=../" + liveUID + "&volume=empty",
 		base + "?uid=" + liveUID + "&uid=other",
 		base + "?uid=%00&volume=%00",
-		"/live/namespaces/default/pods/no-folder?uid=" + liveNoDirUID,
+		"/live/namespaces/default/pods/no-directory?uid=" + liveNoDirUID,
 		"/live/namespaces/../pods/empty-test1?uid=" + liveUID,
 		"/live/namespaces/default/pods/..%2F..%2F..%2Fetc?uid=" + liveUID,
 		"/live/namespaces/default%2Fpods%2Fempty-test1/pods/x?uid=" + liveUID,

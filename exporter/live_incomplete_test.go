@@ -42,7 +42,7 @@ func TestLiveAnswerSaysSinceWhenIncomplete(t *testing.T) {
 		at := clk.Now()
 		d := volume.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk}
 		if dataRacing {
-			d.ChangedFolders = 2
+			d.ChangedDirectories = 2
 		}
 		table.Set(uid, data, d)
 		l := volume.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk}
@@ -132,7 +132,7 @@ func TestLiveWalkCutByBudgetIsNoEvidence(t *testing.T) {
 	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
 		m := volume.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now(), Method: volume.MethodWalk}
 		if racing.Load() {
-			m.ChangedFolders = 1
+			m.ChangedDirectories = 1
 		}
 		return m, nil
 	}).Costs(func(volume.PodVolumes, volume.Volume) time.Duration { return time.Duration(cost.Load()) }).VolumeSource()
@@ -164,7 +164,7 @@ func TestLiveWalkCutByBudgetIsNoEvidence(t *testing.T) {
 	if v := ask("cut"); !v.CutShort || !v.LowerBound || !v.IncompleteSince.Equal(cutAt) {
 		t.Fatalf("cut walk: %+v; want a lower bound, cut short, since its own start %s", v, cutAt)
 	}
-	// Its budget full again, a walk that is a lower bound of its own (folders changed): its run
+	// Its budget full again, a walk that is a lower bound of its own (directories changed): its run
 	// starts with it, not with the cut walk.
 	clk.Add(5 * time.Minute)
 	cost.Store(int64(time.Second))

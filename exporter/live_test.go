@@ -27,17 +27,17 @@ import (
 
 const (
 	liveUID        = "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d" // default/empty-test1
-	liveNoDirUID   = "7e0a9f31-1b2c-4d5e-8f90-a1b2c3d4e5f6" // default/no-folder
+	liveNoDirUID   = "7e0a9f31-1b2c-4d5e-8f90-a1b2c3d4e5f6" // default/no-directory
 	liveLimitBytes = 1 << 20
 )
 
 // livePods: empty-test1 has a disk volume with a sizeLimit and a memory volume
-// without one, both with folders; no-folder's volume folder does not exist.
+// without one, both with directories; no-directory's volume directory does not exist.
 func livePods() []volume.PodVolumes {
 	return []volume.PodVolumes{
 		exportertest.PodWith("default", "empty-test1", liveUID,
 			exportertest.VolLimit("empty", volume.MediumDisk, liveLimitBytes), exportertest.Vol("cache", volume.MediumMemory)),
-		exportertest.PodWith("default", "no-folder", liveNoDirUID, exportertest.Vol("data", volume.MediumDisk)),
+		exportertest.PodWith("default", "no-directory", liveNoDirUID, exportertest.Vol("data", volume.MediumDisk)),
 	}
 }
 
@@ -164,7 +164,7 @@ func TestLiveHandlerRejects(t *testing.T) {
 			http.StatusNotFound, []string{"recreated", liveUID, "00000000-dead-beef-0000-000000000000"}},
 		{"unknown volume", "/live/namespaces/default/pods/empty-test1?uid=" + liveUID + "&volume=nope", true,
 			http.StatusNotFound, []string{`"nope"`}},
-		{"volume folder missing", "/live/namespaces/default/pods/no-folder?uid=" + liveNoDirUID, true,
+		{"volume directory missing", "/live/namespaces/default/pods/no-directory?uid=" + liveNoDirUID, true,
 			http.StatusServiceUnavailable, []string{`"data"`, "not_found"}},
 		{"informer not synced", "/live/namespaces/default/pods/empty-test1?uid=" + liveUID, false,
 			http.StatusServiceUnavailable, []string{"synced"}},
@@ -277,7 +277,7 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 			t.Errorf("%s: usedBytes %d, du -s -B1 says %d", v.Name, *v.UsedBytes, gnu)
 		}
 		if *v.UsedBytes <= 0 {
-			t.Errorf("%s: usedBytes %d for a folder with files", v.Name, *v.UsedBytes)
+			t.Errorf("%s: usedBytes %d for a directory with files", v.Name, *v.UsedBytes)
 		}
 		if v.InodesUsed != du.Inodes {
 			t.Errorf("%s: inodesUsed %d, want %d", v.Name, v.InodesUsed, du.Inodes)
@@ -288,14 +288,14 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		if v.UnreadableEntries != 0 {
 			t.Errorf("%s: unreadableEntries %d, want 0", v.Name, v.UnreadableEntries)
 		}
-		if v.LowerBound || v.ChangedFolders != 0 || v.CutShort {
-			t.Errorf("%s: lowerBound %t, changedFolders %d, cutShort %t for a volume nobody changes: want a complete walk",
-				v.Name, v.LowerBound, v.ChangedFolders, v.CutShort)
+		if v.LowerBound || v.ChangedDirectories != 0 || v.CutShort {
+			t.Errorf("%s: lowerBound %t, changedDirectories %d, cutShort %t for a volume nobody changes: want a complete walk",
+				v.Name, v.LowerBound, v.ChangedDirectories, v.CutShort)
 		}
 		inWindow(t, v.Name+" measuredAt", v.MeasuredAt, before, after)
 		inWindow(t, v.Name+" completedAt", v.CompletedAt, v.MeasuredAt, after)
 	}
-	// empty: root folder, a.bin (hard-linked once), nested, deeper, b.bin, the symlink.
+	// empty: root directory, a.bin (hard-linked once), nested, deeper, b.bin, the symlink.
 	if got := r.Volumes[0].InodesUsed; got != 6 {
 		t.Errorf("empty: inodesUsed %d, want 6", got)
 	}
@@ -350,7 +350,7 @@ func TestLiveHandlerCountsRequestsByCode(t *testing.T) {
 		base + "gone?uid=" + liveUID,
 		base + "empty-test1?uid=00000000-dead-beef-0000-000000000000",
 		base + "empty-test1?uid=" + liveUID + "&volume=nope",
-		base + "no-folder?uid=" + liveNoDirUID,
+		base + "no-directory?uid=" + liveNoDirUID,
 	} {
 		f.get(t, p)
 	}

@@ -61,7 +61,7 @@ func (e *Exporter) LiveHandler() http.Handler {
 var uidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // checkLiveRequest rejects what cannot name a pod instance and its volume. Nothing of a
-// request ever reaches a path: the folder is built from the informer's UID and the spec's
+// request ever reaches a path: the directory is built from the informer's UID and the spec's
 // volume name; this only keeps nonsense from the cache lookup and gives a clear reason.
 func checkLiveRequest(r *http.Request) error {
 	q := r.URL.Query()
@@ -210,7 +210,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 		resp.Volumes = append(resp.Volumes, liveapi.Volume{
 			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: &m.UsedBytes,
 			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
-			UnreadableEntries: m.UnreadableEntries, ChangedFolders: m.ChangedFolders, CutShort: m.CutShort,
+			UnreadableEntries: m.UnreadableEntries, ChangedDirectories: m.ChangedDirectories, CutShort: m.CutShort,
 			LowerBound: m.LowerBound(), IncompleteSince: res.IncompleteSince, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
 	}

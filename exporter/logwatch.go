@@ -13,7 +13,7 @@ type logDirSource interface {
 	LogDir(p volume.PodVolumes, container string) string
 }
 
-// watchLogs hands Config.LogWatch the log folders of the running containers of pods with an
+// watchLogs hands Config.LogWatch the log directories of the running containers of pods with an
 // ephemeral-storage limit, the only logs that can cross one.
 func (e *Exporter) watchLogs(pods []volume.PodVolumes) {
 	src, ok := e.cfg.Source.(logDirSource)
@@ -34,7 +34,7 @@ func (e *Exporter) watchLogs(pods []volume.PodVolumes) {
 	e.cfg.LogWatch.Watch(dirs)
 }
 
-// MeasureLogsNow measures the log parts of pod at once, its folders having been written to, as
+// MeasureLogsNow measures the log parts of pod at once, its directories having been written to, as
 // a live walk of them (walk.Engine.BeginLive: the next cycle publishes them), and tells
 // Config.CrossedLimit of a limit they put the pod or a container over. A container's logs are
 // written by its runtime, outside the pod's cgroup: no change mark hastens their walk.

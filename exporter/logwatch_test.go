@@ -33,7 +33,7 @@ func (w *watchedDirs) Watch(dirs map[string]logwatch.Pod) {
 	w.dirs = dirs
 }
 
-// TestLogsMeasuredWhenWritten: each cycle hands the log watch the log folders of the pods with
+// TestLogsMeasuredWhenWritten: each cycle hands the log watch the log directories of the pods with
 // a limit, and only those; a write there measures the pod's logs at once, without a cycle, and
 // a container its logs put over its limit is noticed then.
 func TestLogsMeasuredWhenWritten(t *testing.T) {
@@ -67,7 +67,7 @@ func TestLogsMeasuredWhenWritten(t *testing.T) {
 	e.WaitForWalks()
 	want := map[string]logwatch.Pod{"/var/log/pods/ns_p_uid-p/main": {Namespace: "ns", Name: "p", UID: uid}}
 	if watch.mu.Lock(); len(watch.dirs) != 1 || watch.dirs["/var/log/pods/ns_p_uid-p/main"] != want["/var/log/pods/ns_p_uid-p/main"] {
-		t.Errorf("log folders watched %v, want %v: those of the pods with a limit", watch.dirs, want)
+		t.Errorf("log directories watched %v, want %v: those of the pods with a limit", watch.dirs, want)
 	}
 	watch.mu.Unlock()
 	if len(crossed) != 0 {

@@ -207,12 +207,12 @@ func podUIDIndexFunc(obj any) ([]string, error) {
 }
 
 // kubeletRuns reports whether the kubelet of this node runs pod p as the API shows it. A
-// mirror pod (a static pod's API object) names the folder of its volumes by its annotation's
+// mirror pod (a static pod's API object) names the directory of its volumes by its annotation's
 // config hash, and anyone who may create pods may set that annotation: a forged one would
-// choose whose folder is measured under the forger's name. The kubelet never runs such a pod
+// choose whose directory is measured under the forger's name. The kubelet never runs such a pod
 // (it deletes mirror pods it has no static pod for), so it is trusted only as the kubelet
 // creates one: controlled by this Node, and with a hash that is not the UID of a pod in the
-// API (the folder of an ordinary pod).
+// API (the directory of an ordinary pod).
 func (w *PodWatcher) kubeletRuns(p *corev1.Pod) bool {
 	hash, mirror := p.Annotations[corev1.MirrorPodAnnotationKey]
 	if !mirror {

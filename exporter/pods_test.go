@@ -145,7 +145,7 @@ func TestPodVolumesOfStaticPods(t *testing.T) {
 		{"kubelet's hex hash", staticHash, true},
 		{"metadata.uid from the manifest", "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", true},
 		{"empty", "", false},
-		{"parent folder", "..", false},
+		{"parent directory", "..", false},
 		{"path", "../../../etc", false},
 		{"slash", "a/b", false},
 		{"dot", ".", false},
@@ -166,7 +166,7 @@ func TestPodVolumesOfStaticPods(t *testing.T) {
 				return
 			}
 			if got.UID != "api-uid" || got.ConfigHash != tc.hash || got.KubeletUID() != tc.hash {
-				t.Errorf("UID %q, ConfigHash %q, KubeletUID %q; want the API UID api-uid and the hash %q for the folder",
+				t.Errorf("UID %q, ConfigHash %q, KubeletUID %q; want the API UID api-uid and the hash %q for the directory",
 					got.UID, got.ConfigHash, got.KubeletUID(), tc.hash)
 			}
 		})
@@ -353,7 +353,7 @@ func TestPodWatcherReportsRefusedWatches(t *testing.T) {
 }
 
 // TestPodWatcherIgnoresForgedMirrorPods: anyone who may create pods may set the mirror
-// annotation, whose hash names the folder measured. Only a mirror pod as the kubelet creates
+// annotation, whose hash names the directory measured. Only a mirror pod as the kubelet creates
 // it counts (this Node its controller, a hash that is no pod's UID); the kubelet runs no
 // other, so the others have no series and no live answer (issue 18, item 13).
 func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {

@@ -85,11 +85,11 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 
 // TestProjectQuotaChargedByAHostUsersTenant (issue 30, item 9): on XFS and ext4 with project
 // quotas, a tenant of a pod with hostUsers: true (uid 1000, no capabilities) sets the project
-// ID the kubelet gave a hostUsers: false pod's volume (the first, guessable) on a folder of
+// ID the kubelet gave a hostUsers: false pod's volume (the first, guessable) on a directory of
 // its own and writes 4 MiB there: the victim's quota counts them, 4× over its 1 MiB sizeLimit,
 // while the victim holds 265 KiB. The exporter at its defaults publishes the victim's walk
 // (no over-limit series, nothing for EmptyDirOverLimit to fire on) and the quota's excess, the
-// tenant's folder's bytes; the live answer the remediator evicts on is the walk too.
+// tenant's directory's bytes; the live answer the remediator evicts on is the walk too.
 func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
 		t.Run(fsys.Type, func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Chmod(dir, 0o777); err != nil { // as the kubelet makes emptyDir folders
+				if err := os.Chmod(dir, 0o777); err != nil { // as the kubelet makes emptyDir directories
 					t.Fatal(err)
 				}
 			}
@@ -144,7 +144,7 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 				t.Errorf("emptydir_over_limit_bytes published for %v: EmptyDirOverLimit would fire for the victim", over)
 			}
 			if excess := families["emptydir_project_quota_excess_bytes"]; excess["victim"] != float64(chargedBytes) {
-				t.Errorf("emptydir_project_quota_excess_bytes %v, want the tenant's folder's %d bytes for the victim", excess, chargedBytes)
+				t.Errorf("emptydir_project_quota_excess_bytes %v, want the tenant's directory's %d bytes for the victim", excess, chargedBytes)
 			}
 
 			mux := http.NewServeMux()
@@ -162,7 +162,7 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 // TestHostTenantHelperProcess is not a test: fswalktest.ChargeProject runs it as the tenant.
 func TestHostTenantHelperProcess(t *testing.T) { fswalktest.HostTenantHelperProcess(t) }
 
-// writeFiles writes n files of 1 to 20 KiB into dir, in folders of 100.
+// writeFiles writes n files of 1 to 20 KiB into dir, in directories of 100.
 func writeFiles(t *testing.T, dir string, n int) {
 	t.Helper()
 	for f := range n {

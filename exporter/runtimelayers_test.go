@@ -27,7 +27,7 @@ import (
 
 // TestRuntimeLayersMeasured runs the pod informer, the filesystem source and the exporter over
 // pods whose status names a CRI-O and a Docker (cri-dockerd) container: each writable layer is
-// found through its runtime's own records and published as GNU du counts its folder; a CRI-O
+// found through its runtime's own records and published as GNU du counts its directory; a CRI-O
 // container of no record is published unlocated, by reason. Without --crio.storage-root and
 // --docker.root both are other_runtime, as before.
 func TestRuntimeLayersMeasured(t *testing.T) {
@@ -59,7 +59,7 @@ func TestRuntimeLayersMeasured(t *testing.T) {
 	writeBytes(t, filepath.Join(crioDiff, "tmp", "cache.bin"), 3<<20+17)
 	writeBytes(t, filepath.Join(crioRoot, "overlay", strings.Repeat("9", 64), "diff", "usr", "bin", "app"), 1<<20) // the image's
 
-	// Docker's layerdb record of the container's mount and its overlay2 folder.
+	// Docker's layerdb record of the container's mount and its overlay2 directory.
 	writeText(t, filepath.Join(dockerRoot, "image/overlay2/layerdb/mounts", dockerCtr, "mount-id"), mountID)
 	dockerDiff := filepath.Join(dockerRoot, "overlay2", mountID, "diff")
 	writeBytes(t, filepath.Join(dockerDiff, "data", "out.bin"), 2<<20+5)

@@ -20,9 +20,9 @@ import (
 
 // TestSettlingPodsMissingVolumesAreNoFailure: on a node where pods come and go, the
 // informer shows pods whose volumes the kubelet has not set up yet (Pending) or has torn
-// down already (terminating). Their missing folders are not failures: no series, no
+// down already (terminating). Their missing directories are not failures: no series, no
 // measurement error, the cycle succeeds; a terminating pod's last numbers are not kept.
-// A running pod's missing folder still is a failure, and so is any other error of a
+// A running pod's missing directory still is a failure, and so is any other error of a
 // settling pod. Both the walking source and a whole-node source (the kubelet's) are checked.
 func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 	running := volume.PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}}
@@ -32,7 +32,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 
 	type step struct {
 		pods        []volume.PodVolumes
-		missing     []string // UIDs whose volume folder is not there
+		missing     []string // UIDs whose volume directory is not there
 		broken      []string // UIDs whose volume cannot be read (an io error)
 		wantSeries  []string // UIDs with a used-bytes series
 		wantSuccess float64
@@ -47,7 +47,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		{"a pod not set up yet, another torn down while terminating", step{
 			pods: []volume.PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
 			wantSeries: []string{"uid-running"}, wantSuccess: 1}},
-		{"a running pod's folder missing is a failure", step{
+		{"a running pod's directory missing is a failure", step{
 			pods: []volume.PodVolumes{running}, missing: []string{"uid-running"},
 			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{volume.ReasonNotFound: 1}}},
 		{"a settling pod's other errors are failures", step{
@@ -76,7 +76,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 						t.Fatal(err)
 					}
 				case contains(st.broken, p.UID):
-					// A file where the folder should be: the walk fails with io, not not_found.
+					// A file where the directory should be: the walk fails with io, not not_found.
 					if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 						t.Fatal(err)
 					}
@@ -100,7 +100,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 	}
 	// At the slow cadence a volume without a sizeLimit is not walked again within a minute:
 	// the terminating pod's torn-down volume must vanish all the same (the running pod's
-	// missing folder, in the later steps, is only seen by a walk).
+	// missing directory, in the later steps, is only seen by a walk).
 	for _, variant := range []struct {
 		name      string
 		unlimited time.Duration

@@ -95,7 +95,7 @@ func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 		t.Errorf("series labels %v, want pod etcd-node-1, volume data and the API UID %s", labels, mirrorUID)
 	}
 	if got := used[0].GetGauge().GetValue(); got != float64(want) {
-		t.Errorf("emptydir_used_bytes %v, du -s -B1 of the folder under the config hash says %d", got, want)
+		t.Errorf("emptydir_used_bytes %v, du -s -B1 of the directory under the config hash says %d", got, want)
 	}
 
 	mux := http.NewServeMux()

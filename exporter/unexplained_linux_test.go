@@ -20,7 +20,7 @@ import (
 // /dev/zero >&3`) is reached by no name, so no walk counts it. On a memory volume, a tmpfs of
 // its own, the filesystem's usage counts it all the same: the exporter publishes the part of
 // that usage its walk does not explain, for as long as the file is held, and nothing once it is
-// closed. On a disk volume, a folder of the node's filesystem, nothing can be attributed.
+// closed. On a disk volume, a directory of the node's filesystem, nothing can be attributed.
 func TestUnlinkedOpenFilesOnOwnTmpfs(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")

@@ -24,7 +24,7 @@ import (
 )
 
 // TestUnlinkedOpenFilesOnDiskVolume: a pod's process deletes a file in its disk volume, which
-// it reaches through a bind mount of the volume's folder as a container does, and keeps
+// it reaches through a bind mount of the volume's directory as a container does, and keeps
 // writing to it. No walk sees it; with --collection.open-files the volume's usage counts it,
 // once however many descriptors and processes hold it, and nothing a process holds open
 // outside the volume on the same filesystem; at the defaults the exporter says it does not
@@ -53,7 +53,7 @@ func TestUnlinkedOpenFilesOnDiskVolume(t *testing.T) {
 	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
 
 	// 5MiB held by fds 3 and 4 of two processes (the background sleep inherits them), 2MiB
-	// deleted from another folder of the same filesystem and held by fd 5.
+	// deleted from another directory of the same filesystem and held by fd 5.
 	held := startHolder(t, `exec 3>"$1/gone" 4<"$1/gone" 5>"$2/other"; rm "$1/gone" "$2/other"
 head -c 5242880 /dev/zero >&3; head -c 2097152 /dev/zero >&5; sync
 sleep 1000 & echo $!; echo ready; exec sleep 1000`, mnt, elsewhere)

@@ -30,7 +30,7 @@ func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
 		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
 		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers, Workload: podWorkload(pod)}
 	if hash, static := pod.Annotations[corev1.MirrorPodAnnotationKey]; static {
-		// Anyone who may create pods may set this annotation, and it becomes a folder
+		// Anyone who may create pods may set this annotation, and it becomes a directory
 		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
 		// own metadata.uid), never a path.
 		if !isConfigHash(hash) {
@@ -55,7 +55,7 @@ func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
 }
 
 // mountedVolumes names the volumes some container mounts: the kubelet sets up only those,
-// and an unmounted volume has no folder and would read as an error.
+// and an unmounted volume has no directory and would read as an error.
 func mountedVolumes(pod *corev1.Pod) map[string]bool {
 	mounted := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {

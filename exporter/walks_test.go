@@ -116,7 +116,7 @@ func TestVolumeTornDownDuringItsWalk(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := exportertest.NewPods(running)
-			// The volume folders are gone, and the pod is deleted (tc.now) while the walk runs,
+			// The volume directories are gone, and the pod is deleted (tc.now) while the walk runs,
 			// after the cycle listed it as running.
 			src := exportertest.NewSource(exportertest.Answer(volume.Measurement{},
 				&volume.MeasureError{Reason: volume.ReasonNotFound, Err: &fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist}}),

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Lists the tests a run ran, from the go test -json events hack/gotest.sh kept in a folder:
+# Lists the tests a run ran, from the go test -json events hack/gotest.sh kept in a directory:
 # one "<outcome> <package> <test>" per line (pass, fail or skip; the module's path left out of
 # the package), sorted. With a second argument, a list written so earlier, it also says which
 # tests passed then but did not pass now, so that a change to the runner shows it proves no
 # less (CONTRIBUTING.md, "The test stages").
-#   hack/test-names.sh <json folder> [<earlier list>]  >  list
+#   hack/test-names.sh <json directory> [<earlier list>]  >  list
 set -euo pipefail
-dir=${1:?usage: test-names.sh <json folder> [<earlier list>]}
+dir=${1:?usage: test-names.sh <json directory> [<earlier list>]}
 earlier=${2:-}
 list=$(cat "$dir"/*.json 2>/dev/null |
   jq -r 'select(.Test != null and (.Action == "pass" or .Action == "fail" or .Action == "skip"))

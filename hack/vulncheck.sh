@@ -4,12 +4,12 @@
 #
 # The database is the golang.org/x/vulndb module at a pinned version, fetched through the Go
 # module proxy into the module cache (verified against the checksum database and against the
-# hash below). Its data/osv folder holds one OSV file per report, named <ID>.json; govulncheck's
-# file:// client reads such a flat folder directly (it builds the index in memory when the
-# folder has no index/modules.json), so nothing is generated and nothing needs caching beyond
+# hash below). Its data/osv directory holds one OSV file per report, named <ID>.json; govulncheck's
+# file:// client reads such a flat directory directly (it builds the index in memory when the
+# directory has no index/modules.json), so nothing is generated and nothing needs caching beyond
 # the module cache.
 #
-# Every way of not reading the database fails loudly: a missing or altered module, a folder
+# Every way of not reading the database fails loudly: a missing or altered module, a directory
 # with too few entries, and a canary module (tools/vulncanary) with a known vulnerability
 # that must be reported.
 set -euo pipefail

@@ -26,7 +26,7 @@ const (
 	MeasureBadResponse = "bad_response" // the source answered something unusable
 	MeasureNoExporter  = "no_exporter"  // no ready exporter pod runs on the pod's node
 	MeasureWrongNode   = "wrong_node"   // the answer is about another node than the pod's
-	// MeasureIncomplete: the walk could not read every entry (or saw folders change, or was
+	// MeasureIncomplete: the walk could not read every entry (or saw directories change, or was
 	// cut short) and the lower bound it found is not above the limit, so whether the volume is
 	// over its limit cannot be decided.
 	MeasureIncomplete = "incomplete"
@@ -65,11 +65,11 @@ type Measurement struct {
 	// UnreadableEntries counts entries the walk could not read: when it is not 0, UsedBytes
 	// is a lower bound.
 	UnreadableEntries int64
-	// ChangedFolders counts folders the walk did not see as they were when it started, and
+	// ChangedDirectories counts directories the walk did not see as they were when it started, and
 	// CutShort says it hit its deadline or its CPU budget (liveapi.Volume): either makes
 	// UsedBytes a lower bound.
-	ChangedFolders int64
-	CutShort       bool
+	ChangedDirectories int64
+	CutShort           bool
 	// Unlocated is why a writable layer counted in UsedBytes could not be located (as 0).
 	Unlocated string
 	// Incomplete says UsedBytes is a lower bound, for any reason (Measurement.LowerBound).
@@ -88,7 +88,7 @@ type Measurement struct {
 // LowerBound reports whether UsedBytes is only a lower bound, which proves a volume over its
 // limit when above it and proves nothing otherwise.
 func (m Measurement) LowerBound() bool {
-	return m.Incomplete || m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort
+	return m.Incomplete || m.UnreadableEntries > 0 || m.ChangedDirectories > 0 || m.CutShort
 }
 
 // incompleteWhy says why UsedBytes is a lower bound, for messages.
@@ -97,8 +97,8 @@ func (m Measurement) incompleteWhy() string {
 	if m.UnreadableEntries > 0 {
 		why = append(why, fmt.Sprintf("%d entries unreadable", m.UnreadableEntries))
 	}
-	if m.ChangedFolders > 0 {
-		why = append(why, fmt.Sprintf("%d folders changed during the walk", m.ChangedFolders))
+	if m.ChangedDirectories > 0 {
+		why = append(why, fmt.Sprintf("%d directories changed during the walk", m.ChangedDirectories))
 	}
 	if m.CutShort {
 		why = append(why, "walk cut short by its deadline or CPU budget")

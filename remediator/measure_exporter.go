@@ -148,11 +148,11 @@ func (m *ExporterMeasurer) Measure(ctx context.Context, pod *corev1.Pod, subject
 		if v.UsedBytes == nil {
 			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has no usedBytes", volume)
 		}
-		if v.UnreadableEntries < 0 || v.ChangedFolders < 0 {
-			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d, changedFolders %d", volume, v.UnreadableEntries, v.ChangedFolders)
+		if v.UnreadableEntries < 0 || v.ChangedDirectories < 0 {
+			return Measurement{}, measureErr(MeasureBadResponse, "exporter answer for volume %q has unreadableEntries %d, changedDirectories %d", volume, v.UnreadableEntries, v.ChangedDirectories)
 		}
 		m := Measurement{Source: SourceExporter, Node: lr.Node, Subject: subject, UsedBytes: *v.UsedBytes,
-			UnreadableEntries: v.UnreadableEntries, ChangedFolders: v.ChangedFolders, CutShort: v.CutShort,
+			UnreadableEntries: v.UnreadableEntries, ChangedDirectories: v.ChangedDirectories, CutShort: v.CutShort,
 			Incomplete: v.LowerBound, MeasuredAt: completedAt(&lr, v)}
 		m.IncompleteSince = incompleteSince(m, v.IncompleteSince)
 		return m, nil

@@ -20,7 +20,7 @@ import (
 // TestProjectQuotaChargeEvictsNobody (issue 30, item 9), end to end on XFS and ext4 with
 // project quotas: a tenant of a pod with hostUsers: true (uid 1000, no capabilities) sets the
 // project ID the kubelet gave the volume of a hostUsers: false pod (the first one, guessable)
-// on a folder of its own and writes 4 MiB there, 4× the victim's 1Mi sizeLimit, which its
+// on a directory of its own and writes 4 MiB there, 4× the victim's 1Mi sizeLimit, which its
 // quota now counts. The over-limit alert for the victim, re-checked through the real
 // exporter's live endpoint over that kubelet root, is skipped as not over the limit (the
 // victim holds 256 KiB), and nothing is evicted. Runs in the kernel lane (make
@@ -44,7 +44,7 @@ func TestProjectQuotaChargeEvictsNobody(t *testing.T) {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.Chmod(dir, 0o777); err != nil { // as the kubelet makes emptyDir folders
+				if err := os.Chmod(dir, 0o777); err != nil { // as the kubelet makes emptyDir directories
 					t.Fatal(err)
 				}
 			}

@@ -37,7 +37,7 @@ func (a liveAnswer) body(t *testing.T, now time.Time) []byte {
 	started := completed.Add(-a.walk)
 	limit := int64(mib)
 	vol := liveapi.Volume{Name: "empty", Medium: "disk", UsedBytes: &a.used, LimitBytes: &limit,
-		CapacityBytes: 1 << 40, InodesUsed: 3, UnreadableEntries: a.unreadable, ChangedFolders: a.changed,
+		CapacityBytes: 1 << 40, InodesUsed: 3, UnreadableEntries: a.unreadable, ChangedDirectories: a.changed,
 		CutShort: a.cutShort, LowerBound: a.lowerBound, MeasuredAt: started}
 	if !a.noCompletedAt {
 		vol.CompletedAt = completed
@@ -87,7 +87,7 @@ func TestLiveRecheckThroughExporter(t *testing.T) {
 		{name: "lower bound over the limit is proof: evicted",
 			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: 10 * mib, unreadable: 3},
 			wantCode: 200, wantOut: OutcomeEvicted, wantEvicts: 1},
-		{name: "folders changed during the walk, lower bound under the limit: cannot decide, retry",
+		{name: "directories changed during the walk, lower bound under the limit: cannot decide, retry",
 			answer:   liveAnswer{node: "node-1", walk: time.Second, endedAgo: time.Second, used: mib / 2, changed: 2, lowerBound: true},
 			wantCode: 503, wantOut: OutcomeError, wantReason: "measurement_incomplete"},
 		{name: "walk cut short under the limit: cannot decide, retry",

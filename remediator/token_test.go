@@ -14,7 +14,7 @@ import (
 )
 
 // secretVolume mimics the kubelet's atomic writer for a Secret volume: path/token is a
-// symlink to ..data/token, ..data a symlink to a timestamped folder swapped on rotation.
+// symlink to ..data/token, ..data a symlink to a timestamped directory swapped on rotation.
 type secretVolume struct {
 	t   *testing.T
 	dir string

@@ -146,7 +146,7 @@ func newApp(cfg *config) *kingpin.Application {
 	app.Flag("node.name", "Node whose pods to measure (required; set it from the downward API's spec.nodeName).").
 		Envar("NODE_NAME").StringVar(&ec.NodeName)
 	cfg.kube.AddFlags(app)
-	app.Flag("collection.source", "Where usage comes from: filesystem (walk the kubelet's volume folders; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
+	app.Flag("collection.source", "Where usage comes from: filesystem (walk the kubelet's volume directories; fresh, works without the Summary API) or kubelet (Summary API; stale by --volume-stats-agg-period).").
 		Default(cfg.source).StringVar(&cfg.source) // validate names the flag; kingpin's enum error does not
 	app.Flag("collection.interval", "How often every volume with a sizeLimit is measured (source kubelet: every volume); at least 1s.").
 		Default(def(ec.Interval)).DurationVar(&ec.Interval)
@@ -158,13 +158,13 @@ func newApp(cfg *config) *kingpin.Application {
 		Default(fsc.PodLogsDir).StringVar(&fsc.PodLogsDir)
 	app.Flag("collection.ephemeral-storage", "Also measure what the kubelet counts toward pods' ephemeral-storage limits beside emptyDirs, and publish the pods' and containers' usage and limits.").
 		Default(def(ec.MeasureEphemeralStorage)).BoolVar(&ec.MeasureEphemeralStorage)
-	app.Flag("containerd.task-dir", "containerd's runtime v2 task folder as mounted into the exporter with HostToContainer propagation, where the writable layers are found (--collection.ephemeral-storage).").
+	app.Flag("containerd.task-dir", "containerd's runtime v2 task directory as mounted into the exporter with HostToContainer propagation, where the writable layers are found (--collection.ephemeral-storage).").
 		Default(fsc.Layers.TaskDir).StringVar(&fsc.Layers.TaskDir)
 	app.Flag("containerd.snapshotter-root", "The root of containerd's overlayfs snapshotter, mounted read-only at the node's path: the writable layers are walked there (--collection.ephemeral-storage).").
 		Default(fsc.Layers.SnapshotterRoot).StringVar(&fsc.Layers.SnapshotterRoot)
 	app.Flag("containerd.native-snapshotter-root", "The root of containerd's native snapshotter, mounted read-only, where such layers are walked whole; empty: they are reported unlocated (--collection.ephemeral-storage).").
 		Default(fsc.Layers.NativeSnapshotterRoot).StringVar(&fsc.Layers.NativeSnapshotterRoot)
-	app.Flag("containerd.cri-containers-dir", "The CRI plugin's container folder, mounted read-only, for image VOLUMEs no Kubernetes mount covers; empty: such layers are reported unlocated (--collection.ephemeral-storage).").
+	app.Flag("containerd.cri-containers-dir", "The CRI plugin's container directory, mounted read-only, for image VOLUMEs no Kubernetes mount covers; empty: such layers are reported unlocated (--collection.ephemeral-storage).").
 		Default(fsc.Layers.CRIContainersDir).StringVar(&fsc.Layers.CRIContainersDir)
 	app.Flag("crio.storage-root", "CRI-O's containers/storage graph root, mounted read-only, where cri-o:// writable layers are walked; empty: they are reported unlocated (--collection.ephemeral-storage).").
 		StringVar(&fsc.Layers.CRIOStorageRoot)
@@ -172,7 +172,7 @@ func newApp(cfg *config) *kingpin.Application {
 		StringVar(&fsc.Layers.DockerRoot)
 	app.Flag("fs.deny-writes", "At start, take every right to write files from the process with Landlock (Linux 5.13+); without Landlock the exporter warns and runs on.").
 		Default(def(cfg.denyWrites)).BoolVar(&cfg.denyWrites)
-	app.Flag("fs.walk-concurrency", "Folders (or batches of a large folder's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
+	app.Flag("fs.walk-concurrency", "Directories (or batches of a large directory's entries) read at once while walking one volume, 1 to 64 (source filesystem); measured in docs/performance.md.").
 		Default(def(fsc.WalkConcurrency)).IntVar(&fsc.WalkConcurrency)
 	app.Flag("fs.project-quota", "Read a volume's usage in O(1) from the project quota the kubelet set, instead of walking it; needs CAP_SYS_ADMIN (source filesystem).").
 		Default(def(fsc.ProjectQuotas)).BoolVar(&fsc.ProjectQuotas)

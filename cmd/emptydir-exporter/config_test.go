@@ -284,9 +284,9 @@ func TestCheckPaths(t *testing.T) {
 		args []string
 		want []string // flags the error must name; empty means no error
 	}{
-		{"root dir with pods folder", []string{"--kubelet.root-dir=" + withPods}, nil},
+		{"root dir with pods directory", []string{"--kubelet.root-dir=" + withPods}, nil},
 		{"missing root dir", []string{"--kubelet.root-dir=" + missing}, []string{"--kubelet.root-dir", missing}},
-		{"root dir without pods folder", []string{"--kubelet.root-dir=" + t.TempDir()}, []string{"--kubelet.root-dir"}},
+		{"root dir without pods directory", []string{"--kubelet.root-dir=" + t.TempDir()}, []string{"--kubelet.root-dir"}},
 		{"pods is a file", []string{"--kubelet.root-dir=" + podsIsFile}, []string{"--kubelet.root-dir", "not a directory"}},
 		{"missing kubeconfig", []string{"--kubelet.root-dir=" + withPods, "--kubeconfig=" + missing}, []string{"--kubeconfig"}},
 		{"missing web config", []string{"--kubelet.root-dir=" + withPods, "--web.config.file=" + missing}, []string{"--web.config.file"}},

@@ -161,7 +161,7 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 	if cfg.useLogWatch() {
 		lw, err := logwatch.New(logwatch.Config{Logger: logger, Written: func(p logwatch.Pod) { exp.MeasureLogsNow(ctx, p) }})
 		if err != nil {
-			logger.Warn("cannot watch the pods' log folders (inotify); their logs are walked at the cycle's pace", "err", err)
+			logger.Warn("cannot watch the pods' log directories (inotify); their logs are walked at the cycle's pace", "err", err)
 		} else {
 			ec.LogWatch = lw
 			background = append(background, lw.Run)
@@ -223,7 +223,7 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 }
 
 // dedicatedImageFilesystem judges whether the node's writable layers are on a filesystem of
-// their own: from the devices of the folders the filesystem source reads, from one Summary for
+// their own: from the devices of the directories the filesystem source reads, from one Summary for
 // the kubelet source. When it cannot tell, it says so and takes them for the kubelet's (they
 // count toward their containers' limits, as on most nodes).
 func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Source, logger *slog.Logger) bool {
@@ -235,7 +235,7 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Sourc
 		dedicated, err = ks.DedicatedImageFilesystem(ctx)
 	} else {
 		warnMissingPaths(cfg, logger)
-		// The pods folder, not the root dir: a DaemonSet mounts only that one from the node.
+		// The pods directory, not the root dir: a DaemonSet mounts only that one from the node.
 		dedicated, err = source.DedicatedImageFilesystem(cfg.fs.Layers.ImageFilesystemDir(), filepath.Join(cfg.fs.KubeletRootDir, "pods"))
 	}
 	if err != nil {
@@ -305,7 +305,7 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 	return o
 }
 
-// warnMissingPaths says which folder the ephemeral-storage measurement needs is not there. No
+// warnMissingPaths says which directory the ephemeral-storage measurement needs is not there. No
 // reason to refuse to start: emptyDir volumes are measured all the same, and a pod whose logs
 // cannot be read counts a not_found error, which fails the collection and its alert.
 func warnMissingPaths(cfg *config, logger *slog.Logger) {
@@ -317,7 +317,7 @@ func warnMissingPaths(cfg *config, logger *slog.Logger) {
 			continue // not asked for
 		}
 		if _, err := os.Stat(dir); err != nil {
-			logger.Warn("a folder the pods' ephemeral-storage measurement reads is missing: mount it read-only into the exporter, or turn --collection.ephemeral-storage off",
+			logger.Warn("a directory the pods' ephemeral-storage measurement reads is missing: mount it read-only into the exporter, or turn --collection.ephemeral-storage off",
 				"flag", flag, "err", err)
 		}
 	}

@@ -309,7 +309,7 @@ func TestRecommendPatchHostile(t *testing.T) {
 		t.Errorf("sh patches.sh ran a tenant's command: %s exists; the script:\n%q", mark, out)
 	}
 	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 3 {
-		t.Errorf("sh patches.sh left %v (%v) in its folder, want only bin, kubectl.calls and patches.sh", entries, err)
+		t.Errorf("sh patches.sh left %v (%v) in its directory, want only bin, kubectl.calls and patches.sh", entries, err)
 	}
 	calls, err := os.ReadFile(record)
 	if err != nil && !os.IsNotExist(err) {

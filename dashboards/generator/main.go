@@ -1,6 +1,6 @@
 // Command generator builds the emptyDir guard Grafana dashboards as code and writes them to
 // dashboards/*.json, and writes the generated files of the monitoring mixin (mixin/rules.json
-// from rules/emptydir-guard.rules.yml, mixin/dashboards/*.json). Run it from this folder:
+// from rules/emptydir-guard.rules.yml, mixin/dashboards/*.json). Run it from this directory:
 //
 //	cd dashboards/generator && go run .
 //
@@ -15,9 +15,9 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "..", "folder the dashboard JSON files are written to")
+	out := flag.String("out", "..", "directory the dashboard JSON files are written to")
 	rules := flag.String("rules", filepath.Join("..", "..", rulesSource), "plain Prometheus rule file the mixin's rules.json is generated from")
-	mixin := flag.String("mixin", filepath.Join("..", "..", "mixin"), "folder of the monitoring mixin, whose generated files are written (empty: none)")
+	mixin := flag.String("mixin", filepath.Join("..", "..", "mixin"), "directory of the monitoring mixin, whose generated files are written (empty: none)")
 	flag.Parse()
 	files, err := Render()
 	if err != nil {

@@ -16,7 +16,7 @@ const (
 	mixinDashboardDir = "dashboards"
 )
 
-// MixinFiles returns the generated files of the mixin, named relative to its folder:
+// MixinFiles returns the generated files of the mixin, named relative to its directory:
 // rules.json (the groups of the rule file rules, as JSON) and dashboards/<name>.json (the
 // dashboards, byte for byte as in dashboards/).
 func MixinFiles(rules []byte, dashboards []File) ([]File, error) {

@@ -52,7 +52,7 @@ func podDashboard() *dashboard.DashboardBuilder {
 			query(`max by (node) (emptydir_filesystem_capacity_bytes) and on (node) max by (node) (emptydir_used_bytes{`+nsPod+`, medium="disk"})`, "capacity"),
 			query(`max by (node) (emptydir_filesystem_available_bytes) and on (node) max by (node) (emptydir_used_bytes{`+nsPod+`, medium="disk"})`, "available"),
 			query(`max by (volume) (emptydir_capacity_bytes{`+nsPod+`})`, "{{volume}} filesystem size"))).
-		WithPanel(timeseriesPanel("Inodes", "Files, folders and links in each volume. Opt-in: "+optIn("emptydir_inodes_used")+".", units.Short, 12, 8,
+		WithPanel(timeseriesPanel("Inodes", "Files, directories and links in each volume. Opt-in: "+optIn("emptydir_inodes_used")+".", units.Short, 12, 8,
 			query(`max by (volume) (emptydir_inodes_used{`+nsPod+`})`, "{{volume}}"))).
 		WithPanel(timeseriesPanel("Unreadable entries", "Entries the exporter could not read: above 0, used bytes are a lower bound.", units.Short, 12, 7,
 			query(`max by (volume) (emptydir_unreadable_entries{`+nsPod+`})`, "{{volume}}"))).

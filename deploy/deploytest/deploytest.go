@@ -119,11 +119,11 @@ type ExporterPrivileges struct {
 	Rights       []string            // "verb group/resource" of every rule bound to its ServiceAccount, sorted
 }
 
-// ExporterHostPaths are the node's folders the filesystem source mounts, each read-only: the
-// kubelet's pods folder and, with --collection.ephemeral-storage, the kubelet's pod logs
-// folder and containerd's runtime v2 task folder, overlayfs snapshotter root and CRI container
-// folder (image VOLUMEs), and with the change signal (on unless --no-collection.change-signal)
-// or --collection.open-files the node's cgroups. An empty field is a folder that must not be
+// ExporterHostPaths are the node's directories the filesystem source mounts, each read-only: the
+// kubelet's pods directory and, with --collection.ephemeral-storage, the kubelet's pod logs
+// directory and containerd's runtime v2 task directory, overlayfs snapshotter root and CRI container
+// directory (image VOLUMEs), and with the change signal (on unless --no-collection.change-signal)
+// or --collection.open-files the node's cgroups. An empty field is a directory that must not be
 // mounted.
 type ExporterHostPaths struct {
 	Pods                string // <kubelet-root>/pods
@@ -131,16 +131,16 @@ type ExporterHostPaths struct {
 	ContainerdTasks     string // <containerd state>/io.containerd.runtime.v2.task; "" without containerd
 	ContainerdSnapshots string // <containerd root>/io.containerd.snapshotter.v1.overlayfs; "" without containerd
 	// ContainerdCRIContainers is <containerd root>/io.containerd.grpc.v1.cri/containers, the
-	// folders of image VOLUMEs; "" without containerd or with imageVolumes off.
+	// directories of image VOLUMEs; "" without containerd or with imageVolumes off.
 	ContainerdCRIContainers string
-	// Runtime is CRI-O's and Docker's folders (their records of each container's layer, and
+	// Runtime is CRI-O's and Docker's directories (their records of each container's layer, and
 	// the layers), where chosen.
 	Runtime []string
 	Cgroups string // /sys/fs/cgroup; "" with --no-collection.change-signal (unless --collection.open-files)
 }
 
-// DefaultExporterHostPaths are the folders the chart's defaults (and the kustomize base)
-// mount, with the kubelet pods folder <kubeletRoot>/pods.
+// DefaultExporterHostPaths are the directories the chart's defaults (and the kustomize base)
+// mount, with the kubelet pods directory <kubeletRoot>/pods.
 func DefaultExporterHostPaths(kubeletRoot string) ExporterHostPaths {
 	return ExporterHostPaths{
 		Pods:                    strings.TrimSuffix(kubeletRoot, "/") + "/pods",
@@ -165,7 +165,7 @@ func (h ExporterHostPaths) List() []string {
 }
 
 // WantExporterPrivileges are exactly the privileges each --collection.source needs: the
-// filesystem source walks <kubelet-root>/pods, and reads the pod logs and containerd folders
+// filesystem source walks <kubelet-root>/pods, and reads the pod logs and containerd directories
 // of paths, all read-only, as root with DAC_READ_SEARCH, and with openFiles
 // (--collection.open-files) the node's PID namespace and SYS_PTRACE besides; the kubelet source
 // reads the Summary API (get nodes/stats, or nodes/proxy through the API server) and nothing

@@ -1,11 +1,11 @@
 // Package calibrate checks the exporter's settings of the node's layout (the kubelet's root and
-// pod logs folders, its cgroup root and driver, containerd's task and snapshotter folders)
+// pod logs directories, its cgroup root and driver, containerd's task and snapshotter directories)
 // against the exporter's own pod, whose every part it knows: where a setting is wrong, the
-// exporter's own emptyDir, log folder, cgroup or writable layer is not where the setting says,
+// exporter's own emptyDir, log directory, cgroup or writable layer is not where the setting says,
 // and the node often says where it is instead.
 //
 // Only what the node's root controls decides: the mount table (/proc/self/mountinfo), stat of
-// folders, the cgroup tree, and the pod's status, which only the kubelet writes. No file a
+// directories, the cgroup tree, and the pod's status, which only the kubelet writes. No file a
 // tenant can write is read. docs/deploy.md ("Calibration") lists the reasons and the chart
 // value each names.
 package calibrate
@@ -42,12 +42,12 @@ const (
 // Reasons of a mismatch. The writable layer's pass source's reasons through
 // (source.LayerNoRootfsMount, source.LayerOutsideSnapshotter, source.LayerNotOverlay).
 const (
-	// ReasonOwnPodNotFound: the exporter's own emptyDir, log folder, cgroup or writable layer is
+	// ReasonOwnPodNotFound: the exporter's own emptyDir, log directory, cgroup or writable layer is
 	// not where the setting says.
 	ReasonOwnPodNotFound = "own_pod_not_found"
-	// ReasonOtherFolder: a folder is where the setting says, but not the exporter's own (another
-	// kubelet's root on the same node, an empty folder a hostPath created).
-	ReasonOtherFolder = "other_folder"
+	// ReasonOtherDirectory: a directory is where the setting says, but not the exporter's own (another
+	// kubelet's root on the same node, an empty directory a hostPath created).
+	ReasonOtherDirectory = "other_directory"
 	// ReasonAmbiguous: the pod has a cgroup in both layouts (--cgroup.driver=auto).
 	ReasonAmbiguous = "ambiguous"
 	// ReasonUnreadable: what the check reads could not be read.
@@ -59,7 +59,7 @@ const (
 
 // Reasons a check did not run.
 const (
-	// SkipSourceKubelet: the kubelet source reads no folder of the node.
+	// SkipSourceKubelet: the kubelet source reads no directory of the node.
 	SkipSourceKubelet = "source_kubelet"
 	// SkipNotConfigured: the setting is not in use (its measurement or feature is off).
 	SkipNotConfigured = "not_configured"
@@ -85,7 +85,7 @@ type Pod struct {
 	Volume, VolumeDir string
 }
 
-// Settings are the exporter's settings to check, as the exporter sees the node's folders.
+// Settings are the exporter's settings to check, as the exporter sees the node's directories.
 type Settings struct {
 	// KubeletRootDir is --kubelet.root-dir, as mounted into the exporter; "": not checked.
 	KubeletRootDir string
@@ -187,8 +187,8 @@ func (r *Result) mismatch(setting, reason, found string, err error) {
 }
 
 // checkKubeletRoot: the exporter's emptyDir, seen in its container and through the kubelet root
-// mount, must be one folder. The node's root comes from the mount table: the emptyDir's bind
-// names its folder (the node's path where that filesystem is the node's root filesystem).
+// mount, must be one directory. The node's root comes from the mount table: the emptyDir's bind
+// names its directory (the node's path where that filesystem is the node's root filesystem).
 func (r *Result) checkKubeletRoot(p *Pod, root string, mounts []mountinfo.Mount) {
 	suffix := strings.TrimPrefix(volume.Dir("/", p.UID, p.Volume), "/")
 	found := ""
@@ -211,7 +211,7 @@ func (r *Result) checkKubeletRoot(p *Pod, root string, mounts []mountinfo.Mount)
 	case err != nil:
 		r.mismatch(SettingKubeletRootDir, ReasonUnreadable, found, err)
 	case !os.SameFile(own, fi):
-		r.mismatch(SettingKubeletRootDir, ReasonOtherFolder, found, fmt.Errorf("%s is not the exporter's own emptyDir %s (mounted at %s)", viaRoot, p.Volume, p.VolumeDir))
+		r.mismatch(SettingKubeletRootDir, ReasonOtherDirectory, found, fmt.Errorf("%s is not the exporter's own emptyDir %s (mounted at %s)", viaRoot, p.Volume, p.VolumeDir))
 	}
 }
 
@@ -221,11 +221,11 @@ func (r *Result) checkPodLogs(p *Pod, dir string) {
 	fi, err := os.Stat(logs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		r.mismatch(SettingPodLogsDir, ReasonOwnPodNotFound, "", fmt.Errorf("the exporter's own log folder is not at %s: %w", logs, err))
+		r.mismatch(SettingPodLogsDir, ReasonOwnPodNotFound, "", fmt.Errorf("the exporter's own log directory is not at %s: %w", logs, err))
 	case err != nil:
 		r.mismatch(SettingPodLogsDir, ReasonUnreadable, "", err)
 	case !fi.IsDir():
-		r.mismatch(SettingPodLogsDir, ReasonOtherFolder, "", fmt.Errorf("%s is no folder", logs))
+		r.mismatch(SettingPodLogsDir, ReasonOtherDirectory, "", fmt.Errorf("%s is no directory", logs))
 	default:
 		r.Layout.PodLogsDir = dir
 	}
@@ -293,7 +293,7 @@ type layerRuntime struct {
 	// upper matches the upperdir of a root filesystem of this runtime; its group is the root.
 	upper *regexp.Regexp
 	// relative is the part of the root's path an upperdir without it starts from (CRI-O may
-	// mount with upperdirs relative to its overlay folder); "": upperdirs are absolute.
+	// mount with upperdirs relative to its overlay directory); "": upperdirs are absolute.
 	relative string
 }
 
@@ -308,7 +308,7 @@ var layerRuntimes = map[string]layerRuntime{
 
 // checkLayer: the writable layer the locator finds for the exporter's own container must be
 // the upperdir of its own root filesystem, and be there. Under containerd that checks the task
-// folder (where the locator finds the container's rootfs mount) and the snapshotter root
+// directory (where the locator finds the container's rootfs mount) and the snapshotter root
 // together; under CRI-O and Docker the root whose metadata names the layer.
 func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mountinfo.Mount, merr error) {
 	name, _, _ := volume.RuntimeID(p.ContainerID)
@@ -346,18 +346,18 @@ func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mountinfo.M
 		r.Layout.ContainerdTaskDir = l.TaskDir
 	}
 	if !sameLayer(layer, upper, rt.relative) {
-		r.mismatch(rt.setting, ReasonOtherFolder, found, fmt.Errorf("the locator finds %s, the exporter's own root filesystem writes to %s", layer, own.Upper))
+		r.mismatch(rt.setting, ReasonOtherDirectory, found, fmt.Errorf("the locator finds %s, the exporter's own root filesystem writes to %s", layer, own.Upper))
 		return
 	}
-	// The folder must be there too: a root not mounted into the exporter reads as empty (or as
-	// a folder a DirectoryOrCreate hostPath created).
+	// The directory must be there too: a root not mounted into the exporter reads as empty (or as
+	// a directory a DirectoryOrCreate hostPath created).
 	if _, err := os.Stat(layer); err != nil {
 		r.mismatch(rt.setting, ReasonOwnPodNotFound, found, fmt.Errorf("the exporter's own writable layer: %w", err))
 	}
 }
 
 // layerError names the setting the locator's error for the exporter's own container points at:
-// under containerd, a missing rootfs mount is the task folder's, an upperdir outside the
+// under containerd, a missing rootfs mount is the task directory's, an upperdir outside the
 // snapshotter its root's; under the other runtimes, every error is their root's.
 func (r *Result) layerError(setting, found string, err error) {
 	var le *source.LayerError
@@ -375,7 +375,7 @@ func (r *Result) layerError(setting, found string, err error) {
 }
 
 // sameLayer: the locator's layer is the upperdir, which may be relative to the runtime's
-// folder named relative.
+// directory named relative.
 func sameLayer(layer, upper, relative string) bool {
 	if filepath.IsAbs(upper) || relative == "" {
 		return layer == upper

@@ -71,7 +71,7 @@ func TestKubeletRootDir(t *testing.T) {
 	node := t.TempDir()
 	root := filepath.Join(node, "kubelet")
 	own := mkdir(t, root, "pods", ownUID, "volumes", "kubernetes.io~empty-dir", "calibration")
-	// Another kubelet's root on the node that holds a folder of the same name, not the same one.
+	// Another kubelet's root on the node that holds a directory of the same name, not the same one.
 	other := filepath.Join(node, "stale")
 	mkdir(t, other, "pods", ownUID, "volumes", "kubernetes.io~empty-dir", "calibration")
 	mounts := writeMountInfo(t, "/var/lib/k0s/kubelet/pods/"+ownUID+"/volumes/kubernetes.io~empty-dir/calibration "+own+" ext4 rw")
@@ -83,10 +83,10 @@ func TestKubeletRootDir(t *testing.T) {
 		wantLayout                       string
 	}{
 		{"right root", root, mounts, own, nil, "/var/lib/k0s/kubelet"},
-		{"no pod folder there", mkdir(t, node, "empty"), mounts, own,
+		{"no pod directory there", mkdir(t, node, "empty"), mounts, own,
 			[]string{"kubelet.root-dir own_pod_not_found /var/lib/k0s/kubelet"}, "/var/lib/k0s/kubelet"},
-		{"another folder there", other, mounts, own,
-			[]string{"kubelet.root-dir other_folder /var/lib/k0s/kubelet"}, "/var/lib/k0s/kubelet"},
+		{"another directory there", other, mounts, own,
+			[]string{"kubelet.root-dir other_directory /var/lib/k0s/kubelet"}, "/var/lib/k0s/kubelet"},
 		{"no bind in the mount table", filepath.Join(node, "nowhere"), noBind, own,
 			[]string{"kubelet.root-dir own_pod_not_found "}, ""},
 		{"own emptyDir not mounted", root, mounts, filepath.Join(node, "missing"),
@@ -100,7 +100,7 @@ func TestKubeletRootDir(t *testing.T) {
 	}
 }
 
-// TestPodLogsDir: the kubelet's pod logs folder holds the exporter container's own log folder.
+// TestPodLogsDir: the kubelet's pod logs directory holds the exporter container's own log directory.
 func TestPodLogsDir(t *testing.T) {
 	logs := t.TempDir()
 	mkdir(t, logs, "guard_exporter-x1_"+ownUID, "exporter")
@@ -113,9 +113,9 @@ func TestPodLogsDir(t *testing.T) {
 		name, dir string
 		want      []string
 	}{
-		{"right folder", logs, nil},
-		{"an empty folder a hostPath created", t.TempDir(), []string{"kubelet.pod-logs-dir own_pod_not_found "}},
-		{"a file where the folder is", file, []string{"kubelet.pod-logs-dir other_folder "}},
+		{"right directory", logs, nil},
+		{"an empty directory a hostPath created", t.TempDir(), []string{"kubelet.pod-logs-dir own_pod_not_found "}},
+		{"a file where the directory is", file, []string{"kubelet.pod-logs-dir other_directory "}},
 	} {
 		r := Check(ownPod("/"), Settings{PodLogsDir: tc.dir})
 		wantMismatches(t, tc.name, r, tc.want...)
@@ -186,8 +186,8 @@ func TestCgroupNotFound(t *testing.T) {
 	}{
 		{"no cgroup", []string{"kubepods/burstable"}, podcgroup.Config{Root: podcgroup.RootAuto},
 			[]string{"cgroup.root own_pod_not_found "}},
-		// The pod's name in a folder no root and driver make: under another QoS class, under a
-		// folder not named kubepods, a systemd slice whose parents are not its prefixes.
+		// The pod's name in a directory no root and driver make: under another QoS class, under a
+		// directory not named kubepods, a systemd slice whose parents are not its prefixes.
 		{"decoys", []string{"kubepods/besteffort/pod" + ownUID, "tenant/burstable/pod" + ownUID,
 			"kubepods.slice/other.slice/kubepods-burstable-pod" + systemdUID + ".slice",
 			// Below another pod's cgroup, as a privileged tenant could make it.
@@ -235,13 +235,13 @@ func TestWritableLayer(t *testing.T) {
 		want                                      []string
 		skipped                                   string
 	}{
-		{"right folders", taskDir, snapshotter, mounts, "", nil, ""},
+		{"right directories", taskDir, snapshotter, mounts, "", nil, ""},
 		{"wrong task dir", "/run/containerd/io.containerd.runtime.v2.task", snapshotter, mounts, "",
 			[]string{"containerd.task-dir no_rootfs_mount "}, ""},
 		{"wrong snapshotter root", taskDir, "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs", mounts, "",
 			[]string{"containerd.snapshotter-root outside_snapshotter " + snapshotter}, ""},
 		{"another container's layer", taskDir, snapshotter, table(filepath.Join(snapshotter, "snapshots", "13", "fs"), upper), "",
-			[]string{"containerd.snapshotter-root other_folder " + snapshotter}, ""},
+			[]string{"containerd.snapshotter-root other_directory " + snapshotter}, ""},
 		{"layer not mounted into the exporter", taskDir, snapshotter, table(filepath.Join(snapshotter, "snapshots", "14", "fs"), filepath.Join(snapshotter, "snapshots", "14", "fs")), "",
 			[]string{"containerd.snapshotter-root own_pod_not_found " + snapshotter}, ""},
 		{"own root filesystem no overlay", taskDir, snapshotter, writeMountInfo(t, "/ / ext4 rw"), "", nil, SkipNotOverlay},
@@ -271,7 +271,7 @@ func TestWritableLayer(t *testing.T) {
 const ownLayer = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
 
 // crioStorage makes a containers/storage root where CRI-O's volatile record of container cid
-// names layer, and that layer has its diff folder; it gives the root.
+// names layer, and that layer has its diff directory; it gives the root.
 func crioStorage(t *testing.T, cid, layer string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "storage")
@@ -288,7 +288,7 @@ func crioStorage(t *testing.T, cid, layer string) string {
 }
 
 // dockerRoot makes a Docker data-root where container cid's mount-id names layer, with its
-// diff folder; it gives the root.
+// diff directory; it gives the root.
 func dockerRoot(t *testing.T, cid, layer string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "docker")
@@ -301,7 +301,7 @@ func dockerRoot(t *testing.T, cid, layer string) string {
 
 // TestWritableLayerOtherRuntimes: under CRI-O and Docker, the layer the runtime's own metadata
 // names for the exporter's container must be its root filesystem's upperdir (CRI-O's may be
-// relative to its overlay folder); a root not set is named with the root found above that
+// relative to its overlay directory); a root not set is named with the root found above that
 // upperdir.
 func TestWritableLayerOtherRuntimes(t *testing.T) {
 	crio := crioStorage(t, ownCID, ownLayer)
@@ -320,14 +320,14 @@ func TestWritableLayerOtherRuntimes(t *testing.T) {
 	}{
 		{name: "CRI-O, its storage root", runtime: "cri-o", mountInfo: ownRoot(crioUpper), crioRoot: crio,
 			layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
-		{name: "CRI-O, an upperdir relative to its overlay folder", runtime: "cri-o", mountInfo: ownRoot(ownLayer + "/diff"),
+		{name: "CRI-O, an upperdir relative to its overlay directory", runtime: "cri-o", mountInfo: ownRoot(ownLayer + "/diff"),
 			crioRoot: crio, layout: Layout{ContainerRuntime: "cri-o"}},
 		{name: "CRI-O, no storage root set", runtime: "cri-o", mountInfo: ownRoot(crioUpper),
 			want: []string{"crio.storage-root not_set " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
 		{name: "CRI-O, a root without the container's record", runtime: "cri-o", mountInfo: ownRoot(crioUpper), crioRoot: t.TempDir(),
 			want: []string{"crio.storage-root no_layer_record " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
 		{name: "CRI-O, another root naming another layer", runtime: "cri-o", mountInfo: ownRoot(crioUpper), crioRoot: elsewhere,
-			want: []string{"crio.storage-root other_folder " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
+			want: []string{"crio.storage-root other_directory " + crio}, layout: Layout{ContainerRuntime: "cri-o", CRIOStorageRoot: crio}},
 		{name: "Docker, its root", runtime: "docker", mountInfo: ownRoot(dockerUpper), dockerRoot: docker,
 			layout: Layout{ContainerRuntime: "docker", DockerRoot: docker}},
 		{name: "Docker, no root set", runtime: "docker", mountInfo: ownRoot(dockerUpper),

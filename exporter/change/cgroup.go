@@ -48,8 +48,8 @@ func NewCgroup(cfg podcgroup.Config, fs *source.Filesystem) (*Cgroup, error) {
 		}
 	}
 	if s.layers && fs.Layers.CRIContainersDir != "" {
-		// A layer's image VOLUME folders are walked with it (LayerLocator.ImageVolumes); where
-		// their folder cannot be read, none is walked.
+		// A layer's image VOLUME directories are walked with it (LayerLocator.ImageVolumes); where
+		// their directory cannot be read, none is walked.
 		if v, err := vouchesFor(snap, fs.Layers.CRIContainersDir); err == nil {
 			s.layers = v
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 // openNodeCgroups opens this machine's cgroups as the exporter's signal does, for a kubelet
-// root dir, a snapshotter root and a CRI containers folder in dir.
+// root dir, a snapshotter root and a CRI containers directory in dir.
 func openNodeCgroups(t *testing.T, dir string) *change.Cgroup {
 	t.Helper()
 	fs := source.DefaultFilesystem()
@@ -82,7 +82,7 @@ func TestCgroupSignalVouches(t *testing.T) {
 		{volume.Volume{Name: "repo", Kind: volume.KindGitRepo}, false},
 	} {
 		if got := s.Vouches(tc.v); got != tc.want {
-			t.Errorf("Vouches(%+v) = %v, want %v (cgroup v%d, test folder on %v)", tc.v, got, tc.want, s.Version(), medium)
+			t.Errorf("Vouches(%+v) = %v, want %v (cgroup v%d, test directory on %v)", tc.v, got, tc.want, s.Version(), medium)
 		}
 	}
 }

@@ -215,7 +215,7 @@ type VolumeSource struct{ *Source }
 func (s *Source) VolumeSource() *VolumeSource { return &VolumeSource{s} }
 
 // costStep is how much of Cost a walk charges at a time, as a walk's threads charge their
-// meter every few dozen folders.
+// meter every few dozen directories.
 const costStep = 100 * time.Millisecond
 
 // MeasureVolume implements exporter.VolumeSource: one request of pod p with volume v alone,

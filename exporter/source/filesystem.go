@@ -15,14 +15,14 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 )
 
-// Filesystem measures volumes by walking the kubelet's pod volume folders.
+// Filesystem measures volumes by walking the kubelet's pod volume directories.
 // It needs read access to the kubelet root dir (a read-only hostPath mount in the
 // DaemonSet) and works whatever the kubelet's own settings are, including nodes
 // with localStorageCapacityIsolation off, where the Summary API fails.
 type Filesystem struct {
 	// KubeletRootDir is the kubelet's --root-dir as seen by the exporter (--kubelet.root-dir).
 	KubeletRootDir string
-	// WalkConcurrency bounds the folders read at once within one volume (--fs.walk-concurrency).
+	// WalkConcurrency bounds the directories read at once within one volume (--fs.walk-concurrency).
 	WalkConcurrency int
 	// ProjectQuotas (--fs.project-quota) reads a volume's usage from its project quota,
 	// where the kubelet put it under one of its own, instead of walking it
@@ -44,7 +44,7 @@ type Filesystem struct {
 	OpenFiles *OpenFiles
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// ReadQuota reads a folder's project quota; nil means fswalk.ReadProjectQuota (tests
+	// ReadQuota reads a directory's project quota; nil means fswalk.ReadProjectQuota (tests
 	// replace it).
 	ReadQuota func(dir string) (fswalk.DiskUsage, error)
 }
@@ -108,8 +108,8 @@ func (s *Filesystem) Measure(ctx context.Context, pods []volume.PodVolumes) []vo
 	return volume.MeasureEach(ctx, pods, s.MeasureVolume)
 }
 
-// folder is where what v measures lives; "" for a writable layer, which Layers locates.
-func (s *Filesystem) folder(p volume.PodVolumes, v volume.Volume) string {
+// directory is where what v measures lives; "" for a writable layer, which Layers locates.
+func (s *Filesystem) directory(p volume.PodVolumes, v volume.Volume) string {
 	podDir := filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID())
 	_, name, _ := strings.Cut(v.Name, "/")
 	switch v.Kind {
@@ -133,16 +133,16 @@ func (s *Filesystem) LogDir(p volume.PodVolumes, container string) string {
 	return filepath.Join(s.podLogs(p), container)
 }
 
-// podLogs is the pod's log folder (BuildPodLogsDirectory in pkg/kubelet/kuberuntime): every
+// podLogs is the pod's log directory (BuildPodLogsDirectory in pkg/kubelet/kuberuntime): every
 // element is a name the API server validated or assigned.
 func (s *Filesystem) podLogs(p volume.PodVolumes) string {
 	return filepath.Join(s.PodLogsDir, p.Namespace+"_"+p.Pod+"_"+p.KubeletUID())
 }
 
-// VolumeGone reports whether volume v of pod p has no folder: the kubelet has not set it up
+// VolumeGone reports whether volume v of pod p has no directory: the kubelet has not set it up
 // yet or has torn it down. One lstat, for the volumes a cycle does not walk.
 func (s *Filesystem) VolumeGone(p volume.PodVolumes, v volume.Volume) bool {
-	dir := s.folder(p, v)
+	dir := s.directory(p, v)
 	if dir == "" {
 		return false
 	}
@@ -168,12 +168,12 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		now = s.Now
 	}
 	started := now()
-	dir := s.folder(p, v)
+	dir := s.directory(p, v)
 	var du fswalk.DiskUsage
 	var method string
 	var quotaExcess int64
 	var err error
-	// unlocated: why the image VOLUME folders of a located writable layer were not walked.
+	// unlocated: why the image VOLUME directories of a located writable layer were not walked.
 	var unlocated string
 	// explained: du is of a filesystem of the volume's own whose complete walk found
 	// du.NamedBytes through its names (unexplainedBytes).
@@ -225,7 +225,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	if err != nil {
 		return volume.Measurement{}, volume.FSError(err)
 	}
-	// A walk of a folder of a shared filesystem misses what was deleted but is held open; a
+	// A walk of a directory of a shared filesystem misses what was deleted but is held open; a
 	// tmpfs of the volume's own and a project quota count it already.
 	var open openfiles.Usage
 	var openOutcome string
@@ -233,22 +233,22 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 		open, openOutcome = s.openFiles(ctx, p, v, dir)
 	}
 	return volume.Measurement{
-		UsedBytes:         du.UsedBytes + open.Bytes,
-		UnlinkedOpenBytes: open.Bytes,
-		OpenFiles:         openOutcome,
-		InodesUsed:        du.Inodes + open.Files,
-		UnreadableEntries: du.Unreadable,
-		UncheckedLinks:    du.UncheckedLinks,
-		ChangedFolders:    du.Changed,
-		CutShort:          du.CutShort,
-		QuotaExcessBytes:  quotaExcess,
-		Method:            method,
-		Unlocated:         unlocated,
-		CapacityBytes:     space.CapacityBytes,
-		AvailableBytes:    space.AvailableBytes,
-		UnexplainedBytes:  unexplainedBytes(du, space, explained),
-		MeasuredAt:        started,
-		CompletedAt:       now(),
+		UsedBytes:          du.UsedBytes + open.Bytes,
+		UnlinkedOpenBytes:  open.Bytes,
+		OpenFiles:          openOutcome,
+		InodesUsed:         du.Inodes + open.Files,
+		UnreadableEntries:  du.Unreadable,
+		UncheckedLinks:     du.UncheckedLinks,
+		ChangedDirectories: du.Changed,
+		CutShort:           du.CutShort,
+		QuotaExcessBytes:   quotaExcess,
+		Method:             method,
+		Unlocated:          unlocated,
+		CapacityBytes:      space.CapacityBytes,
+		AvailableBytes:     space.AvailableBytes,
+		UnexplainedBytes:   unexplainedBytes(du, space, explained),
+		MeasuredAt:         started,
+		CompletedAt:        now(),
 	}, nil
 }
 
@@ -268,7 +268,7 @@ func (s *Filesystem) unlocatedLayer(ctx context.Context, p volume.PodVolumes, v 
 	return volume.Measurement{Unlocated: reason, Method: volume.MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
 }
 
-// imageVolumesUsage walks the image VOLUME folders of the container of writable layer v
+// imageVolumesUsage walks the image VOLUME directories of the container of writable layer v
 // (LayerLocator.ImageVolumes): containerd bind-mounts them into the container beside its root
 // filesystem, the kubelet counts them nowhere, and the container writes them as it writes its
 // layer, so they count as part of it. Where they cannot be located it says why (a
@@ -293,7 +293,7 @@ func (s *Filesystem) imageVolumesUsage(ctx context.Context, v volume.Volume, met
 	return sum, "", nil
 }
 
-// addUsage adds the walks of two folders on no shared hard link (a link(2) across two
+// addUsage adds the walks of two directories on no shared hard link (a link(2) across two
 // mounts fails, even on one filesystem).
 func addUsage(a, b fswalk.DiskUsage) fswalk.DiskUsage {
 	return fswalk.DiskUsage{UsedBytes: a.UsedBytes + b.UsedBytes, XattrBytes: a.XattrBytes + b.XattrBytes,
@@ -301,7 +301,7 @@ func addUsage(a, b fswalk.DiskUsage) fswalk.DiskUsage {
 		Changed: a.Changed + b.Changed, CutShort: a.CutShort || b.CutShort}
 }
 
-// podFilesUsage is the pod's etc-hosts file and the files directly in its log folder, each
+// podFilesUsage is the pod's etc-hosts file and the files directly in its log directory, each
 // counted as the kubelet counts them (getPodEtcHostsStats and getPodLogStats in
 // pkg/kubelet/stats/host_stats_provider.go): either may be missing (a pod mounting its own
 // /etc/hosts, a pod whose sandbox is not up yet).
@@ -317,7 +317,7 @@ func (s *Filesystem) podFilesUsage(p volume.PodVolumes) (fswalk.DiskUsage, error
 	return fswalk.DiskUsage{UsedBytes: hosts.UsedBytes + logs.UsedBytes, Inodes: hosts.Inodes + logs.Inodes}, nil
 }
 
-// walkRetries is how many times a walk that saw folders change is done again
+// walkRetries is how many times a walk that saw directories change is done again
 // (fswalk.Options.Retries): once, so that a tenant's one-off move costs it no flag, while
 // one racing every walk doubles its walks' cost at most and stays a lower bound.
 const walkRetries = 1

@@ -18,7 +18,7 @@ import (
 // TestMemoryVolumeCountsTmpfsXattrs: the kubelet mounts a tmpfs of its own for every medium:
 // Memory volume, and for that layout the exporter read statfs alone, which never sees user.*
 // extended attributes: kernel memory in no block and past the tmpfs size, 4.8 MB on a 1Mi
-// volume measured as 0 (issue 30, item 6; only a folder of a shared tmpfs was walked for them).
+// volume measured as 0 (issue 30, item 6; only a directory of a shared tmpfs was walked for them).
 // Each volume here is a tmpfs of its own at the kubelet's path: its bytes must be what statfs
 // counts plus the user.* names and values, each inode once, and one volume's attributes are
 // not another's. Needs root (mounts) and Linux 6.6 or later (user.* attributes on tmpfs).

@@ -142,7 +142,7 @@ func TestWalkCutShortIsALowerBound(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "sub", "data"), make([]byte, 1<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Ended before the walk begins: it counts the volume's own folder and nothing below.
+	// Ended before the walk begins: it counts the volume's own directory and nothing below.
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
 	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(ctx, pod, vol, nil)
@@ -150,6 +150,6 @@ func TestWalkCutShortIsALowerBound(t *testing.T) {
 		t.Fatalf("MeasureVolume: %v; want what the walk counted, as a lower bound", err)
 	}
 	if !m.CutShort || !m.LowerBound() || m.UsedBytes <= 0 || m.UsedBytes >= 1<<20 || m.CompletedAt.IsZero() {
-		t.Errorf("got %+v, want the volume folder's own blocks, CutShort, a lower bound", m)
+		t.Errorf("got %+v, want the volume directory's own blocks, CutShort, a lower bound", m)
 	}
 }

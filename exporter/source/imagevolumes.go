@@ -10,18 +10,18 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
-// Reasons a running container's image VOLUME folders could not be located, as the reason label
+// Reasons a running container's image VOLUME directories could not be located, as the reason label
 // of emptydir_container_writable_layer_unlocated spells them: its writable layer is walked, the
-// folders are not, and its usage is a lower bound.
+// directories are not, and its usage is a lower bound.
 const (
-	// LayerImageVolumeNotMounted: the container's bundle names image VOLUME folders, and the
+	// LayerImageVolumeNotMounted: the container's bundle names image VOLUME directories, and the
 	// exporter has no --containerd.cri-containers-dir to walk them in.
 	LayerImageVolumeNotMounted = "image_volume_not_mounted"
-	// LayerImageVolumeMissing: an image VOLUME folder the bundle names is not below
-	// --containerd.cri-containers-dir (another containerd root, or the folder not mounted).
+	// LayerImageVolumeMissing: an image VOLUME directory the bundle names is not below
+	// --containerd.cri-containers-dir (another containerd root, or the directory not mounted).
 	LayerImageVolumeMissing = "image_volume_missing"
 	// LayerNoBundleConfig: the container's OCI bundle config.json could not be read, so
-	// whether it has image VOLUME folders is not known.
+	// whether it has image VOLUME directories is not known.
 	LayerNoBundleConfig = "no_bundle_config"
 )
 
@@ -35,19 +35,19 @@ var imageVolumeSource = regexp.MustCompile(`/io\.containerd\.grpc\.v1\.cri/conta
 // KiB; more is not a spec the CRI plugin wrote.
 const maxBundleConfig = 4 << 20
 
-// ImageVolumes locates the folders holding the image VOLUMEs of the container with runtime ID
+// ImageVolumes locates the directories holding the image VOLUMEs of the container with runtime ID
 // id ("containerd://…"): the bind mounts of its OCI bundle (<task-dir>/<namespace>/<id>/
 // config.json, which containerd writes and the container cannot change) whose source is one
-// of its own CRI volume folders. Each is walked as <CRIContainersDir>/<id>/volumes/<volume id>:
+// of its own CRI volume directories. Each is walked as <CRIContainersDir>/<id>/volumes/<volume id>:
 // the ID is the container's own from the pod's status and the volume's a hex name checked
-// above, so nothing a tenant writes chooses the folder. None when the image has no VOLUME, or
+// above, so nothing a tenant writes chooses the directory. None when the image has no VOLUME, or
 // a Kubernetes mount covers each; a *LayerError with an image volume reason when they cannot
 // be walked.
 func (l *LayerLocator) ImageVolumes(id string) ([]string, error) {
 	runtime, cid, _ := volume.RuntimeID(id)
-	// CRI-O's image_volumes=mkdir (its default) makes them folders of the container's root
+	// CRI-O's image_volumes=mkdir (its default) makes them directories of the container's root
 	// filesystem, in its writable layer; Docker makes them anonymous volumes, which Docker's
-	// own figure for the layer leaves out too. Neither is a folder to add.
+	// own figure for the layer leaves out too. Neither is a directory to add.
 	if runtime == "cri-o" || runtime == "docker" {
 		return nil, nil
 	}
@@ -67,14 +67,14 @@ func (l *LayerLocator) ImageVolumes(id string) ([]string, error) {
 		return nil, nil
 	}
 	if l.CRIContainersDir == "" {
-		return nil, &LayerError{Reason: LayerImageVolumeNotMounted, Err: fmt.Errorf("%s names %d image VOLUME folder(s), and no --containerd.cri-containers-dir is set", config, len(ids))}
+		return nil, &LayerError{Reason: LayerImageVolumeNotMounted, Err: fmt.Errorf("%s names %d image VOLUME directory(s), and no --containerd.cri-containers-dir is set", config, len(ids))}
 	}
 	dirs := make([]string, 0, len(ids))
 	for _, vid := range ids {
 		dir := filepath.Join(l.CRIContainersDir, cid, "volumes", vid)
 		fi, err := os.Lstat(dir)
 		if err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is no folder", dir)
+			err = fmt.Errorf("%s is no directory", dir)
 		}
 		if err != nil {
 			return nil, &LayerError{Reason: LayerImageVolumeMissing, Err: err}
@@ -94,10 +94,10 @@ type ociMounts struct {
 	} `json:"mounts"`
 }
 
-// bundleImageVolumes reads the IDs of container cid's image VOLUME folders from its bundle's
+// bundleImageVolumes reads the IDs of container cid's image VOLUME directories from its bundle's
 // config.json, each once.
 func bundleImageVolumes(config, cid string) ([]string, error) {
-	// A folder of containerd's task dir, named by the container's checked ID; never a request's.
+	// A directory of containerd's task dir, named by the container's checked ID; never a request's.
 	b, err := readCapped(config, maxBundleConfig)
 	if err != nil {
 		return nil, err

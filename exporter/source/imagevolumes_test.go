@@ -21,8 +21,8 @@ const (
 	volOther   = "efefefefefefefefefefefefefefefefefefefefefefefefefefefefefefefef"
 )
 
-// imageVolumeNode is a layerNode whose containerd also has the CRI plugin's container folder,
-// with container layerOK's bundle naming its image VOLUME folders as containerd does.
+// imageVolumeNode is a layerNode whose containerd also has the CRI plugin's container directory,
+// with container layerOK's bundle naming its image VOLUME directories as containerd does.
 type imageVolumeNode struct {
 	*layerNode
 	criContainers string
@@ -36,7 +36,7 @@ func newImageVolumeNode(t *testing.T) *imageVolumeNode {
 	return n
 }
 
-// volumeDir is the folder containerd binds for image VOLUME vid of container cid.
+// volumeDir is the directory containerd binds for image VOLUME vid of container cid.
 func (n *imageVolumeNode) volumeDir(cid, vid string) string {
 	return filepath.Join(n.criContainers, cid, "volumes", vid)
 }
@@ -73,16 +73,16 @@ func bind(dst, src string) map[string]any {
 
 // A container whose image has VOLUMEs no Kubernetes mount covers writes them outside its
 // overlay: containerd binds <cri containers>/<id>/volumes/<random> there, and the kubelet counts
-// it nowhere. The exporter counts each such folder its bundle names in the container's writable
+// it nowhere. The exporter counts each such directory its bundle names in the container's writable
 // layer, and nothing the bundle names otherwise: not a Kubernetes volume's bind, not another
-// container's folder, not a path that only matches once ".." is taken as written.
+// container's directory, not a path that only matches once ".." is taken as written.
 func TestWritableLayerCountsImageVolumes(t *testing.T) {
 	n := newImageVolumeNode(t)
 	upper := filepath.Join(n.snapshotter, "snapshots", "7", "fs")
 	writeFile(t, filepath.Join(upper, "fill"), 1<<20)
 	writeFile(t, filepath.Join(n.volumeDir(layerOK, volScratch), "fill"), 3<<20)
 	writeFile(t, filepath.Join(n.volumeDir(layerOK, volCache), "a", "b"), 512<<10)
-	// Another container's folder (named by a bind of this bundle) and a folder of this
+	// Another container's directory (named by a bind of this bundle) and a directory of this
 	// container's no bind names: neither is this container's image volume.
 	writeFile(t, filepath.Join(n.volumeDir(layerElse, volOther), "fill"), 5<<20)
 	writeFile(t, filepath.Join(n.volumeDir(layerOK, volOther), "fill"), 7<<20)
@@ -93,11 +93,11 @@ func TestWritableLayerCountsImageVolumes(t *testing.T) {
 		bind("/data", emptyDir),
 		bind("/scratch", n.volumeDir(layerOK, volScratch)),
 		bind("/var/cache", n.volumeDir(layerOK, volCache)),
-		// The same folder twice counts once.
+		// The same directory twice counts once.
 		bind("/scratch2", n.volumeDir(layerOK, volScratch)),
 		bind("/other", n.volumeDir(layerElse, volOther)),
 		bind("/escape", n.volumeDir(layerOK, volScratch)+"/../../../"+layerElse+"/volumes/"+volOther),
-		// Not a bind: a tmpfs whose source only looks like a volume folder.
+		// Not a bind: a tmpfs whose source only looks like a volume directory.
 		map[string]any{"destination": "/t", "type": "tmpfs", "source": n.volumeDir(layerOK, volOther)},
 	)
 
@@ -110,7 +110,7 @@ func TestWritableLayerCountsImageVolumes(t *testing.T) {
 	}
 	want := exportertest.DuBytes(t, upper) + exportertest.DuBytes(t, n.volumeDir(layerOK, volScratch)) + exportertest.DuBytes(t, n.volumeDir(layerOK, volCache))
 	if m.UsedBytes != want || m.LowerBound() || m.Unlocated != "" || m.Method != volume.MethodWalk {
-		t.Errorf("writable layer with image volumes: %d bytes (lower bound %v, unlocated %q, method %s), want %d: the layer's and its two VOLUME folders' (GNU du), nothing else",
+		t.Errorf("writable layer with image volumes: %d bytes (lower bound %v, unlocated %q, method %s), want %d: the layer's and its two VOLUME directories' (GNU du), nothing else",
 			m.UsedBytes, m.LowerBound(), m.Unlocated, m.Method, want)
 	}
 	live, err := src.MeasureVolumeLive(context.Background(), pod, v, nil)
@@ -127,8 +127,8 @@ func TestWritableLayerCountsImageVolumes(t *testing.T) {
 	}
 }
 
-// Where a container's image VOLUME folders cannot be walked, its layer is walked alone and
-// said to be a lower bound, with the reason: never a silent 0 for the folders.
+// Where a container's image VOLUME directories cannot be walked, its layer is walked alone and
+// said to be a lower bound, with the reason: never a silent 0 for the directories.
 func TestImageVolumesUnlocated(t *testing.T) {
 	n := newImageVolumeNode(t)
 	upper := filepath.Join(n.snapshotter, "snapshots", "7", "fs")
@@ -139,14 +139,14 @@ func TestImageVolumesUnlocated(t *testing.T) {
 		setup  func(t *testing.T, l *source.LayerLocator)
 		reason string
 	}{
-		{"the folder is not mounted (flag off)", func(t *testing.T, l *source.LayerLocator) {
+		{"the directory is not mounted (flag off)", func(t *testing.T, l *source.LayerLocator) {
 			n.bundle(t, layerOK, bind("/scratch", n.volumeDir(layerOK, volScratch)))
 			l.CRIContainersDir = ""
 		}, source.LayerImageVolumeNotMounted},
-		{"the folder is missing", func(t *testing.T, l *source.LayerLocator) {
+		{"the directory is missing", func(t *testing.T, l *source.LayerLocator) {
 			n.bundle(t, layerOK, bind("/scratch", "/var/lib/containerd/io.containerd.grpc.v1.cri/containers/"+layerOK+"/volumes/"+volCache))
 		}, source.LayerImageVolumeMissing},
-		{"a file where the folder should be", func(t *testing.T, l *source.LayerLocator) {
+		{"a file where the directory should be", func(t *testing.T, l *source.LayerLocator) {
 			writeFile(t, n.volumeDir(layerOK, volOther), 10)
 			n.bundle(t, layerOK, bind("/scratch", n.volumeDir(layerOK, volOther)))
 		}, source.LayerImageVolumeMissing},

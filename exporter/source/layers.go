@@ -35,9 +35,9 @@ const (
 	// LayerBadMetadata: the runtime's metadata could not be read or parsed, is over its size cap,
 	// or names a layer ID of no form the runtime makes.
 	LayerBadMetadata = "bad_layer_metadata"
-	// LayerNoLayerDir: the layer the metadata names has no folder directly where the runtime
+	// LayerNoLayerDir: the layer the metadata names has no directory directly where the runtime
 	// keeps it (<storage-root>/overlay/<layer>/diff, <docker-root>/overlay2/<id>/diff), or a
-	// symbolic link or a file there: another storage driver, or the folder not mounted.
+	// symbolic link or a file there: another storage driver, or the directory not mounted.
 	LayerNoLayerDir = "no_layer_dir"
 )
 
@@ -59,9 +59,9 @@ func (e *LayerError) Unwrap() error { return e.Err }
 // <native-root>/snapshots/<n>, a whole copy of the image the container writes into. It reads
 // both from the mount table, which only the node's root can change: the ID comes from the
 // pod's status, which only the kubelet writes, and nothing a tenant controls (its files, its
-// pod's spec) chooses the folder walked.
+// pod's spec) chooses the directory walked.
 type LayerLocator struct {
-	// TaskDir is containerd's runtime v2 task folder as the exporter sees it, with
+	// TaskDir is containerd's runtime v2 task directory as the exporter sees it, with
 	// HostToContainer mount propagation in a pod (--containerd.task-dir).
 	TaskDir string
 	// SnapshotterRoot is the overlayfs snapshotter's root, mounted at the same path as on
@@ -71,9 +71,9 @@ type LayerLocator struct {
 	// (--containerd.native-snapshotter-root); "": a root filesystem of that snapshotter is
 	// not located.
 	NativeSnapshotterRoot string
-	// CRIContainersDir is the CRI plugin's container folder (containerd's root dir plus
+	// CRIContainersDir is the CRI plugin's container directory (containerd's root dir plus
 	// io.containerd.grpc.v1.cri/containers) as mounted into the exporter
-	// (--containerd.cri-containers-dir), where the folders of image VOLUMEs no Kubernetes
+	// (--containerd.cri-containers-dir), where the directories of image VOLUMEs no Kubernetes
 	// mount covers live (ImageVolumes); "": they are not walked.
 	CRIContainersDir string
 	// Namespace is containerd's namespace of the kubelet's containers: k8s.io.
@@ -103,7 +103,7 @@ var (
 	nativeSnapshotDir = regexp.MustCompile(`^snapshots/[0-9]+$`)
 )
 
-// WritableLayer locates the folder that holds the writable layer of the container with
+// WritableLayer locates the directory that holds the writable layer of the container with
 // runtime ID id ("containerd://…", "cri-o://…", "docker://…").
 func (l *LayerLocator) WritableLayer(id string) (string, error) {
 	runtime, cid, _ := volume.RuntimeID(id)
@@ -199,9 +199,9 @@ func (l *LayerLocator) readMountTable() (mountTable, error) {
 
 // mountTable is the part of a mount table the locator reads.
 type mountTable struct {
-	rootfs map[string]mountinfo.Mount // by mount point, below the task folder
+	rootfs map[string]mountinfo.Mount // by mount point, below the task directory
 	// native is the filesystem holding the native snapshotter's root, its root set to that
-	// folder's path within the filesystem; nil when none.
+	// directory's path within the filesystem; nil when none.
 	native *mountinfo.Mount
 }
 
@@ -231,9 +231,9 @@ func holds(dir, path string) bool {
 	return dir == path || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
-// ImageFilesystemDir is a folder mounted into the exporter from the filesystem of the node's
-// writable layers: CRI-O's or Docker's layer folder where given (the node's runtime chosen),
-// else containerd's snapshotter root. Not CRI-O's or Docker's root itself: only folders below
+// ImageFilesystemDir is a directory mounted into the exporter from the filesystem of the node's
+// writable layers: CRI-O's or Docker's layer directory where given (the node's runtime chosen),
+// else containerd's snapshotter root. Not CRI-O's or Docker's root itself: only directories below
 // it are mounted, so the root is the exporter's own.
 func (l *LayerLocator) ImageFilesystemDir() string {
 	switch {

@@ -30,7 +30,7 @@ const (
 	layerShadow  = "6666666666666666666666666666666666666666666666666666666666666666"
 )
 
-// layerNode is a node's containerd as the exporter sees it: a task folder, a snapshotter
+// layerNode is a node's containerd as the exporter sees it: a task directory, a snapshotter
 // root with snapshots, and a mount table naming them.
 type layerNode struct {
 	task, snapshotter string
@@ -115,7 +115,7 @@ const (
 )
 
 // nativeLocator is a locator over a mount table (lines, where %[1]s stands for the native
-// snapshotter root and %[2]s for the task folder's k8s.io namespace) in which containerd's
+// snapshotter root and %[2]s for the task directory's k8s.io namespace) in which containerd's
 // native snapshotter bind-mounts each root filesystem from <root>/snapshots/<n>, whole.
 func nativeLocator(t *testing.T, native bool, lines ...string) (*source.LayerLocator, string) {
 	t.Helper()
@@ -136,7 +136,7 @@ func nativeLocator(t *testing.T, native bool, lines ...string) (*source.LayerLoc
 
 // containerd's native snapshotter (where overlayfs is not available) gives each container a
 // full copy of its image in <root>/snapshots/<n>, bind-mounted as its root filesystem; the
-// kubelet counts that folder whole (the snapshotter's Usage). The mount table names the bind's
+// kubelet counts that directory whole (the snapshotter's Usage). The mount table names the bind's
 // source by its path within its filesystem: located only on the filesystem that holds the
 // native root, as a snapshot directly below it.
 func TestLayerLocatorNativeSnapshotter(t *testing.T) {
@@ -152,10 +152,10 @@ func TestLayerLocatorNativeSnapshotter(t *testing.T) {
 				"22 1 0:50 / / rw - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w",
 				"600 22 8:2 /lib/containerd/io.containerd.snapshotter.v1.native %[1]s ro,relatime - xfs /dev/sdb1 rw",
 				"601 22 8:2 /lib/containerd/io.containerd.snapshotter.v1.native/snapshots/9 %[2]s/" + layerNative + "/rootfs rw,relatime - xfs /dev/sdb1 rw",
-				// A folder within a snapshot, and another folder of the same filesystem.
+				// A directory within a snapshot, and another directory of the same filesystem.
 				"602 22 8:2 /lib/containerd/io.containerd.snapshotter.v1.native/snapshots/9/sub %[2]s/" + layerNativeSub + "/rootfs rw - xfs /dev/sdb1 rw",
 				"603 22 8:2 /lib/containerd/etc %[2]s/" + layerNativeElse + "/rootfs rw - xfs /dev/sdb1 rw",
-				// The same path on another filesystem is another folder.
+				// The same path on another filesystem is another directory.
 				"604 22 8:3 /lib/containerd/io.containerd.snapshotter.v1.native/snapshots/9 %[2]s/" + layerNativeOther + "/rootfs rw - ext4 /dev/sdc1 rw",
 				// runc with the devmapper snapshotter: the thin device's filesystem itself.
 				"605 22 253:5 / %[2]s/" + layerDevmapper + "/rootfs rw - ext4 /dev/mapper/containerd-pool-snap-12 rw",
@@ -167,7 +167,7 @@ func TestLayerLocatorNativeSnapshotter(t *testing.T) {
 				{id: layerNativeOther, reason: source.LayerNotOverlay},
 				{id: layerDevmapper, reason: source.LayerNotOverlay},
 			}},
-		{name: "on the node itself: the native root is a folder of the root filesystem", native: true,
+		{name: "on the node itself: the native root is a directory of the root filesystem", native: true,
 			lines: []string{
 				"22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw",
 				"601 22 8:1 %[1]s/snapshots/12 %[2]s/" + layerNative + "/rootfs rw,relatime shared:1 - ext4 /dev/sda1 rw",
@@ -200,7 +200,7 @@ func TestLayerLocatorNativeSnapshotter(t *testing.T) {
 }
 
 // A native snapshot is walked whole, image copy and writes, as containerd's Usage counts it
-// (fs.DiskUsage of the folder): the figure the kubelet compares.
+// (fs.DiskUsage of the directory): the figure the kubelet compares.
 func TestNativeSnapshotMeasuresLikeDu(t *testing.T) {
 	l, nativeRoot := nativeLocator(t, true,
 		"22 1 0:50 / / rw - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w",
@@ -262,7 +262,7 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 }
 
 // Logs and the pod's own files are counted as the kubelet counts them: each file directly in
-// the folder by its blocks, rotated ones included, subfolders left out, links not followed.
+// the directory by its blocks, rotated ones included, subdirectories left out, links not followed.
 func TestLogsAndPodFiles(t *testing.T) {
 	root, logs := t.TempDir(), t.TempDir()
 	pod := volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
@@ -273,7 +273,7 @@ func TestLogsAndPodFiles(t *testing.T) {
 		writeFile(t, filepath.Join(main, "0.log.20261204-031500"), 1<<20),
 		writeFile(t, filepath.Join(main, "0.log.20261204-031000.gz"), 70<<10),
 	}
-	writeFile(t, filepath.Join(main, "not-a-log-folder", "big"), 4<<20) // the kubelet skips folders
+	writeFile(t, filepath.Join(main, "not-a-log-directory", "big"), 4<<20) // the kubelet skips directories
 	if err := os.Symlink("/etc/passwd", filepath.Join(main, "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -302,17 +302,17 @@ func TestLogsAndPodFiles(t *testing.T) {
 	own := writeFile(t, filepath.Join(podLogs, "sandbox.log"), 9000)
 	m, err = src.MeasureVolume(context.Background(), pod, files, nil)
 	if want := exportertest.DuBytes(t, hosts) + exportertest.DuBytes(t, own); err != nil || m.UsedBytes != want {
-		t.Errorf("pod files: %d bytes, %v; want etc-hosts and the file beside the container folders, %d", m.UsedBytes, err, want)
+		t.Errorf("pod files: %d bytes, %v; want etc-hosts and the file beside the container directories, %d", m.UsedBytes, err, want)
 	}
 
 	_, err = src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/gone/logs", Kind: volume.KindContainerLogs, Container: "gone"}, nil)
 	var me *volume.MeasureError
 	if !errors.As(err, &me) || me.Reason != volume.ReasonNotFound {
-		t.Errorf("logs of a container without a folder: %v, want a not_found error", err)
+		t.Errorf("logs of a container without a directory: %v, want a not_found error", err)
 	}
 }
 
-// writeFile writes size bytes of data to path, making its folder, and returns path.
+// writeFile writes size bytes of data to path, making its directory, and returns path.
 func writeFile(t *testing.T, path string, size int) string {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

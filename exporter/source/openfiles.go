@@ -27,7 +27,7 @@ type OpenFiles struct {
 // stat, which then stops the helper for good (openfiles.Helper.Count).
 const openFilesTimeout = 10 * time.Second
 
-// openFiles is what the processes of p hold open in files deleted from dir, v's folder, and
+// openFiles is what the processes of p hold open in files deleted from dir, v's directory, and
 // whether it could be read (Measurement.OpenFiles).
 func (s *Filesystem) openFiles(ctx context.Context, p volume.PodVolumes, v volume.Volume, dir string) (openfiles.Usage, string) {
 	if s.OpenFiles == nil {

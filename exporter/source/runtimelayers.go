@@ -50,7 +50,7 @@ type storageRecord struct {
 
 // crioLayer locates the writable layer of CRI-O's container cid: the layer its containers/storage
 // record names, if that layer has a record of its own, at <root>/overlay/<layer>/diff. That
-// folder is what CRI-O's own figure measures (the overlay driver's ReadWriteDiskUsage), the
+// directory is what CRI-O's own figure measures (the overlay driver's ReadWriteDiskUsage), the
 // upper directory of the container's overlay whether its mount names it relatively or not.
 func (l *LayerLocator) crioLayer(cid string) (string, error) {
 	layer, err := l.crioLookup(cid)
@@ -133,7 +133,7 @@ func readStorageRecords(path string) ([]storageRecord, error) {
 
 // dockerLayer locates the writable layer of Docker's container cid (cri-dockerd) with the
 // overlay2 storage driver: <root>/image/overlay2/layerdb/mounts/<cid>/mount-id names its
-// folder <root>/overlay2/<mount id>/diff, the folder whose size Docker reports as the
+// directory <root>/overlay2/<mount id>/diff, the directory whose size Docker reports as the
 // container's SizeRw, which cri-dockerd gives the kubelet.
 func (l *LayerLocator) dockerLayer(cid string) (string, error) {
 	path := filepath.Join(l.DockerRoot, "image", "overlay2", "layerdb", "mounts", cid, "mount-id")
@@ -154,7 +154,7 @@ func (l *LayerLocator) dockerLayer(cid string) (string, error) {
 
 // layerDir is <driverDir>/<id>/<sub> when both it and <driverDir>/<id> are directories right
 // there, no symbolic link: id is checked already, and only the node's root writes these
-// folders, but a link would take the walk anywhere.
+// directories, but a link would take the walk anywhere.
 func layerDir(driverDir, id, sub string) (string, error) {
 	dir := filepath.Join(driverDir, id)
 	for _, d := range []string{dir, filepath.Join(dir, sub)} {

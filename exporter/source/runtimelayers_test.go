@@ -27,8 +27,8 @@ const (
 )
 
 // crioNode is a node's containers/storage graph root (/var/lib/containers/storage) laid out as
-// the overlay driver lays it out: the records of containers and layers, each layer's folder
-// with its diff, link and lower, the l/ folder of short links.
+// the overlay driver lays it out: the records of containers and layers, each layer's directory
+// with its diff, link and lower, the l/ directory of short links.
 type crioNode struct {
 	root       string
 	containers []map[string]any // containers.json
@@ -117,7 +117,7 @@ func TestCRIOLayers(t *testing.T) {
 		{name: "no volatile file yet", id: ctrVolatile, reason: source.LayerNoLayerRecord, change: func(_ *testing.T, n *crioNode) {
 			mustRemove(n.root, "overlay-containers/volatile-containers.json")
 		}},
-		{name: "a layer record with no folder", id: ctrVolatile, reason: source.LayerNoLayerDir, change: func(t *testing.T, n *crioNode) {
+		{name: "a layer record with no directory", id: ctrVolatile, reason: source.LayerNoLayerDir, change: func(t *testing.T, n *crioNode) {
 			n.volatile[0]["layer"] = layerNoDir
 			n.write(t)
 		}},
@@ -126,15 +126,15 @@ func TestCRIOLayers(t *testing.T) {
 			n.volLayers = append(n.volLayers, map[string]any{"id": "../../../../../etc"})
 			n.write(t)
 		}},
-		{name: "the layer field naming a folder of another", id: ctrVolatile, reason: source.LayerBadMetadata, change: func(t *testing.T, n *crioNode) {
+		{name: "the layer field naming a directory of another", id: ctrVolatile, reason: source.LayerBadMetadata, change: func(t *testing.T, n *crioNode) {
 			n.volatile[0]["layer"] = layerImage + "/diff/.."
 			n.write(t)
 		}},
-		{name: "a symlinked diff folder", id: ctrVolatile, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *crioNode) {
+		{name: "a symlinked diff directory", id: ctrVolatile, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *crioNode) {
 			mustRemove(n.root, "overlay/"+layerVolat+"/diff")
 			mustSymlink("/etc", filepath.Join(n.root, "overlay", layerVolat, "diff"))
 		}},
-		{name: "a symlinked layer folder", id: ctrVolatile, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *crioNode) {
+		{name: "a symlinked layer directory", id: ctrVolatile, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *crioNode) {
 			mustRemove(n.root, "overlay/"+layerVolat)
 			mustSymlink(filepath.Join(n.root, "overlay", layerImage), filepath.Join(n.root, "overlay", layerVolat))
 		}},
@@ -188,7 +188,7 @@ const (
 )
 
 // dockerNode is dockerd's data-root (/var/lib/docker) with the overlay2 driver: the layerdb's
-// record of the container's mount (mount-id, init-id, parent) and the layer folders, the
+// record of the container's mount (mount-id, init-id, parent) and the layer directories, the
 // container's own beside its -init layer.
 type dockerNode struct{ root string }
 
@@ -241,14 +241,14 @@ func TestDockerLayers(t *testing.T) {
 		{name: "a mount-id naming the -init layer", id: ctrStable, reason: source.LayerBadMetadata, change: func(t *testing.T, n *dockerNode) {
 			n.record(t, ctrStable, mountMain+"-init")
 		}},
-		{name: "a mount-id with no folder", id: ctrStable, reason: source.LayerNoLayerDir, change: func(t *testing.T, n *dockerNode) {
+		{name: "a mount-id with no directory", id: ctrStable, reason: source.LayerNoLayerDir, change: func(t *testing.T, n *dockerNode) {
 			n.record(t, ctrStable, strings.Repeat("d9", 32))
 		}},
-		{name: "a symlinked diff folder", id: ctrStable, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *dockerNode) {
+		{name: "a symlinked diff directory", id: ctrStable, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *dockerNode) {
 			mustRemove(n.root, "overlay2/"+mountMain+"/diff")
 			mustSymlink("/", n.diff(mountMain))
 		}},
-		{name: "a symlinked layer folder", id: ctrStable, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *dockerNode) {
+		{name: "a symlinked layer directory", id: ctrStable, reason: source.LayerNoLayerDir, change: func(_ *testing.T, n *dockerNode) {
 			mustRemove(n.root, "overlay2/"+mountMain)
 			mustSymlink(filepath.Join(n.root, "overlay2", mountBase), filepath.Join(n.root, "overlay2", mountMain))
 		}},
@@ -287,7 +287,7 @@ func checkLayer(t *testing.T, got string, err error, wantDir, reason string) {
 }
 
 // The layers CRI-O and Docker keep are walked as containerd's are, and agree with GNU du on
-// the diff folder; the image's layer below is not counted.
+// the diff directory; the image's layer below is not counted.
 func TestRuntimeLayersMeasureLikeDu(t *testing.T) {
 	crio, docker := newCRIONode(t), newDockerNode(t)
 	writeFile(t, filepath.Join(crio.diff(layerImage), "usr", "bin", "app"), 2<<20)
@@ -359,8 +359,8 @@ func mustPad(path string, size int) {
 	mustWrite(path, string(b)+strings.Repeat(" ", size-len(b)))
 }
 
-// The dedicated image filesystem is judged on a folder the chart mounts: CRI-O's and Docker's
-// roots are not mounted themselves, only folders below them.
+// The dedicated image filesystem is judged on a directory the chart mounts: CRI-O's and Docker's
+// roots are not mounted themselves, only directories below them.
 func TestImageFilesystemDir(t *testing.T) {
 	for _, tc := range []struct {
 		l    *source.LayerLocator

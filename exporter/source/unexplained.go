@@ -8,7 +8,7 @@ import (
 // name leading to it: no walk, ours, du's or the kubelet's, can count it. Where the volume is a
 // filesystem of its own (a memory volume's tmpfs, which the kubelet mounts per volume) the
 // filesystem's usage counts it, and the part of that usage the volume's names do not explain is
-// the held files'. On a disk volume, a folder of the node's filesystem, nothing attributes it.
+// the held files'. On a disk volume, a directory of the node's filesystem, nothing attributes it.
 
 // unexplainedBytes is the usage of the volume's own filesystem that the names its walk found
 // (du.NamedBytes) do not explain; 0 unless explained (a complete walk: a lower bound would leave

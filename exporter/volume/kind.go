@@ -21,7 +21,7 @@ const (
 	// KindContainerLogs is a running container's log files: <pod-logs-dir>/<ns>_<pod>_<uid>/<container>.
 	KindContainerLogs
 	// KindPodFiles is what the kubelet keeps for the pod itself: its etc-hosts file and the
-	// files directly in its log folder.
+	// files directly in its log directory.
 	KindPodFiles
 )
 

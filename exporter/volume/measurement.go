@@ -27,10 +27,10 @@ type Measurement struct {
 	// UncheckedLinks counts hard links counted without checking whether their inode
 	// was counted already (fswalk.DiskUsage.UncheckedLinks); above 0, UsedBytes may be over.
 	UncheckedLinks int64
-	// ChangedFolders counts folders the walk did not see as they were when it started
+	// ChangedDirectories counts directories the walk did not see as they were when it started
 	// (fswalk.DiskUsage.Changed): above 0, data may have moved past it.
-	ChangedFolders int64
-	// CutShort says the walk hit its deadline before reading every folder: UsedBytes is
+	ChangedDirectories int64
+	// CutShort says the walk hit its deadline before reading every directory: UsedBytes is
 	// what it counted until then.
 	CutShort bool
 	// QuotaExcessBytes is by how many bytes the volume's project quota exceeded UsedBytes, a
@@ -42,7 +42,7 @@ type Measurement struct {
 	Method string
 	// Unlocated is set for a writable layer that could not be located, to the reason (a
 	// LayerError's): UsedBytes is 0 or the kubelet's figure (Method MethodKubelet), a lower bound;
-	// or for one walked without its container's image VOLUME folders (an image volume reason):
+	// or for one walked without its container's image VOLUME directories (an image volume reason):
 	// UsedBytes is the layer's own, a lower bound too.
 	Unlocated string
 	// UnexplainedBytes is the part of the usage of the volume's own filesystem (a memory
@@ -80,17 +80,17 @@ const (
 	// bytes from the filesystem's statistics plus the user.* extended attributes a walk of it
 	// finds, which statfs does not count; its inodes the walk's (fswalk.OwnTmpfsUsage).
 	MethodStatfs = "statfs"
-	// MethodFiles: the files of a folder the kubelet or the runtime writes (logs,
+	// MethodFiles: the files of a directory the kubelet or the runtime writes (logs,
 	// etc-hosts), each one's allocated blocks, as the kubelet adds them up.
 	MethodFiles = "files"
 	// MethodNone: a writable layer that could not be located (Measurement.Unlocated).
 	MethodNone = "none"
 )
 
-// LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, folders
+// LowerBound reports whether UsedBytes is only a lower bound: entries unreadable, directories
 // changed during the walk, the walk cut short, or a writable layer not located.
 func (m Measurement) LowerBound() bool {
-	return m.UnreadableEntries > 0 || m.ChangedFolders > 0 || m.CutShort || m.Unlocated != ""
+	return m.UnreadableEntries > 0 || m.ChangedDirectories > 0 || m.CutShort || m.Unlocated != ""
 }
 
 // Why a measurement is a lower bound, as the reason label of the incomplete series spells it.
@@ -106,7 +106,7 @@ const (
 // IncompleteReasons says why UsedBytes is a lower bound, sorted; none when it is not one.
 func (m Measurement) IncompleteReasons() []string {
 	var why []string
-	if m.ChangedFolders > 0 {
+	if m.ChangedDirectories > 0 {
 		why = append(why, IncompleteChanged)
 	}
 	if m.CutShort {
@@ -191,7 +191,7 @@ func MeasureEach(ctx context.Context, pods []PodVolumes, measure func(context.Co
 	return out
 }
 
-// ErrVolumeAbsent marks a volume whose folder (or stats) is not there while its pod is
+// ErrVolumeAbsent marks a volume whose directory (or stats) is not there while its pod is
 // Settling: not set up yet, or torn down already. Such a volume has no series and is no
 // failure: on a node where pods come and go it is the normal state of some of them.
 var ErrVolumeAbsent = errors.New("volume not set up yet or already torn down")

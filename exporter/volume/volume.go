@@ -88,7 +88,7 @@ type PodVolumes struct {
 	Workload Workload
 }
 
-// KubeletUID is the UID the kubelet knows the pod by: the name of its folder below
+// KubeletUID is the UID the kubelet knows the pod by: the name of its directory below
 // <root-dir>/pods and the UID in the Summary API's pod reference.
 func (p PodVolumes) KubeletUID() string {
 	if p.ConfigHash != "" {

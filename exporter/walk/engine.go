@@ -349,7 +349,7 @@ func (w *Engine) results(pods []volume.PodVolumes) []volume.VolumeResult {
 				r = volume.VolumeResult{Err: w.unmeasured(v)}
 			case p.Settling && rec.latest.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
-				// numbers would outlive the folder the kubelet has removed.
+				// numbers would outlive the directory the kubelet has removed.
 				r = volume.VolumeResult{Err: volume.ErrVolumeAbsent}
 				rec.latest = nil
 			default:
@@ -593,7 +593,7 @@ func (w *Engine) walk(ctx context.Context, d schedule.Walk, mark *change.Mark, f
 // still shows it running. The kubelet tears volumes down only once it has seen the pod
 // deleted, and the exporter's informer may see the same deletion moments later, so a pod
 // the informer still shows running gets up to informerLag to catch up before its missing
-// folder counts as an error.
+// directory counts as an error.
 func (w *Engine) absent(ctx context.Context, p volume.PodVolumes, err error) error {
 	if err = volume.AbsentWhileSettling(p, err); err == nil || errors.Is(err, volume.ErrVolumeAbsent) ||
 		volume.ReasonOf(err) != volume.ReasonNotFound || w.cfg.PodNow == nil {
@@ -625,7 +625,7 @@ const informerPoll = 50 * time.Millisecond
 // on a busy API server.
 const defaultInformerLag = 5 * time.Second
 
-// volumeGoner is a VolumeSource that can tell cheaply that a volume's folder is not there.
+// volumeGoner is a VolumeSource that can tell cheaply that a volume's directory is not there.
 type volumeGoner interface {
 	VolumeGone(volume.PodVolumes, volume.Volume) bool
 }

@@ -17,7 +17,7 @@ func TestKeepMark(t *testing.T) {
 	before := change.MarkOf(podcgroup.Snapshot{Version: podcgroup.V2, Cgroup: 7, WriteBytes: 4096})
 	written := change.MarkOf(podcgroup.Snapshot{Version: podcgroup.V2, Cgroup: 7, WriteBytes: 8192})
 	remade := change.MarkOf(podcgroup.Snapshot{Version: podcgroup.V2, Cgroup: 8, WriteBytes: 4096})
-	failed := &volume.MeasureError{Reason: volume.ReasonNotFound, Err: errors.New("no such folder")}
+	failed := &volume.MeasureError{Reason: volume.ReasonNotFound, Err: errors.New("no such directory")}
 
 	for _, tc := range []struct {
 		name      string
@@ -31,7 +31,7 @@ func TestKeepMark(t *testing.T) {
 		{name: "complete walk, the cgroup made again", mark: &before, markNow: remade},
 		{name: "complete walk without a mark", markNow: before},
 		{name: "unreadable entries", result: lowerBound(volume.Measurement{UnreadableEntries: 1}), mark: &before, markNow: before},
-		{name: "folders changed during the walk", result: lowerBound(volume.Measurement{ChangedFolders: 2}), mark: &before, markNow: before},
+		{name: "directories changed during the walk", result: lowerBound(volume.Measurement{ChangedDirectories: 2}), mark: &before, markNow: before},
 		{name: "cut short", result: lowerBound(volume.Measurement{CutShort: true}), mark: &before, markNow: before},
 		{name: "unlocated", result: lowerBound(volume.Measurement{Unlocated: "no layer"}), mark: &before, markNow: before},
 		{name: "failed walk", result: volume.VolumeResult{Err: failed}, mark: &before, markNow: before},

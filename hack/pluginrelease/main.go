@@ -29,8 +29,8 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("pluginrelease", flag.ContinueOnError)
 	version := fs.String("version", "", "the release's version, vX.Y.Z")
-	builds := fs.String("builds", "", "folder with <os>_<arch>/kubectl-emptydir[.exe]")
-	out := fs.String("out", "", "folder to write the archives, SHA256SUMS and emptydir.yaml to")
+	builds := fs.String("builds", "", "directory with <os>_<arch>/kubectl-emptydir[.exe]")
+	out := fs.String("out", "", "directory to write the archives, SHA256SUMS and emptydir.yaml to")
 	platforms := fs.String("platforms", "", "space-separated os/arch")
 	epoch := fs.String("source-date-epoch", "", "every timestamp in the archives (Unix seconds): the commit's time")
 	urlBase := fs.String("url-base", "", "where the release's assets are downloaded from")

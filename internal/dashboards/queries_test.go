@@ -50,7 +50,7 @@ func TestQueriesRejectsBadInput(t *testing.T) {
 		})
 	}
 	if qs, err := Queries(t.TempDir()); err == nil {
-		t.Errorf("Queries of an empty folder = %v, want an error", qs)
+		t.Errorf("Queries of an empty directory = %v, want an error", qs)
 	}
 }
 

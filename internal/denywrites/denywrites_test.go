@@ -15,7 +15,7 @@ import (
 const childEnv = "DENYWRITES_CHILD_DIR"
 
 // The restriction is for good and for the whole process, so it runs in a child: the test
-// binary again, which applies it and then tries to write, read and remove in a folder it
+// binary again, which applies it and then tries to write, read and remove in a directory it
 // owns. Run as root too: Landlock binds root as anyone.
 func TestApplyDeniesWritesKeepsReads(t *testing.T) {
 	if dir := os.Getenv(childEnv); dir != "" {

@@ -18,9 +18,9 @@ type threadMeter struct {
 	ticks int
 }
 
-// threadMeterEvery is how many folders or batches a walking goroutine reads between two
+// threadMeterEvery is how many directories or batches a walking goroutine reads between two
 // readings of its thread's CPU clock: a reading is a system call (the vDSO does not serve
-// thread clocks), small next to a folder's 4 or more, and rarer still this way.
+// thread clocks), small next to a directory's 4 or more, and rarer still this way.
 const threadMeterEvery = 32
 
 // startThreadMeter starts metering the calling goroutine for m; nil m meters nothing.

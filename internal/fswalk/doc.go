@@ -1,5 +1,5 @@
-// Package fswalk is the exporter's one door to the kernel: it measures a folder by walking it
-// (du semantics, against a tenant that changes the tree during the walk), reads a folder's
+// Package fswalk is the exporter's one door to the kernel: it measures a directory by walking it
+// (du semantics, against a tenant that changes the tree during the walk), reads a directory's
 // project quota, reports a filesystem's size, and meters the CPU time a walk's threads spend.
 //
 // Every system call, every unsafe pointer and every kernel structure of the exporter lives in

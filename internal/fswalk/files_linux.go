@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// FilesUsage adds up the files directly in dir, each one's allocated blocks, folders and
+// FilesUsage adds up the files directly in dir, each one's allocated blocks, directories and
 // what they hold left out: how the kubelet counts a pod's and a container's log files
 // (fileMetricsByDir in pkg/kubelet/stats/host_stats_provider.go). Symbolic links count as
 // themselves, never followed. A file gone between the listing and its stat is no error.
@@ -92,7 +92,7 @@ func OwnTmpfsUsage(ctx context.Context, dir string, opts Options) (du DiskUsage,
 		return DiskUsage{}, false, &fs.PathError{Op: "lstat", Path: dir + "/..", Err: err}
 	}
 	if self.Dev == parent.Dev {
-		return DiskUsage{}, false, nil // a folder of a larger tmpfs, shared with others
+		return DiskUsage{}, false, nil // a directory of a larger tmpfs, shared with others
 	}
 	du, err = MeasureDiskUsage(ctx, dir, opts)
 	if err != nil && !du.CutShort {

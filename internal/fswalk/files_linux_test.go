@@ -12,7 +12,7 @@ import (
 )
 
 // A medium Memory volume is a tmpfs of its own: its statistics give the bytes a walk counts,
-// the walk its inodes as du counts them (statfs counts a hard link as one more); a folder of a
+// the walk its inodes as du counts them (statfs counts a hard link as one more); a directory of a
 // larger tmpfs, or of a disk, is left to the walk.
 func TestOwnTmpfsUsage(t *testing.T) {
 	dir := t.TempDir()
@@ -22,7 +22,7 @@ func TestOwnTmpfsUsage(t *testing.T) {
 	}
 	opts := Options{Concurrency: 2, Retries: 1}
 	if _, ok, err := OwnTmpfsUsage(context.Background(), vol, opts); err != nil || ok {
-		t.Fatalf("a folder on the test's disk: ok %v, %v; want no tmpfs of its own", ok, err)
+		t.Fatalf("a directory on the test's disk: ok %v, %v; want no tmpfs of its own", ok, err)
 	}
 	fswalktest.MountTmpfs(t, vol, "size=8m")
 	writeFile(t, filepath.Join(vol, "a"), 3<<20)
@@ -50,9 +50,9 @@ func TestOwnTmpfsUsage(t *testing.T) {
 	if got.NamedBytes != got.UsedBytes {
 		t.Errorf("NamedBytes %d, want the walk's %d: every byte has a name", got.NamedBytes, got.UsedBytes)
 	}
-	// A folder inside it is no tmpfs of its own: its usage is not the whole filesystem's.
+	// A directory inside it is no tmpfs of its own: its usage is not the whole filesystem's.
 	if _, ok, err := OwnTmpfsUsage(context.Background(), filepath.Join(vol, "sub"), opts); err != nil || ok {
-		t.Errorf("a folder of the tmpfs: ok %v, %v; want it left to the walk", ok, err)
+		t.Errorf("a directory of the tmpfs: ok %v, %v; want it left to the walk", ok, err)
 	}
 
 	// A file deleted but held open: the filesystem's bytes, not its names'.

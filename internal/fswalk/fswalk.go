@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// DiskUsage is what a walk of one folder found, with du semantics.
+// DiskUsage is what a walk of one directory found, with du semantics.
 type DiskUsage struct {
 	// UsedBytes counts allocated blocks (st_blocks*512), so sparse files count what
 	// they really occupy, as `du -s -B1` does.
@@ -20,7 +20,7 @@ type DiskUsage struct {
 	// walk found through the tmpfs's names, XattrBytes included: UsedBytes beyond it is held by
 	// files no name leads to.
 	NamedBytes int64
-	// Inodes counts files, folders and links, each hard-linked inode once.
+	// Inodes counts files, directories and links, each hard-linked inode once.
 	Inodes int64
 	// Unreadable counts entries the walk could not read; above zero, UsedBytes is a
 	// lower bound.
@@ -29,38 +29,38 @@ type DiskUsage struct {
 	// was counted already, because the walk remembered as many hard-linked inodes as it
 	// may; above zero, UsedBytes and Inodes may be over (never under).
 	UncheckedLinks int64
-	// Changed counts folders the walk did not see as they were when it started: a listed
-	// folder gone or something else in its place when the walk came to enter it, or a folder
+	// Changed counts directories the walk did not see as they were when it started: a listed
+	// directory gone or something else in its place when the walk came to enter it, or a directory
 	// changed (ctime) between the walk's start and the end of its listing. What left such a
-	// folder may have moved where the walk had already read, so above zero UsedBytes is a
+	// directory may have moved where the walk had already read, so above zero UsedBytes is a
 	// lower bound.
 	Changed int64
-	// CutShort says that the walk's context ended before it had read every folder:
+	// CutShort says that the walk's context ended before it had read every directory:
 	// UsedBytes is what it counted until then, a lower bound.
 	CutShort bool
 }
 
-// LowerBound reports whether UsedBytes is only a lower bound of what the folder holds:
-// entries unreadable, folders changed during the walk, or the walk cut short.
+// LowerBound reports whether UsedBytes is only a lower bound of what the directory holds:
+// entries unreadable, directories changed during the walk, or the walk cut short.
 func (d DiskUsage) LowerBound() bool { return d.Unreadable > 0 || d.Changed > 0 || d.CutShort }
 
-// ErrNoOwnProjectQuota says that a folder is not under a project quota of its own, so only a
+// ErrNoOwnProjectQuota says that a directory is not under a project quota of its own, so only a
 // walk can measure it.
 var ErrNoOwnProjectQuota = errors.New("not under a project quota of its own")
 
 // Options tune one walk.
 type Options struct {
-	// Concurrency bounds the folders (or batches of a large folder's entries) read at
+	// Concurrency bounds the directories (or batches of a large directory's entries) read at
 	// once; below 1 means 1.
 	Concurrency int
 	// Meter, when not nil, is charged the CPU time of the walk's threads as it goes.
 	Meter *CPUMeter
-	// Retries bounds how many times a walk that saw folders change (DiskUsage.Changed) is
+	// Retries bounds how many times a walk that saw directories change (DiskUsage.Changed) is
 	// done again, to find a result without; the last one stays a lower bound.
 	Retries int
 }
 
-// Space is the size of the filesystem holding a folder.
+// Space is the size of the filesystem holding a directory.
 type Space struct {
 	CapacityBytes, AvailableBytes int64
 }
@@ -93,7 +93,7 @@ func NewCPUMeter(totals ...*atomic.Int64) *CPUMeter {
 // says yes (a live walk that has exhausted its caller's CPU budget: cut cancels its context),
 // and returns m; call it before the walk starts. The walk then ends at its threads' next look
 // at its context: it overshoots by what they spend until then, at most the threadMeterEvery
-// folders (or batches) each reads between two charges.
+// directories (or batches) each reads between two charges.
 func (m *CPUMeter) CutWhen(over func() bool, cut func()) *CPUMeter {
 	m.over, m.cut = over, cut
 	return m

@@ -33,12 +33,12 @@ type ifDqblk struct {
 	_                                 uint32
 }
 
-// ReadProjectQuota reads the usage of the volume folder dir from its project quota: what
+// ReadProjectQuota reads the usage of the volume directory dir from its project quota: what
 // the kernel already counts for the project, in O(1) whatever the volume holds. It answers
 // only when the quota counts exactly this volume, as the kubelet sets it up (pkg/volume/util/
 // fsquota): a non-zero project ID on dir with the inherit flag, so everything created below
 // carries it (and the kernel refuses links and renames across projects), and a project ID
-// different from the parent folder's, so it is not one inherited from higher up that would
+// different from the parent directory's, so it is not one inherited from higher up that would
 // count other volumes too. A tenant in a user namespace (the kubelet applies quotas only to
 // pods with hostUsers: false) cannot change project IDs. Reading a project quota needs
 // CAP_SYS_ADMIN and a kernel with quotactl_fd (5.14); any error means: walk.

@@ -18,9 +18,9 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 )
 
-// quotaVolume is a volume folder, below root as the kubelet lays them out, whose project
-// ID is volID (0: none) under a parent folder with project ID parentID, filled with plain
-// files, a folder, a hard link, a sparse file and a symbolic link, and synced.
+// quotaVolume is a volume directory, below root as the kubelet lays them out, whose project
+// ID is volID (0: none) under a parent directory with project ID parentID, filled with plain
+// files, a directory, a hard link, a sparse file and a symbolic link, and synced.
 func quotaVolume(t testing.TB, root string, parentID, volID uint32) (dir string) {
 	t.Helper()
 	dir = filepath.Join(root, "pods", "uid-1", "volumes", "kubernetes.io~empty-dir", "vol")
@@ -37,7 +37,7 @@ func quotaVolume(t testing.TB, root string, parentID, volID uint32) (dir string)
 	return dir
 }
 
-// fillVolume writes plain files, a folder, a hard link, a sparse file and a symbolic link
+// fillVolume writes plain files, a directory, a hard link, a sparse file and a symbolic link
 // into dir, and syncs its filesystem.
 func fillVolume(t testing.TB, dir string) {
 	t.Helper()
@@ -75,7 +75,7 @@ func fillVolume(t testing.TB, dir string) {
 // TestProjectQuotaMeasuresLikeTheWalk: on a real XFS and ext4 with project quota accounting,
 // a volume under a project of its own is measured from the quota, with the bytes and inodes
 // of the walk; a volume without a project ID, or whose project ID it shares with its parent
-// folder (so the quota counts more than the volume), is not (the exporter walks it).
+// directory (so the quota counts more than the volume), is not (the exporter walks it).
 // Skipped where the kernel cannot mount with prjquota (built without CONFIG_XFS_QUOTA /
 // CONFIG_QFMT_V2).
 func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
@@ -87,7 +87,7 @@ func TestProjectQuotaMeasuresLikeTheWalk(t *testing.T) {
 	}{
 		{"own project", 0, fswalktest.KubeletFirstProjectID, true, false},
 		{"no project ID", 0, 0, false, true},
-		{"project shared with the parent folder", fswalktest.KubeletFirstProjectID + 1, fswalktest.KubeletFirstProjectID + 1, false, true},
+		{"project shared with the parent directory", fswalktest.KubeletFirstProjectID + 1, fswalktest.KubeletFirstProjectID + 1, false, true},
 	}
 	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
 		t.Run(fsys.Type, func(t *testing.T) {
@@ -187,8 +187,8 @@ func BenchmarkProjectQuotaVsWalk(b *testing.B) {
 // project quota disagree with its walk are refused by the kernel, on a real XFS and ext4 with
 // project quotas, so the quota keeps answering what the walk (and GNU du) would:
 //   - a file renamed or hard-linked into the volume from another project (another volume) or
-//     from a folder of no project: EXDEV, so mv copies it and the copy is the volume's;
-//   - a file renamed out of the volume to another folder of the same filesystem, through the
+//     from a directory of no project: EXDEV, so mv copies it and the copy is the volume's;
+//   - a file renamed out of the volume to another directory of the same filesystem, through the
 //     bind mounts the container sees: EXDEV across mounts, so it cannot leave the quota's
 //     count while staying on the disk;
 //   - the project ID changed or the inherit flag cleared from a user namespace (the kubelet
@@ -226,7 +226,7 @@ func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			// The container sees the volume and any other folder through bind mounts.
+			// The container sees the volume and any other directory through bind mounts.
 			volView, plainView := filepath.Join(t.TempDir(), "vol"), filepath.Join(t.TempDir(), "plain")
 			for view, src := range map[string]string{volView: dir, plainView: plain} {
 				if err := os.Mkdir(view, 0o755); err != nil {
@@ -262,10 +262,10 @@ func TestProjectQuotaHoldsAgainstTenantMoves(t *testing.T) {
 // TestProjectQuotaChargedByAHostUsersTenant: a project quota counts whatever carries its
 // project ID, wherever it is, and the kernel lets any process of the initial user namespace
 // give the files it owns any project ID. A tenant of a pod with hostUsers: true — root, or
-// uid 1000 in a folder of its own inside its volume (the kubelet makes emptyDir folders 0777)
+// uid 1000 in a directory of its own inside its volume (the kubelet makes emptyDir directories 0777)
 // — sets a victim volume's guessable project ID (the kubelet hands them out from 1048577 up)
-// and the inherit flag on its folder and writes there: on XFS and ext4 the victim's quota then
-// answers exactly the victim's walk plus the tenant's folder's, bytes and inodes. So a quota's
+// and the inherit flag on its directory and writes there: on XFS and ext4 the victim's quota then
+// answers exactly the victim's walk plus the tenant's directory's, bytes and inodes. So a quota's
 // answer is an upper bound of its volume, never proof on its own (issue 30, item 9).
 func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 	for _, fsys := range []fswalktest.LoopFS{fswalktest.XFSPrjQuota, fswalktest.Ext4PrjQuota} {
@@ -288,7 +288,7 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 					}
 					charged := fswalktest.ChargeProject(t, own, id, 3<<20, uid, uid)
 					if got, inherit, err := fswalktest.Project(charged); err != nil || got != id || !inherit {
-						t.Fatalf("the tenant's folder: project %d, inherit %v, %v; want %d, inherited", got, inherit, err, id)
+						t.Fatalf("the tenant's directory: project %d, inherit %v, %v; want %d, inherited", got, inherit, err, id)
 					}
 					fswalktest.SyncFS(t, root)
 
@@ -303,11 +303,11 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 						}
 					}
 					if quota.UsedBytes != walked[0].UsedBytes+walked[1].UsedBytes || quota.Inodes != walked[0].Inodes+walked[1].Inodes {
-						t.Errorf("the victim's quota says %d bytes, %d inodes; want its walk's %d, %d plus the tenant's folder's %d, %d",
+						t.Errorf("the victim's quota says %d bytes, %d inodes; want its walk's %d, %d plus the tenant's directory's %d, %d",
 							quota.UsedBytes, quota.Inodes, walked[0].UsedBytes, walked[0].Inodes, walked[1].UsedBytes, walked[1].Inodes)
 					}
 					if walked[1].UsedBytes < 3<<20 {
-						t.Errorf("the tenant's folder holds %d bytes, want its 3 MiB at least", walked[1].UsedBytes)
+						t.Errorf("the tenant's directory holds %d bytes, want its 3 MiB at least", walked[1].UsedBytes)
 					}
 				})
 			}
@@ -318,7 +318,7 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 // TestHostTenantHelperProcess is not a test: fswalktest.ChargeProject runs it as the tenant.
 func TestHostTenantHelperProcess(t *testing.T) { fswalktest.HostTenantHelperProcess(t) }
 
-// userNamespaceHelperEnv names the folder whose project ID the helper process tries to change.
+// userNamespaceHelperEnv names the directory whose project ID the helper process tries to change.
 const userNamespaceHelperEnv = "FSWALK_TEST_USERNS_PROJECT_DIR"
 
 // runInUserNamespace runs TestUserNamespaceHelperProcess in a new user namespace whose root
@@ -337,7 +337,7 @@ func runInUserNamespace(t *testing.T, dir string) ([]byte, error) {
 }
 
 // TestUserNamespaceHelperProcess is not a test: runInUserNamespace runs it, inside a user
-// namespace, to try the two changes of a folder's project state and print what the kernel said.
+// namespace, to try the two changes of a directory's project state and print what the kernel said.
 func TestUserNamespaceHelperProcess(t *testing.T) {
 	dir := os.Getenv(userNamespaceHelperEnv)
 	if dir == "" {
@@ -398,7 +398,7 @@ func gnuDu(t *testing.T, dir string) int64 {
 	return n
 }
 
-// TestProjectQuotaSetByTheKubeletsCommands: a volume folder put under a project quota with the
+// TestProjectQuotaSetByTheKubeletsCommands: a volume directory put under a project quota with the
 // very commands the kubelet runs (pkg/volume/util/fsquota/common: xfs_quota -t <its mount's
 // line> -P/dev/null -D/dev/null -x -f <mount> -c 'limit -p bhard=… bsoft=… <id>', then
 // 'project -s -p <dir> <id>'), on XFS and ext4, before the pod writes: read from the quota with

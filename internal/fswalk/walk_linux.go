@@ -17,18 +17,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirFlags open a folder the walk listed without trusting that it is still that
-// folder: O_NOFOLLOW refuses a symbolic link swapped in for it (ELOOP), and
+// dirFlags open a directory the walk listed without trusting that it is still that
+// directory: O_NOFOLLOW refuses a symbolic link swapped in for it (ELOOP), and
 // O_DIRECTORY|O_NONBLOCK fail at once (ENOTDIR) on a FIFO or device swapped in,
 // where a plain open would block forever.
 const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 
 // direntBufSize is the getdents64 buffer of one walking goroutine: large enough
-// that a folder of thousands of entries is read in a few calls, small enough that
-// memory stays flat however many entries a folder holds.
+// that a directory of thousands of entries is read in a few calls, small enough that
+// memory stays flat however many entries a directory holds.
 const direntBufSize = 32 << 10
 
-// statxMask asks only for what the walk uses (the device is always filled in); a folder's
+// statxMask asks only for what the walk uses (the device is always filled in); a directory's
 // ctime tells whether it changed during the walk.
 const statxMask = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK | unix.STATX_BLOCKS | unix.STATX_CTIME
 
@@ -36,28 +36,28 @@ const statxMask = unix.STATX_TYPE | unix.STATX_INO | unix.STATX_NLINK | unix.STA
 // triggering an automount.
 const statxFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_NO_AUTOMOUNT
 
-// heldDirs bounds the folder fds one walking goroutine keeps open on its way down.
-// Deeper folders close their ancestors' fds and re-open them through ".." on the way
+// heldDirs bounds the directory fds one walking goroutine keeps open on its way down.
+// Deeper directories close their ancestors' fds and re-open them through ".." on the way
 // back up, so a tree of any depth needs at most Options.Concurrency*(heldDirs+2) fds.
 const heldDirs = 16
 
-// pendingBudget bounds, for the whole walk, the memory held by subfolders listed but not
+// pendingBudget bounds, for the whole walk, the memory held by subdirectories listed but not
 // walked yet (their entries and names, as allocated): the tenant decides how wide and how deep
-// its folders are, and a bound per folder let every folder on the way down keep its share
+// its directories are, and a bound per directory let every directory on the way down keep its share
 // (~1.2 MiB a level, issue 30). A listing pauses once it would hold more than half of what the
-// rest of the walk leaves, so the folders below it have room too; the walk goes down into what
+// rest of the walk leaves, so the directories below it have room too; the walk goes down into what
 // it has and reads on once that is walked. A variable so that tests can lower it.
 var pendingBudget int64 = 256 << 10
 
-// minListRead is the smallest getdents64 read (the longest entry takes 280 bytes). A folder
-// holding no pending subfolder reads at least this much whatever the budget says, so the
-// deepest folder of every walking goroutine always goes on: nothing waits for the budget, and
+// minListRead is the smallest getdents64 read (the longest entry takes 280 bytes). A directory
+// holding no pending subdirectory reads at least this much whatever the budget says, so the
+// deepest directory of every walking goroutine always goes on: nothing waits for the budget, and
 // a level of depth costs its frame and one such read at most.
 const minListRead = 512
 
-// keptFrameMemory bounds the buffers a finished frame keeps for the next folder at its depth
+// keptFrameMemory bounds the buffers a finished frame keeps for the next directory at its depth
 // (outside the budget), and maxPooledFrames the frames a walking goroutine's state keeps for
-// the next walk, so that neither a wide folder nor a deep one pins memory once walked.
+// the next walk, so that neither a wide directory nor a deep one pins memory once walked.
 const (
 	keptFrameMemory = 1 << 10
 	maxPooledFrames = 64
@@ -70,7 +70,7 @@ const (
 var maxRememberedLinks = 1 << 17
 
 // testHookBeforeOpen, when set by a test, runs between the listing that saw name as
-// a folder and the openat of name: the window in which a tenant can swap it.
+// a directory and the openat of name: the window in which a tenant can swap it.
 var testHookBeforeOpen func(name string)
 
 // NUL-terminated names for the system calls, which take C strings.
@@ -84,23 +84,23 @@ type devID struct{ major, minor uint32 }
 
 func devOf(stx *unix.Statx_t) devID { return devID{stx.Dev_major, stx.Dev_minor} }
 
-// errChanged says that the entry at a name is no longer the folder the walk listed.
+// errChanged says that the entry at a name is no longer the directory the walk listed.
 var errChanged = errors.New("entry changed during the walk")
 
 // walker holds the state of one walk. Its memory grows with the hard-linked inodes
 // (up to maxRememberedLinks) and by a frame and one smallest read per level of depth, never
-// with the number of files or subfolders of a folder (pendingBudget, for the whole walk); its
+// with the number of files or subdirectories of a directory (pendingBudget, for the whole walk); its
 // open fds are bounded by Options.Concurrency and heldDirs.
 type walker struct {
 	ctx context.Context
-	// start is when the walk began, by the clock the kernel stamps ctimes with: a folder
+	// start is when the walk began, by the clock the kernel stamps ctimes with: a directory
 	// whose ctime is not before it changed during the walk.
 	start unix.Timespec
 	// meter, when the walk is metered, receives the CPU time of its goroutines' threads.
 	meter   *CPUMeter
 	rootDev devID
 	// direntInodes: the root's filesystem lists each entry with its type and real inode
-	// number (direntsExact), so a listed folder needs no statx before it is opened.
+	// number (direntsExact), so a listed directory needs no statx before it is opened.
 	direntInodes bool
 	// xattrs: the root's filesystem is a tmpfs, whose extended attributes take kernel memory
 	// outside any block (entryXattrs).
@@ -111,7 +111,7 @@ type walker struct {
 	used, inodes, unreadable, unchecked, changed atomic.Int64
 	// xattrUsed is the part of used that is user.* extended attributes.
 	xattrUsed atomic.Int64
-	// pending is the memory the walk's listed subfolders not walked yet hold (pendingBudget).
+	// pending is the memory the walk's listed subdirectories not walked yet hold (pendingBudget).
 	pending atomic.Int64
 
 	linksMu sync.Mutex
@@ -119,7 +119,7 @@ type walker struct {
 	links map[uint64]struct{}
 }
 
-// walkState is what one walking goroutine reuses from folder to folder, and from
+// walkState is what one walking goroutine reuses from directory to directory, and from
 // one walk to the next, so that walking allocates nothing per entry.
 type walkState struct {
 	buf   []byte  // getdents64 records
@@ -128,48 +128,48 @@ type walkState struct {
 
 var walkStates = sync.Pool{New: func() any { return &walkState{buf: make([]byte, direntBufSize)} }}
 
-// batch is one getdents64 batch of a large folder, measured by a helper goroutine.
+// batch is one getdents64 batch of a large directory, measured by a helper goroutine.
 type batch struct {
 	recs []byte
-	subfolders
+	subdirectories
 }
 
 func (b *batch) reset() { b.recs, b.names, b.subdirs = b.recs[:0], b.names[:0], b.subdirs[:0] }
 
 var batches = sync.Pool{New: func() any { return &batch{recs: make([]byte, 0, direntBufSize)} }}
 
-// frame is one folder on a walking goroutine's way down.
+// frame is one directory on a walking goroutine's way down.
 type frame struct {
 	fd  int // -1 while closed to bound open fds
 	ino uint64
-	// name is the folder's NUL-terminated name in its parent frame's names, to
+	// name is the directory's NUL-terminated name in its parent frame's names, to
 	// re-open it from an ancestor; nil for the first frame, which is never closed.
 	name []byte
-	// the subfolders listed but not walked yet
-	subfolders
-	// charged: the memory of subfolders counted in walker.pending
+	// the subdirectories listed but not walked yet
+	subdirectories
+	// charged: the memory of subdirectories counted in walker.pending
 	charged int64
-	// more: the listing paused (pendingBudget) before the folder's end; it reads on at pos
+	// more: the listing paused (pendingBudget) before the directory's end; it reads on at pos
 	// when fd had to be closed meanwhile.
 	more bool
 	pos  int64
 }
 
-// subfolders are subfolders listed but not walked yet, their names in names.
-type subfolders struct {
+// subdirectories are subdirectories listed but not walked yet, their names in names.
+type subdirectories struct {
 	subdirs []subdir
 	names   []byte
 }
 
-// addName appends the subfolder name (NUL-terminated, then padding) of inode ino.
-func (s *subfolders) addName(name []byte, ino uint64, uncounted bool) {
+// addName appends the subdirectory name (NUL-terminated, then padding) of inode ino.
+func (s *subdirectories) addName(name []byte, ino uint64, uncounted bool) {
 	from := len(s.names)
 	s.names = append(s.names, name[:bytes.IndexByte(name, 0)+1]...)
 	s.subdirs = append(s.subdirs, subdir{ino: ino, from: from, to: len(s.names), uncounted: uncounted})
 }
 
-// add appends the subfolders of o.
-func (s *subfolders) add(o *subfolders) {
+// add appends the subdirectories of o.
+func (s *subdirectories) add(o *subdirectories) {
 	for _, sub := range o.subdirs {
 		from := len(s.names)
 		s.names = append(s.names, o.names[sub.from:sub.to]...)
@@ -178,12 +178,12 @@ func (s *subfolders) add(o *subfolders) {
 }
 
 // memory is what s holds allocated, its charge to pendingBudget.
-func (s *subfolders) memory() int64 {
+func (s *subdirectories) memory() int64 {
 	return int64(cap(s.subdirs))*int64(unsafe.Sizeof(subdir{})) + int64(cap(s.names))
 }
 
 // recharge brings what s is charged to the walk's budget, *charged, to what it holds now.
-func (w *walker) recharge(s *subfolders, charged *int64) {
+func (w *walker) recharge(s *subdirectories, charged *int64) {
 	if m := s.memory(); m != *charged {
 		w.pending.Add(m - *charged)
 		*charged = m
@@ -191,7 +191,7 @@ func (w *walker) recharge(s *subfolders, charged *int64) {
 }
 
 // release ends f's charge to the walk's budget as it leaves the stack, and frees its buffers
-// unless they are small enough to keep for the next folder at its depth.
+// unless they are small enough to keep for the next directory at its depth.
 func (w *walker) release(f *frame) {
 	w.pending.Add(-f.charged)
 	f.charged = 0
@@ -200,11 +200,11 @@ func (w *walker) release(f *frame) {
 	}
 }
 
-// subdir is a subfolder as its parent's listing saw it; the walk enters it only if
-// the folder it opens by that name is still this inode.
+// subdir is a subdirectory as its parent's listing saw it; the walk enters it only if
+// the directory it opens by that name is still this inode.
 type subdir struct {
 	ino      uint64
-	from, to int // its name in subfolders.names, the terminating NUL included
+	from, to int // its name in subdirectories.names, the terminating NUL included
 	// uncounted: listed from getdents64 alone (walker.direntInodes); its own blocks and
 	// inode are counted when it is opened, or by a statx of its name if that fails.
 	uncounted bool
@@ -212,11 +212,11 @@ type subdir struct {
 
 // MeasureDiskUsage walks root like `du -s -B1 -x`: no symbolic link followed, no other
 // filesystem entered, each hard-linked inode counted once, vanished entries tolerated. Up to
-// opts.Concurrency folders are read at once; with opts.Meter each walking goroutine charges
-// its thread's CPU time to it. The tenant controls the content, so every folder is opened
+// opts.Concurrency directories are read at once; with opts.Meter each walking goroutine charges
+// its thread's CPU time to it. The tenant controls the content, so every directory is opened
 // relative to its parent's fd with dirFlags and entered only if it is still the inode listed.
-// Data moved during the walk from an unread folder to a read one is caught by walking again
-// (up to opts.Retries) while a folder changed (DiskUsage.Changed), else the result is a lower
+// Data moved during the walk from an unread directory to a read one is caught by walking again
+// (up to opts.Retries) while a directory changed (DiskUsage.Changed), else the result is a lower
 // bound. An error means root itself could not be measured (unreadable entries below it are
 // counted in DiskUsage.Unreadable); when ctx ends first, it returns what it counted, CutShort,
 // with an error wrapping ctx.Err().
@@ -296,7 +296,7 @@ func walkOnce(ctx context.Context, root string, opts Options) (DiskUsage, error)
 		sem:          make(chan struct{}, concurrency-1),
 		links:        map[uint64]struct{}{},
 	}
-	w.used.Add(int64(stx.Blocks)*512 + w.folderXattrs(fd))
+	w.used.Add(int64(stx.Blocks)*512 + w.directoryXattrs(fd))
 	w.inodes.Add(1)
 	w.walkFrom(fd, stx.Ino)
 	w.wg.Wait()
@@ -309,8 +309,8 @@ func walkOnce(ctx context.Context, root string, opts Options) (DiskUsage, error)
 	return du, nil
 }
 
-// walkFrom walks the tree below the open folder fd, depth first, and closes fd. A
-// subfolder goes to a new goroutine when a slot is free and is walked by this one
+// walkFrom walks the tree below the open directory fd, depth first, and closes fd. A
+// subdirectory goes to a new goroutine when a slot is free and is walked by this one
 // otherwise, which bounds goroutines; the explicit stack bounds the Go stack. Each call is
 // one goroutine's whole share of the walk, metered as one.
 func (w *walker) walkFrom(fd int, ino uint64) {
@@ -367,8 +367,8 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 		default:
 			stack = pushFrame(stack, child, sub.ino, name)
 			w.list(&stack[len(stack)-1], st.buf)
-			// Keep the fds of the last heldDirs folders and of the first, which
-			// anchors re-opening when ".." is not the folder it was.
+			// Keep the fds of the last heldDirs directories and of the first, which
+			// anchors re-opening when ".." is not the directory it was.
 			if i := len(stack) - 1 - heldDirs; i > 0 {
 				w.park(&stack[i])
 			}
@@ -376,7 +376,7 @@ func (w *walker) walkFrom(fd int, ino uint64) {
 	}
 }
 
-// pushFrame pushes the folder fd onto stack, reusing the buffers of a frame popped
+// pushFrame pushes the directory fd onto stack, reusing the buffers of a frame popped
 // earlier (keptFrameMemory). name stays valid: it lies in the parent frame's names, which
 // do not change while the parent has frames above it.
 func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
@@ -391,21 +391,21 @@ func pushFrame(stack []frame, fd int, ino uint64, name []byte) []frame {
 	return stack
 }
 
-// list accounts for the entries of the folder of f and records its subfolders in
+// list accounts for the entries of the directory of f and records its subdirectories in
 // f, from where its fd stands. Entries are read in getdents64 batches, as large as the
 // walk's budget leaves room for (listRead); once it leaves none, the listing pauses (f.more)
-// until the subfolders f holds are walked. A folder larger than one batch is measured in
+// until the subdirectories f holds are walked. A directory larger than one batch is measured in
 // parallel: while a walking slot is free, the next full batch goes to a helper goroutine, so
-// that one huge folder is not walked by one core. At the folder's end, a folder changed since
+// that one huge directory is not walked by one core. At the directory's end, a directory changed since
 // the walk started counts as changed: what left it may have gone where the walk has read already.
 func (w *walker) list(f *frame, buf []byte) {
 	var (
 		helpers      sync.WaitGroup
 		mu           sync.Mutex
-		found        subfolders // what the helpers found, added to f at the end
+		found        subdirectories // what the helpers found, added to f at the end
 		foundCharged int64
 	)
-	w.recharge(&f.subfolders, &f.charged)
+	w.recharge(&f.subdirectories, &f.charged)
 	f.more = true
 	for read := 0; w.ctx.Err() == nil; read++ {
 		mu.Lock()
@@ -434,11 +434,11 @@ func (w *walker) list(f *frame, buf []byte) {
 				go func() {
 					defer func() { <-w.sem; helpers.Done() }()
 					tm := startThreadMeter(w.meter)
-					w.measure(f.fd, b.recs, &b.subfolders)
+					w.measure(f.fd, b.recs, &b.subdirectories)
 					tm.stop()
 					if len(b.subdirs) > 0 {
 						mu.Lock()
-						found.add(&b.subfolders)
+						found.add(&b.subdirectories)
 						w.recharge(&found, &foundCharged)
 						mu.Unlock()
 					}
@@ -449,19 +449,19 @@ func (w *walker) list(f *frame, buf []byte) {
 			default:
 			}
 		}
-		w.measure(f.fd, buf[:n], &f.subfolders)
-		w.recharge(&f.subfolders, &f.charged)
+		w.measure(f.fd, buf[:n], &f.subdirectories)
+		w.recharge(&f.subdirectories, &f.charged)
 	}
 	helpers.Wait()
 	f.add(&found)
-	w.recharge(&f.subfolders, &f.charged)
+	w.recharge(&f.subdirectories, &f.charged)
 	w.pending.Add(-foundCharged)
 }
 
 // listRead is how many bytes of getdents64 records a listing reads next, holding pending
-// subfolders charged own, or 0 when it pauses. It may take at most half of what the rest of
-// the walk leaves (own counts twice), so that the folders below it have room too; a listing
-// holding none always reads. A subfolder's record of r bytes costs an entry and a name (r+13
+// subdirectories charged own, or 0 when it pauses. It may take at most half of what the rest of
+// the walk leaves (own counts twice), so that the directories below it have room too; a listing
+// holding none always reads. A subdirectory's record of r bytes costs an entry and a name (r+13
 // bytes at most, from 24), as allocated up to twice that: a read of a quarter of the room fits.
 func (w *walker) listRead(pending int, own int64, limit int) int {
 	size := min((pendingBudget-w.pending.Load()-own)/4, int64(limit))
@@ -474,7 +474,7 @@ func (w *walker) listRead(pending int, own int64, limit int) int {
 	return minListRead
 }
 
-// checkUnchanged counts the open folder fd as changed when its ctime is not before the
+// checkUnchanged counts the open directory fd as changed when its ctime is not before the
 // walk's start.
 func (w *walker) checkUnchanged(fd int) {
 	var stx unix.Statx_t
@@ -512,10 +512,10 @@ func (w *walker) lostListing(f *frame) {
 }
 
 // measure accounts for the entries of the getdents64 records recs of the open
-// folder fd and adds its subfolders to subs. Each entry is measured by statx
+// directory fd and adds its subdirectories to subs. Each entry is measured by statx
 // relative to fd, straight from its name in recs: nothing is allocated per entry,
 // and no path is resolved, so a rename of a parent cannot redirect the walk.
-func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
+func (w *walker) measure(fd int, recs []byte, subs *subdirectories) {
 	var used, inodes int64
 	var stx unix.Statx_t
 	// linux_dirent64: d_ino u64, d_off s64, d_reclen u16, d_type u8, d_name, NUL,
@@ -565,8 +565,8 @@ func (w *walker) measure(fd int, recs []byte, subs *subfolders) {
 const userXattrPrefix = "user."
 
 // entryXattrs is the size of the user.* attributes of entry name (NUL-terminated) of the open
-// folder fd on a tmpfs, else 0. There is no *at form of listxattr before Linux 6.13, so the
-// entry is named through the folder's fd in /proc, without following a symbolic link.
+// directory fd on a tmpfs, else 0. There is no *at form of listxattr before Linux 6.13, so the
+// entry is named through the directory's fd in /proc, without following a symbolic link.
 func (w *walker) entryXattrs(fd int, name []byte) int64 {
 	if !w.xattrs {
 		return 0
@@ -580,8 +580,8 @@ func (w *walker) entryXattrs(fd int, name []byte) int64 {
 		func(attr string, dest []byte) (int, error) { return unix.Lgetxattr(path, attr, dest) }))
 }
 
-// folderXattrs is entryXattrs for the open folder fd itself.
-func (w *walker) folderXattrs(fd int) int64 {
+// directoryXattrs is entryXattrs for the open directory fd itself.
+func (w *walker) directoryXattrs(fd int) int64 {
 	if !w.xattrs {
 		return 0
 	}
@@ -622,13 +622,13 @@ func xattrBytes(list func([]byte) (int, error), get func(string, []byte) (int, e
 	return total
 }
 
-// enter opens the subfolder sub, named name (NUL-terminated), of the open folder
-// parent. It returns false when the subfolder cannot be walked: it vanished or changed
+// enter opens the subdirectory sub, named name (NUL-terminated), of the open directory
+// parent. It returns false when the subdirectory cannot be walked: it vanished or changed
 // (not an error: what the listing saw is counted, but the walk counts it as changed, since
-// what the folder held may now be where the walk has read already) or it cannot be read
-// (counted as unreadable). A subfolder listed uncounted is counted here: from the
-// folder opened when it is the one listed, else from a statx of whatever its name
-// holds now, as the listing would have done (an unreadable folder's own blocks count,
+// what the directory held may now be where the walk has read already) or it cannot be read
+// (counted as unreadable). A subdirectory listed uncounted is counted here: from the
+// directory opened when it is the one listed, else from a statx of whatever its name
+// holds now, as the listing would have done (an unreadable directory's own blocks count,
 // as du counts them).
 func (w *walker) enter(parent int, name []byte, sub subdir) (int, bool) {
 	if testHookBeforeOpen != nil {
@@ -650,11 +650,11 @@ func (w *walker) enter(parent int, name []byte, sub subdir) (int, bool) {
 		w.used.Add(int64(stx.Blocks) * 512)
 		w.inodes.Add(1)
 	}
-	w.used.Add(w.folderXattrs(fd))
+	w.used.Add(w.directoryXattrs(fd))
 	return fd, true
 }
 
-// countByName counts the entry name (NUL-terminated) of the open folder parent as the
+// countByName counts the entry name (NUL-terminated) of the open directory parent as the
 // listing counts a file, whatever it is now; an entry gone is not counted.
 func (w *walker) countByName(parent int, name []byte) {
 	var stx unix.Statx_t
@@ -671,8 +671,8 @@ func (w *walker) countByName(parent int, name []byte) {
 // direntsExact reports whether a filesystem, by its statfs type, lists every entry with
 // the inode number statx reports: ext4, XFS and tmpfs do, where the kubelet keeps
 // emptyDirs. Elsewhere (overlayfs without xino, for one) d_ino need not be st_ino, and
-// every entry is measured by a statx of its name before a folder is opened. The file
-// type getdents64 gives is only a hint either way: an entry it calls a folder that
+// every entry is measured by a statx of its name before a directory is opened. The file
+// type getdents64 gives is only a hint either way: an entry it calls a directory that
 // opens as something else is counted by a statx of its name. A variable so that tests
 // can walk the other way too.
 var direntsExact = func(fsType int64) bool {
@@ -683,9 +683,9 @@ var direntsExact = func(fsType int64) bool {
 	return false
 }
 
-// openVerified opens the folder name (NUL-terminated) relative to the open folder
+// openVerified opens the directory name (NUL-terminated) relative to the open directory
 // parent and checks that it is the inode ino of the walked filesystem; stx receives
-// the folder's statx.
+// the directory's statx.
 func (w *walker) openVerified(parent int, name []byte, ino uint64, stx *unix.Statx_t) (int, error) {
 	fd, err := openat(parent, name, dirFlags)
 	switch {
@@ -700,16 +700,16 @@ func (w *walker) openVerified(parent int, name []byte, ino uint64, stx *unix.Sta
 	}
 	if devOf(stx) != w.rootDev || stx.Ino != ino {
 		unix.Close(fd)
-		return -1, errChanged // another folder, or a mount, took its place
+		return -1, errChanged // another directory, or a mount, took its place
 	}
 	return fd, nil
 }
 
 // reopen re-opens the fd of the top frame of stack, closed to bound open fds, on
-// the way back up from its subfolder child (an open fd, or -1). ".." of the child
-// is the folder unless the child was moved meanwhile; then the folder is opened
-// again by name from its nearest open ancestor. If that fails too, the folder
-// moved: its subfolders not walked yet are counted as unreadable, and the rest of a
+// the way back up from its subdirectory child (an open fd, or -1). ".." of the child
+// is the directory unless the child was moved meanwhile; then the directory is opened
+// again by name from its nearest open ancestor. If that fails too, the directory
+// moved: its subdirectories not walked yet are counted as unreadable, and the rest of a
 // paused listing as changed.
 func (w *walker) reopen(stack []frame, child int) {
 	top := &stack[len(stack)-1]

@@ -50,7 +50,7 @@ func writeFile(t *testing.T, path string, size int) {
 	}
 }
 
-// measure walks dir once more when folders changed, as the exporter does: a tree a test has
+// measure walks dir once more when directories changed, as the exporter does: a tree a test has
 // just made may count as changed during a walk that starts in the same clock tick (or, with
 // multigrain timestamps, within the few ticks the coarse clock lags), more often on a loaded
 // machine.
@@ -76,7 +76,7 @@ func TestMeasureDiskUsageMatchesGNUDu(t *testing.T) {
 				writeFile(t, filepath.Join(dir, fmt.Sprintf("f%02d", i)), i*1000)
 			}
 		}},
-		{"nested folders", func(t *testing.T, dir string) {
+		{"nested directories", func(t *testing.T, dir string) {
 			p := dir
 			for i := range 30 {
 				p = filepath.Join(p, fmt.Sprintf("d%d", i))
@@ -119,15 +119,15 @@ func TestMeasureDiskUsageMatchesGNUDu(t *testing.T) {
 			}
 			writeFile(t, filepath.Join(dir, "own"), 10000)
 		}},
-		{"wide folder beyond one getdents buffer", func(t *testing.T, dir string) {
+		{"wide directory beyond one getdents buffer", func(t *testing.T, dir string) {
 			// A short name takes a 24-byte dirent: this spans several buffers.
 			for i := range 3*direntBufSize/24 + 7 {
 				writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i)), 1)
 			}
 		}},
-		{"wide folder of files and folders, measured by several goroutines", func(t *testing.T, dir string) {
-			// Later batches of a large folder go to helper goroutines, which must
-			// hand the subfolders they find back to the walk.
+		{"wide directory of files and directories, measured by several goroutines", func(t *testing.T, dir string) {
+			// Later batches of a large directory go to helper goroutines, which must
+			// hand the subdirectories they find back to the walk.
 			for i := range 3*direntBufSize/24 + 7 {
 				if i%10 == 0 {
 					writeFile(t, filepath.Join(dir, "wide", strconv.Itoa(i), "inner"), 5000)
@@ -216,7 +216,7 @@ func TestMeasureDiskUsageDoesNotCrossFilesystems(t *testing.T) {
 	writeFile(t, filepath.Join(mnt, "elsewhere"), 4<<20)
 
 	after := measure(t, dir, 2)
-	// The mount point now shows the tmpfs root instead of the folder; either way
+	// The mount point now shows the tmpfs root instead of the directory; either way
 	// the 4 MiB inside the tmpfs must not count.
 	if after.UsedBytes > before.UsedBytes {
 		t.Errorf("walk crossed into the tmpfs: %d bytes before, %d after", before.UsedBytes, after.UsedBytes)
@@ -227,7 +227,7 @@ func TestMeasureDiskUsageDoesNotCrossFilesystems(t *testing.T) {
 }
 
 // TestMeasureDiskUsageUnreadableEntries runs the walk as an unprivileged user over
-// a tree with a folder it may not read: the walk goes on and counts it.
+// a tree with a directory it may not read: the walk goes on and counts it.
 func TestMeasureDiskUsageUnreadableEntries(t *testing.T) {
 	if os.Getenv("EMPTYDIR_DU_CHILD") != "" {
 		du, err := MeasureDiskUsage(context.Background(), os.Getenv("EMPTYDIR_DU_CHILD"), Options{Concurrency: 2})
@@ -257,7 +257,7 @@ func TestMeasureDiskUsageUnreadableEntries(t *testing.T) {
 	var du DiskUsage
 	if os.Geteuid() == 0 {
 		// Root reads everything: re-run this test as nobody to meet EACCES for real.
-		// The test binary sits in a folder only root may enter: copy it out.
+		// The test binary sits in a directory only root may enter: copy it out.
 		bin := filepath.Join(base, "du.test")
 		self, err := os.ReadFile(os.Args[0])
 		if err != nil {
@@ -289,7 +289,7 @@ func TestMeasureDiskUsageUnreadableEntries(t *testing.T) {
 		du = measure(t, dir, 2)
 	}
 	if du.Unreadable != 1 {
-		t.Errorf("Unreadable = %d, want 1 (the secret folder)", du.Unreadable)
+		t.Errorf("Unreadable = %d, want 1 (the secret directory)", du.Unreadable)
 	}
 	if du.UsedBytes < 5000 || du.UsedBytes >= 1<<20 {
 		t.Errorf("UsedBytes = %d: want the readable file counted and the unreadable one not", du.UsedBytes)
@@ -336,7 +336,7 @@ func TestMeasureDiskUsageToleratesVanishingEntries(t *testing.T) {
 	}
 }
 
-// mkdirDeep builds depth folders named name, one inside the other, below dir,
+// mkdirDeep builds depth directories named name, one inside the other, below dir,
 // fd-relative so that it works beyond PATH_MAX, and writes size bytes into a file
 // at the bottom.
 func mkdirDeep(t *testing.T, dir string, depth int, name string, size int) {
@@ -387,7 +387,7 @@ func TestMeasureDiskUsageBeyondPathMax(t *testing.T) {
 }
 
 // TestMeasureDiskUsageDeepTreeBoundsFDs walks a tree thousands of levels deep
-// with the fd limit lowered far below its depth: the walk must keep few folders
+// with the fd limit lowered far below its depth: the walk must keep few directories
 // open and still count everything, as GNU du does.
 func TestMeasureDiskUsageDeepTreeBoundsFDs(t *testing.T) {
 	const depth = 3000
@@ -422,8 +422,8 @@ func TestMeasureDiskUsageDeepTreeBoundsFDs(t *testing.T) {
 	}
 }
 
-// swapTree is a volume with a folder "victim" to be swapped during the walk, and
-// a folder outside the volume on the same filesystem holding much more data.
+// swapTree is a volume with a directory "victim" to be swapped during the walk, and
+// a directory outside the volume on the same filesystem holding much more data.
 type swapTree struct {
 	root, outside string
 	// before is what GNU du counts in root before the swap.
@@ -442,7 +442,7 @@ func newSwapTree(t *testing.T) swapTree {
 }
 
 // swapVictim makes the walk meet replace(path of victim) in the window between
-// the listing and the open, and records every folder the walk opens.
+// the listing and the open, and records every directory the walk opens.
 func swapVictim(t *testing.T, s swapTree, replace func(path string) error) *[]string {
 	t.Helper()
 	var opened []string
@@ -489,16 +489,16 @@ func measureOrHang(t *testing.T, dir string) DiskUsage {
 	}
 }
 
-// TestMeasureDiskUsageSwappedFolder swaps the folder "victim" for something else
-// after the walk listed it as a folder and before it opens it. The walk must not
+// TestMeasureDiskUsageSwappedDirectory swaps the directory "victim" for something else
+// after the walk listed it as a directory and before it opens it. The walk must not
 // follow a symbolic link out of the volume, must not block on a FIFO, and must not
 // call a changed entry unreadable.
-func TestMeasureDiskUsageSwappedFolder(t *testing.T) {
+func TestMeasureDiskUsageSwappedDirectory(t *testing.T) {
 	cases := []struct {
 		name    string
 		replace func(s swapTree) func(path string) error
 	}{
-		{"symlink to a folder outside the volume", func(s swapTree) func(string) error {
+		{"symlink to a directory outside the volume", func(s swapTree) func(string) error {
 			return func(p string) error { return os.Symlink(s.outside, p) }
 		}},
 		{"FIFO", func(swapTree) func(string) error {
@@ -507,7 +507,7 @@ func TestMeasureDiskUsageSwappedFolder(t *testing.T) {
 		{"regular file", func(swapTree) func(string) error {
 			return func(p string) error { return os.WriteFile(p, []byte("x"), 0o644) }
 		}},
-		{"another folder", func(swapTree) func(string) error {
+		{"another directory", func(swapTree) func(string) error {
 			return func(p string) error {
 				if err := os.Mkdir(p, 0o755); err != nil {
 					return err
@@ -532,11 +532,11 @@ func TestMeasureDiskUsageSwappedFolder(t *testing.T) {
 				t.Errorf("the walk entered the symlink's target outside the volume (opened %v)", *opened)
 			}
 			if du.Unreadable != 0 {
-				t.Errorf("Unreadable = %d: a folder that changed during the walk is not unreadable", du.Unreadable)
+				t.Errorf("Unreadable = %d: a directory that changed during the walk is not unreadable", du.Unreadable)
 			}
 			// What the tenant put in its place may hide data the listing saw (issue 18, item 2).
 			if !du.LowerBound() {
-				t.Errorf("got %+v, not a lower bound: a listed folder the walk did not enter as listed must make the measurement incomplete", du)
+				t.Errorf("got %+v, not a lower bound: a listed directory the walk did not enter as listed must make the measurement incomplete", du)
 			}
 		})
 	}
@@ -575,9 +575,9 @@ func TestMeasureDiskUsageBoundsHardLinkMemory(t *testing.T) {
 	}
 }
 
-// TestMeasureDiskUsageAncestorMovedDuringDeepWalk moves a folder while the walk is
+// TestMeasureDiskUsageAncestorMovedDuringDeepWalk moves a directory while the walk is
 // deeper below it than it keeps fds open for: on the way back up, ".." is no longer
-// the folder the walk came from, so the walk must re-open that folder by name from
+// the directory the walk came from, so the walk must re-open that directory by name from
 // an ancestor, checked, and go on with the rest of it.
 func TestMeasureDiskUsageAncestorMovedDuringDeepWalk(t *testing.T) {
 	dir := t.TempDir()
@@ -611,7 +611,7 @@ func TestMeasureDiskUsageAncestorMovedDuringDeepWalk(t *testing.T) {
 	}
 	// The move stays within the volume: the totals are the same before and after.
 	if du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.Unreadable != 0 {
-		t.Errorf("got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du): the folders after the moved one were lost",
+		t.Errorf("got %+v, want UsedBytes=%d Inodes=%d Unreadable=0 (GNU du): the directories after the moved one were lost",
 			du, wantBytes, wantInodes)
 	}
 }
@@ -635,19 +635,19 @@ func TestMeasureDiskUsageAllocatesNothingPerEntry(t *testing.T) {
 
 // TestMeasureDiskUsageWithoutDirentInodes walks as on a filesystem whose listing does not
 // give real inode numbers (overlayfs without xino): every entry is measured by a statx of
-// its name before a folder is opened, with the same results and the same defences.
+// its name before a directory is opened, with the same results and the same defences.
 func TestMeasureDiskUsageWithoutDirentInodes(t *testing.T) {
 	exact := direntsExact
 	direntsExact = func(int64) bool { return false }
 	t.Cleanup(func() { direntsExact = exact })
 	t.Run("matches GNU du", TestMeasureDiskUsageMatchesGNUDu)
-	t.Run("swapped folder", TestMeasureDiskUsageSwappedFolder)
+	t.Run("swapped directory", TestMeasureDiskUsageSwappedDirectory)
 	t.Run("ancestor moved", TestMeasureDiskUsageAncestorMovedDuringDeepWalk)
 }
 
-// TestMeasureDiskUsageWithoutPendingBudget walks with no budget left for pending subfolders:
-// every listing reads the smallest batch and pauses as soon as it holds a subfolder, and each
-// walking goroutine's deepest folder goes on alone. The results stay GNU du's, at every
+// TestMeasureDiskUsageWithoutPendingBudget walks with no budget left for pending subdirectories:
+// every listing reads the smallest batch and pauses as soon as it holds a subdirectory, and each
+// walking goroutine's deepest directory goes on alone. The results stay GNU du's, at every
 // concurrency, and nothing waits for the budget (a hang would time the test out).
 func TestMeasureDiskUsageWithoutPendingBudget(t *testing.T) {
 	budget := pendingBudget
@@ -659,7 +659,7 @@ func TestMeasureDiskUsageWithoutPendingBudget(t *testing.T) {
 }
 
 // TestMeasureDiskUsageRenameRace plays the tenant that learns (inotify IN_OPEN) that the walk
-// has listed the root and then moves data from a folder not walked yet into the root: the
+// has listed the root and then moves data from a directory not walked yet into the root: the
 // walk cannot see it, so it must say its number is a lower bound, or walk again and count it.
 func TestMeasureDiskUsageRenameRace(t *testing.T) {
 	cases := []struct {
@@ -669,7 +669,7 @@ func TestMeasureDiskUsageRenameRace(t *testing.T) {
 		{"the data", func(dir, from string) error {
 			return os.Rename(filepath.Join(dir, from, "data"), filepath.Join(dir, "moved"))
 		}},
-		{"the folder", func(dir, from string) error {
+		{"the directory", func(dir, from string) error {
 			return os.Rename(filepath.Join(dir, from), filepath.Join(dir, "moved"))
 		}},
 	}
@@ -682,7 +682,7 @@ func TestMeasureDiskUsageRenameRace(t *testing.T) {
 				want := gnuDU(t, dir)
 				moves := 0
 				testHookBeforeOpen = func(name string) {
-					// Once, on the first folder entered: the root is listed, the other folder not walked.
+					// Once, on the first directory entered: the root is listed, the other directory not walked.
 					if moves++; moves > 1 {
 						return
 					}
@@ -708,7 +708,7 @@ func TestMeasureDiskUsageRenameRace(t *testing.T) {
 	}
 }
 
-// TestMeasureDiskUsageRenameRaceEveryWalk: a tenant that moves its data at every folder the
+// TestMeasureDiskUsageRenameRaceEveryWalk: a tenant that moves its data at every directory the
 // walk enters races the retry too, and must stay flagged, never clean.
 func TestMeasureDiskUsageRenameRaceEveryWalk(t *testing.T) {
 	dir := t.TempDir()
@@ -716,7 +716,7 @@ func TestMeasureDiskUsageRenameRaceEveryWalk(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "b", "data"), 4<<20)
 	moves := 0
 	testHookBeforeOpen = func(name string) {
-		// Out of the other folder into the root (listed already), or back again.
+		// Out of the other directory into the root (listed already), or back again.
 		other := map[string]string{"a": "b", "b": "a"}[name]
 		from, to := filepath.Join(dir, other, "data"), filepath.Join(dir, "moved")
 		if _, err := os.Lstat(from); err != nil {
@@ -740,12 +740,12 @@ func TestMeasureDiskUsageRenameRaceEveryWalk(t *testing.T) {
 	}
 }
 
-// TestMeasureDiskUsageBoundsMemoryInWideFolders: empty subfolders cost the tenant nothing on
-// tmpfs, so the walk's memory must not grow with how many one folder holds (it grew by about
-// 300 bytes per listed name until the folder's end, and ~876k of them OOMed the exporter).
-// The live heap is read, after a GC, while the walk enters the subfolders: the garbage a walk
+// TestMeasureDiskUsageBoundsMemoryInWideDirectories: empty subdirectories cost the tenant nothing on
+// tmpfs, so the walk's memory must not grow with how many one directory holds (it grew by about
+// 300 bytes per listed name until the directory's end, and ~876k of them OOMed the exporter).
+// The live heap is read, after a GC, while the walk enters the subdirectories: the garbage a walk
 // leaves behind is not what OOMs a node.
-func TestMeasureDiskUsageBoundsMemoryInWideFolders(t *testing.T) {
+func TestMeasureDiskUsageBoundsMemoryInWideDirectories(t *testing.T) {
 	const n = 80_000
 	dir := tmpfsDir(t)
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -788,19 +788,19 @@ func TestMeasureDiskUsageBoundsMemoryInWideFolders(t *testing.T) {
 		// most and the getdents buffers of its goroutines and helpers (0.13 MB at concurrency 1,
 		// 0.44 MB at 4), whatever n is.
 		if grown := int64(peak) - int64(base); grown > 3<<19 {
-			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d per subfolder) while the walk entered %d empty subfolders of one folder: memory must not grow with a folder's width",
+			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d per subdirectory) while the walk entered %d empty subdirectories of one directory: memory must not grow with a directory's width",
 				conc, grown, grown/n, n)
 		}
 	}
 }
 
-// TestMeasureDiskUsageBoundsMemoryInDeepWideFolders: the bound on pending subfolder names was
-// per folder, so every folder on the way down kept up to 4096 of them: a chain of wide folders
+// TestMeasureDiskUsageBoundsMemoryInDeepWideDirectories: the bound on pending subdirectory names was
+// per directory, so every directory on the way down kept up to 4096 of them: a chain of wide directories
 // with long names (free on tmpfs) held ~1.2 MiB a level, and a few hundred levels OOMed the
 // exporter again (issue 30, item 8). The bound is the walk's: the live heap, read after a GC as
-// the walk enters folders, must not grow with the depth of such a chain, at walk concurrency 1 or
+// the walk enters directories, must not grow with the depth of such a chain, at walk concurrency 1 or
 // 4, and the result stays exact (GNU du). The chain's path is ~60 KB, far beyond PATH_MAX.
-func TestMeasureDiskUsageBoundsMemoryInDeepWideFolders(t *testing.T) {
+func TestMeasureDiskUsageBoundsMemoryInDeepWideDirectories(t *testing.T) {
 	const depth, width = 300, 200
 	name := func(i int) string { return fmt.Sprintf("%0200d", i) } // 200 bytes: 233 of memory a pending name
 	dir := tmpfsDir(t)
@@ -848,12 +848,12 @@ func TestMeasureDiskUsageBoundsMemoryInDeepWideFolders(t *testing.T) {
 		if du.UsedBytes != wantBytes || du.Inodes != wantInodes || du.LowerBound() {
 			t.Errorf("concurrency %d: got %+v, want UsedBytes=%d (GNU du) Inodes=%d, complete", conc, du, wantBytes, wantInodes)
 		}
-		// A bound per folder held every level's names: 300 x 200 x 233 bytes, 14.8 MB (20.5 MB at
+		// A bound per directory held every level's names: 300 x 200 x 233 bytes, 14.8 MB (20.5 MB at
 		// concurrency 4). The walk's bound is pendingBudget (256 KiB), plus a frame and one
 		// smallest read a level (~0.5 KiB, 150 KiB here), plus the getdents buffers of the
 		// goroutines and helpers and their pools (~1 MiB at concurrency 4), whatever the depth.
 		if grown := int64(peak) - int64(base); grown > 2<<20 {
-			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d a level) while the walk went %d levels down a chain of folders %d wide: memory must not grow with depth by the folders' width",
+			t.Errorf("concurrency %d: the live heap grew by %d bytes (%d a level) while the walk went %d levels down a chain of directories %d wide: memory must not grow with depth by the directories' width",
 				conc, grown, grown/depth, depth, width)
 		}
 	}
@@ -881,8 +881,8 @@ func TestMeasureDiskUsageCutShortIsALowerBound(t *testing.T) {
 	}
 }
 
-// tmpfsDir is a temporary folder on tmpfs (/dev/shm) where there is one, where empty
-// folders cost a tenant nothing and a test makes many quickly; else t.TempDir.
+// tmpfsDir is a temporary directory on tmpfs (/dev/shm) where there is one, where empty
+// directories cost a tenant nothing and a test makes many quickly; else t.TempDir.
 func tmpfsDir(t *testing.T) string {
 	t.Helper()
 	var sfs unix.Statfs_t

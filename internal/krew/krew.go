@@ -109,7 +109,7 @@ type Selector struct {
 	MatchLabels map[string]string `json:"matchLabels"`
 }
 
-// FileSpec copies files from the archive into the plugin's folder.
+// FileSpec copies files from the archive into the plugin's directory.
 type FileSpec struct {
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -118,7 +118,7 @@ type FileSpec struct {
 // Homepage is the plugin's page.
 const Homepage = "https://github.com/emptydir-guard/emptydir-guard/blob/main/docs/kubectl-plugin.md"
 
-// NewManifest is the manifest of version; platforms are "os/arch", urlBase the folder of the
+// NewManifest is the manifest of version; platforms are "os/arch", urlBase the directory of the
 // release's assets, sums the sha256 of each platform's archive.
 func NewManifest(version, urlBase string, platforms []string, sums map[string]string) Manifest {
 	m := Manifest{APIVersion: "krew.googlecontainertools.github.com/v1alpha2", Kind: "Plugin", Metadata: Metadata{Name: PluginName},

@@ -10,7 +10,7 @@ import (
 )
 
 // release writes what `make plugin-release` writes, from fake binaries: an archive per
-// platform and the manifest, and returns the folder and the manifest's path.
+// platform and the manifest, and returns the directory and the manifest's path.
 func release(t *testing.T, platforms []string) (string, string) {
 	t.Helper()
 	dir := t.TempDir()

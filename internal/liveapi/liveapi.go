@@ -110,16 +110,16 @@ type Volume struct {
 	// UnreadableEntries counts entries the walk could not read: when it is not 0,
 	// UsedBytes is a lower bound.
 	UnreadableEntries int64 `json:"unreadableEntries"`
-	// ChangedFolders counts folders the walk did not see as they were when it started (gone
+	// ChangedDirectories counts directories the walk did not see as they were when it started (gone
 	// or swapped when it came to enter them, or changed before it had read them to the end):
 	// when it is not 0, data may have moved past the walk, and UsedBytes is a lower bound.
-	ChangedFolders int64 `json:"changedFolders,omitempty"`
+	ChangedDirectories int64 `json:"changedDirectories,omitempty"`
 	// CutShort says that the walk hit its deadline, or exhausted a live CPU budget of its
-	// caller, before reading every folder: UsedBytes is what it counted until then, a lower
+	// caller, before reading every directory: UsedBytes is what it counted until then, a lower
 	// bound.
 	CutShort bool `json:"cutShort,omitempty"`
 	// LowerBound says that UsedBytes is a lower bound, for any of the reasons above. A client
-	// should also take UnreadableEntries, ChangedFolders or CutShort alone as one: exporters
+	// should also take UnreadableEntries, ChangedDirectories or CutShort alone as one: exporters
 	// before LowerBound sent UnreadableEntries only.
 	LowerBound bool `json:"lowerBound"`
 	// IncompleteSince is set with LowerBound: when the first of the volume's consecutive

@@ -1,7 +1,7 @@
-// Package logwatch tells when a container's log folder is written to. A container's logs are
+// Package logwatch tells when a container's log directory is written to. A container's logs are
 // written by its runtime, outside the pod's cgroup, so no change mark of the pod moves with
 // them, and a burst of log lines waits for the next cycle's walk; the kubelet, which reads
-// them from the runtime, is then quicker. The folders watched are the kubelet's, chosen by the
+// them from the runtime, is then quicker. The directories watched are the kubelet's, chosen by the
 // exporter from pods with a limit; what a tenant writes only says "look again", never where.
 package logwatch
 
@@ -19,7 +19,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Pod names the pod a folder's logs belong to.
+// Pod names the pod a directory's logs belong to.
 type Pod struct{ Namespace, Name, UID string }
 
 // Defaults of Config: a burst is looked at Settle after its first write, and a pod's logs at
@@ -34,7 +34,7 @@ const (
 
 // Config of a Watcher.
 type Config struct {
-	// Written is called with a pod whose log folders were written to, on a goroutine of its
+	// Written is called with a pod whose log directories were written to, on a goroutine of its
 	// own per call, at most once per Gap per pod.
 	Written func(Pod)
 	// Settle is how long after a quiet pod's first write Written is called; Gap the least time
@@ -45,7 +45,7 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Watcher watches a set of log folders (Watch) with inotify.
+// Watcher watches a set of log directories (Watch) with inotify.
 type Watcher struct {
 	cfg    Config
 	notify *fsnotify.Watcher
@@ -54,7 +54,7 @@ type Watcher struct {
 	mu      sync.Mutex
 	dirs    map[string]Pod
 	pods    map[string]*podState // by UID
-	refused map[string]bool      // folders inotify refused, warned once each
+	refused map[string]bool      // directories inotify refused, warned once each
 }
 
 type podState struct {
@@ -86,8 +86,8 @@ func New(cfg Config) (*Watcher, error) {
 	return &Watcher{cfg: cfg, notify: n, limit: rate.NewLimiter(rate.Limit(cfg.PerSecond), 1), dirs: map[string]Pod{}, pods: map[string]*podState{}, refused: map[string]bool{}}, nil
 }
 
-// Watch makes dirs (folder → its pod) the folders watched: new ones are added, those no longer
-// named removed. A folder not there yet (a container starting) is tried again at the next call.
+// Watch makes dirs (directory → its pod) the directories watched: new ones are added, those no longer
+// named removed. A directory not there yet (a container starting) is tried again at the next call.
 func (w *Watcher) Watch(dirs map[string]Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -104,7 +104,7 @@ func (w *Watcher) Watch(dirs map[string]Pod) {
 		if err := w.notify.Add(dir); err != nil {
 			if !w.refused[dir] && !errors.Is(err, fs.ErrNotExist) {
 				w.refused[dir] = true
-				w.cfg.Logger.Debug("a log folder is not watched; its logs are walked at the cycle's pace", "dir", dir, "err", err)
+				w.cfg.Logger.Debug("a log directory is not watched; its logs are walked at the cycle's pace", "dir", dir, "err", err)
 			}
 			continue
 		}
@@ -122,7 +122,7 @@ func (w *Watcher) Watch(dirs map[string]Pod) {
 	}
 }
 
-// Watched is how many folders are watched.
+// Watched is how many directories are watched.
 func (w *Watcher) Watched() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -157,7 +157,7 @@ func (w *Watcher) Run(ctx context.Context) {
 				return
 			}
 			// An overflowed queue loses events, not the cycle's walks of the logs.
-			w.cfg.Logger.Debug("log folder events lost", "err", err)
+			w.cfg.Logger.Debug("log directory events lost", "err", err)
 		}
 	}
 }

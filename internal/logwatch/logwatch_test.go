@@ -64,8 +64,8 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
-// A burst of writes to a watched folder is told once, soon; a pod logging on and on is told
-// at most once per gap; a folder not watched, or no longer, is never told.
+// A burst of writes to a watched directory is told once, soon; a pod logging on and on is told
+// at most once per gap; a directory not watched, or no longer, is never told.
 func TestWrittenOncePerBurstAndGap(t *testing.T) {
 	w, r := started(t)
 	root := t.TempDir()
@@ -77,7 +77,7 @@ func TestWrittenOncePerBurstAndGap(t *testing.T) {
 	}
 	w.Watch(map[string]Pod{app: {"ns", "app", "u1"}})
 	if w.Watched() != 1 {
-		t.Fatalf("%d folders watched, want 1", w.Watched())
+		t.Fatalf("%d directories watched, want 1", w.Watched())
 	}
 
 	for range 200 {
@@ -101,7 +101,7 @@ func TestWrittenOncePerBurstAndGap(t *testing.T) {
 		t.Errorf("1.2 s of writes told %d times, want one per 300ms gap (3 to 6)", n)
 	}
 	if n := r.count("u2"); n != 0 {
-		t.Errorf("a folder not watched told %d times", n)
+		t.Errorf("a directory not watched told %d times", n)
 	}
 
 	// Rotated: the kubelet renames 0.log and creates it anew.
@@ -117,18 +117,18 @@ func TestWrittenOncePerBurstAndGap(t *testing.T) {
 	appendLine(t, filepath.Join(app, "0.log"))
 	time.Sleep(100 * time.Millisecond)
 	if n := r.count("u1") - before; n != 0 || w.Watched() != 0 {
-		t.Errorf("a folder no longer watched told %d times (%d watched)", n, w.Watched())
+		t.Errorf("a directory no longer watched told %d times (%d watched)", n, w.Watched())
 	}
 }
 
-// A folder that is not there yet (its container starting) is watched once a later Watch finds it.
+// A directory that is not there yet (its container starting) is watched once a later Watch finds it.
 func TestWatchLater(t *testing.T) {
 	w, r := started(t)
 	dir := filepath.Join(t.TempDir(), "ns_app_u1", "app")
 	set := map[string]Pod{dir: {"ns", "app", "u1"}}
 	w.Watch(set)
 	if w.Watched() != 0 {
-		t.Fatalf("%d folders watched, want none: it does not exist", w.Watched())
+		t.Fatalf("%d directories watched, want none: it does not exist", w.Watched())
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

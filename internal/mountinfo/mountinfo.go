@@ -13,7 +13,7 @@ import (
 // Mount is what the readers here use of one line of a mount table.
 type Mount struct {
 	Device string // major:minor of the mounted filesystem
-	Root   string // the folder of that filesystem mounted here: a bind's source
+	Root   string // the directory of that filesystem mounted here: a bind's source
 	Point  string // where it is mounted
 	FSType string
 	Upper  string // an overlay's upperdir; "" for any other filesystem

@@ -15,7 +15,7 @@ import (
 // BenchmarkCountAgainstWalk measures what --collection.open-files adds to one walk of a disk
 // emptyDir: Count over a pod of 8 processes holding 64 descriptors each (one of them a deleted
 // file on the volume's filesystem, so each process's mountinfo is read too), against the walk
-// of a folder of 1000 files of 4KiB (ratio count/walk). Count reads only the pod's own
+// of a directory of 1000 files of 4KiB (ratio count/walk). Count reads only the pod's own
 // processes, never the node's, so its cost follows the pod's descriptors, not the node's.
 //
 //	go test -run '^$' -bench CountAgainstWalk ./internal/openfiles/

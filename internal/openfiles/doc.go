@@ -1,7 +1,7 @@
 // Package openfiles counts what no walk can: the regular files that processes hold open after
-// their last name is gone (nlink 0), on one folder's filesystem, below that folder. A file is
+// their last name is gone (nlink 0), on one directory's filesystem, below that directory. A file is
 // attributed by the mount the process opened it through (fdinfo's mnt_id): that mount's root,
-// chosen by the kubelet, must be the folder or below it; nothing a tenant writes takes part.
+// chosen by the kubelet, must be the directory or below it; nothing a tenant writes takes part.
 // Each inode counts once, with its allocated blocks, as a walk counts a file. Reading another
 // process's descriptors needs PTRACE_MODE_READ (CAP_SYS_PTRACE, no Landlock domain on the
 // reader). The system calls live in *_linux.go.
@@ -9,11 +9,11 @@ package openfiles
 
 import "errors"
 
-// Target is a folder whose processes' unlinked open files are counted.
+// Target is a directory whose processes' unlinked open files are counted.
 type Target struct {
-	// Dev is the device number of the folder's filesystem (st_dev).
+	// Dev is the device number of the directory's filesystem (st_dev).
 	Dev uint64
-	// Root is the folder's path from its filesystem's root, as mountinfo's root field spells it.
+	// Root is the directory's path from its filesystem's root, as mountinfo's root field spells it.
 	Root string
 }
 

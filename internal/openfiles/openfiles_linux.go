@@ -75,7 +75,7 @@ func Count(proc string, pids []int, t Target) (Usage, error) {
 
 func countProcess(proc string, pid int, t Target, seen map[uint64]bool, u *Usage, budget *int) error {
 	dir := filepath.Join(proc, strconv.Itoa(pid))
-	// One open folder, each descriptor stat'ed relative to it: the path walk through procfs
+	// One open directory, each descriptor stat'ed relative to it: the path walk through procfs
 	// was most of the cost.
 	fdDir, err := os.Open(filepath.Join(dir, "fd"))
 	if err != nil {

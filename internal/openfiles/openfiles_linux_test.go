@@ -96,9 +96,9 @@ func TestHelperOutsideLandlock(t *testing.T) {
 	}
 }
 
-// TestTargetOfBindMount: a folder's Target is its path from its filesystem's root, whichever
+// TestTargetOfBindMount: a directory's Target is its path from its filesystem's root, whichever
 // mount it is reached through; a process's descriptor counts only through a mount whose root
-// is the folder or below it.
+// is the directory or below it.
 func TestTargetOfBindMount(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("bind-mounting needs root")
@@ -126,8 +126,8 @@ func TestTargetOfBindMount(t *testing.T) {
 		t.Errorf("TargetOf(%s) %+v, TargetOf(%s/sub) %+v", vol, direct, mnt, through)
 	}
 
-	// Held through the bind mount of sub (below the folder) and through the node's own mount
-	// of the folder (whose root is above it): only the first counts.
+	// Held through the bind mount of sub (below the directory) and through the node's own mount
+	// of the directory (whose root is above it): only the first counts.
 	sub := filepath.Join(base, "submnt")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ type Explanation struct {
 	Pod             string `json:"pod"`
 	UID             string `json:"uid"`
 	Node            string `json:"node"`
-	// Source is how the exporter measured: filesystem (it walked the folders) or kubelet.
+	// Source is how the exporter measured: filesystem (it walked the directories) or kubelet.
 	Source     string    `json:"source"`
 	MeasuredAt time.Time `json:"measuredAt"`
 	// Limits are the pod's limits, each with what counts toward it: its emptyDir volumes'
@@ -173,7 +173,7 @@ func explain(pod *corev1.Pod, live *liveapi.Response) *Explanation {
 			switch r := c.WritableLayerUnlocated; {
 			case r == "image_volume_not_mounted" || r == "image_volume_missing" || r == "no_bundle_config":
 				// The exporter's image VOLUME reasons (source.LayerImageVolume*): the layer was walked.
-				wl.What += "; its image VOLUME folders not located (" + r + "): not counted, so the usage is a lower bound"
+				wl.What += "; its image VOLUME directories not located (" + r + "): not counted, so the usage is a lower bound"
 			case r != "":
 				wl.What += "; not located (" + r + "): counted as 0, so the usage is a lower bound"
 			}
@@ -184,7 +184,7 @@ func explain(pod *corev1.Pod, live *liveapi.Response) *Explanation {
 	}
 	for _, v := range live.Volumes {
 		l := Limit{Kind: KindEmptyDir, Name: v.Name, Medium: v.Medium, LimitBytes: v.LimitBytes,
-			LowerBound: v.LowerBound || v.UnreadableEntries > 0 || v.ChangedFolders > 0 || v.CutShort}
+			LowerBound: v.LowerBound || v.UnreadableEntries > 0 || v.ChangedDirectories > 0 || v.CutShort}
 		if v.UsedBytes != nil {
 			l.UsedBytes = *v.UsedBytes
 		}
@@ -196,9 +196,9 @@ func explain(pod *corev1.Pod, live *liveapi.Response) *Explanation {
 
 var partWhat = map[string]string{
 	"emptydir":       "files in the pod's disk emptyDir volumes (memory-backed ones count toward memory instead)",
-	"writable_layer": "files the containers wrote outside any volume (/tmp, /var, anything in the image's own filesystem, and the image's VOLUME folders), held in their writable layers",
+	"writable_layer": "files the containers wrote outside any volume (/tmp, /var, anything in the image's own filesystem, and the image's VOLUME directories), held in their writable layers",
 	"logs":           "the containers' stdout and stderr as the kubelet keeps them (kubectl logs), rotated files included",
-	"other":          "the pod's configMap and gitRepo volumes, its /etc/hosts and the other files of its log folder",
+	"other":          "the pod's configMap and gitRepo volumes, its /etc/hosts and the other files of its log directory",
 }
 
 const guardEvicts = "emptyDir guard's %s alert fires at the next scrape (seconds) and its remediator, after measuring again live, evicts the pod through the Eviction API, which honours PodDisruptionBudgets (unless the remediator runs in dry-run or its policy leaves this pod alone)."

@@ -14,7 +14,7 @@ import (
 
 // BenchmarkMarkAgainstWalk measures what the exporter pays per pod and cycle for the change
 // signal, Locate plus Read of a real pod cgroup of this host's version, against the cheapest
-// walk it spares: one of a folder holding a single file (ratio mark/walk). What a node pays per
+// walk it spares: one of a directory holding a single file (ratio mark/walk). What a node pays per
 // cycle for the marks is this times its pods with a walked part.
 //
 //	go test -run '^$' -bench MarkAgainstWalk ./internal/podcgroup/
@@ -37,8 +37,8 @@ func BenchmarkMarkAgainstWalk(b *testing.B) {
 		made := dir
 		b.Cleanup(func() { _ = os.Remove(made) }) // cgroups go with rmdir, deepest first
 	}
-	folder := b.TempDir()
-	if err := os.WriteFile(filepath.Join(folder, "f"), make([]byte, 4096), 0o644); err != nil {
+	directory := b.TempDir()
+	if err := os.WriteFile(filepath.Join(directory, "f"), make([]byte, 4096), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	var mark, walk time.Duration
@@ -48,7 +48,7 @@ func BenchmarkMarkAgainstWalk(b *testing.B) {
 			b.Fatal(err)
 		}
 		mid := time.Now()
-		if _, err := fswalk.MeasureDiskUsage(context.Background(), folder, fswalk.Options{}); err != nil {
+		if _, err := fswalk.MeasureDiskUsage(context.Background(), directory, fswalk.Options{}); err != nil {
 			b.Fatal(err)
 		}
 		mark, walk = mark+mid.Sub(start), walk+time.Since(mid)

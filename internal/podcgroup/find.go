@@ -18,8 +18,8 @@ const RootAuto = "auto"
 // four, /kubelet.slice/…/kubelet-kubepods-burstable-pod<uid>.slice); a node has a few thousand
 // cgroups.
 const (
-	findMaxDepth   = 8
-	findMaxFolders = 100_000
+	findMaxDepth       = 8
+	findMaxDirectories = 100_000
 )
 
 // Found is a pod's cgroup as Find found it, with the layout that put it there.
@@ -30,15 +30,15 @@ type Found struct {
 }
 
 // NewLocatorAt is Open for a hierarchy already known: version v mounted at base (the memory
-// controller's folder for v1). For callers that detected it themselves, and fake trees in tests.
+// controller's directory for v1). For callers that detected it themselves, and fake trees in tests.
 func NewLocatorAt(cfg Config, v Version, base string) (*Locator, error) {
 	return newLocator(cfg, v, base)
 }
 
 // Find searches the hierarchy, breadth first and bounded, for the cgroup of pod uid of QoS class
 // qos in either layout and whatever the root, and tells the driver and --cgroup-root that put it
-// there. Only names the kubelet gives decide (the pod's folder, its parents up to the root):
-// a folder whose path no root and driver would make, or one below another pod's cgroup, is
+// there. Only names the kubelet gives decide (the pod's directory, its parents up to the root):
+// a directory whose path no root and driver would make, or one below another pod's cgroup, is
 // passed over.
 func (l *Locator) Find(uid, qos string) (Found, error) {
 	if _, err := podCgroupName(nil, qos, uid); err != nil {
@@ -62,8 +62,8 @@ func (l *Locator) Find(uid, qos string) (Found, error) {
 				if !e.IsDir() {
 					continue
 				}
-				if seen++; seen > findMaxFolders {
-					return Found{}, fail(ReasonNotFound, fmt.Errorf("no cgroup of pod %s among the first %d folders below %s: %w", uid, findMaxFolders, l.base, fs.ErrNotExist))
+				if seen++; seen > findMaxDirectories {
+					return Found{}, fail(ReasonNotFound, fmt.Errorf("no cgroup of pod %s among the first %d directories below %s: %w", uid, findMaxDirectories, l.base, fs.ErrNotExist))
 				}
 				child := filepath.Join(rel, e.Name())
 				var f Found

@@ -12,7 +12,7 @@ import (
 
 // detectHierarchy tells v2 (mount is a cgroup2 filesystem) from v1 (mount holds a v1
 // memory hierarchy, with or without a v2 one beside it at unified/, which then has no memory
-// controller) by the filesystems' magic numbers, and returns the folder pods are below.
+// controller) by the filesystems' magic numbers, and returns the directory pods are below.
 func detectHierarchy(mount string) (Version, string, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(mount, &st); err != nil {
@@ -31,7 +31,7 @@ func detectHierarchy(mount string) (Version, string, error) {
 	return V1, memory, nil
 }
 
-// dirID is the inode number of a cgroup's folder (its kernfs node: a new cgroup gets a new one).
+// dirID is the inode number of a cgroup's directory (its kernfs node: a new cgroup gets a new one).
 func dirID(dir string) (uint64, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {

@@ -13,7 +13,7 @@ import (
 // Config says where the node's cgroups are and how the kubelet names them.
 type Config struct {
 	// Mount is the host's cgroup mount as this process sees it (the DaemonSet mounts the
-	// host's /sys/fs/cgroup read-only): a cgroup2 filesystem (v2), or a folder holding the
+	// host's /sys/fs/cgroup read-only): a cgroup2 filesystem (v2), or a directory holding the
 	// v1 hierarchies (memory/ is the one read).
 	Mount string
 	// Root is the kubelet's --cgroup-root, in the cgroupfs form whatever the driver.
@@ -38,7 +38,7 @@ const (
 // Locator finds pods' cgroups on one node.
 type Locator struct {
 	version Version
-	// base is the hierarchy the pods' folders are below: Mount for v2, Mount/memory for v1.
+	// base is the hierarchy the pods' directories are below: Mount for v2, Mount/memory for v1.
 	base string
 	// root is the kubelet's cgroup root, parsed; replaced by Retarget.
 	root    atomic.Pointer[[]string]
@@ -104,7 +104,7 @@ func (l *Locator) Version() Version { return l.version }
 
 // Pod is a pod's cgroup, found.
 type Pod struct {
-	// Dir is the pod's cgroup folder in the hierarchy read (v1: memory's).
+	// Dir is the pod's cgroup directory in the hierarchy read (v1: memory's).
 	Dir     string
 	Driver  Driver
 	Version Version
@@ -130,7 +130,7 @@ func (l *Locator) Locate(uid, qos string) (Pod, error) {
 		case err != nil:
 			return Pod{}, fail(ReasonUnreadable, err)
 		case !fi.IsDir():
-			return Pod{}, fail(ReasonUnreadable, fmt.Errorf("%s is no folder", dir))
+			return Pod{}, fail(ReasonUnreadable, fmt.Errorf("%s is no directory", dir))
 		}
 		found = append(found, Pod{Dir: dir, Driver: d, Version: l.version})
 	}

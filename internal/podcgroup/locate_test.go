@@ -13,7 +13,7 @@ const (
 	v2IO   = "254:0 rbytes=1 wbytes=4096 rios=1 wios=1 dbytes=0 dios=0\n7:0 rbytes=0 wbytes=8192 rios=0 wios=2 dbytes=0 dios=0\n"
 )
 
-// fakeTree makes the pod's cgroup folder at rel below base with the given counter files.
+// fakeTree makes the pod's cgroup directory at rel below base with the given counter files.
 func fakeTree(t *testing.T, base, rel string, files map[string]string) string {
 	t.Helper()
 	dir := filepath.Join(base, filepath.FromSlash(rel))

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Driver is the kubelet's --cgroup-driver: how it turns a cgroup's name into a folder.
+// Driver is the kubelet's --cgroup-driver: how it turns a cgroup's name into a directory.
 type Driver string
 
 const (

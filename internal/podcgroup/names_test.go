@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestLayoutPath: the folders the kubelet v1.37 makes for a pod, by driver, QoS class and
+// TestLayoutPath: the directories the kubelet v1.37 makes for a pod, by driver, QoS class and
 // --cgroup-root (the systemd example is CgroupName.ToSystemd's own, cgroup_manager_linux.go).
 func TestLayoutPath(t *testing.T) {
 	const uid = "1234-abcd-5678-efgh"

@@ -24,10 +24,10 @@ var ErrTooManyProcs = fmt.Errorf("more than %d processes in the pod's cgroups", 
 
 // Procs is every process in the pod's cgroup and the cgroups below it (its containers'),
 // as their IDs in this process's PID namespace. A process that moves or ends meanwhile may be
-// missed or listed: the caller reads each one's /proc folder and skips those gone.
+// missed or listed: the caller reads each one's /proc directory and skips those gone.
 func (p Pod) Procs() ([]int, error) { return ReadProcs(p.Dir) }
 
-// ReadProcs reads cgroup.procs in dir and in every cgroup folder below it.
+// ReadProcs reads cgroup.procs in dir and in every cgroup directory below it.
 func ReadProcs(dir string) ([]int, error) {
 	var pids []int
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {

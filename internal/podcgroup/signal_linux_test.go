@@ -64,7 +64,7 @@ func testCgroups(t *testing.T, name string) (memory, blkio string) {
 	return memory, blkio
 }
 
-// allocated is what path takes on its filesystem (st_blocks, folders included), as a walk
+// allocated is what path takes on its filesystem (st_blocks, directories included), as a walk
 // counts it; 0 when it is not there.
 func allocated(t *testing.T, path string) int64 {
 	t.Helper()
@@ -174,7 +174,7 @@ func TestSignalV1Writes(t *testing.T) {
 		{"disk: fallocate 1 MiB", nil, []string{"fallocate", d("falloc"), mib}, d("falloc"), either, true},
 		{"disk: new file, 1 MiB, O_DIRECT", nil, []string{"direct", d("direct"), mib}, d("direct"), either, true},
 		{"disk: 2000 empty files", nil, []string{"touch", d("files"), "2000"}, d("files"), either, true},
-		{"disk: 200 empty folders", nil, []string{"mkdir", d("folders"), "200"}, d("folders"), either, true},
+		{"disk: 200 empty directories", nil, []string{"mkdir", d("directories"), "200"}, d("directories"), either, true},
 		{"disk: 3000-byte xattr", nil, []string{"xattr", d("xattr"), "3000"}, d("xattr"), either, true},
 		{"tmpfs: new file, 1 MiB", nil, []string{"write", filepath.Join(tmpA, "new"), mib}, tmpA, seen, true},
 		{"tmpfs: fallocate 1 MiB", nil, []string{"fallocate", filepath.Join(tmpA, "falloc"), mib}, tmpA, seen, true},

@@ -19,7 +19,7 @@ import (
 // (docs/change-signal.md: what each counter counts, and what none sees).
 type Snapshot struct {
 	Version Version
-	// Cgroup is the inode number of the pod's cgroup folder: a cgroup made again restarts its
+	// Cgroup is the inode number of the pod's cgroup directory: a cgroup made again restarts its
 	// counters from zero, and must not compare equal to its predecessor by chance.
 	Cgroup uint64
 

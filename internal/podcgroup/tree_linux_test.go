@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// makeCgroups makes the cgroup folders of rel below base, one level at a time, and removes
+// makeCgroups makes the cgroup directories of rel below base, one level at a time, and removes
 // them, deepest first, when the test ends.
 func makeCgroups(t *testing.T, base, rel string) string {
 	t.Helper()

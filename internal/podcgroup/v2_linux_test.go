@@ -44,9 +44,9 @@ func requireV2(t *testing.T) {
 	}
 }
 
-// makeV2Cgroups makes the cgroup folders of rel below the v2 mount, one level at a time, each
+// makeV2Cgroups makes the cgroup directories of rel below the v2 mount, one level at a time, each
 // parent with controllers (as "+memory +io") enabled for its children, so that the deepest
-// folder gets memory.stat and, with io, io.stat. The root must have them enabled already (the
+// directory gets memory.stat and, with io, io.stat. The root must have them enabled already (the
 // lane's /init does, as the kubelet's host does): the test does not change the root.
 // Everything is removed, deepest first, when the test ends.
 func makeV2Cgroups(t *testing.T, rel, controllers string) string {
@@ -253,7 +253,7 @@ func v2DiskWrites(t *testing.T, fs string) {
 		{"disk: fallocate 1 MiB", nil, []string{"fallocate", d("falloc"), mib}, d("falloc"), either, true, 0},
 		{"disk: new file, 1 MiB, O_DIRECT", nil, []string{"direct", d("direct"), mib}, d("direct"), seen, true, mibN},
 		{"disk: 2000 empty files", nil, []string{"touch", d("files"), "2000"}, d("files"), either, true, 0},
-		{"disk: 200 empty folders", nil, []string{"mkdir", d("folders"), "200"}, d("folders"), either, true, 0},
+		{"disk: 200 empty directories", nil, []string{"mkdir", d("directories"), "200"}, d("directories"), either, true, 0},
 		{"disk: 3000-byte xattr", nil, []string{"xattr", d("xattr"), "3000"}, d("xattr"), either, true, 0},
 		{"nothing (control, again)", nil, []string{"noop"}, disk, unseen, false, 0},
 	})

@@ -67,7 +67,7 @@ func (w *writer) stop() {
 	_ = w.cmd.Wait()
 }
 
-// join moves the writer into the cgroup folders (one per v1 hierarchy): what it charges from
+// join moves the writer into the cgroup directories (one per v1 hierarchy): what it charges from
 // then on is theirs.
 func (w *writer) join(t *testing.T, dirs ...string) {
 	t.Helper()
@@ -161,7 +161,7 @@ func writerOp(buf []byte, op string, a []string) error {
 		}
 		defer unix.Close(fd)
 		return unix.Fallocate(fd, 0, 0, int64(n))
-	case "touch", "mkdir": // n empty files or folders in the new folder a[0]
+	case "touch", "mkdir": // n empty files or directories in the new directory a[0]
 		if err := os.Mkdir(a[0], 0o755); err != nil {
 			return err
 		}
@@ -228,14 +228,14 @@ func writerOp(buf []byte, op string, a []string) error {
 	return fmt.Errorf("no operation %q", op)
 }
 
-// create makes the empty file or folder dir/i, allocating nothing: the garbage of thousands of
+// create makes the empty file or directory dir/i, allocating nothing: the garbage of thousands of
 // names would grow the writer's heap, whose new pages its cgroup would count as a write's.
-func create(name []byte, dir string, i int, folder bool) error {
+func create(name []byte, dir string, i int, directory bool) error {
 	name = strconv.AppendInt(append(append(name[:0], dir...), '/'), int64(i), 10)
 	name = append(name, 0)
 	p := uintptr(unsafe.Pointer(&name[0]))
 	cwd := unix.AT_FDCWD
-	if folder {
+	if directory {
 		if _, _, errno := unix.Syscall(unix.SYS_MKDIRAT, uintptr(cwd), p, 0o755); errno != 0 {
 			return errno
 		}
@@ -264,7 +264,7 @@ func writeFile(name string, flags int, b []byte, off int64, sync bool) error {
 	return errors.Join(err, f.Close())
 }
 
-// makeCgroup makes a cgroup folder at dir and removes it when the test ends (its processes
+// makeCgroup makes a cgroup directory at dir and removes it when the test ends (its processes
 // gone: a cgroup that just lost its last one may answer EBUSY for a moment).
 func makeCgroup(t *testing.T, dir string) {
 	t.Helper()

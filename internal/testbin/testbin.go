@@ -11,7 +11,7 @@ import (
 	"sync"
 )
 
-// DirEnv names the folder of prebuilt commands.
+// DirEnv names the directory of prebuilt commands.
 const DirEnv = "EMPTYDIR_GUARD_BIN_DIR"
 
 var (
@@ -62,7 +62,7 @@ func build() {
 	}
 }
 
-// Cleanup removes the folder Path built, if any; call it from TestMain after m.Run.
+// Cleanup removes the directory Path built, if any; call it from TestMain after m.Run.
 func Cleanup() {
 	if builtDir {
 		_ = os.RemoveAll(dir)

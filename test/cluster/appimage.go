@@ -121,7 +121,7 @@ func writeAppImageArchive(w io.Writer, name string, files map[string]string, ent
 	return tw.Close()
 }
 
-// writeAppLayer writes the rootfs: the folders every container runtime expects, passwd and
+// writeAppLayer writes the rootfs: the directories every container runtime expects, passwd and
 // group files with root and nonroot, and the files.
 func writeAppLayer(w io.Writer, files map[string]string) error {
 	mt := time.Unix(0, 0)

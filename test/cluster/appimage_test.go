@@ -71,7 +71,7 @@ func TestWriteAppImageArchive(t *testing.T) {
 	seen := map[string]bool{}
 	for _, n := range order {
 		if parent := filepath.Dir(strings.TrimSuffix(n, "/")); parent != "." && !seen[parent+"/"] {
-			t.Errorf("%s comes before its folder %s/", n, parent)
+			t.Errorf("%s comes before its directory %s/", n, parent)
 		}
 		seen[n] = true
 	}

@@ -303,7 +303,7 @@ func (c *Cluster) removeHostLeftovers() {
 	}
 	var res []string
 	ids := append([]string(nil), c.containerIDs...)
-	// Task bundle folders name every container, even those of a containerd killed outright.
+	// Task bundle directories name every container, even those of a containerd killed outright.
 	bundles, _ := filepath.Glob(filepath.Join(c.ContainerdStateDir(), "io.containerd.runtime.v2.task", "k8s.io", "*"))
 	for _, b := range bundles {
 		id := filepath.Base(b)
@@ -334,7 +334,7 @@ func (c *Cluster) removeHostLeftovers() {
 	_ = os.Remove("/var/lib/cni/results")
 	_ = os.Remove("/var/lib/cni")
 
-	// The kubelet's device-plugin socket folder and containerd's shim socket folder are fixed
+	// The kubelet's device-plugin socket directory and containerd's shim socket directory are fixed
 	// paths shared by all clusters: remove them only when no other cluster is recorded.
 	others, _ := filepath.Glob(filepath.Join(stateDir, "*.json"))
 	for _, o := range others {

@@ -61,7 +61,7 @@ type Options struct {
 	ExtraKubeletArgs   []string
 	// ReadyTimeout bounds each wait of Start; default 2m.
 	ReadyTimeout time.Duration
-	// Layout puts the kubelet's and containerd's folders and the cgroup root at fixed host
+	// Layout puts the kubelet's and containerd's directories and the cgroup root at fixed host
 	// paths (a distribution's); nil: all below WorkDir, and a cgroup root of the cluster's own.
 	Layout *Layout
 	// Runtime is the node's container runtime: RuntimeContainerd (the default, "") or
@@ -69,7 +69,7 @@ type Options struct {
 	Runtime string
 	// CRIODir holds crio, pinns and copyimg (test/crio/build.sh); default $CRIO_DIR.
 	CRIODir string
-	// KeepLogs copies WorkDir/logs to a folder outside WorkDir on Stop (also set by
+	// KeepLogs copies WorkDir/logs to a directory outside WorkDir on Stop (also set by
 	// EMPTYDIR_GUARD_KEEP_LOGS=1). Logs are always kept when Start fails.
 	KeepLogs bool
 }
@@ -98,7 +98,7 @@ type Cluster struct {
 	ctrdRoot       string
 	ctrdState      string
 	runcRoot       string
-	layoutCreated  []string // the layout's folders Start created, which Stop removes
+	layoutCreated  []string // the layout's directories Start created, which Stop removes
 	layoutLock     *os.File
 	cniNetnsBefore map[string]bool
 	containerIDs   []string // seen at Stop, to find their CNI cache files
@@ -362,13 +362,13 @@ func (c *Cluster) SnapshotterRoot() string {
 	return filepath.Join(c.ContainerdRoot(), "io.containerd.snapshotter.v1.overlayfs")
 }
 
-// CRIContainersDir is containerd's CRI plugin's container folder, where it keeps the folders of
+// CRIContainersDir is containerd's CRI plugin's container directory, where it keeps the directories of
 // image VOLUMEs no Kubernetes mount covers.
 func (c *Cluster) CRIContainersDir() string {
 	return filepath.Join(c.ContainerdRoot(), "io.containerd.grpc.v1.cri", "containers")
 }
 
-// ExporterPathArgs are the exporter's flags naming this node's folders and its kubelet's cgroup
+// ExporterPathArgs are the exporter's flags naming this node's directories and its kubelet's cgroup
 // root and driver (the change signal, on by default, reads the host's /sys/fs/cgroup), for an
 // exporter that runs on the node itself (in the cluster's network namespace, the host's mount
 // namespace).

@@ -100,7 +100,7 @@ func TestPreflightNamesTheFix(t *testing.T) {
 	if err := preflight(Options{}); err == nil || !strings.Contains(err.Error(), "K8S_BIN_DIR") {
 		t.Errorf("preflight(\"\") = %v, want a hint at K8S_BIN_DIR", err)
 	}
-	// A CRI-O node names its own parts: the folder test/crio/build.sh prints.
+	// A CRI-O node names its own parts: the directory test/crio/build.sh prints.
 	for dir, want := range map[string]string{"": "CRIO_DIR", t.TempDir(): "crio missing in"} {
 		err := preflight(Options{Runtime: RuntimeCRIO, CRIODir: dir})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "test/crio/build.sh") {

@@ -125,8 +125,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 }
 
 // makeSharedMount bind-mounts dir onto itself as a shared mount: a pod may then mount it with
-// HostToContainer propagation (the exporter's mount of containerd's task folder), which
-// containerd refuses on a folder of a private mount ("is not a shared or slave mount"). On a
+// HostToContainer propagation (the exporter's mount of containerd's task directory), which
+// containerd refuses on a directory of a private mount ("is not a shared or slave mount"). On a
 // node /run is shared already (systemd makes every mount shared); a test's work dir under /tmp
 // may not be. Stop unmounts it with everything else under the work dir.
 func makeSharedMount(dir string) error {

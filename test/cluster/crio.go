@@ -21,7 +21,7 @@ const (
 	RuntimeCRIO       = "crio"
 )
 
-// crioDirEnv names the folder test/crio/build.sh prints: crio, pinns and copyimg.
+// crioDirEnv names the directory test/crio/build.sh prints: crio, pinns and copyimg.
 const crioDirEnv = "CRIO_DIR"
 
 // CRIORoot is CRI-O's containers/storage graph root: overlay/<layer>/diff holds each
@@ -46,11 +46,11 @@ func (c *Cluster) RuntimeSocket() string {
 func crioPreflight(dir string) []string {
 	var problems []string
 	if dir == "" {
-		return []string{"no CRI-O folder: set Options.CRIODir or " + crioDirEnv + " (build with test/crio/build.sh; it prints the folder)"}
+		return []string{"no CRI-O directory: set Options.CRIODir or " + crioDirEnv + " (build with test/crio/build.sh; it prints the directory)"}
 	}
 	for _, b := range []string{"crio", "pinns", "copyimg"} {
 		if fi, err := os.Stat(filepath.Join(dir, b)); err != nil || fi.Mode()&0o111 == 0 {
-			problems = append(problems, fmt.Sprintf("%s missing in %s: run test/crio/build.sh and set %s to the folder it prints", b, dir, crioDirEnv))
+			problems = append(problems, fmt.Sprintf("%s missing in %s: run test/crio/build.sh and set %s to the directory it prints", b, dir, crioDirEnv))
 		}
 	}
 	if _, err := exec.LookPath("conmon"); err != nil {
@@ -241,7 +241,7 @@ func (c *Cluster) writeCNIConfig(dir string) error {
 }
 
 // crioExporterPathArgs are ExporterPathArgs on a CRI-O node: CRI-O's storage root, containerd's
-// folders left at their defaults, as the chart with exporter.ephemeralStorage.containerd off.
+// directories left at their defaults, as the chart with exporter.ephemeralStorage.containerd off.
 func (c *Cluster) crioExporterPathArgs() []string {
 	return []string{"--kubelet.root-dir=" + c.kubeletRoot, "--kubelet.pod-logs-dir=" + c.PodLogsDir(),
 		"--crio.storage-root=" + c.CRIORoot(),
@@ -256,7 +256,7 @@ func (c *Cluster) crioImport(ctx context.Context, archive, name string) error {
 
 // CRIOContainerLayer is the writable layer of CRI-O's container id as CRI-O itself reports
 // it: its HTTP API on the CRI socket (GET /containers/<id>) names the container's root, the
-// overlay's merged folder <root>/overlay/<layer>/merged, whose upper folder is diff beside it.
+// overlay's merged directory <root>/overlay/<layer>/merged, whose upper directory is diff beside it.
 func (c *Cluster) CRIOContainerLayer(ctx context.Context, id string) (string, error) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer

@@ -23,11 +23,11 @@ func preflight(opts Options) error {
 		problems = append(problems, "not running as root: the cluster needs root for network namespaces, mounts and cgroups (run the tests as root, e.g. `sudo -E go test ...`)")
 	}
 	if binDir == "" {
-		problems = append(problems, "no Kubernetes binary folder: set Options.BinDir or K8S_BIN_DIR (build with `make k8s-binaries`; it prints the folder)")
+		problems = append(problems, "no Kubernetes binary directory: set Options.BinDir or K8S_BIN_DIR (build with `make k8s-binaries`; it prints the directory)")
 	} else {
 		for _, b := range []string{"kube-apiserver", "kubelet"} {
 			if fi, err := os.Stat(filepath.Join(binDir, b)); err != nil || fi.Mode()&0o111 == 0 {
-				problems = append(problems, fmt.Sprintf("%s missing in %s: run `make k8s-binaries` (or test/k8sbin/build.sh kube-apiserver kubelet) and set K8S_BIN_DIR to the folder it prints", b, binDir))
+				problems = append(problems, fmt.Sprintf("%s missing in %s: run `make k8s-binaries` (or test/k8sbin/build.sh kube-apiserver kubelet) and set K8S_BIN_DIR to the directory it prints", b, binDir))
 			}
 		}
 	}

@@ -17,10 +17,10 @@ import (
 )
 
 // FakeNode is a Node object in the API with no kubelet behind it: the test plays the
-// kubelet's part for the pods bound to it, creating and removing their emptyDir folders
+// kubelet's part for the pods bound to it, creating and removing their emptyDir directories
 // below RootDir exactly where a kubelet with --root-dir=RootDir keeps them. An exporter
 // started with --node.name=Name() --kubelet.root-dir=RootDir() --collection.source=filesystem
-// measures these folders as it would a real node's, so hundreds of pods can come and go
+// measures these directories as it would a real node's, so hundreds of pods can come and go
 // without containers (no CPU, no images, no container runtime).
 type FakeNode struct {
 	client kubernetes.Interface
@@ -54,7 +54,7 @@ func NewFakeNode(ctx context.Context, client kubernetes.Interface, name, rootDir
 }
 
 // NewFakeNode creates a fake node named name with its root dir in the cluster's work dir;
-// Stop removes the folder, Delete the node and its pods.
+// Stop removes the directory, Delete the node and its pods.
 func (c *Cluster) NewFakeNode(ctx context.Context, name string) (*FakeNode, error) {
 	return NewFakeNode(ctx, c.client, name, filepath.Join(c.workDir, "fakenodes", name))
 }
@@ -94,7 +94,7 @@ func (n *FakeNode) RunPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, er
 }
 
 // CreatePod creates pod in the API, bound to this node; it stays Pending, with no volume
-// folders, until StartPod: the moment between is the kubelet still setting the pod up.
+// directories, until StartPod: the moment between is the kubelet still setting the pod up.
 func (n *FakeNode) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	pod = pod.DeepCopy()
 	pod.Spec.NodeName = n.name
@@ -105,7 +105,7 @@ func (n *FakeNode) CreatePod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod,
 	return created, nil
 }
 
-// StartPod plays the kubelet setting up a created pod: it creates a folder for each
+// StartPod plays the kubelet setting up a created pod: it creates a directory for each
 // emptyDir volume its containers mount and reports the pod Running.
 func (n *FakeNode) StartPod(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, error) {
 	if pod.UID == "" || pod.Spec.NodeName != n.name {
@@ -166,8 +166,8 @@ func (n *FakeNode) DeletePod(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // TearDown plays the kubelet tearing down a terminating pod's volumes: it removes the
-// pod's folder. Until FinishDeletion the pod is still in the API, terminating, with no
-// folders: the moment a real kubelet spends between unmounting and its final delete.
+// pod's directory. Until FinishDeletion the pod is still in the API, terminating, with no
+// directories: the moment a real kubelet spends between unmounting and its final delete.
 func (n *FakeNode) TearDown(pod *corev1.Pod) error {
 	if pod.UID == "" {
 		return fmt.Errorf("fake node %s: pod %s/%s has no UID", n.name, pod.Namespace, pod.Name)

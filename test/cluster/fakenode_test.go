@@ -16,7 +16,7 @@ import (
 )
 
 // TestFakeNodeLifecycle plays a pod's life on a fake node against the fake clientset and
-// checks each step leaves the API and the folders where a kubelet would, at the paths the
+// checks each step leaves the API and the directories where a kubelet would, at the paths the
 // exporter measures. The real API server's side is exercised by test/e2e's churn test.
 func TestFakeNodeLifecycle(t *testing.T) {
 	ctx := context.Background()
@@ -45,7 +45,7 @@ func TestFakeNodeLifecycle(t *testing.T) {
 		t.Errorf("created on node %q", created.Spec.NodeName)
 	}
 	if _, err := os.Stat(n.VolumeDir(created, "a")); !os.IsNotExist(err) {
-		t.Errorf("volume folder before StartPod: %v, want none", err)
+		t.Errorf("volume directory before StartPod: %v, want none", err)
 	}
 	running, err := n.StartPod(ctx, created)
 	if err != nil {
@@ -60,11 +60,11 @@ func TestFakeNodeLifecycle(t *testing.T) {
 			t.Errorf("VolumeDir %s, exporter measures %s", n.VolumeDir(running, v), dir)
 		}
 		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			t.Errorf("volume %s folder: %v", v, err)
+			t.Errorf("volume %s directory: %v", v, err)
 		}
 	}
 	if _, err := os.Stat(volume.Dir(root, "uid-1", "unmounted")); !os.IsNotExist(err) {
-		t.Errorf("folder of a volume no container mounts: %v, want none", err)
+		t.Errorf("directory of a volume no container mounts: %v, want none", err)
 	}
 
 	if err := n.Fill(running, "a", 3, 5000); err != nil {
@@ -89,15 +89,15 @@ func TestFakeNodeLifecycle(t *testing.T) {
 		t.Errorf("after two fills: %d files, %d bytes, want 4 files, 15010 bytes", len(entries), total)
 	}
 	if err := n.Fill(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "never-started"}}, "a", 1, 1); err == nil {
-		t.Error("fill of a pod that has no folder: want an error")
+		t.Error("fill of a pod that has no directory: want an error")
 	}
 
-	// TearDown is the kubelet's unmount: folder gone, pod still in the API until FinishDeletion.
+	// TearDown is the kubelet's unmount: directory gone, pod still in the API until FinishDeletion.
 	if err := n.TearDown(running); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "pods", "uid-1")); !os.IsNotExist(err) {
-		t.Errorf("pod folder after TearDown: %v, want none", err)
+		t.Errorf("pod directory after TearDown: %v, want none", err)
 	}
 	if _, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{}); err != nil {
 		t.Errorf("pod after TearDown: %v, want still there", err)
@@ -106,7 +106,7 @@ func TestFakeNodeLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "pods", "uid-1")); !os.IsNotExist(err) {
-		t.Errorf("pod folder after DeletePod: %v, want none", err)
+		t.Errorf("pod directory after DeletePod: %v, want none", err)
 	}
 	if _, err := cs.CoreV1().Pods("ns").Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod after DeletePod: %v, want NotFound", err)

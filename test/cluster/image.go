@@ -20,7 +20,7 @@ const (
 	// SandboxImage replaces the pause image: a busybox whose entrypoint never exits, since an
 	// exiting sandbox makes every pod loop on SandboxChanged.
 	SandboxImage = "localhost/pause:test"
-	// BusyboxVolumeImage is BusyboxImage with `VOLUME /scratch`: containerd binds a folder of
+	// BusyboxVolumeImage is BusyboxImage with `VOLUME /scratch`: containerd binds a directory of
 	// its own (<root>/io.containerd.grpc.v1.cri/containers/<id>/volumes/<random>) there when no
 	// Kubernetes mount covers it.
 	BusyboxVolumeImage = "localhost/busybox-volume:test"

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Layout puts the node's folders where a distribution has them, at fixed paths of the host
+// Layout puts the node's directories where a distribution has them, at fixed paths of the host
 // (a chart preset's, such as k0s's /var/lib/k0s/kubelet), instead of below the work dir: the
-// exporter then finds them where the preset says, not where a test's values point. Each folder
+// exporter then finds them where the preset says, not where a test's values point. Each directory
 // must not exist before Start (never a real runtime's), which creates it and its missing parents
 // and Stop removes them, after unmounting everything below; one such cluster runs at a time on
 // the host (a lock in stateDir), and a dead test's leftovers are removed by CleanupStale.
@@ -69,17 +69,17 @@ func lockLayout(ctx context.Context) (*os.File, error) {
 	}
 }
 
-// createLayoutDirs creates the layout's folders, none of which may exist, and returns, for
-// each, the topmost folder it made (what Stop removes). Only a folder this function's own
-// mkdir created is ever returned: a slip here must not hand Stop a folder of the host.
+// createLayoutDirs creates the layout's directories, none of which may exist, and returns, for
+// each, the topmost directory it made (what Stop removes). Only a directory this function's own
+// mkdir created is ever returned: a slip here must not hand Stop a directory of the host.
 func createLayoutDirs(l *Layout) ([]string, error) {
 	var created []string
 	for _, d := range l.dirs() {
 		if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == "/" {
-			return created, fmt.Errorf("layout folder %q: want a clean absolute path", d)
+			return created, fmt.Errorf("layout directory %q: want a clean absolute path", d)
 		}
 		if _, err := os.Lstat(d); err == nil {
-			return created, fmt.Errorf("layout folder %s exists already: a real runtime's, or a leftover; the test never uses (nor removes) a folder it did not create", d)
+			return created, fmt.Errorf("layout directory %s exists already: a real runtime's, or a leftover; the test never uses (nor removes) a directory it did not create", d)
 		}
 		var path []string // d and its ancestors, from the top
 		for p := d; p != "/"; p = filepath.Dir(p) {
@@ -99,7 +99,7 @@ func createLayoutDirs(l *Layout) ([]string, error) {
 				if first != "" {
 					created = append(created, first)
 				}
-				return created, fmt.Errorf("creating layout folder %s: %w", p, err)
+				return created, fmt.Errorf("creating layout directory %s: %w", p, err)
 			}
 		}
 		created = append(created, first)
@@ -107,13 +107,13 @@ func createLayoutDirs(l *Layout) ([]string, error) {
 	return created, nil
 }
 
-// removeLayoutDirs unmounts everything below the created folders and removes them. It
-// refuses a folder directly below / (/var, /run, /tmp): no layout folder is made there.
+// removeLayoutDirs unmounts everything below the created directories and removes them. It
+// refuses a directory directly below / (/var, /run, /tmp): no layout directory is made there.
 func removeLayoutDirs(created []string) error {
 	var errs []error
 	for _, top := range created {
 		if top == "" || strings.Count(filepath.Clean(top), "/") < 2 {
-			errs = append(errs, fmt.Errorf("not removing layout folder %q: too near the root to be one Start made", top))
+			errs = append(errs, fmt.Errorf("not removing layout directory %q: too near the root to be one Start made", top))
 			continue
 		}
 		if err := unmountUnder(top); err != nil {
@@ -121,13 +121,13 @@ func removeLayoutDirs(created []string) error {
 			continue // never remove what a mount still shows below
 		}
 		if err := os.RemoveAll(top); err != nil {
-			errs = append(errs, fmt.Errorf("remove layout folder: %w", err))
+			errs = append(errs, fmt.Errorf("remove layout directory: %w", err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// underLayout reports whether path is below one of the cluster's own folders (work dir or
+// underLayout reports whether path is below one of the cluster's own directories (work dir or
 // layout), for the host leftovers that name them.
 func (c *Cluster) underLayout(path string) bool {
 	for _, d := range append([]string{c.workDir}, c.layoutCreated...) {
@@ -138,7 +138,7 @@ func (c *Cluster) underLayout(path string) bool {
 	return false
 }
 
-// useLayout takes the layout lock and moves the cluster's folders and cgroup root to the
+// useLayout takes the layout lock and moves the cluster's directories and cgroup root to the
 // layout's, creating them (none may exist).
 func (c *Cluster) useLayout(ctx context.Context, l *Layout) error {
 	var err error

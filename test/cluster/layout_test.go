@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestLayoutDirs: Start creates a layout's folders and remembers the topmost one it made for
-// each, and Stop removes exactly those; a folder that exists already (a real runtime's) is
+// TestLayoutDirs: Start creates a layout's directories and remembers the topmost one it made for
+// each, and Stop removes exactly those; a directory that exists already (a real runtime's) is
 // refused, never used nor removed.
 func TestLayoutDirs(t *testing.T) {
 	base := t.TempDir()
@@ -35,7 +35,7 @@ func TestLayoutDirs(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(existing); err != nil {
-		t.Errorf("the folder that existed before is gone: %v", err)
+		t.Errorf("the directory that existed before is gone: %v", err)
 	}
 
 	runtimeRoot := filepath.Join(existing, "containerd")
@@ -44,13 +44,13 @@ func TestLayoutDirs(t *testing.T) {
 	}
 	created, err = createLayoutDirs(&Layout{ContainerdRoot: runtimeRoot})
 	if err == nil || len(created) != 0 {
-		t.Errorf("an existing folder: created %v, err %v; want it refused", created, err)
+		t.Errorf("an existing directory: created %v, err %v; want it refused", created, err)
 	}
 	if _, err := os.Stat(filepath.Join(runtimeRoot, "keep")); err != nil {
-		t.Errorf("the existing folder was touched: %v", err)
+		t.Errorf("the existing directory was touched: %v", err)
 	}
-	// A folder directly below / is never removed, whatever the record says.
+	// A directory directly below / is never removed, whatever the record says.
 	if err := removeLayoutDirs([]string{"/nonexistent-edg-layout"}); err == nil {
-		t.Error("removeLayoutDirs of a folder below / succeeded, want it refused")
+		t.Error("removeLayoutDirs of a directory below / succeeded, want it refused")
 	}
 }

@@ -21,7 +21,7 @@ type stateRecord struct {
 	PID        int    `json:"pid"`
 	WorkDir    string `json:"workDir"`
 	OwnWorkDir bool   `json:"ownWorkDir"`
-	// With a Layout: the cgroup root, containerd's state dir and the folders Start created.
+	// With a Layout: the cgroup root, containerd's state dir and the directories Start created.
 	CgroupName      string   `json:"cgroupName,omitempty"`
 	ContainerdState string   `json:"containerdState,omitempty"`
 	LayoutCreated   []string `json:"layoutCreated,omitempty"`

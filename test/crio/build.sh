@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Builds CRI-O from the pinned github.com/cri-o/cri-o module in this folder, for the cluster
+# Builds CRI-O from the pinned github.com/cri-o/cri-o module in this directory, for the cluster
 # tests that run the node on CRI-O (cluster.Options.Runtime): crio, pinns (C source in the
 # module) and copyimg (CRI-O's own test tool, which loads the local test images into its
-# containers/storage: CRI-O has no `ctr import`). Prints the output folder. conmon and runc come
+# containers/storage: CRI-O has no `ctr import`). Prints the output directory. conmon and runc come
 # from Debian (`make deps`). The first build takes about 5 CPU minutes (measured with an empty Go
 # build cache: 9.7 min niced beside other work on 2 cores); the Go build cache and the output
-# folder make later runs instant.
+# directory make later runs instant.
 set -euo pipefail
 # A test tool, never shipped: built with the machine's own Go. seccomp needs cgo (libseccomp), as
 # CRI-O builds it; no other build here uses cgo outside -race, so the product's toolchain would

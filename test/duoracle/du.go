@@ -1,4 +1,4 @@
-// Package duoracle is the tests' oracle for the bytes a folder uses: GNU du -s -B1, the
+// Package duoracle is the tests' oracle for the bytes a directory uses: GNU du -s -B1, the
 // number the kubelet's own emptyDir accounting and emptyDir guard must both agree with.
 package duoracle
 
@@ -9,11 +9,11 @@ import (
 	"strings"
 )
 
-// Bytes is GNU du -s -B1 of each folder in one run, by folder as given.
+// Bytes is GNU du -s -B1 of each directory in one run, by directory as given.
 func Bytes(dirs ...string) (map[string]int64, error) {
 	out, err := exec.Command("du", append([]string{"-s", "-B1", "--"}, dirs...)...).Output()
 	if err != nil {
-		return nil, fmt.Errorf("du of %d folders: %w", len(dirs), err)
+		return nil, fmt.Errorf("du of %d directories: %w", len(dirs), err)
 	}
 	sizes := make(map[string]int64, len(dirs))
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -35,7 +35,7 @@ func Bytes(dirs ...string) (map[string]int64, error) {
 	return sizes, nil
 }
 
-// Of is Bytes of one folder.
+// Of is Bytes of one directory.
 func Of(dir string) (int64, error) {
 	sizes, err := Bytes(dir)
 	return sizes[dir], err

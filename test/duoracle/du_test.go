@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestBytesCountsAllocatedBlocksPerFolder(t *testing.T) {
+func TestBytesCountsAllocatedBlocksPerDirectory(t *testing.T) {
 	root := t.TempDir()
 	empty, full := filepath.Join(root, "empty"), filepath.Join(root, "full")
 	for _, d := range []string{empty, full} {
@@ -22,7 +22,7 @@ func TestBytesCountsAllocatedBlocksPerFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(sizes) != 2 || sizes[full] < 256<<10 || sizes[empty] >= sizes[full] {
-		t.Errorf("Bytes = %v, want both folders, %s at least 256 KiB and more than %s", sizes, full, empty)
+		t.Errorf("Bytes = %v, want both directories, %s at least 256 KiB and more than %s", sizes, full, empty)
 	}
 	one, err := Of(full)
 	if err != nil || one != sizes[full] {
@@ -30,8 +30,8 @@ func TestBytesCountsAllocatedBlocksPerFolder(t *testing.T) {
 	}
 }
 
-func TestBytesOfAMissingFolderFails(t *testing.T) {
+func TestBytesOfAMissingDirectoryFails(t *testing.T) {
 	if sizes, err := Bytes(filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Errorf("Bytes of a missing folder = %v, want an error", sizes)
+		t.Errorf("Bytes of a missing directory = %v, want an error", sizes)
 	}
 }

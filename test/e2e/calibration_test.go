@@ -18,7 +18,7 @@ import (
 
 // checkLayout scrapes the exporter pod and checks the calibration on its own pod: the layout
 // it found is this cluster's (kubelet root from the mount table, pod logs, cgroup root and
-// driver found in the cgroup tree, containerd's folders from its own writable layer), and its
+// driver found in the cgroup tree, containerd's directories from its own writable layer), and its
 // mismatches are exactly want ("setting reason found" each).
 func checkLayout(ctx context.Context, t *testing.T, c *cluster.Cluster, pod *corev1.Pod, want ...string) {
 	t.Helper()

@@ -134,7 +134,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 	}
 
 	// The holes: space the pod's cgroup never charges, added right after a walk of the idle pod.
-	// A metadata page of the pod's folder charged to its cgroup may turn dirty at the
+	// A metadata page of the pod's directory charged to its cgroup may turn dirty at the
 	// filesystem's next journal commit and change the mark by chance (docs/change-signal.md):
 	// each hole is tried until a cycle vouched the pod unchanged after it, so that the sweep,
 	// not that chance, is what published it.
@@ -224,7 +224,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 		used, _ := sample(scrape(), "emptydir_used_bytes", meta)
 		return int64(used) == want, fmt.Sprintf("used %v, du %d", used, want)
 	})
-	t.Logf("metadata only: 3000 empty files (%d B with their folder) published %.1f s after the last", want, time.Since(created).Seconds())
+	t.Logf("metadata only: 3000 empty files (%d B with their directory) published %.1f s after the last", want, time.Since(created).Seconds())
 }
 
 // trigger opens pod's /test/go FIFO (in its emptyDir, from the node) and writes a line,

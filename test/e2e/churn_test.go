@@ -27,7 +27,7 @@ import (
 )
 
 // Churn: 1,000 pods come and go in waves on a node without a kubelet (cluster.FakeNode),
-// while the exporter binary watches the real API server and walks the folders the test
+// while the exporter binary watches the real API server and walks the directories the test
 // plays the kubelet for.
 const (
 	churnWaves          = 10
@@ -47,7 +47,7 @@ type churnFigures struct {
 
 // TestPodChurn creates and deletes 1,000 pods in ten waves on a fake node. Each wave
 // deletes pods as the kubelet would (terminating, volumes torn down, then gone), creates
-// new ones (Pending without folders, then set up) and recreates some deleted names with new
+// new ones (Pending without directories, then set up) and recreates some deleted names with new
 // UIDs, and holds the kubelet's in-between states until the exporter has run two cycles in
 // them. After each wave /metrics must carry exactly the live pods' volumes, each at du's
 // bytes, no series of a deleted UID, a successful cycle and no measurement error. At the
@@ -113,7 +113,7 @@ func TestPodChurn(t *testing.T) {
 		})
 
 		// 3. The kubelet's in-between states, held for two cycles: terminating pods whose
-		// folders are gone, created pods whose folders are not there yet. Neither is a
+		// directories are gone, created pods whose directories are not there yet. Neither is a
 		// failure to measure.
 		ex.waitCycles(ctx, t, 2)
 		fams, err := ex.get(ctx)
@@ -348,7 +348,7 @@ func fillChurnPod(node *cluster.FakeNode, p *corev1.Pod) error {
 
 type seriesKey struct{ uid, volume string }
 
-// expectedSeries is du's count of every emptyDir volume of the live pods, whose folders
+// expectedSeries is du's count of every emptyDir volume of the live pods, whose directories
 // volumeDir tells.
 func expectedSeries(t *testing.T, live map[string]*corev1.Pod, volumeDir func(*corev1.Pod, string) string) map[seriesKey]int64 {
 	t.Helper()

@@ -52,7 +52,7 @@ func TestClusterSeedPod(t *testing.T) {
 
 	vol := filepath.Join(c.KubeletRootDir(), "pods", string(created.UID), "volumes", "kubernetes.io~empty-dir", "empty")
 	if fi, err := os.Stat(vol); err != nil || !fi.IsDir() {
-		t.Fatalf("volume folder %s: %v", vol, err)
+		t.Fatalf("volume directory %s: %v", vol, err)
 	}
 	used := framework.DuBytes(t, vol)
 	if used < 10240000 {

@@ -22,8 +22,8 @@ const crioExporterAddr = "127.0.0.1:19811"
 
 // TestCRIONode runs the node on CRI-O (test/crio/build.sh: CRI-O v1.34 built from its module,
 // conmon and runc from Debian, the kubelet on CRI-O's socket): the exporter, given CRI-O's
-// storage root and no containerd folder, measures each container's writable layer equal to GNU
-// du of the folder CRI-O itself names for it, the seed scenario and the kubelet's
+// storage root and no containerd directory, measures each container's writable layer equal to GNU
+// du of the directory CRI-O itself names for it, the seed scenario and the kubelet's
 // local-storage eviction scenario pass as they do on containerd, and the chart installs there
 // with the exporter calibrating its own CRI-O container.
 func TestCRIONode(t *testing.T) {
@@ -40,7 +40,7 @@ func TestCRIONode(t *testing.T) {
 }
 
 // crioChart installs the chart on the CRI-O node as a user on a CRI-O distribution does
-// (containerd off, CRI-O's storage root; the node's other folders are this cluster's): the
+// (containerd off, CRI-O's storage root; the node's other directories are this cluster's): the
 // calibration on the exporter's own container finds CRI-O and its storage root with no
 // mismatch, and a pod's emptyDir, writable layer and logs are each published at GNU du's
 // figure. Installed with neither runtime, calibration names --crio.storage-root with the root
@@ -49,16 +49,16 @@ func crioChart(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	writer := framework.RunPod(ctx, t, c, presetWriter(c, framework.Namespace(ctx, t, c, "crio-chart")))
 	pluginWrite(ctx, t, c, writer, "/data/f", 3)
 	pluginWrite(ctx, t, c, writer, "/fill", 2)
-	folders := "\n  kubeletRootDir: " + c.KubeletRootDir() + "\n  ephemeralStorage:\n    podLogsDir: " + c.PodLogsDir() +
+	directories := "\n  kubeletRootDir: " + c.KubeletRootDir() + "\n  ephemeralStorage:\n    podLogsDir: " + c.PodLogsDir() +
 		"\n    containerd: {enabled: false}"
 	crio := map[string]string{"container_runtime": "cri-o", "crio_storage_root": c.CRIORoot(),
 		"containerd_task_dir": "", "containerd_snapshotter_root": ""}
 
-	exp := presetInstall(ctx, t, c, "crio", optInParts+folders+"\n    crio: {enabled: true, storageRoot: "+c.CRIORoot()+"}")
+	exp := presetInstall(ctx, t, c, "crio", optInParts+directories+"\n    crio: {enabled: true, storageRoot: "+c.CRIORoot()+"}")
 	checkLayoutFound(ctx, t, c, exp, crio)
 	checkPartsEqualDu(ctx, t, c, exp, writer)
 
-	none := presetInstall(ctx, t, c, "noruntime", optInParts+folders)
+	none := presetInstall(ctx, t, c, "noruntime", optInParts+directories)
 	checkLayoutFound(ctx, t, c, none, crio, "crio.storage-root not_set "+c.CRIORoot())
 }
 
@@ -71,7 +71,7 @@ func crioLayersEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 		"--node.name="+c.NodeName(), "--kubeconfig="+c.KubeconfigPath(), "--metric-opt-in-list=.*",
 		"--collection.interval=2s", "--web.listen-address="+crioExporterAddr)...)
 
-	// MiB each container writes to /fill, beside a few small files (a folder of them).
+	// MiB each container writes to /fill, beside a few small files (a directory of them).
 	writes := map[string]int{"small": 1, "large": 7, "sidecar": 3}
 	ctr := func(name string) corev1.Container {
 		return corev1.Container{Name: name, Image: cluster.BusyboxImage, ImagePullPolicy: corev1.PullNever,
@@ -113,7 +113,7 @@ func crioLayersEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 		}
 		want := framework.DuBytes(t, layer)
 		if want < int64(writes[st.Name])<<20 {
-			t.Fatalf("%s: du of %s is %d bytes, want at least the %d MiB written: not the container's upper folder", st.Name, layer, want, writes[st.Name])
+			t.Fatalf("%s: du of %s is %d bytes, want at least the %d MiB written: not the container's upper directory", st.Name, layer, want, writes[st.Name])
 		}
 		sel := map[string]string{"namespace": ns, "pod": pod.Name, "container": st.Name, "part": "writable_layer"}
 		framework.Eventually(t, 2*time.Minute, time.Second, st.Name+"'s writable layer at du of "+layer, func() (bool, string) {

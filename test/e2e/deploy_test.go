@@ -83,7 +83,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	}
 	ctlPod := deployWaitReady(ctx, t, c, deployPodFromTemplate(ctx, t, c, ns, "emptydir-exporter-control-"+framework.RandSuffix(), *control, daemonSetOwner(ds)))
 	expURL, ctlURL := deployExporterURL(expPod), deployExporterURL(ctlPod)
-	framework.Eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 folder is unreadable", func() (bool, string) {
+	framework.Eventually(t, 60*time.Second, time.Second, "without DAC_READ_SEARCH the 0700 directory is unreadable", func() (bool, string) {
 		fams, err := framework.Scrape(ctx, c, ctlURL+"/metrics")
 		if err != nil {
 			return false, err.Error()
@@ -95,7 +95,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 
 	// HostToContainer propagation: a medium: Memory volume of a pod started after the
 	// exporters is a tmpfs the kubelet mounts later on the host. The manifest's exporter sees
-	// its data; the control sees only the empty folder under it.
+	// its data; the control sees only the empty directory under it.
 	seedNS := seed.pod.Namespace
 	mem := framework.RunPod(ctx, t, c, memoryPod(c, seedNS, "mem-after-exporter"))
 	if _, stderr, err := c.ExecInPod(ctx, seedNS, mem.Name, "test2", "dd", "if=/dev/zero", "of=/mem/f", "bs=1K", "count=2000"); err != nil {
@@ -160,14 +160,14 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 }
 
 // localizeNodePaths points the hostPath volumes of the shipped manifests at this cluster's
-// folders: the kubelet's root and pod logs (mounted where the manifests say), and containerd's
-// task folder, snapshotter root and CRI containers folder. The last two are mounted at the node's
+// directories: the kubelet's root and pod logs (mounted where the manifests say), and containerd's
+// task directory, snapshotter root and CRI containers directory. The last two are mounted at the node's
 // path (the mount table names the node's paths), so their mounts and flags move with them. The change signal's
 // --cgroup.root stays auto: the exporter finds this kubelet's root on its own pod (calibration),
 // which the change marks read prove (checkExporter).
 func localizeNodePaths(c *cluster.Cluster, spec *corev1.PodSpec) {
-	// Folders the manifests mount at the same path on the node and in the container, and name
-	// in a flag: all three move (else the hostPath creates the default folder on this host).
+	// Directories the manifests mount at the same path on the node and in the container, and name
+	// in a flag: all three move (else the hostPath creates the default directory on this host).
 	const snapshotter = "/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs"
 	const criContainers = "/var/lib/containerd/io.containerd.grpc.v1.cri/containers"
 	samePath := map[string]string{snapshotter: c.SnapshotterRoot(), criContainers: c.CRIContainersDir()}

@@ -44,7 +44,7 @@ type lsciPod struct {
 	// sidecar: the writing container is a restartable init container beside a plain one.
 	sidecar bool
 	// imageVolume: the writing container runs cluster.BusyboxVolumeImage and writes its image
-	// VOLUME (/scratch), which containerd binds from a folder of its own.
+	// VOLUME (/scratch), which containerd binds from a directory of its own.
 	imageVolume bool
 	mib         int
 	// want is the kubelet's message for the eviction expected; "" when the pod must stay.
@@ -210,10 +210,10 @@ func lsciEviction(t *testing.T, c *cluster.Cluster) {
 }
 
 // TestImageVolumeEviction: a container whose image declares `VOLUME /scratch` (no Kubernetes
-// mount covering it) writes into a folder containerd binds from its CRI state
+// mount covering it) writes into a directory containerd binds from its CRI state
 // (<root>/io.containerd.grpc.v1.cri/containers/<id>/volumes/<random>), which the kubelet counts
 // nowhere. On the kubelet of TestLocalStorageCapacityIsolationEviction (its checks off), the
-// exporter counts that folder in the container's writable layer, and so in its and its pod's
+// exporter counts that directory in the container's writable layer, and so in its and its pod's
 // usage, complete (not unlocated): the pod over its container's limit is evicted through the API
 // with the kubelet's message, as for a writable layer, and the one below stays.
 func TestImageVolumeEviction(t *testing.T) {
@@ -239,9 +239,9 @@ func TestImageVolumeEviction(t *testing.T) {
 		if _, err := p.write(ctx, c, pods[i]); err != nil {
 			t.Fatal(err)
 		}
-		// The bytes are in containerd's folder for the VOLUME, not in the overlay.
+		// The bytes are in containerd's directory for the VOLUME, not in the overlay.
 		if got := imageVolumeFiles(ctx, t, c, pods[i]); len(got) != 1 {
-			t.Fatalf("%s: fill files in %s/<id>/volumes: %v, want one: the write must land in the image VOLUME's folder", p.name, c.CRIContainersDir(), got)
+			t.Fatalf("%s: fill files in %s/<id>/volumes: %v, want one: the write must land in the image VOLUME's directory", p.name, c.CRIContainersDir(), got)
 		}
 	}
 
@@ -264,7 +264,7 @@ func TestImageVolumeEviction(t *testing.T) {
 		}
 		unlocated := fmt.Sprintf(`max_over_time(emptydir_container_writable_layer_unlocated{%s}[5m])`, sel)
 		if res, err := s.Mon.Query(ctx, unlocated); err != nil || len(res) != 0 {
-			t.Errorf("%s: %s = %v, %v; want no series: the layer and its VOLUME folder located", p.name, unlocated, res, err)
+			t.Errorf("%s: %s = %v, %v; want no series: the layer and its VOLUME directory located", p.name, unlocated, res, err)
 		}
 	}
 
@@ -284,7 +284,7 @@ func TestImageVolumeEviction(t *testing.T) {
 // checkImageVolumeCounted runs a pod of cluster.BusyboxVolumeImage with a container limit that
 // writes 5 MiB into its VOLUME and checks that the exporter at exporterURL (the chart's, in a
 // pod: its hostPaths, its capability, its Landlock rule) counts them in the container's usage,
-// its layer located: the bundle and the CRI folder read as the chart mounts them.
+// its layer located: the bundle and the CRI directory read as the chart mounts them.
 func checkImageVolumeCounted(ctx context.Context, t *testing.T, c *cluster.Cluster, exporterURL string) {
 	t.Helper()
 	ns := framework.Namespace(ctx, t, c, "imgvol-pod")
@@ -294,7 +294,7 @@ func checkImageVolumeCounted(ctx context.Context, t *testing.T, c *cluster.Clust
 		t.Fatal(err)
 	}
 	sel := map[string]string{"namespace": ns, "pod": spec.name, "container": "writer"}
-	framework.Eventually(t, time.Minute, time.Second, "the chart's exporter counts the image VOLUME folder in the writable layer", func() (bool, string) {
+	framework.Eventually(t, time.Minute, time.Second, "the chart's exporter counts the image VOLUME directory in the writable layer", func() (bool, string) {
 		fams, err := framework.Scrape(ctx, c, exporterURL+"/metrics")
 		if err != nil {
 			return false, err.Error()
@@ -303,13 +303,13 @@ func checkImageVolumeCounted(ctx context.Context, t *testing.T, c *cluster.Clust
 			return false, "the layer is reported unlocated"
 		}
 		// The chart's default families: the part series are opt-in, the container's usage is
-		// not, and the layer's VOLUME folder is all that can bring it to 5 MiB.
+		// not, and the layer's VOLUME directory is all that can bring it to 5 MiB.
 		v, ok := framework.Sample(fams, "emptydir_container_ephemeral_storage_used_bytes", sel)
 		return ok && v >= float64(spec.mib<<20), fmt.Sprintf("container usage %v (found %v)", v, ok)
 	})
 }
 
-// imageVolumeFiles lists the "fill" files in the image VOLUME folders containerd made for p's
+// imageVolumeFiles lists the "fill" files in the image VOLUME directories containerd made for p's
 // container "writer", read from the node.
 func imageVolumeFiles(ctx context.Context, t *testing.T, c *cluster.Cluster, p *corev1.Pod) []string {
 	t.Helper()

@@ -93,7 +93,7 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 		{"emptydir_limit_bytes", seedLabels, 1 << 20},
 		{"emptydir_limit_bytes", memLabels, 64 << 20},
 		{"emptydir_capacity_bytes", memLabels, 64 << 20}, // the tmpfs is sized by sizeLimit
-		{"emptydir_inodes_used", seedLabels, 2},          // the folder and test.file
+		{"emptydir_inodes_used", seedLabels, 2},          // the directory and test.file
 		{"emptydir_unreadable_entries", seedLabels, 0},
 		{"emptydir_exporter_collection_success", map[string]string{"source": "filesystem"}, 1},
 		{"emptydir_exporter_pod_informer_synced", nil, 1},

@@ -30,16 +30,16 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
 
-// The big volumes: folders of bigFilesPerFolder empty files each, walked by an exporter held
+// The big volumes: directories of bigFilesPerDirectory empty files each, walked by an exporter held
 // to exporterMillicores of CPU (its request in deploy/, what it gets on a busy node). Sized
 // so that one honest live walk takes several seconds: big-under's (the faults' witness) a
 // few, big-over's (the freshness case) well over the 5 s the remediator once allowed for a
 // whole live measurement.
 const (
-	bigUnderFolders    = 100
-	bigOverFolders     = 140
-	bigFilesPerFolder  = 1000
-	exporterMillicores = 50
+	bigUnderDirectories  = 100
+	bigOverDirectories   = 140
+	bigFilesPerDirectory = 1000
+	exporterMillicores   = 50
 )
 
 // faultEnv is what the fault cases share: one namespace, one exporter (which a case may kill
@@ -218,18 +218,18 @@ func podWithLimit(c *cluster.Cluster, ns, name, limit string) *corev1.Pod {
 	return p
 }
 
-// addFiles fills a volume with folders × bigFilesPerFolder empty files, written from the
+// addFiles fills a volume with directories × bigFilesPerDirectory empty files, written from the
 // node: the walk sees the same as if the pod had written them, and this is much faster than
 // creating them through exec.
-func addFiles(t *testing.T, c *cluster.Cluster, pod *corev1.Pod, folders int) {
+func addFiles(t *testing.T, c *cluster.Cluster, pod *corev1.Pod, directories int) {
 	t.Helper()
 	dir := volume.Dir(c.KubeletRootDir(), string(pod.UID), "empty")
-	for i := range folders {
+	for i := range directories {
 		sub := filepath.Join(dir, fmt.Sprintf("d%03d", i))
 		if err := os.Mkdir(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for j := range bigFilesPerFolder {
+		for j := range bigFilesPerDirectory {
 			fd, err := unix.Open(filepath.Join(sub, strconv.Itoa(j)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 			if err != nil {
 				t.Fatal(err)
@@ -288,8 +288,8 @@ func TestFaults(t *testing.T) {
 	for _, p := range []*corev1.Pod{bigOver, apiOver, kubeletOver, killOver} {
 		framework.Fill(ctx, t, c, p, 2000)
 	}
-	addFiles(t, c, bigUnder, bigUnderFolders)
-	addFiles(t, c, bigOver, bigOverFolders)
+	addFiles(t, c, bigUnder, bigUnderDirectories)
+	addFiles(t, c, bigOver, bigOverDirectories)
 	wantUnder := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
 	wantOver := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
 	framework.Eventually(t, 2*time.Minute, time.Second, "exporter publishes du's numbers of the big volumes", func() (bool, string) {
@@ -315,7 +315,7 @@ func TestFaults(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Last run of `TestFaults` (one exporter held to %dm CPU; big-under %d files, big-over %d files; times measured, not asserted):\n\n",
-		exporterMillicores, bigUnderFolders*bigFilesPerFolder, bigOverFolders*bigFilesPerFolder)
+		exporterMillicores, bigUnderDirectories*bigFilesPerDirectory, bigOverDirectories*bigFilesPerDirectory)
 	b.WriteString("| fault | checked | result |\n| --- | --- | --- |\n")
 	for _, r := range f.rows {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", r.fault, r.checked, r.result)
@@ -656,7 +656,7 @@ func (f *faultEnv) bigVolume(t *testing.T, big *corev1.Pod) {
 	requireEvent(f.ctx, t, c, big, remediator.EventEvicted)
 	t.Logf("big volume: live walk %s; retry reused it (%v → %v); evicted after %d more refusals %v", walk.Round(time.Millisecond), reused0, reused, len(retried), retried)
 
-	fault := fmt.Sprintf("big volume (%d files, over its 1Mi limit), default remediator flags", bigOverFolders*bigFilesPerFolder)
+	fault := fmt.Sprintf("big volume (%d files, over its 1Mi limit), default remediator flags", bigOverDirectories*bigFilesPerDirectory)
 	f.row(fault, "live re-check of a walk longer than the old 5 s bound", "walk %.1f s: accepted as fresh (max age counts from the walk's end); 503 pdb_blocked behind a PDB", walk.Seconds())
 	f.row(fault, "Alertmanager's quick retry", "`live_measurements_reused_total` +%v, exporter walked once (`live_requests_total{code=\"200\"}` +%v)", reused-reused0, live2-live0)
 	f.row(fault, "PDB removed, delivered again", "%s (%d 5xx before); Event `EmptyDirEvicted`", final.Outcome, len(retried))

@@ -68,7 +68,7 @@ func helmHomeEnv(dir string) []string {
 // checks as the kustomize base's test: the exporter and remediator pods from the project's
 // image under the chart's ServiceAccounts and RBAC, the SubjectAccessReviews, leader election,
 // the chart-generated webhook token, and the seed pod's eviction through them; and that the
-// exporter pod, through the chart's mounts and privileges, counts an image VOLUME folder
+// exporter pod, through the chart's mounts and privileges, counts an image VOLUME directory
 // (checkImageVolumeCounted).
 //
 // Through values, not patches: the image, its pull policy and the kubelet root. Patched,
@@ -133,7 +133,7 @@ func checkChartOptions(ctx context.Context, t *testing.T, c *cluster.Cluster, po
 }
 
 // chartInstall renders the chart for release in ns with this cluster's image, kubelet root,
-// pod logs and containerd folders, and two remediator replicas, plus exporterValues (YAML
+// pod logs and containerd directories, and two remediator replicas, plus exporterValues (YAML
 // lines indented under exporter:) and extraValues (YAML appended to those), and reads the webhook
 // token the chart generated.
 func chartInstall(t *testing.T, c *cluster.Cluster, release, ns, exporterValues, extraValues string) (install, []runtime.Object) {
@@ -157,7 +157,7 @@ image:
 }
 
 // nodeValues are the chart values this cluster's node needs: its kubelet root, pod logs and
-// containerd folders, its kubelet's cgroup root and driver for the change signal (unless
+// containerd directories, its kubelet's cgroup root and driver for the change signal (unless
 // exporterValues sets changeSignal itself), and two remediator replicas; plus exporterValues and
 // remediatorValues (YAML lines indented under exporter: and remediator:).
 func nodeValues(c *cluster.Cluster, exporterValues, remediatorValues string) string {

@@ -99,10 +99,10 @@ type seedPod struct {
 	pod      *corev1.Pod
 	used     int64 // du of its volume
 	labels   map[string]string
-	volumeOn string // the volume's folder on the node
+	volumeOn string // the volume's directory on the node
 }
 
-// startSeed runs the seed pod with its data in a folder only uid 1234 may enter (0700): the
+// startSeed runs the seed pod with its data in a directory only uid 1234 may enter (0700): the
 // exporter (uid 0, every capability dropped but DAC_READ_SEARCH) must still measure all of it.
 func (in *install) startSeed(ctx context.Context, t *testing.T, prefix string) seedPod {
 	t.Helper()

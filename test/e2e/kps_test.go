@@ -36,7 +36,7 @@ const (
 )
 
 // helmTool runs the pinned Helm (test/helm's tool) with its state (repositories, cache) in
-// one folder of the test, inside the cluster's network namespace.
+// one directory of the test, inside the cluster's network namespace.
 type helmTool struct {
 	c   *cluster.Cluster
 	bin string
@@ -128,7 +128,7 @@ func readmeInstallScript(t *testing.T) string {
 // runReadmeInstall runs the README's install block with sh -e from the checkout, Helm on its PATH
 // and REGISTRY set to a real registry in the cluster's network namespace, which the node's
 // containerd pulls the pushed image from. The one addition is the values this cluster needs (its
-// kubelet root, pod logs and containerd folders, the API server's address: no kube-proxy here)
+// kubelet root, pod logs and containerd directories, the API server's address: no kube-proxy here)
 // and extraValues, given to the block's `helm install` of emptyDir guard as one more --values
 // file by a wrapper named helm; they touch nothing that decides what the stack picks up or which
 // image runs. Returns the install as the pod-creating helpers need it (no controllers run here:
@@ -251,7 +251,7 @@ func makeLock() string { return framework.RepoPath("bin/.e2e-make.lock") }
 // readmeMakeEnv is env for the make inside the README's block: without the outer make's
 // jobserver and variables, the Go caches the machine's (every module is there: make build,
 // make release-tools), no module proxy (the namespace has no route to one), and credentials in
-// a folder of the test's (the test's registry takes none).
+// a directory of the test's (the test's registry takes none).
 func readmeMakeEnv(t *testing.T, env []string) []string {
 	var out []string
 	for _, kv := range env {

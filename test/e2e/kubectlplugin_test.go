@@ -34,7 +34,7 @@ import (
 const pluginUser = "kubectl-plugin-user"
 
 // kubectlPlugin runs `kubectl emptydir ARGS` as a user runs it: kubectl, the cluster's own
-// version, finds kubectl-emptydir on PATH (the folder `make build` wrote it to) and runs it
+// version, finds kubectl-emptydir on PATH (the directory `make build` wrote it to) and runs it
 // with the same KUBECONFIG. It returns the exit code, stdout and stderr.
 func kubectlPlugin(ctx context.Context, t *testing.T, c *cluster.Cluster, args ...string) (int, string, string) {
 	t.Helper()
@@ -122,7 +122,7 @@ kubectlPlugin:
 	writerData := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(writer.UID), "data"))
 	otherData := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(other.UID), "data"))
 	const mib = 1 << 20
-	// A writable layer holds the file's blocks and its folder's; logs and the pod's other
+	// A writable layer holds the file's blocks and its directory's; logs and the pod's other
 	// files add a few KiB: within 256 KiB.
 	const slack = 256 << 10
 

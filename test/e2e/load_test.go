@@ -71,7 +71,7 @@ const (
 // Prometheus does) into two clustered Alertmanagers that both deliver every notification
 // (--cluster.peer-timeout=0: HA's duplicates, every time), each to a different replica of
 // three leader-elected remediator processes (standbys forward to the leader), on the real API
-// server. The pods are bound to a Node without kubelet whose volume folders the test fills
+// server. The pods are bound to a Node without kubelet whose volume directories the test fills
 // and a real exporter measures. Asserted: every pod over its limit is evicted exactly once
 // (the API server's own count of Eviction requests, the pods' deletion marks, the ledger and
 // every answer agree), no pod under its limit is touched, and a global cap smaller than the

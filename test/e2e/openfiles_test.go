@@ -25,7 +25,7 @@ const (
 	heldUnderMiB = 3
 	heldOverMiB  = 6
 	// heldSlack is how far above its size a held file's allocated blocks, and a walk of a
-	// volume that holds nothing but its folder, may be.
+	// volume that holds nothing but its directory, may be.
 	heldSlack = 256 << 10
 	// controlExporterAddr is the exporter without --collection.open-files.
 	controlExporterAddr = "127.0.0.1:19751"
@@ -39,7 +39,7 @@ const (
 // finds the pod's processes in its cgroups, attributes the file to the volume by the mount
 // root of the container's bind mount and publishes emptydir_used_bytes ≥ N MiB with
 // emptydir_unlinked_open_bytes ≈ N MiB and outcome="counted", where an exporter without the
-// flag (the control) walks an empty folder, ~0, with outcome="off". The kubelet (its isolation
+// flag (the control) walks an empty directory, ~0, with outcome="off". The kubelet (its isolation
 // off) never sees the file either; the pod held over its sizeLimit only by the deleted file is
 // evicted by emptyDir guard through the Eviction API, with the kubelet's message, and the one
 // under it stays.

@@ -19,7 +19,7 @@ import (
 // (fs.DiskUsage, filepath.Walk by full paths) fails on it with ENAMETOOLONG, and its
 // volume-stats calculator then leaves the volume out of the pod's stats; its eviction manager
 // checks sizeLimit against those stats only, so it never sees the volume over its limit.
-// emptyDir guard's walk opens each folder relative to its parent and counts all of it.
+// emptyDir guard's walk opens each directory relative to its parent and counts all of it.
 
 // evictionMonitoringPeriod is how often the kubelet's eviction manager reads the stats
 // (pkg/kubelet/kubelet.go, v1.37: 10 s).

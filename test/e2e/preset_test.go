@@ -23,17 +23,17 @@ import (
 
 // realPresets are the chart presets whose node layout this machine reproduces: the kubelet's
 // root, containerd's root and state and the pod logs at the distribution's own host paths, or
-// (kind) the kubelet's cgroup root /kubelet. Generic's folders are not reproduced: every
+// (kind) the kubelet's cgroup root /kubelet. Generic's directories are not reproduced: every
 // kubelet on this machine makes /var/lib/kubelet/device-plugins (a path of its own, whatever
 // its --root-dir), and every containerd shim /run/containerd/s, so they are never a fresh
-// folder this test may own; there the cluster's folders stay below its work dir and are named
+// directory this test may own; there the cluster's directories stay below its work dir and are named
 // by values (as every other test names them). docs/deploy.md cites the test.
 var realPresets = []struct {
 	preset string
 	layout cluster.Layout
-	// kubeletRoot, folders: the chart values of the kubelet root, or of every node folder,
+	// kubeletRoot, directories: the chart values of the kubelet root, or of every node directory,
 	// for a preset whose own are generic's; false installs with the preset alone.
-	kubeletRoot, folders bool
+	kubeletRoot, directories bool
 }{
 	{preset: "k0s", layout: cluster.Layout{KubeletRootDir: "/var/lib/k0s/kubelet", ContainerdRoot: "/var/lib/k0s/containerd",
 		ContainerdStateDir: "/run/k0s/containerd", PodLogsDir: "/var/log/pods"}},
@@ -42,7 +42,7 @@ var realPresets = []struct {
 		PodLogsDir: "/var/log/pods"}},
 	{preset: "k3s", layout: cluster.Layout{ContainerdRoot: "/var/lib/rancher/k3s/agent/containerd",
 		ContainerdStateDir: "/run/k3s/containerd", PodLogsDir: "/var/log/pods"}, kubeletRoot: true},
-	{preset: "kind", layout: cluster.Layout{CgroupRoot: "/kubelet"}, folders: true},
+	{preset: "kind", layout: cluster.Layout{CgroupRoot: "/kubelet"}, directories: true},
 }
 
 // TestPresetsOnRealCluster starts a cluster with each preset's node layout (realPresets), one
@@ -72,7 +72,7 @@ func TestPresetsOnRealCluster(t *testing.T) {
 			if p.kubeletRoot {
 				values += "\n  kubeletRootDir: " + c.KubeletRootDir()
 			}
-			if p.folders {
+			if p.directories {
 				values += "\n  kubeletRootDir: " + c.KubeletRootDir() + "\n  ephemeralStorage:\n    podLogsDir: " + c.PodLogsDir() +
 					"\n    containerd: {stateDir: " + c.ContainerdStateDir() + ", root: " + c.ContainerdRoot() + "}"
 			}
@@ -81,14 +81,14 @@ func TestPresetsOnRealCluster(t *testing.T) {
 			checkPartsEqualDu(ctx, t, c, exp, writer)
 
 			if p.preset == "k0s" {
-				// The default preset on k0s: the kubelet root and containerd's folders are
-				// generic's, empty folders made on the node (DirectoryOrCreate), which the
+				// The default preset on k0s: the kubelet root and containerd's directories are
+				// generic's, empty directories made on the node (DirectoryOrCreate), which the
 				// calibration names with the values to set.
-				wrongFolders(t, "/var/lib/kubelet/pods", "/run/containerd/io.containerd.runtime.v2.task",
+				wrongDirectories(t, "/var/lib/kubelet/pods", "/run/containerd/io.containerd.runtime.v2.task",
 					"/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs", "/var/lib/containerd/io.containerd.grpc.v1.cri/containers")
 				gen := presetInstall(ctx, t, c, "generic", "preset: generic\n"+optInParts)
 				// Found: the kubelet root (its own emptyDir's bind in the mount table); not
-				// containerd's task folder, whose empty stand-in mounts no root filesystem.
+				// containerd's task directory, whose empty stand-in mounts no root filesystem.
 				checkLayoutFound(ctx, t, c, gen, map[string]string{"containerd_task_dir": ""},
 					"kubelet.root-dir own_pod_not_found "+c.KubeletRootDir(),
 					"containerd.task-dir no_rootfs_mount ")
@@ -129,7 +129,7 @@ remediator: {enabled: false}
 const optInParts = "exporter:\n  metricOptInList: [emptydir_container_ephemeral_storage_part_bytes]"
 
 // checkPartsEqualDu: the exporter publishes the writer's emptyDir, its container's writable
-// layer (the upperdir of its root filesystem, from the node's mount table) and its log folder
+// layer (the upperdir of its root filesystem, from the node's mount table) and its log directory
 // each at du's figure.
 func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, exp, writer *corev1.Pod) {
 	t.Helper()
@@ -170,7 +170,7 @@ func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, ex
 	}
 }
 
-// writableLayerOf is the upper folder of the container with runtime ID id as its runtime has it:
+// writableLayerOf is the upper directory of the container with runtime ID id as its runtime has it:
 // containerd's rootfs overlay in the node's mount table, or CRI-O's own answer on its socket.
 func writableLayerOf(ctx context.Context, t *testing.T, c *cluster.Cluster, id string) string {
 	t.Helper()
@@ -196,12 +196,12 @@ func writableLayerOf(ctx context.Context, t *testing.T, c *cluster.Cluster, id s
 	return ""
 }
 
-// wrongFolders stands in for the folders a hostPath of a wrong value creates on a node: each
+// wrongDirectories stands in for the directories a hostPath of a wrong value creates on a node: each
 // made (with its missing parents) and bind-mounted shared onto itself, as systemd's shared
-// root has every folder (the HostToContainer mounts of the kubelet pods and the task folder
+// root has every directory (the HostToContainer mounts of the kubelet pods and the task directory
 // need it; this machine's root is private); unmounted and removed, with the parents made for
 // them, when the test ends (a parent another cluster's containerd filled meanwhile stays).
-func wrongFolders(t *testing.T, dirs ...string) {
+func wrongDirectories(t *testing.T, dirs ...string) {
 	t.Helper()
 	var made, mounted []string
 	t.Cleanup(func() {
@@ -237,8 +237,8 @@ func wrongFolders(t *testing.T, dirs ...string) {
 	}
 }
 
-// logFilesDu is GNU du of each log file in a container's log folder, summed: the kubelet
-// counts the files, not the folder's own block.
+// logFilesDu is GNU du of each log file in a container's log directory, summed: the kubelet
+// counts the files, not the directory's own block.
 func logFilesDu(t *testing.T, dir string) int64 {
 	t.Helper()
 	framework.DuBytes(t, dir) // syncs the filesystem

@@ -516,12 +516,12 @@ func writeRotatedLogs(ctx context.Context, c *cluster.Cluster, p *corev1.Pod) (t
 	return logBurst(ctx, c, p, raceLogAfterMiB<<20)
 }
 
-// podLogDir is the folder of the log pod's container "writer" below the kubelet's podLogsDir.
+// podLogDir is the directory of the log pod's container "writer" below the kubelet's podLogsDir.
 func podLogDir(c *cluster.Cluster, p *corev1.Pod) string {
 	return filepath.Join(c.PodLogsDir(), p.Namespace+"_"+p.Name+"_"+string(p.UID), "writer")
 }
 
-// logBytes adds up the sizes of the files in the log pod's container log folder.
+// logBytes adds up the sizes of the files in the log pod's container log directory.
 func logBytes(c *cluster.Cluster, p *corev1.Pod) (int64, error) {
 	entries, err := os.ReadDir(podLogDir(c, p))
 	if err != nil {

@@ -168,7 +168,7 @@ func TestRecommend(t *testing.T) {
 	}
 	peak := res[0].Value
 	if peak < 60<<20 || peak > 61<<20 {
-		t.Fatalf("the largest usage in Prometheus is %v bytes, want 60MiB and the folder's blocks", peak)
+		t.Fatalf("the largest usage in Prometheus is %v bytes, want 60MiB and the directory's blocks", peak)
 	}
 
 	// The user's shell: kubectl and the plugin on PATH, the kubeconfig in KUBECONFIG.

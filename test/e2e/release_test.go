@@ -150,7 +150,7 @@ func newReleaser(t *testing.T, c *cluster.Cluster) *releaser {
 	home := t.TempDir()
 	r.dockerConfig = filepath.Join(home, "docker")
 	// The nested make must not join the outer one's jobserver or inherit its variables; the
-	// tools keep their state (credentials, caches) in the test's folders. The Go caches are
+	// tools keep their state (credentials, caches) in the test's directories. The Go caches are
 	// the machine's: every module is there already (make release-tools, make image), and the
 	// namespace has no route to a module proxy.
 	for _, kv := range os.Environ() {
@@ -174,7 +174,7 @@ func newReleaser(t *testing.T, c *cluster.Cluster) *releaser {
 	return r
 }
 
-// generateKey makes a cosign key pair under the test's folder (encrypted with COSIGN_PASSWORD)
+// generateKey makes a cosign key pair under the test's directory (encrypted with COSIGN_PASSWORD)
 // and returns its path prefix.
 func (r *releaser) generateKey(t *testing.T, name string) string {
 	t.Helper()

@@ -247,7 +247,7 @@ func scenarioBothEnforce(t *testing.T) []timing {
 	seed := framework.RunPod(ctx, t, c, c.SeedPod(nsRace, "empty-test1"))
 	kub := framework.RunPod(ctx, t, c, c.SeedPod(nsKubelet, "empty-test1"))
 	under := framework.RunPod(ctx, t, c, c.SeedPod(nsRace, "under-limit"))
-	// Twins of both that write below 25 folders of 200-byte names (past PATH_MAX): the
+	// Twins of both that write below 25 directories of 200-byte names (past PATH_MAX): the
 	// kubelet's walk fails on them (pathmax_test.go).
 	deepOurs := framework.RunPod(ctx, t, c, deepPod(c, nsRace))
 	deepKub := framework.RunPod(ctx, t, c, deepPod(c, nsKubelet))

@@ -82,7 +82,7 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 		used, ok := framework.Sample(fams, "emptydir_used_bytes", labels)
 		success, _ := framework.Sample(fams, "emptydir_exporter_collection_success", nil)
 		return ok && int64(used) == want && success == 1,
-			fmt.Sprintf("used=%v (found %v, du of the hash folder %d), collection_success=%v", used, ok, want, success)
+			fmt.Sprintf("used=%v (found %v, du of the hash directory %d), collection_success=%v", used, ok, want, success)
 	})
 
 	live := getLive(ctx, t, c, fmt.Sprintf("http://%s/live/namespaces/default/pods/%s?uid=%s&volume=empty", addr, mirrorName, mirror.UID), http.StatusOK)

@@ -6,7 +6,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
 )
 
-// DuBytes is the oracle (test/duoracle) of a folder, failing the test on error, once
+// DuBytes is the oracle (test/duoracle) of a directory, failing the test on error, once
 // the data written there has been allocated: until writeback a fragmented file may still gain
 // an extent block, which the exporter's later walks count.
 func DuBytes(t TB, dir string) int64 {

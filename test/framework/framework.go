@@ -38,8 +38,8 @@ var (
 	root     string
 )
 
-// findRoot returns the nearest folder at or above the working directory whose go.mod is the
-// root module's: tests run in their package's folder, programs from anywhere in the checkout.
+// findRoot returns the nearest directory at or above the working directory whose go.mod is the
+// root module's: tests run in their package's directory, programs from anywhere in the checkout.
 // Only then this source file's path, which a -trimpath build (make's) does not know.
 func findRoot() string {
 	if dir, err := os.Getwd(); err == nil {

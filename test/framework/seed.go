@@ -36,14 +36,14 @@ func WriteSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *Pod
 	return w, err
 }
 
-// DeepLevels and DeepNameLen shape WriteDeep's tree: 25 folders of 200-byte names, about
+// DeepLevels and DeepNameLen shape WriteDeep's tree: 25 directories of 200-byte names, about
 // 5 KB of path below the volume, past PATH_MAX (4096) on the node and in the container.
 const (
 	DeepLevels  = 25
 	DeepNameLen = 200
 )
 
-// WriteDeep nests DeepLevels folders of DeepNameLen-byte names in the seed pod's volume
+// WriteDeep nests DeepLevels directories of DeepNameLen-byte names in the seed pod's volume
 // "empty" and writes kib KiB at the bottom, as a tenant can: each level is entered by a
 // relative, physical cd (busybox's logical cd builds the full path and fails past PATH_MAX),
 // so no call ever names the whole path. It measures the volume with du like WriteSeed.

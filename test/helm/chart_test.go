@@ -20,7 +20,7 @@ import (
 	helmchart "github.com/emptydir-guard/emptydir-guard/test/helm"
 )
 
-// root is the repository root, seen from this package's folder.
+// root is the repository root, seen from this package's directory.
 const root = "../.."
 
 // rendered is one rendering of the chart, decoded strictly into typed objects.

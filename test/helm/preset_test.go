@@ -17,7 +17,7 @@ import (
 )
 
 // presetLayout is what a preset must give the exporter: its source, --cgroup.root, and the
-// node's folders it mounts (each read-only, at the same path).
+// node's directories it mounts (each read-only, at the same path).
 type presetLayout struct {
 	source, cgroupRoot string
 	paths              deploytest.ExporterHostPaths
@@ -60,7 +60,7 @@ func renderValues(t *testing.T, values string) rendered {
 
 // checkLayout fails t unless the exporter of r has exactly the layout l: its source, its
 // hostPaths (deploytest.CheckExporterPrivileges, which also pins capabilities, uid and RBAC),
-// and the flags naming the folders and the cgroup root.
+// and the flags naming the directories and the cgroup root.
 func checkPresetLayout(t *testing.T, what string, r rendered, l presetLayout) {
 	t.Helper()
 	deploytest.CheckExporterPrivileges(t, what, r.objs, "guard-emptydir-exporter", l.paths)
@@ -90,7 +90,7 @@ func checkPresetLayout(t *testing.T, what string, r rendered, l presetLayout) {
 	}
 }
 
-// TestPresets: each preset gives the exporter its distribution's node layout (folders,
+// TestPresets: each preset gives the exporter its distribution's node layout (directories,
 // runtime, cgroup root, source) and nothing else; gke-autopilot no hostPath at all; no preset
 // set is generic, today's defaults; a value set explicitly wins over the preset, false
 // included; and docs/deploy.md has a row for each.

@@ -97,7 +97,7 @@ func componentSubsets(t *testing.T) [][]string {
 // TestExporterPrivileges: every way to install the exporter — the kustomize base with every
 // combination of its components, the chart with each source and each ephemeral-storage
 // setting — gives it exactly what its source needs (deploytest.WantExporterPrivileges):
-// read-only hostPaths (the kubelet's pods folder; the pod logs and containerd folders only
+// read-only hostPaths (the kubelet's pods directory; the pod logs and containerd directories only
 // with ephemeral storage on), capability, uid 0 and RBAC for the filesystem walk only (hostPID
 // and SYS_PTRACE only with exporter.openFiles.enabled), get nodes/stats (or nodes/proxy) for
 // the kubelet source only.
@@ -131,7 +131,7 @@ func TestExporterPrivileges(t *testing.T) {
 		{"exporter: {kubeletRootDir: /var/lib/k0s/kubelet, ephemeralStorage: {containerd: {stateDir: /run/k0s/containerd/, root: /var/lib/k0s/containerd}}}", k0s},
 		{"exporter: {ephemeralStorage: {podLogsDir: /srv/pod-logs/}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: "/srv/pod-logs",
 			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, ContainerdCRIContainers: defaults.ContainerdCRIContainers, Cgroups: defaults.Cgroups}},
-		// Image VOLUMEs off: the CRI plugin's container folder is not mounted, nothing else changes.
+		// Image VOLUMEs off: the CRI plugin's container directory is not mounted, nothing else changes.
 		{"exporter: {ephemeralStorage: {containerd: {imageVolumes: false}}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, PodLogs: defaults.PodLogs,
 			ContainerdTasks: defaults.ContainerdTasks, ContainerdSnapshots: defaults.ContainerdSnapshots, Cgroups: defaults.Cgroups}},
 		{"exporter: {ephemeralStorage: {enabled: false}}", deploytest.ExporterHostPaths{Pods: defaults.Pods, Cgroups: defaults.Cgroups}},

@@ -438,8 +438,8 @@ func mountAt(spec corev1.PodSpec, path string) (*corev1.VolumeMount, *corev1.Vol
 // TestEphemeralStorage: exporter.ephemeralStorage renders --collection.ephemeral-storage and
 // exactly the read-only hostPaths it reads, each mounted where its flag says and at the node's
 // own path (the mount table's upperdirs are the node's paths); off, the negated flag and none
-// of them; without containerd, no containerd folder; the native snapshotter's folder only when
-// asked for; the CRI plugin's container folder (image VOLUMEs) unless turned off, when the flag
+// of them; without containerd, no containerd directory; the native snapshotter's directory only when
+// asked for; the CRI plugin's container directory (image VOLUMEs) unless turned off, when the flag
 // is passed empty. The kubelet source gets none of it.
 func TestEphemeralStorage(t *testing.T) {
 	const (
@@ -455,7 +455,7 @@ func TestEphemeralStorage(t *testing.T) {
 		logs       string   // --kubelet.pod-logs-dir, mounted
 		tasks      string   // --containerd.task-dir
 		snaps      string   // --containerd.snapshotter-root
-		containerd bool     // the containerd folders are mounted
+		containerd bool     // the containerd directories are mounted
 		native     string   // --containerd.native-snapshotter-root, mounted
 		cri        []string // --containerd.cri-containers-dir's values, mounted when a path
 	}{
@@ -535,7 +535,7 @@ func TestEphemeralStorage(t *testing.T) {
 					mounts = append(mounts, wantMount{tc.cri[0], ""})
 				}
 			} else if tc.tasks != "" {
-				// The flags point at folders that are not there: no layer is located.
+				// The flags point at directories that are not there: no layer is located.
 				for _, p := range []string{tc.tasks, tc.snaps} {
 					if m, _ := mountAt(spec, p); m != nil {
 						t.Errorf("containerd off, yet %s is mounted", p)
@@ -551,7 +551,7 @@ func TestEphemeralStorage(t *testing.T) {
 				if v.HostPath.Path != w.path {
 					t.Errorf("%s: mounts the node's %s, want the same path", w.path, v.HostPath.Path)
 				}
-				// A node without the folder (no containerd: CRI-O) must still run the exporter.
+				// A node without the directory (no containerd: CRI-O) must still run the exporter.
 				if v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate {
 					t.Errorf("%s: hostPath type %v, want DirectoryOrCreate", w.path, v.HostPath.Type)
 				}
@@ -754,7 +754,7 @@ remediator:
 `), &all.Values); err != nil {
 		t.Fatal(err)
 	}
-	// The negated boolean and the flags without their folders parse too.
+	// The negated boolean and the flags without their directories parse too.
 	noEphemeral, noContainerd := release("guard"), release("guard")
 	noEphemeral.Values = map[string]any{"exporter": map[string]any{"ephemeralStorage": map[string]any{"enabled": false}}}
 	noContainerd.Values = map[string]any{"exporter": map[string]any{"ephemeralStorage": map[string]any{"containerd": map[string]any{"enabled": false}}}}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real Kubernetes components the cluster tests run, from the pinned
-# k8s.io/kubernetes module in this folder. The first build takes ~7 minutes on
-# 2 cores; the Go build cache and the output folder make later runs instant.
+# k8s.io/kubernetes module in this directory. The first build takes ~7 minutes on
+# 2 cores; the Go build cache and the output directory make later runs instant.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # Built with the product's toolchain and its one configuration (CGO off, -trimpath), as

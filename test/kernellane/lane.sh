@@ -7,7 +7,7 @@
 #   test/kernellane/lane.sh '<package> <package>...' [go test flags...]   (one boot, in turn)
 #
 # Optional environment:
-#   KERNEL_LANE_MODULE   the Go module the package is in, as a folder (default: the current one)
+#   KERNEL_LANE_MODULE   the Go module the package is in, as a directory (default: the current one)
 #   KERNEL_LANE_DISK     a raw disk image, attached as a virtio drive and mounted at /disk
 #                        before the test runs, unmounted cleanly after it
 #   KERNEL_LANE_DISK_MOUNT  its mount arguments (default "-t xfs -o prjquota")

@@ -21,7 +21,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
-// OperatorDirEnv names the folder test/promoperator/build.sh prints: the pinned Prometheus
+// OperatorDirEnv names the directory test/promoperator/build.sh prints: the pinned Prometheus
 // Operator's binary (operator), its CustomResourceDefinitions (crds/), and the Prometheus it
 // configures (prometheus, its version in prometheus.version).
 const OperatorDirEnv = "PROM_OPERATOR_DIR"
@@ -51,7 +51,7 @@ var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Ver
 func StartOperator(ctx context.Context, c *cluster.Cluster, dir string) error {
 	bin := filepath.Join(dir, "operator")
 	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("the Prometheus Operator: %w (build it with test/promoperator/build.sh and set %s to the folder it prints)", err, OperatorDirEnv)
+		return fmt.Errorf("the Prometheus Operator: %w (build it with test/promoperator/build.sh and set %s to the directory it prints)", err, OperatorDirEnv)
 	}
 	if err := applyCRDs(ctx, c, filepath.Join(dir, "crds")); err != nil {
 		return err
@@ -152,7 +152,7 @@ type OperatorStackOptions struct {
 // (decompress, substitute $(VARS)), and starts the binary with the container's own
 // arguments inside the cluster's namespace. The files live under WorkDir instead of the
 // pod's paths: arguments and the generated configuration are rewritten from the mount paths
-// to those folders and nothing else. Prometheus gets the ServiceAccount token where
+// to those directories and nothing else. Prometheus gets the ServiceAccount token where
 // client-go's in-cluster configuration reads it, in a mount namespace of its own.
 func StartFromOperator(ctx context.Context, c *cluster.Cluster, o OperatorStackOptions) (*Stack, error) {
 	if o.PrometheusBin == "" {

@@ -105,7 +105,7 @@ func preparePod(ctx context.Context, c *cluster.Cluster, root, ns, sts, containe
 // the files laid out under root or ctx ends; the error then says what ready last said.
 func preparePodWhen(ctx context.Context, c *cluster.Cluster, root, ns, sts, container string, ready func(files string) error) (*operatorPod, error) {
 	for {
-		// Laid out afresh each time: a subPath mount is a file where a folder may be made.
+		// Laid out afresh each time: a subPath mount is a file where a directory may be made.
 		if err := os.RemoveAll(root); err != nil {
 			return nil, err
 		}
@@ -174,7 +174,7 @@ func findContainer(cs []corev1.Container, name string) *corev1.Container {
 }
 
 // writeVolume writes what the kubelet would mount at dir: a Secret's or ConfigMap's keys (or
-// its items), a projected volume's sources, or an empty folder.
+// its items), a projected volume's sources, or an empty directory.
 func writeVolume(ctx context.Context, c *cluster.Cluster, ns string, v corev1.Volume, vm corev1.VolumeMount, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -258,7 +258,7 @@ func writeKeys(data map[string][]byte, items []corev1.KeyToPath, subPath, dir st
 			if p != subPath {
 				continue
 			}
-			// The mount is the file: dir was made as a folder for it.
+			// The mount is the file: dir was made as a directory for it.
 			if err := os.Remove(dir); err != nil {
 				return err
 			}

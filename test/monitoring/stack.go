@@ -106,7 +106,7 @@ func Start(ctx context.Context, c *cluster.Cluster, o Options) (*Stack, error) {
 		return nil, errors.New("monitoring: WebhookURL is required")
 	}
 
-	// A fresh folder per call: a cluster may run several stacks one after the other.
+	// A fresh directory per call: a cluster may run several stacks one after the other.
 	dir, err := workDir(c, "monitoring-")
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ func (m *Stack) connect(c *cluster.Cluster) error {
 // ends them.
 func (m *Stack) Stop() { m.procs.stop() }
 
-// workDir makes a fresh folder under the cluster's WorkDir for one stack's data and configs.
+// workDir makes a fresh directory under the cluster's WorkDir for one stack's data and configs.
 func workDir(c *cluster.Cluster, prefix string) (string, error) {
 	if err := os.MkdirAll(c.WorkDir(), 0o755); err != nil {
 		return "", err

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds the pinned Prometheus Operator (go.mod in this folder) and the Prometheus it
+# Builds the pinned Prometheus Operator (go.mod in this directory) and the Prometheus it
 # configures (test/prometheus/go.mod) and copies the operator's CRDs beside them, for the install tests that run the
-# operator against the test cluster. Prints the output folder: operator and prometheus (the
+# operator against the test cluster. Prints the output directory: operator and prometheus (the
 # binaries) and crds/ (monitoring.coreos.com CustomResourceDefinitions of the operator's
 # version). Debian's Prometheus is built without Kubernetes service discovery, which every
-# configuration the operator generates needs. The Go build cache and the output folder make
+# configuration the operator generates needs. The Go build cache and the output directory make
 # later runs instant.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

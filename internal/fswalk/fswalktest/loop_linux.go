@@ -108,7 +108,7 @@ func Project(path string) (id uint32, inherit bool, err error) {
 	return x.Projid, x.Xflags&fsXflagProjInherit != 0, nil
 }
 
-// SetProject sets the project ID of path and the inherit flag (meaningful on folders).
+// SetProject sets the project ID of path and the inherit flag (meaningful on directories).
 func SetProject(path string, id uint32, inherit bool) error {
 	fd, x, err := openXattr(path)
 	if err != nil {
@@ -127,7 +127,7 @@ func SetProject(path string, id uint32, inherit bool) error {
 	return nil
 }
 
-// AssignProject gives the folder dir the project ID id and the inherit flag, as the kubelet
+// AssignProject gives the directory dir the project ID id and the inherit flag, as the kubelet
 // does (xfs_quota project -s), or fails the test.
 func AssignProject(t testing.TB, dir string, id uint32) {
 	t.Helper()

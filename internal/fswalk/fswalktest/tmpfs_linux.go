@@ -24,7 +24,7 @@ func RequireRoot(t testing.TB, what string) {
 	t.Skipf("%s needs root", what)
 }
 
-// MountTmpfs mounts a tmpfs of its own with options (as "size=1m") at the folder dir, as the
+// MountTmpfs mounts a tmpfs of its own with options (as "size=1m") at the directory dir, as the
 // kubelet mounts a medium: Memory emptyDir, unmounted when the test ends, also when it fails.
 func MountTmpfs(t testing.TB, dir, options string) {
 	t.Helper()

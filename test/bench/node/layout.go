@@ -191,7 +191,7 @@ func (t tree) upperDir(p podSpec) string {
 	return filepath.Join(t.snapshotterRoot, "snapshots", fmt.Sprint(100+p.index), "fs")
 }
 
-// logDir is the log folder of pod p's container.
+// logDir is the log directory of pod p's container.
 func (t tree) logDir(p podSpec) string {
 	return filepath.Join(t.podLogsDir, namespace+"_"+p.name()+"_"+p.uid(), container)
 }
@@ -323,7 +323,7 @@ func writeBundles(t tree, layout []podSpec) error {
 	return nil
 }
 
-// writePod generates pod p's folders: its emptyDirs and etc-hosts below the kubelet root,
+// writePod generates pod p's directories: its emptyDirs and etc-hosts below the kubelet root,
 // its container's writable layer and its log files.
 func writePod(t tree, p podSpec) error {
 	for n, v := range p.volumes {
@@ -383,7 +383,7 @@ func escapeMountinfo(s string) string {
 	return strings.NewReplacer(" ", `\040`, "\t", `\011`, "\n", `\012`, `\`, `\134`).Replace(s)
 }
 
-// writeVolume fills dir with files small files, filesPerDir per folder two levels deep, of
+// writeVolume fills dir with files small files, filesPerDir per directory two levels deep, of
 // sizes from 0 to 16 KiB (most below a block), as caches and scratch space hold.
 func writeVolume(dir string, files, seed int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -408,7 +408,7 @@ func writeVolume(dir string, files, seed int) error {
 	return nil
 }
 
-// writeFile writes a file of size bytes, neither sparse nor all zeros, with its folder.
+// writeFile writes a file of size bytes, neither sparse nor all zeros, with its directory.
 func writeFile(path string, size int64) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("generating tree: %w", err)

@@ -29,7 +29,7 @@ func TestLayoutCounts(t *testing.T) {
 	}
 }
 
-// A few pods of the layout, generated small (below a folder with a space, which the mount
+// A few pods of the layout, generated small (below a directory with a space, which the mount
 // table escapes), through one collection cycle: every part is measured, every writable
 // layer located, and ours agrees with the peers, as onePass checks on the whole node.
 func TestLayout(t *testing.T) {
@@ -109,7 +109,7 @@ func peerLayers(t tree, layout []podSpec, limited bool) (int64, error) {
 }
 
 // fileTotals adds up the allocated bytes of the log files of the pods with a limit, and of
-// their etc-hosts files and the files directly in their log folders.
+// their etc-hosts files and the files directly in their log directories.
 func fileTotals(t tree, layout []podSpec) (logs, podFiles int64, err error) {
 	blocks := func(dir string) (int64, error) {
 		entries, err := os.ReadDir(dir)

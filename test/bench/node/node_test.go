@@ -192,7 +192,7 @@ func (p passResult) containerdShare() float64 {
 func (p passResult) peerShare() float64 { return p.kubeletShare() + p.containerdShare() }
 
 // onePass measures every part once with ours (one collection cycle with nothing deferred)
-// and walks the same folders with the kubelet's fs.DiskUsage, then every other writable layer,
+// and walks the same directories with the kubelet's fs.DiskUsage, then every other writable layer,
 // four rounds alternating (the first warms the page cache) on a warm cache, and keeps the
 // median CPU of each; ours and the peers must agree (verifyPass). Then it renders /metrics.
 func onePass(t tree, layout []podSpec, pods fixedPods) (passResult, error) {

@@ -142,7 +142,7 @@ func ensureQuotaImage(b *testing.B, img string, layout []podSpec) error {
 }
 
 // assignProjects gives every emptyDir of the layout a project ID of its own, the kubelet's
-// first IDs in order, set on the folder (with the inherit flag) and on all it holds.
+// first IDs in order, set on the directory (with the inherit flag) and on all it holds.
 func assignProjects(t tree, layout []podSpec) error {
 	id := uint32(fswalktest.KubeletFirstProjectID)
 	for _, p := range layout {
@@ -162,7 +162,7 @@ func assignProjects(t tree, layout []podSpec) error {
 	return nil
 }
 
-// mountImage mounts img on a loop device in a temporary folder; unmount undoes both.
+// mountImage mounts img on a loop device in a temporary directory; unmount undoes both.
 func mountImage(img string) (mnt string, unmount func() error, err error) {
 	out, err := exec.Command("losetup", "--find", "--show", img).CombinedOutput()
 	if err != nil {

@@ -42,7 +42,7 @@ func report(st layoutStats, pass passResult, runs []runResult, pr params) string
 	fmt.Fprintf(&w, "| **all** | %d | %s | | %s | **%.1f %%**, of which the guarded parts %.1f %% |\n\n",
 		sumInts(st.parts[:]), thousands(sumInts(st.files[:])), seconds(sumDurations(pass.oursCPU[:]).Seconds()), 100*allShare, 100*guardedShare)
 
-	fmt.Fprintf(&w, "One pass over every part (median of 3), against the kubelet's `fs.DiskUsage` over the same folders (the emptyDirs, as the kubelet walks them, and the writable layers ours measures):\n\n")
+	fmt.Fprintf(&w, "One pass over every part (median of 3), against the kubelet's `fs.DiskUsage` over the same directories (the emptyDirs, as the kubelet walks them, and the writable layers ours measures):\n\n")
 	fmt.Fprintf(&w, "| per pass | ours (one collection cycle) | `fs.DiskUsage` over the same | ours/peer |\n| --- | --- | --- | --- |\n")
 	peer := pass.peer()
 	row := func(name string, o, k float64, unit func(float64) string) {

@@ -12,7 +12,7 @@ import (
 	"k8s.io/kubernetes/pkg/volume/util/fs"
 )
 
-// Usage is what a peer reports for one folder.
+// Usage is what a peer reports for one directory.
 type Usage struct {
 	Bytes  int64
 	Inodes int64

@@ -31,7 +31,7 @@ func TestPeersAgree(t *testing.T) {
 	if k != d {
 		t.Fatalf("kubelet %+v, du %+v", k, d)
 	}
-	// 1 root + 1 "d" + 4 folders + 4 files.
+	// 1 root + 1 "d" + 4 directories + 4 files.
 	if k.Inodes != 10 {
 		t.Errorf("inodes = %d, want 10", k.Inodes)
 	}

@@ -41,7 +41,7 @@ type profile struct {
 	// collectors by name (commandCollectors): every job's path is served by it.
 	handler func(exp *exporter.Exporter, others map[string][]prometheus.Collector) (http.Handler, error)
 	jobs    []scrapeJob
-	// rules is the path of the rules file Prometheus loads, from this package's folder.
+	// rules is the path of the rules file Prometheus loads, from this package's directory.
 	rules string
 }
 

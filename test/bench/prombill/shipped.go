@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// repoRoot is the repository root, from this package's folder.
+// repoRoot is the repository root, from this package's directory.
 const repoRoot = "../../.."
 
 // shippedRules is the rules file the shipped profiles load.

@@ -27,11 +27,11 @@ type Shape struct {
 
 // Shapes are the trees of the benchmark, in report order.
 var Shapes = []Shape{
-	{"flat", "one folder holding every file", buildFlat},
-	{"deep", "chains of 256 nested folders, 3 files at each level (deeper than the walk keeps fds open)", buildDeep},
-	{"small-folders", "folders of 4 files, 100 such folders per parent", buildSmallFolders},
-	{"hard-links", "folders of 1000 names; 1 inode in 9 has a second name in the next folder", buildHardLinks},
-	{"sparse", "folders of 1000 files of 1 MiB apparent size, 1 in 4 with one 4 KiB block written", buildSparse},
+	{"flat", "one directory holding every file", buildFlat},
+	{"deep", "chains of 256 nested directories, 3 files at each level (deeper than the walk keeps fds open)", buildDeep},
+	{"small-directories", "directories of 4 files, 100 such directories per parent", buildSmallDirectories},
+	{"hard-links", "directories of 1000 names; 1 inode in 9 has a second name in the next directory", buildHardLinks},
+	{"sparse", "directories of 1000 files of 1 MiB apparent size, 1 in 4 with one 4 KiB block written", buildSparse},
 }
 
 // ShapeNamed returns the shape called name.
@@ -136,11 +136,11 @@ func mkdirWithFiles(dir string, files, n int) error {
 	return nil
 }
 
-func buildSmallFolders(root string, entries int) error {
+func buildSmallDirectories(root string, entries int) error {
 	const files, perParent = 4, 100
-	folders := max(1, entries/(files+1))
+	directories := max(1, entries/(files+1))
 	n := 0
-	for d := range folders {
+	for d := range directories {
 		parent := filepath.Join(root, "p"+strconv.Itoa(d/perParent))
 		if d%perParent == 0 {
 			if err := os.Mkdir(parent, 0o755); err != nil {
@@ -156,19 +156,19 @@ func buildSmallFolders(root string, entries int) error {
 }
 
 func buildHardLinks(root string, entries int) error {
-	const perFolder, linkEvery = 1000, 9
-	folders := max(1, entries/perFolder)
+	const perDirectory, linkEvery = 1000, 9
+	directories := max(1, entries/perDirectory)
 	n := 0
-	for d := range folders {
+	for d := range directories {
 		if err := os.Mkdir(filepath.Join(root, "d"+strconv.Itoa(d)), 0o755); err != nil {
 			return err
 		}
 	}
-	// 900 files per folder, 100 of them linked from the next folder: 1000 names.
-	for d := range folders {
+	// 900 files per directory, 100 of them linked from the next directory: 1000 names.
+	for d := range directories {
 		dir := filepath.Join(root, "d"+strconv.Itoa(d))
-		next := filepath.Join(root, "d"+strconv.Itoa((d+1)%folders))
-		for f := range perFolder * linkEvery / (linkEvery + 1) {
+		next := filepath.Join(root, "d"+strconv.Itoa((d+1)%directories))
+		for f := range perDirectory * linkEvery / (linkEvery + 1) {
 			p := filepath.Join(dir, "f"+strconv.Itoa(f))
 			if err := writeFile(p, fileSize(n)); err != nil {
 				return err
@@ -185,10 +185,10 @@ func buildHardLinks(root string, entries int) error {
 }
 
 func buildSparse(root string, entries int) error {
-	const perFolder, apparent, block = 1000, 1 << 20, 4096
+	const perDirectory, apparent, block = 1000, 1 << 20, 4096
 	for i := range entries {
-		dir := filepath.Join(root, "d"+strconv.Itoa(i/perFolder))
-		if i%perFolder == 0 {
+		dir := filepath.Join(root, "d"+strconv.Itoa(i/perDirectory))
+		if i%perDirectory == 0 {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				return err
 			}
@@ -212,7 +212,7 @@ func buildSparse(root string, entries int) error {
 }
 
 // DropCaches writes back dirty pages and empties the page, dentry and inode caches, so that
-// the next walk reads every folder and inode from disk. It needs root.
+// the next walk reads every directory and inode from disk. It needs root.
 func DropCaches() error {
 	unix.Sync()
 	err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200)

@@ -31,11 +31,11 @@ type Sample struct {
 	MaxRSS int64
 }
 
-// Walk measures one folder in this process, returning its bytes and inodes.
+// Walk measures one directory in this process, returning its bytes and inodes.
 type Walk func(root string, concurrency int) (bytes, inodes int64, err error)
 
-// Main runs walk on the folder and at the concurrency given as arguments, and prints the
-// Sample as JSON on stdout. The folder "-" walks nothing: it loads the program only, to
+// Main runs walk on the directory and at the concurrency given as arguments, and prints the
+// Sample as JSON on stdout. The directory "-" walks nothing: it loads the program only, to
 // measure its footprint at rest and so that a cold-cache measurement does not pay for reading
 // the tool's executable.
 func Main(walk Walk) {
@@ -102,7 +102,7 @@ func MainCommand(argv func(root string) []string) {
 func exit(measure func(root string, concurrency int) (Sample, error)) {
 	err := func() error {
 		if len(os.Args) != 3 {
-			return fmt.Errorf("usage: %s FOLDER CONCURRENCY", os.Args[0])
+			return fmt.Errorf("usage: %s DIRECTORY CONCURRENCY", os.Args[0])
 		}
 		concurrency, err := strconv.Atoi(os.Args[2])
 		if err != nil {

@@ -114,7 +114,7 @@ func newPods() []*staticPod {
 	}
 }
 
-// TestKubeletV2StaticPods runs a standalone kubelet (static pods from a manifest folder) on
+// TestKubeletV2StaticPods runs a standalone kubelet (static pods from a manifest directory) on
 // containerd and runc on the lane's v2-only kernel under systemd, once per layout (the cgroupfs
 // driver with --cgroup-root /kubelet, then the systemd driver with runc's systemd cgroups), and
 // checks against the pod cgroups it made: calibration finds the root and driver from one pod's
@@ -440,7 +440,7 @@ func checkSystemd() error {
 	return nil
 }
 
-// find reads the pod's kubelet UID from the kubelet's pods folder (the folder holding a
+// find reads the pod's kubelet UID from the kubelet's pods directory (the directory holding a
 // container of the pod's name), and its running container from containerd.
 func (p *staticPod) find() error {
 	dirs, err := os.ReadDir("/var/lib/kubelet/pods")
@@ -454,7 +454,7 @@ func (p *staticPod) find() error {
 		}
 	}
 	if p.uid == "" {
-		return fmt.Errorf("no folder of the kubelet's has a container %s", p.name)
+		return fmt.Errorf("no directory of the kubelet's has a container %s", p.name)
 	}
 	out, err := ctr("containers", "ls", "-q", `labels."io.kubernetes.container.name"==`+p.name)
 	if err != nil {
@@ -477,7 +477,7 @@ func (p *staticPod) find() error {
 					return err
 				}
 				if uid := c.Labels["io.kubernetes.pod.uid"]; uid != p.uid {
-					return fmt.Errorf("container %s of %s is of pod %s, the kubelet's folder says %s", id, p.name, uid, p.uid)
+					return fmt.Errorf("container %s of %s is of pod %s, the kubelet's directory says %s", id, p.name, uid, p.uid)
 				}
 				p.cid = id
 				p.pid, err = strconv.Atoi(f[1])

@@ -1,5 +1,5 @@
 // Command walk-du is the benchmark's child measuring a tree with GNU du as an operator runs it,
-// `du -s -B1 -x FOLDER`, process start included: walk-du FOLDER CONCURRENCY (ignored). It is
+// `du -s -B1 -x DIRECTORY`, process start included: walk-du DIRECTORY CONCURRENCY (ignored). It is
 // the launcher that keeps du's peak RSS du's own (see package walkchild).
 package main
 

@@ -1,5 +1,5 @@
 // Command walk-kubelet is the benchmark's child measuring a tree as the kubelet does for an
-// emptyDir's volume stats (fs.DiskUsage): walk-kubelet FOLDER CONCURRENCY (ignored: the kubelet
+// emptyDir's volume stats (fs.DiskUsage): walk-kubelet DIRECTORY CONCURRENCY (ignored: the kubelet
 // walks with one goroutine).
 package main
 

@@ -1,5 +1,5 @@
 // Command walk-ours is the benchmark's child measuring a tree with emptyDir guard's walk,
-// fswalk.MeasureDiskUsage: walk-ours FOLDER CONCURRENCY.
+// fswalk.MeasureDiskUsage: walk-ours DIRECTORY CONCURRENCY.
 package main
 
 import (

@@ -34,7 +34,7 @@ func run() error {
 		coldRounds  = flag.Int("cold-rounds", 1, "cold-cache measurements per tool and tree (needs root; 0: none)")
 		coldMax     = flag.Int("cold-max-entries", 100000, "no cold-cache runs on larger trees")
 		concurrency = flag.Int("concurrency", 4, "ours' --fs.walk-concurrency")
-		childDir    = flag.String("child-dir", "", "folder holding the built walk-ours, walk-du and walk-kubelet (default: this program's)")
+		childDir    = flag.String("child-dir", "", "directory holding the built walk-ours, walk-du and walk-kubelet (default: this program's)")
 		generate    = flag.Bool("generate-only", false, "generate the trees missing from -cache-dir, measure nothing")
 		doc         = flag.String("doc", "", "Markdown file whose section \"walk\" receives the tables (none: print only)")
 	)
