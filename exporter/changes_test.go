@@ -17,7 +17,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -29,7 +29,7 @@ type fakeSignal struct {
 	broken map[string]error
 }
 
-func (f *fakeSignal) Mark(p volume.PodVolumes) (change.Mark, error) {
+func (f *fakeSignal) Mark(p part.Pod) (change.Mark, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.broken[p.UID]; err != nil {
@@ -39,7 +39,7 @@ func (f *fakeSignal) Mark(p volume.PodVolumes) (change.Mark, error) {
 }
 
 // Vouches for every part but those named unvouched.
-func (f *fakeSignal) Vouches(v volume.Volume) bool { return !strings.HasPrefix(v.Name, "unvouched") }
+func (f *fakeSignal) Vouches(v part.Part) bool { return !strings.HasPrefix(v.Name, "unvouched") }
 
 func (f *fakeSignal) write(uid string) {
 	f.mu.Lock()
@@ -55,14 +55,14 @@ func (f *fakeSignal) write(uid string) {
 func TestChangeSignalSkipsUnchangedParts(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	lowerBound := map[string]bool{"racing": true}
-	src := exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	src := exportertest.NewSource(func(_ context.Context, _ part.Pod, v part.Part) (part.Measurement, error) {
 		at := clk.Now()
-		m := volume.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
+		m := part.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}
 		if lowerBound[v.Name] {
 			m.ChangedDirectories = 1
 		}
 		return m, nil
-	}).VolumeSource()
+	}).Measurer()
 	limits := map[string]int64{"quiet": 100, "busy": 100, "nocgroup": 100, "racing": 100, "unvouched": 100}
 	pods := exportertest.NewPods(exporter.TestVolumes(limits, "quiet", "busy", "nocgroup", "racing", "unvouched")...)
 	signal := &fakeSignal{writes: map[string]int{}, broken: map[string]error{
@@ -168,13 +168,13 @@ func TestChangeSignalUnchangedLeftAtCycleEnd(t *testing.T) {
 	gate := exportertest.NewGate()
 	t.Cleanup(gate.Open) // whatever held, on failure too
 	var hold atomic.Bool
-	src := exportertest.NewSource(func(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	src := exportertest.NewSource(func(ctx context.Context, p part.Pod, v part.Part) (part.Measurement, error) {
 		at := clk.Now()
 		if v.Name == "busy" && hold.Load() {
-			gate.Hold(ctx, []volume.PodVolumes{p})
+			gate.Hold(ctx, []part.Pod{p})
 		}
-		return volume.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}, nil
-	}).VolumeSource()
+		return part.Measurement{UsedBytes: 10, MeasuredAt: at, CompletedAt: at}, nil
+	}).Measurer()
 	pods := exportertest.NewPods(exporter.TestVolumes(map[string]int64{"quiet": 100, "busy": 100}, "quiet", "busy")...)
 	signal := &fakeSignal{writes: map[string]int{}}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now,

@@ -1,7 +1,7 @@
 package exporter
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -126,23 +126,23 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	}
 	if sel&(selectTrigger|selectVolumes) != 0 {
 		for _, r := range snap.volumes {
-			if r.Volume.Kind != volume.KindEmptyDir {
+			if r.Part.Kind != part.KindEmptyDir {
 				continue // published added up, per pod and container (collectStorage)
 			}
-			lv := []string{node, r.Namespace, r.Pod, r.UID, r.Volume.Name, r.Volume.Medium}
+			lv := []string{node, r.Namespace, r.Pod, r.UID, r.Part.Name, r.Part.Medium}
 			m := r.Measurement
 			// A volume with a limit is published at the trigger's pace: its over-limit series,
 			// what EmptyDirOverLimit reads, and its usage and limit, which the alert's
 			// description and the dashboards read beside it.
 			// The age goes with the usage it dates: a value and its age from two scrapes of
 			// different times cannot be paired.
-			limited := r.Volume.LimitBytes != nil
+			limited := r.Part.LimitBytes != nil
 			if limited && sel&selectTrigger != 0 || !limited && sel&selectVolumes != 0 {
 				gauge(usedBytesDesc, float64(m.UsedBytes), lv...)
 				gauge(ageDesc, max(0, now.Sub(m.MeasuredAt).Seconds()), lv...)
 			}
 			if limited && sel&selectTrigger != 0 {
-				gauge(limitBytesDesc, float64(*r.Volume.LimitBytes), lv...)
+				gauge(limitBytesDesc, float64(*r.Part.LimitBytes), lv...)
 				if over, ok := emptyDirOverLimit(r); ok {
 					gauge(overLimitBytesDesc, float64(over), lv...)
 				}
@@ -202,7 +202,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 	gauge(podsDesc, float64(snap.pods), node)
 	gauge(volumesDesc, float64(snap.volumeCount), node)
 	gauge(syncedDesc, boolFloat(e.cfg.Pods.HasSynced()), node)
-	for _, o := range []string{volume.OpenFilesCounted, volume.OpenFilesOff, volume.OpenFilesUnreadable} {
+	for _, o := range []string{part.OpenFilesCounted, part.OpenFilesOff, part.OpenFilesUnreadable} {
 		if n := snap.openFilesVolumes(o); n > 0 {
 			gauge(openFilesVolumesDesc, float64(n), node, o)
 		}
@@ -228,7 +228,7 @@ func (e *Exporter) collect(ch chan<- prometheus.Metric, sel selection) {
 func (s snapshot) openFilesVolumes(outcome string) int {
 	n := 0
 	for _, r := range s.volumes {
-		if r.Volume.Kind == volume.KindEmptyDir && r.Measurement.OpenFiles == outcome {
+		if r.Part.Kind == part.KindEmptyDir && r.Measurement.OpenFiles == outcome {
 			n++
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // The exporter's series fall into collectors that a scrape selects with the URL parameters
@@ -96,12 +96,12 @@ func (e *Exporter) Collectors() map[string]prometheus.Collector {
 
 // diskFilesystem returns the filesystem figures of the newest measurement of a disk-medium
 // emptyDir: they all live under the kubelet's root dir, on one filesystem.
-func (s snapshot) diskFilesystem() (volume.Measurement, bool) {
-	var newest volume.Measurement
+func (s snapshot) diskFilesystem() (part.Measurement, bool) {
+	var newest part.Measurement
 	found := false
 	for _, r := range s.volumes {
 		m := r.Measurement
-		if r.Volume.Kind != volume.KindEmptyDir || r.Volume.Medium != volume.MediumDisk || m.CapacityBytes <= 0 {
+		if r.Part.Kind != part.KindEmptyDir || r.Part.Medium != part.MediumDisk || m.CapacityBytes <= 0 {
 			continue
 		}
 		if !found || m.MeasuredAt.After(newest.MeasuredAt) {
@@ -122,7 +122,7 @@ func (s snapshot) oldestTriggerMeasurement() (time.Time, bool) {
 	var oldest time.Time
 	for _, r := range s.volumes {
 		at := r.Measurement.MeasuredAt
-		trigger := measuredPods[r.UID] || (r.Volume.Kind == volume.KindEmptyDir && r.Volume.LimitBytes != nil)
+		trigger := measuredPods[r.UID] || (r.Part.Kind == part.KindEmptyDir && r.Part.LimitBytes != nil)
 		if trigger && !at.IsZero() && (oldest.IsZero() || at.Before(oldest)) {
 			oldest = at
 		}

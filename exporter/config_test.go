@@ -8,8 +8,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // TestDefaultConfig: the defaults pass Validate with the filesystem source's defaults, and New
@@ -36,12 +36,12 @@ func TestRunWaitsForWalks(t *testing.T) {
 	// that has not seen the cancellation yet.
 	gate := exportertest.NewGate()
 	var ended atomic.Int32
-	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
+	src := exportertest.NewSource(func(context.Context, part.Pod, part.Part) (part.Measurement, error) {
 		ended.Add(1)
-		return volume.Measurement{}, nil
-	}).Before(gate.HoldPastContext).VolumeSource()
-	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-1",
-		Volumes: []volume.Volume{{Name: "a", Medium: volume.MediumDisk, LimitBytes: limit(1)}, {Name: "b", Medium: volume.MediumDisk}}})
+		return part.Measurement{}, nil
+	}).Before(gate.HoldPastContext).Measurer()
+	pods := exportertest.NewPods(part.Pod{Namespace: "big", Pod: "hoarder", UID: "uid-1",
+		Parts: []part.Part{{Name: "a", Medium: part.MediumDisk, LimitBytes: limit(1)}, {Name: "b", Medium: part.MediumDisk}}})
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Interval: time.Hour}))
 	if err != nil {
 		t.Fatal(err)

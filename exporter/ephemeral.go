@@ -6,15 +6,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // withStorage adds to pv (podBase of pod) the pod's other ephemeral-storage parts and its
 // limits, when the pod has an ephemeral-storage limit: the parts of pods without one are
 // never measured (they can trigger no eviction, and would cost a walk of every writable
 // layer on the node).
-func withStorage(pv volume.PodVolumes, pod *corev1.Pod) volume.PodVolumes {
-	st := &volume.PodStorage{LimitBytes: quantityBytes(resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{}), corev1.ResourceEphemeralStorage),
+func withStorage(pv part.Pod, pod *corev1.Pod) part.Pod {
+	st := &part.PodStorage{LimitBytes: quantityBytes(resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{}), corev1.ResourceEphemeralStorage),
 		RuntimeClass: pv.RuntimeClass}
 	limits := map[string]*int64{}
 	for _, c := range pod.Spec.Containers {
@@ -42,7 +42,7 @@ func withStorage(pv volume.PodVolumes, pod *corev1.Pod) volume.PodVolumes {
 		if cs.State.Running == nil || cs.ContainerID == "" {
 			continue
 		}
-		st.Containers = append(st.Containers, volume.Container{Name: cs.Name, ID: cs.ContainerID, LimitBytes: limits[cs.Name]})
+		st.Containers = append(st.Containers, part.Container{Name: cs.Name, ID: cs.ContainerID, LimitBytes: limits[cs.Name]})
 	}
 	budget := func(c *int64) *int64 { // the smallest limit a part counts toward
 		if c != nil && (st.LimitBytes == nil || *c < *st.LimitBytes) {
@@ -50,9 +50,9 @@ func withStorage(pv volume.PodVolumes, pod *corev1.Pod) volume.PodVolumes {
 		}
 		return st.LimitBytes
 	}
-	for i, v := range pv.Volumes {
-		if v.Medium == volume.MediumDisk && v.Kind == volume.KindEmptyDir {
-			pv.Volumes[i].BudgetBytes = st.LimitBytes
+	for i, v := range pv.Parts {
+		if v.Medium == part.MediumDisk && v.Kind == part.KindEmptyDir {
+			pv.Parts[i].BudgetBytes = st.LimitBytes
 		}
 	}
 	mounted := mountedVolumes(pod)
@@ -60,17 +60,17 @@ func withStorage(pv volume.PodVolumes, pod *corev1.Pod) volume.PodVolumes {
 		switch {
 		case !mounted[v.Name]:
 		case v.ConfigMap != nil:
-			pv.Volumes = append(pv.Volumes, volume.Volume{Name: volume.PartName(volume.KindConfigMap, v.Name), Medium: volume.MediumDisk, Kind: volume.KindConfigMap, Container: v.Name, BudgetBytes: st.LimitBytes})
+			pv.Parts = append(pv.Parts, part.Part{Name: part.NameFor(part.KindConfigMap, v.Name), Medium: part.MediumDisk, Kind: part.KindConfigMap, Container: v.Name, BudgetBytes: st.LimitBytes})
 		case v.GitRepo != nil: // deprecated, but the kubelet still counts it
-			pv.Volumes = append(pv.Volumes, volume.Volume{Name: volume.PartName(volume.KindGitRepo, v.Name), Medium: volume.MediumDisk, Kind: volume.KindGitRepo, Container: v.Name, BudgetBytes: st.LimitBytes})
+			pv.Parts = append(pv.Parts, part.Part{Name: part.NameFor(part.KindGitRepo, v.Name), Medium: part.MediumDisk, Kind: part.KindGitRepo, Container: v.Name, BudgetBytes: st.LimitBytes})
 		}
 	}
 	for _, c := range st.Containers {
-		pv.Volumes = append(pv.Volumes,
-			volume.Volume{Name: volume.PartName(volume.KindWritableLayer, c.Name), Medium: volume.MediumDisk, Kind: volume.KindWritableLayer, Container: c.Name, ContainerID: c.ID, BudgetBytes: budget(c.LimitBytes)},
-			volume.Volume{Name: volume.PartName(volume.KindContainerLogs, c.Name), Medium: volume.MediumDisk, Kind: volume.KindContainerLogs, Container: c.Name, BudgetBytes: budget(c.LimitBytes)})
+		pv.Parts = append(pv.Parts,
+			part.Part{Name: part.NameFor(part.KindWritableLayer, c.Name), Medium: part.MediumDisk, Kind: part.KindWritableLayer, Container: c.Name, ContainerID: c.ID, BudgetBytes: budget(c.LimitBytes)},
+			part.Part{Name: part.NameFor(part.KindContainerLogs, c.Name), Medium: part.MediumDisk, Kind: part.KindContainerLogs, Container: c.Name, BudgetBytes: budget(c.LimitBytes)})
 	}
-	pv.Volumes = append(pv.Volumes, volume.Volume{Name: volume.PartName(volume.KindPodFiles, ""), Medium: volume.MediumDisk, Kind: volume.KindPodFiles, BudgetBytes: st.LimitBytes})
+	pv.Parts = append(pv.Parts, part.Part{Name: part.NameFor(part.KindPodFiles, ""), Medium: part.MediumDisk, Kind: part.KindPodFiles, BudgetBytes: st.LimitBytes})
 	pv.Storage = st
 	return pv
 }

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 func (b *podBuilder) limit(container, q string) *podBuilder {
@@ -80,17 +80,17 @@ const (
 
 func TestWithStorage(t *testing.T) {
 	mib := func(n int64) *int64 { return ptr.To(n << 20) }
-	type part struct {
+	type wantPart struct {
 		name   string
-		kind   volume.Kind
+		kind   part.Kind
 		budget *int64
 	}
 	cases := []struct {
 		name       string
 		pod        *corev1.Pod
 		wantLimit  *int64
-		wantCtrs   []volume.Container
-		wantParts  []part // beside the emptyDirs, in order
+		wantCtrs   []part.Container
+		wantParts  []wantPart // beside the emptyDirs, in order
 		wantBudget map[string]*int64
 		wantClass  string // PodStorage.RuntimeClass
 		none       bool   // no Storage: the pod has no ephemeral-storage limit
@@ -99,11 +99,11 @@ func TestWithStorage(t *testing.T) {
 		{name: "container limit: writable layer, logs, pod files; disk emptyDir without sizeLimit is guarded by the pod limit",
 			pod:       newPod("a", "p", "u1").limit("main", "10Mi").emptyDir("scratch", "", "").emptyDir("shm", corev1.StorageMediumMemory, "").mount("scratch", "shm").running("main", idMain, false).pod,
 			wantLimit: mib(10),
-			wantCtrs:  []volume.Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}},
-			wantParts: []part{
-				{"container/main/writable-layer", volume.KindWritableLayer, mib(10)},
-				{"container/main/logs", volume.KindContainerLogs, mib(10)},
-				{"pod/files", volume.KindPodFiles, mib(10)},
+			wantCtrs:  []part.Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}},
+			wantParts: []wantPart{
+				{"container/main/writable-layer", part.KindWritableLayer, mib(10)},
+				{"container/main/logs", part.KindContainerLogs, mib(10)},
+				{"pod/files", part.KindPodFiles, mib(10)},
 			},
 			wantBudget: map[string]*int64{"scratch": mib(10), "shm": nil}},
 		{name: "limits add up; a container without one is guarded by the pod's; exited containers do not count",
@@ -113,14 +113,14 @@ func TestWithStorage(t *testing.T) {
 			// PodLimits: the plain init container runs beside the sidecar started before it, so
 			// max(10Mi + 5Mi, 50Mi + 5Mi).
 			wantLimit: mib(55),
-			wantCtrs:  []volume.Container{{Name: "side", ID: idSide, LimitBytes: mib(5)}, {Name: "main", ID: idMain, LimitBytes: mib(10)}},
-			wantParts: []part{
-				{"configmap/cfg", volume.KindConfigMap, mib(55)},
-				{"container/side/writable-layer", volume.KindWritableLayer, mib(5)},
-				{"container/side/logs", volume.KindContainerLogs, mib(5)},
-				{"container/main/writable-layer", volume.KindWritableLayer, mib(10)},
-				{"container/main/logs", volume.KindContainerLogs, mib(10)},
-				{"pod/files", volume.KindPodFiles, mib(55)},
+			wantCtrs:  []part.Container{{Name: "side", ID: idSide, LimitBytes: mib(5)}, {Name: "main", ID: idMain, LimitBytes: mib(10)}},
+			wantParts: []wantPart{
+				{"configmap/cfg", part.KindConfigMap, mib(55)},
+				{"container/side/writable-layer", part.KindWritableLayer, mib(5)},
+				{"container/side/logs", part.KindContainerLogs, mib(5)},
+				{"container/main/writable-layer", part.KindWritableLayer, mib(10)},
+				{"container/main/logs", part.KindContainerLogs, mib(10)},
+				{"pod/files", part.KindPodFiles, mib(55)},
 			}},
 		// The kubelet counts every running container of the sandbox toward the pod
 		// (ListContainers in cri_stats_provider.go makes no difference for ephemeral ones), and
@@ -130,13 +130,13 @@ func TestWithStorage(t *testing.T) {
 				runtimeClass("kata-qemu").pod,
 			wantLimit: mib(10),
 			wantClass: "kata-qemu",
-			wantCtrs:  []volume.Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}, {Name: "debugger", ID: idDebug}},
-			wantParts: []part{
-				{"container/main/writable-layer", volume.KindWritableLayer, mib(10)},
-				{"container/main/logs", volume.KindContainerLogs, mib(10)},
-				{"container/debugger/writable-layer", volume.KindWritableLayer, mib(10)},
-				{"container/debugger/logs", volume.KindContainerLogs, mib(10)},
-				{"pod/files", volume.KindPodFiles, mib(10)},
+			wantCtrs:  []part.Container{{Name: "main", ID: idMain, LimitBytes: mib(10)}, {Name: "debugger", ID: idDebug}},
+			wantParts: []wantPart{
+				{"container/main/writable-layer", part.KindWritableLayer, mib(10)},
+				{"container/main/logs", part.KindContainerLogs, mib(10)},
+				{"container/debugger/writable-layer", part.KindWritableLayer, mib(10)},
+				{"container/debugger/logs", part.KindContainerLogs, mib(10)},
+				{"pod/files", part.KindPodFiles, mib(10)},
 			}},
 		// Its RuntimeClass is known all the same: the change signal reads no mark of a sandbox's
 		// pod (Config.ChangeSignalRuntimeClasses).
@@ -153,11 +153,11 @@ func TestWithStorage(t *testing.T) {
 			if base.RuntimeClass != tc.wantClass {
 				t.Errorf("the pod's runtime class = %q, want %q", base.RuntimeClass, tc.wantClass)
 			}
-			emptyDirs := len(base.Volumes)
+			emptyDirs := len(base.Parts)
 			got := withStorage(base, tc.pod)
 			if tc.none {
-				if got.Storage != nil || len(got.Volumes) != emptyDirs {
-					t.Fatalf("Storage = %+v, %d volumes; want none and the %d emptyDirs", got.Storage, len(got.Volumes), emptyDirs)
+				if got.Storage != nil || len(got.Parts) != emptyDirs {
+					t.Fatalf("Storage = %+v, %d volumes; want none and the %d emptyDirs", got.Storage, len(got.Parts), emptyDirs)
 				}
 				return
 			}
@@ -173,14 +173,14 @@ func TestWithStorage(t *testing.T) {
 			if !reflect.DeepEqual(got.Storage.Containers, tc.wantCtrs) {
 				t.Errorf("containers = %+v, want %+v", got.Storage.Containers, tc.wantCtrs)
 			}
-			var parts []part
-			for _, v := range got.Volumes[emptyDirs:] {
-				parts = append(parts, part{v.Name, v.Kind, v.BudgetBytes})
+			var parts []wantPart
+			for _, v := range got.Parts[emptyDirs:] {
+				parts = append(parts, wantPart{v.Name, v.Kind, v.BudgetBytes})
 			}
 			if !reflect.DeepEqual(parts, tc.wantParts) {
 				t.Errorf("parts:\n got %s\nwant %s", describeParts(parts), describeParts(tc.wantParts))
 			}
-			for _, v := range got.Volumes[:emptyDirs] {
+			for _, v := range got.Parts[:emptyDirs] {
 				if want, ok := tc.wantBudget[v.Name]; ok && !reflect.DeepEqual(v.BudgetBytes, want) {
 					t.Errorf("emptyDir %s budget = %v, want %v", v.Name, deref64(v.BudgetBytes), deref64(want))
 				}
@@ -212,31 +212,31 @@ func deref64(p *int64) any {
 
 func TestStorageUsage(t *testing.T) {
 	mib := int64(1 << 20)
-	pv := volume.PodVolumes{UID: "u", Volumes: []volume.Volume{
-		{Name: "scratch", Medium: volume.MediumDisk},
-		{Name: "shm", Medium: volume.MediumMemory},
-		{Name: "configmap/cfg", Kind: volume.KindConfigMap},
-		{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main"},
-		{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main"},
-		{Name: "container/side/writable-layer", Kind: volume.KindWritableLayer, Container: "side"},
-		{Name: "container/side/logs", Kind: volume.KindContainerLogs, Container: "side"},
-		{Name: "pod/files", Kind: volume.KindPodFiles},
-	}, Storage: &volume.PodStorage{LimitBytes: ptr.To(20 * mib), Containers: []volume.Container{{Name: "main", LimitBytes: ptr.To(10 * mib)}, {Name: "side"}}}}
-	ok := func(used int64) volume.VolumeResult {
-		return volume.VolumeResult{Measurement: volume.Measurement{UsedBytes: used}}
+	pv := part.Pod{UID: "u", Parts: []part.Part{
+		{Name: "scratch", Medium: part.MediumDisk},
+		{Name: "shm", Medium: part.MediumMemory},
+		{Name: "configmap/cfg", Kind: part.KindConfigMap},
+		{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main"},
+		{Name: "container/main/logs", Kind: part.KindContainerLogs, Container: "main"},
+		{Name: "container/side/writable-layer", Kind: part.KindWritableLayer, Container: "side"},
+		{Name: "container/side/logs", Kind: part.KindContainerLogs, Container: "side"},
+		{Name: "pod/files", Kind: part.KindPodFiles},
+	}, Storage: &part.PodStorage{LimitBytes: ptr.To(20 * mib), Containers: []part.Container{{Name: "main", LimitBytes: ptr.To(10 * mib)}, {Name: "side"}}}}
+	ok := func(used int64) part.Result {
+		return part.Result{Measurement: part.Measurement{UsedBytes: used}}
 	}
-	results := map[string]volume.VolumeResult{
+	results := map[string]part.Result{
 		"scratch":                       ok(3 * mib),
 		"shm":                           ok(50 * mib), // memory: no ephemeral storage
 		"configmap/cfg":                 ok(8192),
 		"container/main/writable-layer": ok(11 * mib),
 		"container/main/logs":           ok(mib),
-		"container/side/writable-layer": {Measurement: volume.Measurement{Unlocated: source.LayerNotOverlay}},
+		"container/side/writable-layer": {Measurement: part.Measurement{Unlocated: source.LayerNotOverlay}},
 		"container/side/logs":           ok(4096),
 		"pod/files":                     ok(4096),
 	}
 	u := storageUsage(pv, results, false, false)
-	wantParts := map[string]int64{volume.PartEmptyDir: 3 * mib, volume.PartWritableLayer: 11 * mib, volume.PartLogs: mib + 4096, volume.PartOther: 8192 + 4096}
+	wantParts := map[string]int64{part.LabelEmptyDir: 3 * mib, part.LabelWritableLayer: 11 * mib, part.LabelLogs: mib + 4096, part.LabelOther: 8192 + 4096}
 	if !reflect.DeepEqual(u.Parts, wantParts) {
 		t.Errorf("parts = %v, want %v", u.Parts, wantParts)
 	}
@@ -268,18 +268,18 @@ func TestStorageUsage(t *testing.T) {
 
 	// A layer's figure from the kubelet's Summary counts on the dashboards, never in a live
 	// answer, which decides evictions: there it is 0 and the usage a lower bound.
-	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{UsedBytes: 5 * mib, Unlocated: source.LayerOtherRuntime, Method: volume.MethodKubelet}}
+	results["container/side/writable-layer"] = part.Result{Measurement: part.Measurement{UsedBytes: 5 * mib, Unlocated: source.LayerOtherRuntime, Method: part.MethodKubelet}}
 	if u := storageUsage(pv, results, false, false); u.UsedBytes != 20*mib+4*4096 || !u.LowerBound {
 		t.Errorf("published: used %d, lower bound %v; want the kubelet's 5Mi counted, still a lower bound", u.UsedBytes, u.LowerBound)
 	}
 	if u := storageUsage(pv, results, false, true); u.UsedBytes != 15*mib+4*4096 || !u.LowerBound || u.Containers[1].UsedBytes != 4096 {
 		t.Errorf("live: used %d, side %d, lower bound %v; want the kubelet's figure left out", u.UsedBytes, u.Containers[1].UsedBytes, u.LowerBound)
 	}
-	results["container/side/writable-layer"] = volume.VolumeResult{Measurement: volume.Measurement{Unlocated: source.LayerNotOverlay}}
+	results["container/side/writable-layer"] = part.Result{Measurement: part.Measurement{Unlocated: source.LayerNotOverlay}}
 
 	// A part not measured yet makes the pod a lower bound, not an undercount taken for exact.
 	delete(results, "pod/files")
-	if u := storageUsage(pv, results, false, false); !u.LowerBound || u.Parts[volume.PartOther] != 8192 {
-		t.Errorf("missing part: lower bound %v, other %d; want a lower bound without it", u.LowerBound, u.Parts[volume.PartOther])
+	if u := storageUsage(pv, results, false, false); !u.LowerBound || u.Parts[part.LabelOther] != 8192 {
+		t.Errorf("missing part: lower bound %v, other %d; want a lower bound without it", u.LowerBound, u.Parts[part.LabelOther])
 	}
 }

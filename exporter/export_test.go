@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // What the tests of package exporter_test reach inside an Exporter, where its fakes
@@ -55,7 +55,7 @@ func (e *Exporter) RefreshWalks(ctx, walksCtx context.Context) { e.refresh(ctx, 
 
 // WalkCycle runs the walks of one cycle over pods, as Refresh does after listing them, and
 // returns what the cycle publishes; the walks run under ctx.
-func (e *Exporter) WalkCycle(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
+func (e *Exporter) WalkCycle(ctx context.Context, pods []part.Pod) []part.Result {
 	return e.walks.Cycle(ctx, ctx, pods, 0)
 }
 
@@ -73,7 +73,7 @@ func (e *Exporter) WalksRunning() []string {
 	running := e.walks.Running()
 	out := make([]string, 0, len(running))
 	for _, k := range running {
-		out = append(out, k.UID+"/"+k.Volume)
+		out = append(out, k.UID+"/"+k.Name)
 	}
 	slices.Sort(out)
 	return out
@@ -84,8 +84,8 @@ func (e *Exporter) WaitForWalks() { e.walks.Wait() }
 
 // LatestWalk returns the result of the volume's last completed walk, which the next cycle
 // publishes; false when none has completed.
-func (e *Exporter) LatestWalk(uid, name string) (volume.VolumeResult, bool) {
-	return e.walks.Latest(volume.Key{UID: uid, Volume: name})
+func (e *Exporter) LatestWalk(uid, name string) (part.Result, bool) {
+	return e.walks.Latest(part.Key{UID: uid, Name: name})
 }
 
 // SnapshotUIDs returns the pod UID of each volume the last cycle published, in order.

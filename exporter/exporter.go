@@ -15,7 +15,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/live"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/walk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/logwatch"
@@ -29,7 +29,7 @@ type Config struct {
 	// NodeName is the value of the node label (--node.name).
 	NodeName string
 	// Source measures volumes, for the periodic collection and the live endpoint.
-	Source volume.Source
+	Source part.Source
 	// Pods tells which pods on the node have emptyDir volumes (and, with
 	// PodWatcher.SetEphemeralStorage, the other parts of pods with an ephemeral-storage limit).
 	Pods PodLister
@@ -51,7 +51,7 @@ type Config struct {
 	Now func() time.Time
 
 	// Interval is how often Run starts a collection cycle (--collection.interval): every
-	// volume with a sizeLimit (a Source that is no VolumeSource: every volume) is measured
+	// volume with a sizeLimit (a Source that is no Measurer: every volume) is measured
 	// once per cycle.
 	Interval time.Duration
 	// AlignToScrapes shifts the phase of the collection cycle so that a cycle ends just
@@ -59,19 +59,19 @@ type Config struct {
 	// scrapeAligner); requests reach it through ScrapeHandler. Off, cycles keep the phase of
 	// their start.
 	AlignToScrapes bool
-	// VolumeConcurrency bounds the volumes a VolumeSource measures at once in the collection
+	// VolumeConcurrency bounds the volumes a Measurer measures at once in the collection
 	// (--collection.concurrency). Above 1, one slow volume cannot hold up the others.
 	VolumeConcurrency int
-	// VolumeTimeout bounds one volume's measurement by a VolumeSource
+	// VolumeTimeout bounds one volume's measurement by a Measurer
 	// (--collection.volume-timeout). It may exceed Interval: a walk outlives its cycle, and
 	// the cycles publish the last completed result meanwhile.
 	VolumeTimeout time.Duration
-	// UnlimitedInterval is how often a VolumeSource's collection walks a volume without a
+	// UnlimitedInterval is how often a Measurer's collection walks a volume without a
 	// sizeLimit (--collection.unlimited-interval): it cannot trigger an eviction, so it needs
 	// no more than the kubelet's own cadence. 0 walks it every cycle, with the others.
 	UnlimitedInterval time.Duration
 	// CPUBudget bounds the CPU of the process, as a share of one core, by deferring the
-	// periodic walks of a VolumeSource (--collection.cpu-budget; the token bucket
+	// periodic walks of a Measurer (--collection.cpu-budget; the token bucket
 	// budget.Bucket): what the process spends besides them (ProcessCPU) is taken from their
 	// share first, but the live walks, which have budgets of their own per caller and
 	// namespace. 0 means no bound.
@@ -109,7 +109,7 @@ type Config struct {
 	// CrossedLimit, when set, is told of a part as soon as a walk finds it over its limit,
 	// before the cycle ends (the notifier's Crossed); called on the walk's goroutine, it must
 	// not block.
-	CrossedLimit func(part noticeapi.Notice)
+	CrossedLimit func(n noticeapi.Notice)
 	// LogWatch, when set, is handed each cycle the log directories of the pods with a limit
 	// (logwatch.Watcher), whose writes call MeasureLogsNow.
 	LogWatch interface {
@@ -158,7 +158,7 @@ const (
 
 // Validate reports every problem of the settings at once, naming their flags. The settings
 // of the walks (VolumeConcurrency, VolumeTimeout, UnlimitedInterval, CPUBudget) are checked
-// only with a VolumeSource, the only source that uses them; a Source with its own
+// only with a Measurer, the only source that uses them; a Source with its own
 // Validate method (source.Filesystem) is checked too.
 func (c Config) Validate() error {
 	var errs []error
@@ -174,7 +174,7 @@ func (c Config) Validate() error {
 	if c.LiveMaxWait <= 0 || c.LiveMaxWait >= LiveTimeout {
 		errs = append(errs, fmt.Errorf("--live.max-wait=%s must be positive and below the live endpoint's %s timeout, which it is part of", c.LiveMaxWait, LiveTimeout))
 	}
-	if _, walks := c.Source.(volume.VolumeSource); walks {
+	if _, walks := c.Source.(part.Measurer); walks {
 		if c.VolumeConcurrency < 1 || c.VolumeConcurrency > MaxVolumeConcurrency {
 			errs = append(errs, fmt.Errorf("--collection.concurrency=%d must be between 1 and %d", c.VolumeConcurrency, MaxVolumeConcurrency))
 		}
@@ -231,10 +231,10 @@ type Exporter struct {
 
 // snapshot is what one collection cycle produced.
 type snapshot struct {
-	volumes []volume.VolumeResult // each with a measurement, fresh or the last good one
-	storage []volume.PodVolumes   // the pods of the cycle whose ephemeral storage is measured
+	volumes []part.Result // each with a measurement, fresh or the last good one
+	storage []part.Pod    // the pods of the cycle whose ephemeral storage is measured
 	// workloads are the pods of the cycle with their workloads (collectWorkloads).
-	workloads []volume.PodVolumes
+	workloads []part.Pod
 	// podIncompleteSince is, by pod UID, since when the pod's ephemeral-storage usage has been a
 	// lower bound (pods of storage whose usage is one only).
 	podIncompleteSince map[string]time.Time
@@ -248,8 +248,8 @@ type snapshot struct {
 
 // sourceReasons lists the reasons each source can report.
 var sourceReasons = map[string][]string{
-	"filesystem": {volume.ReasonNotFound, volume.ReasonPermission, volume.ReasonIO, volume.ReasonTimeout},
-	"kubelet":    {volume.ReasonNotFound, volume.ReasonKubeletUnreachable, volume.ReasonKubeletError},
+	"filesystem": {part.ReasonNotFound, part.ReasonPermission, part.ReasonIO, part.ReasonTimeout},
+	"kubelet":    {part.ReasonNotFound, part.ReasonKubeletUnreachable, part.ReasonKubeletError},
 }
 
 // New checks cfg and builds an Exporter.
@@ -336,13 +336,13 @@ func New(cfg Config) (*Exporter, error) {
 		// limits again and again would defer the other namespaces' periodic walks.
 		processCPU = func() time.Duration { return cfg.ProcessCPU() - e.liveBudgets.Spent() }
 	}
-	if vs, ok := cfg.Source.(volume.VolumeSource); ok {
+	if vs, ok := cfg.Source.(part.Measurer); ok {
 		e.walks = walk.New(walk.Config{
 			Node: cfg.NodeName, Source: vs, Concurrency: cfg.VolumeConcurrency, Timeout: cfg.VolumeTimeout,
 			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity, ProcessCPU: processCPU,
 			Signal: cfg.ChangeSignal, SkipUnchanged: cfg.SkipUnchanged, RuntimeClasses: cfg.ChangeSignalRuntimeClasses,
-			Now: now, Logger: cfg.Logger, Done: func(r volume.VolumeResult) { e.noteMeasured(r); e.noticeEarly(r) },
-			PodNow: func(p volume.PodVolumes) (volume.PodVolumes, bool) {
+			Now: now, Logger: cfg.Logger, Done: func(r part.Result) { e.noteMeasured(r); e.noticeEarly(r) },
+			PodNow: func(p part.Pod) (part.Pod, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {
 					return p, true // judged by the cycle's list
@@ -401,7 +401,7 @@ func (e *Exporter) Refresh(ctx context.Context) { e.refresh(ctx, context.Without
 func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duration) {
 	start := e.now()
 	success := true
-	var pods []volume.PodVolumes
+	var pods []part.Pod
 	if !e.cfg.Pods.HasSynced() {
 		success = false
 		e.log.Warn("pod informer has not synced yet; publishing no volumes")
@@ -414,35 +414,35 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 	}
 
 	e.mu.RLock()
-	lastGood := make(map[volume.Key]volume.VolumeResult, len(e.snap.volumes))
+	lastGood := make(map[part.Key]part.Result, len(e.snap.volumes))
 	for _, v := range e.snap.volumes {
-		lastGood[volume.Key{UID: v.UID, Volume: v.Volume.Name}] = v
+		lastGood[part.Key{UID: v.UID, Name: v.Part.Name}] = v
 	}
 	prev := e.snap
 	e.mu.RUnlock()
 
 	e.watchLogs(pods)
-	var results []volume.VolumeResult
+	var results []part.Result
 	if e.walks != nil {
 		results = e.walks.Cycle(ctx, walksCtx, pods, tolerance) // each walk was counted as it ended
 	} else {
 		results = e.cfg.Source.Measure(ctx, pods)
-		settling := map[string]volume.PodVolumes{}
+		settling := map[string]part.Pod{}
 		for _, p := range pods {
 			if p.Settling {
 				settling[p.UID] = p
 			}
 		}
 		for i, r := range results {
-			results[i].Err = volume.AbsentWhileSettling(settling[r.UID], r.Err)
+			results[i].Err = part.AbsentWhileSettling(settling[r.UID], r.Err)
 			e.noteMeasured(results[i])
 		}
 	}
-	kept := make([]volume.VolumeResult, 0, len(results))
+	kept := make([]part.Result, 0, len(results))
 	for _, r := range results {
 		if r.Err == nil {
 			if e.walks == nil { // the walks keep each volume's run of lower bounds themselves
-				r.IncompleteSince = volume.IncompleteSince(lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}].IncompleteSince, r.Measurement)
+				r.IncompleteSince = part.IncompleteSince(lastGood[part.Key{UID: r.UID, Name: r.Part.Name}].IncompleteSince, r.Measurement)
 			}
 			kept = append(kept, r)
 			// Published as a lower bound, but the walk did not end: as a failure, the cycle
@@ -450,28 +450,28 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 			success = success && !r.Measurement.CutShort
 			continue
 		}
-		if errors.Is(r.Err, volume.ErrVolumeAbsent) {
+		if errors.Is(r.Err, part.ErrAbsent) {
 			continue // nothing to publish, not even the last numbers: the directory is gone
 		}
 		if errors.Is(r.Err, walk.ErrAwaitingSlowWalk) {
 			continue // not measured yet by design of the walk schedule
 		}
 		success = false
-		if old, ok := lastGood[volume.Key{UID: r.UID, Volume: r.Volume.Name}]; ok {
-			old.Volume = r.Volume // the spec (limit) may have changed; the numbers have not been re-read
+		if old, ok := lastGood[part.Key{UID: r.UID, Name: r.Part.Name}]; ok {
+			old.Part = r.Part // the spec (limit) may have changed; the numbers have not been re-read
 			kept = append(kept, old)
 		}
 	}
 
-	var storage []volume.PodVolumes
+	var storage []part.Pod
 	emptyDirs, podsWithEmptyDirs := 0, 0
 	for _, p := range pods {
 		if p.Storage != nil {
 			storage = append(storage, p)
 		}
 		n := 0
-		for _, v := range p.Volumes {
-			if v.Kind == volume.KindEmptyDir {
+		for _, v := range p.Parts {
+			if v.Kind == part.KindEmptyDir {
 				n++
 			}
 		}
@@ -511,7 +511,7 @@ func (e *Exporter) refresh(ctx, walksCtx context.Context, tolerance time.Duratio
 // podIncompleteSince is, for each pod of storage whose usage from volumes is a lower bound,
 // since when it has been one: prev's time while it was one at the previous cycle too, else the
 // start of the earliest incomplete measurement of its parts, or now when parts only lack one.
-func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []volume.PodVolumes, volumes []volume.VolumeResult, now time.Time) map[string]time.Time {
+func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []part.Pod, volumes []part.Result, now time.Time) map[string]time.Time {
 	out := map[string]time.Time{}
 	byPod := resultsByPod(volumes)
 	for _, p := range storage {
@@ -530,21 +530,21 @@ func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []volum
 }
 
 // noteMeasured counts and logs what one measurement found wrong: once per cycle
-// for a Source, once per completed walk for a VolumeSource.
-func (e *Exporter) noteMeasured(r volume.VolumeResult) {
-	if errors.Is(r.Err, volume.ErrVolumeAbsent) {
+// for a Source, once per completed walk for a Measurer.
+func (e *Exporter) noteMeasured(r part.Result) {
+	if errors.Is(r.Err, part.ErrAbsent) {
 		return
 	}
 	if r.Err == nil && r.Measurement.CutShort {
 		// The walk timed out as before; what it counted is published as a lower bound.
-		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonTimeout).Inc()
+		e.measureErrors.WithLabelValues(e.cfg.Source.Name(), part.ReasonTimeout).Inc()
 		e.log.Warn("walk cut short by its deadline; publishing what it counted as a lower bound",
-			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
+			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Part.Name,
 			"used_bytes", r.Measurement.UsedBytes)
 	}
 	if r.Err == nil && r.Measurement.ChangedDirectories > 0 {
 		e.log.Info("directories changed during the walk, even after a retry; usage is a lower bound",
-			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
+			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Part.Name,
 			"changed_directories", r.Measurement.ChangedDirectories, "used_bytes", r.Measurement.UsedBytes)
 	}
 	e.noteQuotaExcess(r)
@@ -552,22 +552,22 @@ func (e *Exporter) noteMeasured(r volume.VolumeResult) {
 		if n := r.Measurement.UncheckedLinks; n > 0 {
 			e.uncheckedLinks.Add(float64(n))
 			e.log.Warn("volume has more hard-linked inodes than a walk remembers; usage may be over-counted",
-				"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name, "unchecked_links", n)
+				"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Part.Name, "unchecked_links", n)
 		}
 		return
 	}
 	source := e.cfg.Source.Name()
-	reason := volume.ReasonOf(r.Err)
+	reason := part.ReasonOf(r.Err)
 	e.measureErrors.WithLabelValues(source, reason).Inc()
 	e.log.Warn("measuring volume", "namespace", r.Namespace, "pod", r.Pod, "uid", r.UID,
-		"volume", r.Volume.Name, "source", source, "reason", reason, "err", r.Err)
+		"volume", r.Part.Name, "source", source, "reason", reason, "err", r.Err)
 }
 
 // noteQuotaExcess logs a volume whose project quota counted more than its walk found.
-func (e *Exporter) noteQuotaExcess(r volume.VolumeResult) {
+func (e *Exporter) noteQuotaExcess(r part.Result) {
 	if n := r.Measurement.QuotaExcessBytes; r.Err == nil && n > 0 {
 		e.log.Warn("the volume's project quota counts more than the volume holds: files elsewhere with its project ID, or deleted files held open; published from the walk",
-			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Volume.Name,
+			"namespace", r.Namespace, "pod", r.Pod, "uid", r.UID, "volume", r.Part.Name,
 			"used_bytes", r.Measurement.UsedBytes, "quota_excess_bytes", n)
 	}
 }

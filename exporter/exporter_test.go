@@ -18,7 +18,7 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
 	"github.com/emptydir-guard/emptydir-guard/exporter/notify"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 func limit(b int64) *int64 { return &b }
@@ -28,26 +28,26 @@ var t0 = time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
 
 // fixture: two pods, three volumes, numbers measured 3s before the clock, answered from a
 // table a test may edit between cycles by a source walked volume by volume.
-func fixture() (*exportertest.Pods, *exportertest.Table, volume.Source, *time.Time) {
+func fixture() (*exportertest.Pods, *exportertest.Table, part.Source, *time.Time) {
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []volume.Volume{
-			{Name: "cache", Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)},
-			{Name: "scratch", Medium: volume.MediumMemory},
+		part.Pod{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Parts: []part.Part{
+			{Name: "cache", Medium: part.MediumDisk, LimitBytes: limit(1 << 20)},
+			{Name: "scratch", Medium: part.MediumMemory},
 		}},
-		volume.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []volume.Volume{
-			{Name: "tmp", Medium: volume.MediumDisk, LimitBytes: limit(10 << 20)},
+		part.Pod{Namespace: "web", Pod: "front", UID: "uid-front", Parts: []part.Part{
+			{Name: "tmp", Medium: part.MediumDisk, LimitBytes: limit(10 << 20)},
 		}},
 	)
 	at := t0.Add(-3 * time.Second)
 	table := exportertest.NewTable()
-	table.Set("uid-cart", "cache", volume.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, QuotaExcessBytes: 3 << 20, MeasuredAt: at, Method: volume.MethodWalk})
-	table.Set("uid-cart", "scratch", volume.Measurement{UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: volume.MethodWalk})
-	table.Set("uid-front", "tmp", volume.Measurement{UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: volume.MethodProjectQuota})
+	table.Set("uid-cart", "cache", part.Measurement{UsedBytes: 10244096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 2, QuotaExcessBytes: 3 << 20, MeasuredAt: at, Method: part.MethodWalk})
+	table.Set("uid-cart", "scratch", part.Measurement{UsedBytes: 2048000, CapacityBytes: 64 << 20, AvailableBytes: 62 << 20, InodesUsed: 3, MeasuredAt: at, Method: part.MethodWalk})
+	table.Set("uid-front", "tmp", part.Measurement{UsedBytes: 4096, CapacityBytes: 100 << 30, AvailableBytes: 40 << 30, InodesUsed: 1, UnreadableEntries: 2, MeasuredAt: at, Method: part.MethodProjectQuota})
 	now := t0
-	return pods, table, exportertest.NewSource(table.Measure).VolumeSource(), &now
+	return pods, table, exportertest.NewSource(table.Measure).Measurer(), &now
 }
 
-func newTestExporter(t *testing.T, pods exporter.PodLister, src volume.Source, now *time.Time) *exporter.Exporter {
+func newTestExporter(t *testing.T, pods exporter.PodLister, src part.Source, now *time.Time) *exporter.Exporter {
 	t.Helper()
 	return newTestExporterWith(t, exporter.Config{Source: src, Pods: pods, Now: func() time.Time { return *now }})
 }
@@ -125,10 +125,10 @@ func TestFailedVolumeKeepsLastValueButAges(t *testing.T) {
 	e.Refresh(context.Background())
 
 	*now = now.Add(30 * time.Second)
-	table.Edit(func(_, _ string, m *volume.Measurement) { // the others are re-measured 3 s before the scrape
+	table.Edit(func(_, _ string, m *part.Measurement) { // the others are re-measured 3 s before the scrape
 		m.MeasuredAt = now.Add(-3 * time.Second)
 	})
-	table.Fail("uid-cart", "cache", &volume.MeasureError{Reason: volume.ReasonPermission, Err: os.ErrPermission})
+	table.Fail("uid-cart", "cache", &part.MeasureError{Reason: part.ReasonPermission, Err: os.ErrPermission})
 	e.Refresh(context.Background())
 
 	want := `
@@ -248,21 +248,21 @@ func TestMetricsMatchDocs(t *testing.T) {
 // newSlowSource returns a walked source on which the volume "slow" is held by gate until
 // released or its context ends, as a huge or hostile volume's walk is; the others answer at
 // once, stamped with the clock, and then call fastDone, if set.
-func newSlowSource(clk *exportertest.Clock, gate *exportertest.Gate, fastDone func()) *exportertest.VolumeSource {
-	return exportertest.NewSource(func(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+func newSlowSource(clk *exportertest.Clock, gate *exportertest.Gate, fastDone func()) *exportertest.Measurer {
+	return exportertest.NewSource(func(ctx context.Context, p part.Pod, v part.Part) (part.Measurement, error) {
 		start := clk.Now()
 		if v.Name == "slow" {
-			gate.Hold(ctx, []volume.PodVolumes{p})
-			return volume.Measurement{UsedBytes: 1 << 30, MeasuredAt: start, CompletedAt: clk.Now()}, nil
+			gate.Hold(ctx, []part.Pod{p})
+			return part.Measurement{UsedBytes: 1 << 30, MeasuredAt: start, CompletedAt: clk.Now()}, nil
 		}
 		if ctx.Err() != nil { // a real walk stops when its context ends; the source answers its error
-			return volume.Measurement{}, ctx.Err()
+			return part.Measurement{}, ctx.Err()
 		}
 		if fastDone != nil {
 			fastDone()
 		}
-		return volume.Measurement{UsedBytes: 4096, MeasuredAt: start, CompletedAt: start}, nil
-	}).VolumeSource()
+		return part.Measurement{UsedBytes: 4096, MeasuredAt: start, CompletedAt: start}, nil
+	}).Measurer()
 }
 
 // TestSlowVolumeDoesNotStarveOthers: a volume whose walk takes longer than the
@@ -271,9 +271,9 @@ func newSlowSource(clk *exportertest.Clock, gate *exportertest.Gate, fastDone fu
 func TestSlowVolumeDoesNotStarveOthers(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
-		volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk}}},
-		volume.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []volume.Volume{{Name: "tmp", Medium: volume.MediumDisk}}},
+		part.Pod{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Parts: []part.Part{{Name: "slow", Medium: part.MediumDisk}}},
+		part.Pod{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Parts: []part.Part{{Name: "cache", Medium: part.MediumDisk}}},
+		part.Pod{Namespace: "web", Pod: "front", UID: "uid-front", Parts: []part.Part{{Name: "tmp", Medium: part.MediumDisk}}},
 	)
 	var fastCount atomic.Int32
 	gate := exportertest.NewGate()
@@ -359,7 +359,7 @@ emptydir_measurement_age_seconds{medium="disk",namespace="web",node="node-1",pod
 func TestVolumeTimeoutEndsWalk(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
+		part.Pod{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Parts: []part.Part{{Name: "slow", Medium: part.MediumDisk}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -464,7 +464,7 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 0
 		"emptydir_exporter_collection_success"); err != nil {
 		t.Error(err)
 	}
-	if n := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", volume.ReasonTimeout)); n != 1 {
+	if n := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", part.ReasonTimeout)); n != 1 {
 		t.Errorf("%v timeouts counted, want 1: the walk was cut short", n)
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
 )
 
@@ -50,7 +50,7 @@ const (
 func TestIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 	pods, table, src, now := fixture()
 	first := t0.Add(-3 * time.Second) // the fixture's MeasuredAt
-	table.Edit(func(uid, volume string, m *volume.Measurement) {
+	table.Edit(func(uid, volume string, m *part.Measurement) {
 		switch volume {
 		case "cache":
 			m.ChangedDirectories = 3
@@ -88,21 +88,21 @@ emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod=
 	// Walked again, still incomplete: since when stays the first walk's start.
 	later := func(d time.Duration) {
 		*now = now.Add(d)
-		table.Edit(func(_, _ string, m *volume.Measurement) { m.MeasuredAt = now.Add(-time.Second) })
+		table.Edit(func(_, _ string, m *part.Measurement) { m.MeasuredAt = now.Add(-time.Second) })
 		e.Refresh(context.Background())
 	}
 	later(time.Minute)
 	check("incomplete again a minute later", first)
 
 	// One complete walk of cache: its series go; the next incomplete walk starts anew.
-	table.Edit(func(_, volume string, m *volume.Measurement) {
+	table.Edit(func(_, volume string, m *part.Measurement) {
 		if volume == "cache" {
 			m.ChangedDirectories = 0
 		}
 	})
 	later(time.Minute)
 	check("cache walked completely", time.Time{})
-	table.Edit(func(_, volume string, m *volume.Measurement) {
+	table.Edit(func(_, volume string, m *part.Measurement) {
 		if volume == "cache" {
 			m.ChangedDirectories = 1
 		}
@@ -117,21 +117,21 @@ emptydir_measurement_incomplete{medium="disk",namespace="web",node="node-1",pod=
 func TestPodIncompleteMeasurementPublishedAtTheDefaults(t *testing.T) {
 	const uid = "uid-p"
 	at := t0.Add(-2 * time.Second)
-	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
-		Volumes: []volume.Volume{
-			{Name: "data", Medium: volume.MediumDisk, BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
+	pods := exportertest.NewPods(part.Pod{Namespace: "ns", Pod: "p", UID: uid,
+		Parts: []part.Part{
+			{Name: "data", Medium: part.MediumDisk, BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/logs", Kind: part.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
 		},
-		Storage: &volume.PodStorage{LimitBytes: limit(1 << 30), Containers: []volume.Container{{Name: "main", ID: "containerd://a"}}},
+		Storage: &part.PodStorage{LimitBytes: limit(1 << 30), Containers: []part.Container{{Name: "main", ID: "containerd://a"}}},
 	})
 	table := exportertest.NewTable()
-	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, ChangedDirectories: 2, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk})
-	table.Set(uid, "container/main/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: at, CompletedAt: at})
-	table.Fail(uid, "container/main/logs", &volume.MeasureError{Reason: volume.ReasonIO, Err: errors.New("input/output error")})
+	table.Set(uid, "data", part.Measurement{UsedBytes: 4096, ChangedDirectories: 2, MeasuredAt: at, CompletedAt: at, Method: part.MethodWalk})
+	table.Set(uid, "container/main/writable-layer", part.Measurement{Unlocated: source.LayerNoRootfsMount, Method: part.MethodNone, MeasuredAt: at, CompletedAt: at})
+	table.Fail(uid, "container/main/logs", &part.MeasureError{Reason: part.ReasonIO, Err: errors.New("input/output error")})
 	now := t0
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
-		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return now }, MeasureEphemeralStorage: true}))
+		Source: exportertest.NewSource(table.Measure).Measurer(), Now: func() time.Time { return now }, MeasureEphemeralStorage: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,10 +151,10 @@ emptydir_pod_ephemeral_storage_measurement_incomplete_since_timestamp_seconds{na
 	}
 
 	// Every part complete: nothing.
-	table.Set(uid, "data", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodWalk})
-	table.Set(uid, "container/main/writable-layer", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodWalk})
+	table.Set(uid, "data", part.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: part.MethodWalk})
+	table.Set(uid, "container/main/writable-layer", part.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: part.MethodWalk})
 	table.Fail(uid, "container/main/logs", nil)
-	table.Set(uid, "container/main/logs", volume.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: volume.MethodFiles})
+	table.Set(uid, "container/main/logs", part.Measurement{UsedBytes: 4096, MeasuredAt: now, CompletedAt: now, Method: part.MethodFiles})
 	now = now.Add(time.Minute)
 	e.Refresh(context.Background())
 	if n, err := testutil.GatherAndCount(atTheDefaults(t, e), names...); err != nil || n != 0 {

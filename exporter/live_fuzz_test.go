@@ -13,8 +13,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -49,7 +49,7 @@ func FuzzLiveRequest(f *testing.F) {
 
 	root := f.TempDir()
 	for _, v := range []string{"empty", "cache"} {
-		dir := volume.Dir(root, liveUID, v)
+		dir := part.EmptyDirPath(root, liveUID, v)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			f.Fatal(err)
 		}
@@ -85,17 +85,17 @@ func FuzzLiveRequest(f *testing.F) {
 		if len(measured) > 1 {
 			t.Fatalf("GET %q: %d pods measured for one request", target, len(measured))
 		}
-		var pod volume.PodVolumes
+		var pod part.Pod
 		if len(measured) == 1 {
 			pod = measured[0]
-			i := slices.IndexFunc(cached, func(c volume.PodVolumes) bool {
+			i := slices.IndexFunc(cached, func(c part.Pod) bool {
 				return c.Namespace == pod.Namespace && c.Pod == pod.Pod && c.UID == pod.UID
 			})
 			if i < 0 {
 				t.Fatalf("GET %q: measured %s/%s uid %q, which is not in the pod cache", target, pod.Namespace, pod.Pod, pod.UID)
 			}
-			for _, v := range pod.Volumes {
-				if !slices.Contains(cached[i].Volumes, v) {
+			for _, v := range pod.Parts {
+				if !slices.Contains(cached[i].Parts, v) {
 					t.Fatalf("GET %q: measured volume %+v, which pod %s/%s does not have", target, v, pod.Namespace, pod.Pod)
 				}
 			}
@@ -132,7 +132,7 @@ func FuzzLiveRequest(f *testing.F) {
 				resp.Namespace, resp.Pod, resp.UID, pod.Namespace, pod.Pod, pod.UID)
 		}
 		for _, v := range resp.Volumes {
-			if !slices.ContainsFunc(pod.Volumes, func(m volume.Volume) bool { return m.Name == v.Name }) {
+			if !slices.ContainsFunc(pod.Parts, func(m part.Part) bool { return m.Name == v.Name }) {
 				t.Fatalf("GET %q: answer has volume %q, which was not measured", target, v.Name)
 			}
 		}

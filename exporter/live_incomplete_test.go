@@ -11,8 +11,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -27,33 +27,33 @@ func TestLiveAnswerSaysSinceWhenIncomplete(t *testing.T) {
 	const uid = "0000000a-0000-4000-8000-000000000000"
 	const data, layer, logs = "data", "container/main/writable-layer", "container/main/logs"
 	clk := exportertest.NewClock(t0)
-	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
-		Volumes: []volume.Volume{
-			{Name: data, Medium: volume.MediumDisk, LimitBytes: limit(1 << 20), BudgetBytes: limit(1 << 30)},
-			{Name: layer, Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
-			{Name: logs, Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
+	pods := exportertest.NewPods(part.Pod{Namespace: "ns", Pod: "p", UID: uid,
+		Parts: []part.Part{
+			{Name: data, Medium: part.MediumDisk, LimitBytes: limit(1 << 20), BudgetBytes: limit(1 << 30)},
+			{Name: layer, Kind: part.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: logs, Kind: part.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
 		},
-		Storage: &volume.PodStorage{LimitBytes: limit(1 << 30), Containers: []volume.Container{{Name: "main", ID: "containerd://a", LimitBytes: limit(1 << 30)}}},
+		Storage: &part.PodStorage{LimitBytes: limit(1 << 30), Containers: []part.Container{{Name: "main", ID: "containerd://a", LimitBytes: limit(1 << 30)}}},
 	})
 	table := exportertest.NewTable()
 	// set makes each part answer, from now on, a walk that starts at the clock's time: data
 	// racing (a lower bound) or not, the writable layer located or not.
 	set := func(dataRacing, layerUnlocated bool) {
 		at := clk.Now()
-		d := volume.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk}
+		d := part.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: part.MethodWalk}
 		if dataRacing {
 			d.ChangedDirectories = 2
 		}
 		table.Set(uid, data, d)
-		l := volume.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: volume.MethodWalk}
+		l := part.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: part.MethodWalk}
 		if layerUnlocated {
-			l = volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: at, CompletedAt: at}
+			l = part.Measurement{Unlocated: source.LayerNoRootfsMount, Method: part.MethodNone, MeasuredAt: at, CompletedAt: at}
 		}
 		table.Set(uid, layer, l)
-		table.Set(uid, logs, volume.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: volume.MethodFiles})
+		table.Set(uid, logs, part.Measurement{UsedBytes: 4096, MeasuredAt: at, CompletedAt: at, Method: part.MethodFiles})
 	}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods, Now: clk.Now,
-		Source: exportertest.NewSource(table.Measure).VolumeSource(), MeasureEphemeralStorage: true}))
+		Source: exportertest.NewSource(table.Measure).Measurer(), MeasureEphemeralStorage: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +129,14 @@ func TestLiveWalkCutByBudgetIsNoEvidence(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	var cost atomic.Int64
 	var racing atomic.Bool
-	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
-		m := volume.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now(), Method: volume.MethodWalk}
+	src := exportertest.NewSource(func(context.Context, part.Pod, part.Part) (part.Measurement, error) {
+		m := part.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now(), Method: part.MethodWalk}
 		if racing.Load() {
 			m.ChangedDirectories = 1
 		}
 		return m, nil
-	}).Costs(func(volume.PodVolumes, volume.Volume) time.Duration { return time.Duration(cost.Load()) }).VolumeSource()
-	pods := exportertest.NewPods(exportertest.PodWith("ns", "p", uid, exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
+	}).Costs(func(part.Pod, part.Part) time.Duration { return time.Duration(cost.Load()) }).Measurer()
+	pods := exportertest.NewPods(exportertest.PodWith("ns", "p", uid, exportertest.VolLimit("data", part.MediumDisk, 1<<20)))
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods, Now: clk.Now, Source: src}))
 	if err != nil {
 		t.Fatal(err)

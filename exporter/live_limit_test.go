@@ -14,7 +14,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -35,8 +35,8 @@ type limitFixture struct {
 func newLimitFixture(t *testing.T, maxWait time.Duration) *limitFixture {
 	t.Helper()
 	gate := exportertest.NewGate()
-	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
-		return volume.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
+	src := exportertest.NewSource(func(context.Context, part.Pod, part.Part) (part.Measurement, error) {
+		return part.Measurement{UsedBytes: 4096, MeasuredAt: time.Now()}, nil
 	}).Before(gate.Hold)
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, LiveConcurrency: 2,
 		LiveMaxWait: maxWait, Pods: exportertest.NewPods(livePods()...)}))
@@ -200,12 +200,12 @@ type budgetFixture struct {
 func newBudgetFixture(t *testing.T, tenants int) *budgetFixture {
 	t.Helper()
 	clk := exportertest.NewClock(time.Now())
-	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
-		return volume.Measurement{UsedBytes: 2 << 20, MeasuredAt: time.Now()}, nil
-	}).Cost(3 * time.Second).VolumeSource()
-	pods := make([]volume.PodVolumes, 0, tenants)
+	src := exportertest.NewSource(func(context.Context, part.Pod, part.Part) (part.Measurement, error) {
+		return part.Measurement{UsedBytes: 2 << 20, MeasuredAt: time.Now()}, nil
+	}).Cost(3 * time.Second).Measurer()
+	pods := make([]part.Pod, 0, tenants)
 	for i := range tenants {
-		pods = append(pods, exportertest.PodWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
+		pods = append(pods, exportertest.PodWith(fmt.Sprintf("tenant-%d", i), "big", tenantUID(i), exportertest.VolLimit("data", part.MediumDisk, 1<<20)))
 	}
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
 		Pods: exportertest.NewPods(pods...)}))
@@ -313,17 +313,17 @@ emptydir_exporter_live_cpu_budget_refusals_total{node="node-1",scope="namespace"
 func TestLiveCostlyWalkLeavesOtherNamespacesTheirBudget(t *testing.T) {
 	const remediator = "10.0.0.7:1"
 	clk := exportertest.NewClock(time.Now())
-	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
-		return volume.Measurement{UsedBytes: 2 << 20, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
-	}).Costs(func(p volume.PodVolumes, _ volume.Volume) time.Duration {
+	src := exportertest.NewSource(func(context.Context, part.Pod, part.Part) (part.Measurement, error) {
+		return part.Measurement{UsedBytes: 2 << 20, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+	}).Costs(func(p part.Pod, _ part.Part) time.Duration {
 		if p.Namespace == "tenant-0" {
 			return 2 * exporter.LiveTimeout
 		}
 		return time.Second
-	}).VolumeSource()
+	}).Measurer()
 	pods := exportertest.NewPods(
-		exportertest.PodWith("tenant-0", "big", tenantUID(0), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)),
-		exportertest.PodWith("tenant-1", "big", tenantUID(1), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))
+		exportertest.PodWith("tenant-0", "big", tenantUID(0), exportertest.VolLimit("data", part.MediumDisk, 1<<20)),
+		exportertest.PodWith("tenant-1", "big", tenantUID(1), exportertest.VolLimit("data", part.MediumDisk, 1<<20)))
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now, Pods: pods}))
 	if err != nil {
 		t.Fatal(err)
@@ -385,11 +385,11 @@ emptydir_exporter_live_walks_cut_total{node="node-1",scope="namespace"} %d
 func TestLiveWalkWaitsForItsEstimate(t *testing.T) {
 	const remediator = "10.0.0.7:1"
 	clk := exportertest.NewClock(time.Now())
-	src := exportertest.NewSource(func(context.Context, volume.PodVolumes, volume.Volume) (volume.Measurement, error) {
-		return volume.Measurement{UsedBytes: 2 << 20, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
-	}).Cost(8 * time.Second).VolumeSource()
+	src := exportertest.NewSource(func(context.Context, part.Pod, part.Part) (part.Measurement, error) {
+		return part.Measurement{UsedBytes: 2 << 20, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+	}).Cost(8 * time.Second).Measurer()
 	exp, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Now: clk.Now,
-		Pods: exportertest.NewPods(exportertest.PodWith("tenant-0", "big", tenantUID(0), exportertest.VolLimit("data", volume.MediumDisk, 1<<20)))}))
+		Pods: exportertest.NewPods(exportertest.PodWith("tenant-0", "big", tenantUID(0), exportertest.VolLimit("data", part.MediumDisk, 1<<20)))}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -33,11 +33,11 @@ const (
 
 // livePods: empty-test1 has a disk volume with a sizeLimit and a memory volume
 // without one, both with directories; no-directory's volume directory does not exist.
-func livePods() []volume.PodVolumes {
-	return []volume.PodVolumes{
+func livePods() []part.Pod {
+	return []part.Pod{
 		exportertest.PodWith("default", "empty-test1", liveUID,
-			exportertest.VolLimit("empty", volume.MediumDisk, liveLimitBytes), exportertest.Vol("cache", volume.MediumMemory)),
-		exportertest.PodWith("default", "no-directory", liveNoDirUID, exportertest.Vol("data", volume.MediumDisk)),
+			exportertest.VolLimit("empty", part.MediumDisk, liveLimitBytes), exportertest.Vol("cache", part.MediumMemory)),
+		exportertest.PodWith("default", "no-directory", liveNoDirUID, exportertest.Vol("data", part.MediumDisk)),
 	}
 }
 
@@ -86,7 +86,7 @@ func newLiveFixture(t *testing.T, synced bool) *liveFixture {
 	return f
 }
 
-func (f *liveFixture) dir(uid, name string) string { return volume.Dir(f.root, uid, name) }
+func (f *liveFixture) dir(uid, name string) string { return part.EmptyDirPath(f.root, uid, name) }
 
 // get requests path and returns the status and body; it checks the headers every
 // answer must carry.
@@ -251,8 +251,8 @@ func TestLiveHandlerMeasuresVolumes(t *testing.T) {
 		name, medium string
 		limit        *int64
 	}{
-		{"empty", volume.MediumDisk, exportertest.VolLimit("", "", liveLimitBytes).LimitBytes},
-		{"cache", volume.MediumMemory, nil},
+		{"empty", part.MediumDisk, exportertest.VolLimit("", "", liveLimitBytes).LimitBytes},
+		{"cache", part.MediumMemory, nil},
 	} {
 		v := r.Volumes[i]
 		dir := f.dir(liveUID, want.name)

@@ -15,8 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/live"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
-	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -112,8 +111,8 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 		return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has UID %s, not %s: it was recreated", ns, name, pv.UID, uid)}
 	}
 	if volName != "" {
-		var only []volume.Volume
-		for _, v := range pv.Volumes {
+		var only []part.Part
+		for _, v := range pv.Parts {
 			if v.Name == volName {
 				only = append(only, v)
 			}
@@ -121,7 +120,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 		if len(only) == 0 {
 			return http.StatusNotFound, liveapi.Error{Error: fmt.Sprintf("pod %s/%s has no emptyDir volume %q in use", ns, name, volName)}
 		}
-		pv.Volumes = only
+		pv.Parts = only
 	}
 
 	// The measurement, once started, runs to its end even if the caller hangs up, holding the
@@ -168,7 +167,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 			"too many live measurements in progress on node %s", e.cfg.NodeName)}, maxWait}
 	}
 	started := e.now()
-	done := make(chan []volume.VolumeResult, 1)
+	done := make(chan []part.Result, 1)
 	go func() {
 		defer release()
 		defer func() { <-e.liveSlots }()
@@ -178,7 +177,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 		results := e.measureLive(ctx, pv, walk.Meter())
 		for _, res := range results {
 			if res.Err != nil {
-				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), volume.ReasonOf(res.Err)).Inc()
+				e.measureErrors.WithLabelValues(e.cfg.Source.Name(), part.ReasonOf(res.Err)).Inc()
 			}
 			e.noteQuotaExcess(res)
 		}
@@ -191,7 +190,7 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 			"duration", e.now().Sub(started), "cpu", walk.Meter().Spent())
 		done <- results
 	}()
-	var results []volume.VolumeResult
+	var results []part.Result
 	select {
 	case results = <-done:
 	case <-r.Context().Done():
@@ -201,15 +200,15 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 		Source: e.cfg.Source.Name(), MeasuredAt: started}
 	for _, res := range results {
 		if res.Err != nil {
-			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Volume.Describe(), res.Err)}
+			return http.StatusServiceUnavailable, liveapi.Error{Error: fmt.Sprintf("measuring %s: %v", res.Part.Describe(), res.Err)}
 		}
-		if res.Volume.Kind != volume.KindEmptyDir {
+		if res.Part.Kind != part.KindEmptyDir {
 			continue // in EphemeralStorage
 		}
 		m := res.Measurement
 		resp.Volumes = append(resp.Volumes, liveapi.Volume{
-			Name: res.Volume.Name, Medium: res.Volume.Medium, UsedBytes: &m.UsedBytes,
-			LimitBytes: res.Volume.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
+			Name: res.Part.Name, Medium: res.Part.Medium, UsedBytes: &m.UsedBytes,
+			LimitBytes: res.Part.LimitBytes, CapacityBytes: m.CapacityBytes, InodesUsed: m.InodesUsed,
 			UnreadableEntries: m.UnreadableEntries, ChangedDirectories: m.ChangedDirectories, CutShort: m.CutShort,
 			LowerBound: m.LowerBound(), IncompleteSince: res.IncompleteSince, MeasuredAt: m.MeasuredAt, CompletedAt: m.CompletedAt,
 		})
@@ -221,11 +220,11 @@ func (e *Exporter) live(r *http.Request, callers *live.Queue, budgets *live.Budg
 }
 
 // liveStorage adds up the pod's ephemeral storage from the live results of all its parts.
-func (e *Exporter) liveStorage(pv volume.PodVolumes, results []volume.VolumeResult) *liveapi.PodStorage {
-	byName := make(map[string]volume.VolumeResult, len(results))
+func (e *Exporter) liveStorage(pv part.Pod, results []part.Result) *liveapi.PodStorage {
+	byName := make(map[string]part.Result, len(results))
 	var completed time.Time
 	for _, r := range results {
-		byName[r.Volume.Name] = r
+		byName[r.Part.Name] = r
 		if r.Measurement.CompletedAt.After(completed) {
 			completed = r.Measurement.CompletedAt
 		}
@@ -244,7 +243,7 @@ func (e *Exporter) liveStorage(pv volume.PodVolumes, results []volume.VolumeResu
 
 // continueIncomplete sets the IncompleteSince of live results, of a source the collection does
 // not walk volume by volume, from the runs of lower bounds the last cycle published.
-func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
+func (e *Exporter) continueIncomplete(results []part.Result) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	for i, r := range results {
@@ -253,11 +252,11 @@ func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
 		}
 		var prev time.Time
 		for _, p := range e.snap.volumes {
-			if p.UID == r.UID && p.Volume.Name == r.Volume.Name {
+			if p.UID == r.UID && p.Part.Name == r.Part.Name {
 				prev = p.IncompleteSince
 			}
 		}
-		results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
+		results[i].IncompleteSince = part.IncompleteSince(prev, r.Measurement)
 	}
 }
 
@@ -268,26 +267,26 @@ func (e *Exporter) continueIncomplete(results []volume.VolumeResult) {
 // Each result's IncompleteSince continues its volume's run of lower bounds: the pod's
 // incompleteSince in the answer is the earliest of its parts'.
 // Its walks' CPU goes to meter.
-func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter *fswalk.CPUMeter) []volume.VolumeResult {
+func (e *Exporter) measureLive(ctx context.Context, pv part.Pod, meter part.Meter) []part.Result {
 	if e.walks == nil {
-		results := e.cfg.Source.Measure(ctx, []volume.PodVolumes{pv})
+		results := e.cfg.Source.Measure(ctx, []part.Pod{pv})
 		e.continueIncomplete(results)
 		return results
 	}
-	keys := make([]volume.Key, 0, len(pv.Volumes))
-	for _, v := range pv.Volumes {
-		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
+	keys := make([]part.Key, 0, len(pv.Parts))
+	for _, v := range pv.Parts {
+		keys = append(keys, part.Key{UID: pv.UID, Name: v.Name})
 	}
-	measure := e.walks.Source().MeasureVolume
-	if live, ok := e.walks.Source().(volume.LiveVolumeSource); ok {
-		measure = live.MeasureVolumeLive
+	measure := e.walks.Source().MeasurePart
+	if live, ok := e.walks.Source().(part.LiveMeasurer); ok {
+		measure = live.MeasurePartLive
 	}
 	end := e.walks.BeginLive(keys)
 	// One part after another (MeasureEach): each one's cost is what the meter gained meanwhile.
-	costs := make(map[volume.Key]time.Duration, len(keys))
-	results := volume.MeasureEach(ctx, []volume.PodVolumes{pv}, func(ctx context.Context, p volume.PodVolumes, v volume.Volume, _ *fswalk.CPUMeter) (volume.Measurement, error) {
+	costs := make(map[part.Key]time.Duration, len(keys))
+	results := part.MeasureEach(ctx, []part.Pod{pv}, func(ctx context.Context, p part.Pod, v part.Part, _ part.Meter) (part.Measurement, error) {
 		before := meter.Spent()
-		defer func() { costs[volume.Key{UID: p.UID, Volume: v.Name}] = meter.Spent() - before }()
+		defer func() { costs[part.Key{UID: p.UID, Name: v.Name}] = meter.Spent() - before }()
 		return measure(ctx, p, v, meter)
 	})
 	end(results, costs, errors.Is(context.Cause(ctx), live.ErrCut))
@@ -296,13 +295,13 @@ func (e *Exporter) measureLive(ctx context.Context, pv volume.PodVolumes, meter 
 
 // liveEstimate is what a live walk of pv's volumes is expected to cost: what their last walks
 // cost (walk.Engine.LiveEstimate); 0 when not known, or the source is not walked volume by volume.
-func (e *Exporter) liveEstimate(pv volume.PodVolumes) time.Duration {
+func (e *Exporter) liveEstimate(pv part.Pod) time.Duration {
 	if e.walks == nil {
 		return 0
 	}
-	keys := make([]volume.Key, 0, len(pv.Volumes))
-	for _, v := range pv.Volumes {
-		keys = append(keys, volume.Key{UID: pv.UID, Volume: v.Name})
+	keys := make([]part.Key, 0, len(pv.Parts))
+	for _, v := range pv.Parts {
+		keys = append(keys, part.Key{UID: pv.UID, Name: v.Name})
 	}
 	return e.walks.LiveEstimate(keys)
 }

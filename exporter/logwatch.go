@@ -3,19 +3,19 @@ package exporter
 import (
 	"context"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/logwatch"
 )
 
 // logDirSource is a source that knows where a container's logs are (source.Filesystem).
 type logDirSource interface {
-	LogDir(p volume.PodVolumes, container string) string
+	LogDir(p part.Pod, container string) string
 }
 
 // watchLogs hands Config.LogWatch the log directories of the running containers of pods with an
 // ephemeral-storage limit, the only logs that can cross one.
-func (e *Exporter) watchLogs(pods []volume.PodVolumes) {
+func (e *Exporter) watchLogs(pods []part.Pod) {
 	src, ok := e.cfg.Source.(logDirSource)
 	if e.cfg.LogWatch == nil || !ok || e.walks == nil {
 		return
@@ -25,8 +25,8 @@ func (e *Exporter) watchLogs(pods []volume.PodVolumes) {
 		if p.Storage == nil {
 			continue
 		}
-		for _, v := range p.Volumes {
-			if v.Kind == volume.KindContainerLogs {
+		for _, v := range p.Parts {
+			if v.Kind == part.KindContainerLogs {
 				dirs[src.LogDir(p, v.Container)] = logwatch.Pod{Namespace: p.Namespace, Name: p.Pod, UID: p.UID}
 			}
 		}
@@ -47,13 +47,13 @@ func (e *Exporter) MeasureLogsNow(ctx context.Context, pod logwatch.Pod) {
 		return
 	}
 	logs := p
-	logs.Volumes = nil
-	for _, v := range p.Volumes {
-		if v.Kind == volume.KindContainerLogs {
-			logs.Volumes = append(logs.Volumes, v)
+	logs.Parts = nil
+	for _, v := range p.Parts {
+		if v.Kind == part.KindContainerLogs {
+			logs.Parts = append(logs.Parts, v)
 		}
 	}
-	if len(logs.Volumes) == 0 {
+	if len(logs.Parts) == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.VolumeTimeout)

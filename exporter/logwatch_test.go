@@ -9,15 +9,15 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/logwatch"
 	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
 // withLogDirs is a walked source that says where containers' logs are, as source.Filesystem.
-type withLogDirs struct{ volume.VolumeSource }
+type withLogDirs struct{ part.Measurer }
 
-func (withLogDirs) LogDir(p volume.PodVolumes, container string) string {
+func (withLogDirs) LogDir(p part.Pod, container string) string {
 	return "/var/log/pods/" + p.Namespace + "_" + p.Pod + "_" + p.UID + "/" + container
 }
 
@@ -38,26 +38,26 @@ func (w *watchedDirs) Watch(dirs map[string]logwatch.Pod) {
 // a container its logs put over its limit is noticed then.
 func TestLogsMeasuredWhenWritten(t *testing.T) {
 	const uid = "uid-p"
-	limited := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
-		Volumes: []volume.Volume{
-			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(2 << 20)},
-			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(2 << 20)},
+	limited := part.Pod{Namespace: "ns", Pod: "p", UID: uid,
+		Parts: []part.Part{
+			{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", BudgetBytes: limit(2 << 20)},
+			{Name: "container/main/logs", Kind: part.KindContainerLogs, Container: "main", BudgetBytes: limit(2 << 20)},
 		},
-		Storage: &volume.PodStorage{Containers: []volume.Container{{Name: "main", ID: "containerd://a", LimitBytes: limit(2 << 20)}}}}
-	unlimited := volume.PodVolumes{Namespace: "ns", Pod: "q", UID: "uid-q",
-		Volumes: []volume.Volume{{Name: "data", Medium: volume.MediumDisk}}}
+		Storage: &part.PodStorage{Containers: []part.Container{{Name: "main", ID: "containerd://a", LimitBytes: limit(2 << 20)}}}}
+	unlimited := part.Pod{Namespace: "ns", Pod: "q", UID: "uid-q",
+		Parts: []part.Part{{Name: "data", Medium: part.MediumDisk}}}
 	table := exportertest.NewTable()
 	set := func(name string, used int64) {
-		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: volume.MethodWalk})
+		table.Set(uid, name, part.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: part.MethodWalk})
 	}
 	set("container/main/writable-layer", 1<<20)
 	set("container/main/logs", 4096)
-	table.Set("uid-q", "data", volume.Measurement{UsedBytes: 1, MeasuredAt: t0, CompletedAt: t0, Method: volume.MethodWalk})
+	table.Set("uid-q", "data", part.Measurement{UsedBytes: 1, MeasuredAt: t0, CompletedAt: t0, Method: part.MethodWalk})
 	var mu sync.Mutex
 	var crossed []noticeapi.Notice
 	watch := &watchedDirs{}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: exportertest.NewPods(limited, unlimited),
-		Source: withLogDirs{exportertest.NewSource(table.Measure).VolumeSource()}, Now: func() time.Time { return t0 },
+		Source: withLogDirs{exportertest.NewSource(table.Measure).Measurer()}, Now: func() time.Time { return t0 },
 		MeasureEphemeralStorage: true, LogWatch: watch,
 		CrossedLimit: func(n noticeapi.Notice) { mu.Lock(); defer mu.Unlock(); crossed = append(crossed, n) }}))
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
@@ -12,7 +12,7 @@ import (
 // its over-limit series: what Config.OverLimit is told.
 func (e *Exporter) overLimitParts(snap snapshot) []noticeapi.Notice {
 	byPod := resultsByPod(snap.volumes)
-	storage := make(map[string]volume.PodVolumes, len(snap.storage))
+	storage := make(map[string]part.Pod, len(snap.storage))
 	for _, p := range snap.storage {
 		storage[p.UID] = p
 	}
@@ -38,13 +38,13 @@ func (e *Exporter) overLimitParts(snap snapshot) []noticeapi.Notice {
 // trigger collector's precedence (collectStorage): its emptyDirs over their sizeLimits; else,
 // where it has an ephemeral-storage limit (limited: p is its storage), the pod over its limit;
 // else each container over its own.
-func (e *Exporter) podOverLimit(namespace, pod, uid string, results map[string]volume.VolumeResult, p volume.PodVolumes, limited bool) []noticeapi.Notice {
+func (e *Exporter) podOverLimit(namespace, pod, uid string, results map[string]part.Result, p part.Pod, limited bool) []noticeapi.Notice {
 	base := noticeapi.Notice{Node: e.cfg.NodeName, Namespace: namespace, Pod: pod, UID: uid}
 	var parts []noticeapi.Notice
 	for _, r := range results {
 		if _, over := emptyDirOverLimit(r); over {
 			n := base
-			n.Check, n.Volume = noticeapi.CheckEmptyDir, r.Volume.Name
+			n.Check, n.Volume = noticeapi.CheckEmptyDir, r.Part.Name
 			parts = append(parts, n)
 		}
 	}
@@ -53,13 +53,13 @@ func (e *Exporter) podOverLimit(namespace, pod, uid string, results map[string]v
 		return parts
 	}
 	u := storageUsage(p, results, e.cfg.DedicatedImageFilesystem, false)
-	if _, over := volume.OverLimit(u.UsedBytes, u.LimitBytes); over {
+	if _, over := part.OverLimit(u.UsedBytes, u.LimitBytes); over {
 		n := base
 		n.Check = noticeapi.CheckPod
 		return []noticeapi.Notice{n}
 	}
 	for _, c := range u.Containers {
-		if _, over := volume.OverLimit(c.UsedBytes, c.LimitBytes); over {
+		if _, over := part.OverLimit(c.UsedBytes, c.LimitBytes); over {
 			n := base
 			n.Check, n.Container = noticeapi.CheckContainer, c.Name
 			parts = append(parts, n)
@@ -71,23 +71,23 @@ func (e *Exporter) podOverLimit(namespace, pod, uid string, results map[string]v
 // noticeEarly tells Config.CrossedLimit of the parts over their limits that walk r's result
 // puts over, as soon as the walk ends: judged from the latest results of the pod's parts, as
 // the cycle's end would judge them, but up to an interval sooner.
-func (e *Exporter) noticeEarly(r volume.VolumeResult) {
-	if e.cfg.CrossedLimit == nil || r.Err != nil || (r.Volume.LimitBytes == nil && r.Volume.BudgetBytes == nil) {
+func (e *Exporter) noticeEarly(r part.Result) {
+	if e.cfg.CrossedLimit == nil || r.Err != nil || (r.Part.LimitBytes == nil && r.Part.BudgetBytes == nil) {
 		return // only a part with a limit, or counting toward one, can cross it
 	}
 	p, ok, err := e.cfg.Pods.Get(r.Namespace, r.Pod)
 	if err != nil || !ok || p.UID != r.UID {
 		return // gone, or recreated: the cycle's end judges what is there
 	}
-	results := make(map[string]volume.VolumeResult, len(p.Volumes))
+	results := make(map[string]part.Result, len(p.Parts))
 	complete := true
-	for _, v := range p.Volumes {
-		latest, ok := e.walks.Latest(volume.Key{UID: p.UID, Volume: v.Name})
+	for _, v := range p.Parts {
+		latest, ok := e.walks.Latest(part.Key{UID: p.UID, Name: v.Name})
 		if !ok || latest.Err != nil {
-			complete = complete && v.Medium != volume.MediumDisk && v.Kind == volume.KindEmptyDir
+			complete = complete && v.Medium != part.MediumDisk && v.Kind == part.KindEmptyDir
 			continue
 		}
-		latest.Volume = v // the limits as the pod has them now
+		latest.Part = v // the limits as the pod has them now
 		results[v.Name] = latest
 	}
 	// The pod's and its containers' limits yield to its emptyDirs': judged only once every part

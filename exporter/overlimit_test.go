@@ -13,7 +13,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/noticeapi"
 )
 
@@ -25,28 +25,28 @@ func overLimitExporter(t *testing.T, medium string, sizeLimit, podLimit, contain
 	t.Helper()
 	var mu sync.Mutex
 	const uid = "uid-p"
-	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "ns", Pod: "p", UID: uid,
-		Volumes: []volume.Volume{
+	pods := exportertest.NewPods(part.Pod{Namespace: "ns", Pod: "p", UID: uid,
+		Parts: []part.Part{
 			{Name: "data", Medium: medium, LimitBytes: sizeLimit, BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
-			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", BudgetBytes: limit(1 << 30)},
+			{Name: "container/main/logs", Kind: part.KindContainerLogs, Container: "main", BudgetBytes: limit(1 << 30)},
 		},
-		Storage: &volume.PodStorage{LimitBytes: podLimit, Containers: []volume.Container{
+		Storage: &part.PodStorage{LimitBytes: podLimit, Containers: []part.Container{
 			{Name: "main", ID: "containerd://a", LimitBytes: containerLimit}}},
 	})
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"data": data, "container/main/writable-layer": layer, "container/main/logs": logs} {
-		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: volume.MethodWalk})
+		table.Set(uid, name, part.Measurement{UsedBytes: used, MeasuredAt: t0, CompletedAt: t0, Method: part.MethodWalk})
 	}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: pods,
-		Source: exportertest.NewSource(table.Measure).VolumeSource(), Now: func() time.Time { return t0 },
+		Source: exportertest.NewSource(table.Measure).Measurer(), Now: func() time.Time { return t0 },
 		MeasureEphemeralStorage: podLimit != nil,
 		OverLimit:               func(parts []noticeapi.Notice) { notices = parts },
-		CrossedLimit: func(part noticeapi.Notice) {
+		CrossedLimit: func(n noticeapi.Notice) {
 			mu.Lock()
 			defer mu.Unlock()
-			if !slices.Contains(crossed, part) {
-				crossed = append(crossed, part)
+			if !slices.Contains(crossed, n) {
+				crossed = append(crossed, n)
 			}
 		}}))
 	if err != nil {
@@ -112,33 +112,33 @@ func TestOverLimitSeries(t *testing.T) {
 		data, layer, logs              int64
 		want                           map[string]float64
 	}{
-		{name: "emptyDir under its limit", medium: volume.MediumDisk, sizeLimit: limit(mib), data: mib - 4096},
-		{name: "emptyDir at its limit", medium: volume.MediumDisk, sizeLimit: limit(mib), data: mib},
-		{name: "emptyDir over its limit", medium: volume.MediumDisk, sizeLimit: limit(mib), data: mib + 4096,
+		{name: "emptyDir under its limit", medium: part.MediumDisk, sizeLimit: limit(mib), data: mib - 4096},
+		{name: "emptyDir at its limit", medium: part.MediumDisk, sizeLimit: limit(mib), data: mib},
+		{name: "emptyDir over its limit", medium: part.MediumDisk, sizeLimit: limit(mib), data: mib + 4096,
 			want: map[string]float64{disk: 4096}},
-		{name: "emptyDir with a limit of 0", medium: volume.MediumDisk, sizeLimit: limit(0), data: mib},
-		{name: "emptyDir without a limit", medium: volume.MediumDisk, data: 10 * mib},
-		{name: "memory emptyDir over the limit in its spec", medium: volume.MediumMemory, sizeLimit: limit(mib), data: 2 * mib},
-		{name: "pod over its limit, container under its own", medium: volume.MediumDisk,
+		{name: "emptyDir with a limit of 0", medium: part.MediumDisk, sizeLimit: limit(0), data: mib},
+		{name: "emptyDir without a limit", medium: part.MediumDisk, data: 10 * mib},
+		{name: "memory emptyDir over the limit in its spec", medium: part.MediumMemory, sizeLimit: limit(mib), data: 2 * mib},
+		{name: "pod over its limit, container under its own", medium: part.MediumDisk,
 			podLimit: limit(10 * mib), contLimit: limit(8 * mib), data: 5 * mib, layer: 4 * mib, logs: 2 * mib,
 			want: map[string]float64{pod: mib}},
-		{name: "container over its limit, pod under its own", medium: volume.MediumDisk,
+		{name: "container over its limit, pod under its own", medium: part.MediumDisk,
 			podLimit: limit(10 * mib), contLimit: limit(2 * mib), data: mib, layer: 2 * mib, logs: 8192,
 			want: map[string]float64{container: 8192}},
-		{name: "container without a limit", medium: volume.MediumDisk, podLimit: limit(10 * mib), layer: 9 * mib},
+		{name: "container without a limit", medium: part.MediumDisk, podLimit: limit(10 * mib), layer: 9 * mib},
 		// The kubelet's precedence (an emptyDir, then the pod, then a container), decided here
 		// from the exporter's own measurements: the rules hold no trigger back on another
 		// series, which any tenant could publish.
-		{name: "everything over at once: the emptyDir's only", medium: volume.MediumDisk, sizeLimit: limit(mib),
+		{name: "everything over at once: the emptyDir's only", medium: part.MediumDisk, sizeLimit: limit(mib),
 			podLimit: limit(4 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
 			want: map[string]float64{disk: mib}},
-		{name: "emptyDir and container over, pod under: the emptyDir's only", medium: volume.MediumDisk, sizeLimit: limit(mib),
+		{name: "emptyDir and container over, pod under: the emptyDir's only", medium: part.MediumDisk, sizeLimit: limit(mib),
 			podLimit: limit(40 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
 			want: map[string]float64{disk: mib}},
-		{name: "pod and container over, emptyDir under its limit: the pod's only", medium: volume.MediumDisk, sizeLimit: limit(8 * mib),
+		{name: "pod and container over, emptyDir under its limit: the pod's only", medium: part.MediumDisk, sizeLimit: limit(8 * mib),
 			podLimit: limit(4 * mib), contLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
 			want: map[string]float64{pod: mib}},
-		{name: "memory emptyDir over its spec, pod over: the pod's", medium: volume.MediumMemory, sizeLimit: limit(mib),
+		{name: "memory emptyDir over its spec, pod over: the pod's", medium: part.MediumMemory, sizeLimit: limit(mib),
 			podLimit: limit(2 * mib), data: 2 * mib, layer: 3 * mib,
 			want: map[string]float64{pod: mib}},
 	} {

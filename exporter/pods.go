@@ -20,16 +20,16 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // PodLister answers which pods on this node have emptyDir volumes, from a local
 // cache: the exporter never lists pods from the API server per cycle.
 type PodLister interface {
 	// List returns the pods with emptyDir volumes in use, sorted by namespace and name.
-	List() ([]volume.PodVolumes, error)
+	List() ([]part.Pod, error)
 	// Get returns one pod by namespace and name; ok is false when it is not on this node.
-	Get(namespace, name string) (pv volume.PodVolumes, ok bool, err error)
+	Get(namespace, name string) (pv part.Pod, ok bool, err error)
 	// HasSynced reports whether the cache has caught up with the API server once.
 	HasSynced() bool
 }
@@ -80,15 +80,15 @@ func (w *PodWatcher) fieldSelector() string {
 func (w *PodWatcher) SetEphemeralStorage(on bool) { w.ephemeralStorage.Store(on) }
 
 // podVolumes is what the watcher lists of pod; false when nothing of it is measured.
-func (w *PodWatcher) podVolumes(p *corev1.Pod) (volume.PodVolumes, bool) {
+func (w *PodWatcher) podVolumes(p *corev1.Pod) (part.Pod, bool) {
 	pv, ok := podBase(p)
 	if !ok {
-		return volume.PodVolumes{}, false
+		return part.Pod{}, false
 	}
 	if w.ephemeralStorage.Load() {
 		pv = withStorage(pv, p)
 	}
-	return pv, len(pv.Volumes) > 0
+	return pv, len(pv.Parts) > 0
 }
 
 // NewPodWatcher prepares an informer over the pods of nodeName. Call Start to run it.
@@ -154,12 +154,12 @@ func (w *PodWatcher) Shutdown() { w.factory.Shutdown() }
 func (w *PodWatcher) HasSynced() bool { return w.informer.HasSynced() }
 
 // List implements PodLister.
-func (w *PodWatcher) List() ([]volume.PodVolumes, error) {
+func (w *PodWatcher) List() ([]part.Pod, error) {
 	pods, err := w.lister.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("listing pods from cache: %w", err)
 	}
-	out := make([]volume.PodVolumes, 0, len(pods))
+	out := make([]part.Pod, 0, len(pods))
 	for _, p := range pods {
 		if p.Spec.NodeName != w.nodeName || !w.measures(p.Namespace) || !w.kubeletRuns(p) {
 			continue // see Get
@@ -178,18 +178,18 @@ func (w *PodWatcher) List() ([]volume.PodVolumes, error) {
 }
 
 // Get implements PodLister.
-func (w *PodWatcher) Get(namespace, name string) (volume.PodVolumes, bool, error) {
+func (w *PodWatcher) Get(namespace, name string) (part.Pod, bool, error) {
 	p, err := w.lister.Pods(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return volume.PodVolumes{}, false, nil
+		return part.Pod{}, false, nil
 	}
 	if err != nil {
-		return volume.PodVolumes{}, false, fmt.Errorf("getting pod %s/%s from cache: %w", namespace, name, err)
+		return part.Pod{}, false, fmt.Errorf("getting pod %s/%s from cache: %w", namespace, name, err)
 	}
 	// The field selector already keeps other nodes' pods out; checking again costs
 	// nothing and keeps this node's exporter from ever walking for a pod it does not host.
 	if p.Spec.NodeName != w.nodeName || !w.measures(p.Namespace) || !w.kubeletRuns(p) {
-		return volume.PodVolumes{}, false, nil
+		return part.Pod{}, false, nil
 	}
 	pv, ok := w.podVolumes(p)
 	return pv, ok, nil

@@ -24,7 +24,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // podBuilder makes pods for table tests.
@@ -90,30 +90,30 @@ func TestPodVolumes(t *testing.T) {
 	cases := []struct {
 		name   string
 		pod    *corev1.Pod
-		want   []volume.Volume
+		want   []part.Part
 		wantOK bool
 	}{
 		{"seed pod: disk, 1Mi",
 			newPod("default", "empty-test1", "u1").emptyDir("empty", "", "1Mi").mount("empty").pod,
-			[]volume.Volume{{Name: "empty", Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)}}, true},
+			[]part.Part{{Name: "empty", Medium: part.MediumDisk, LimitBytes: limit(1 << 20)}}, true},
 		{"memory medium without limit",
 			newPod("a", "b", "u2").emptyDir("shm", corev1.StorageMediumMemory, "").mount("shm").pod,
-			[]volume.Volume{{Name: "shm", Medium: volume.MediumMemory}}, true},
+			[]part.Part{{Name: "shm", Medium: part.MediumMemory}}, true},
 		{"hugepages medium with page size",
 			newPod("a", "b", "u3").emptyDir("hp", "HugePages-2Mi", "").mount("hp").pod,
-			[]volume.Volume{{Name: "hp", Medium: volume.MediumHugePages}}, true},
+			[]part.Part{{Name: "hp", Medium: part.MediumHugePages}}, true},
 		{"zero sizeLimit means none",
 			newPod("a", "b", "u4").emptyDir("v", "", "0").mount("v").pod,
-			[]volume.Volume{{Name: "v", Medium: volume.MediumDisk}}, true},
+			[]part.Part{{Name: "v", Medium: part.MediumDisk}}, true},
 		{"decimal quantity",
 			newPod("a", "b", "u5").emptyDir("v", "", "500M").mount("v").pod,
-			[]volume.Volume{{Name: "v", Medium: volume.MediumDisk, LimitBytes: limit(500_000_000)}}, true},
+			[]part.Part{{Name: "v", Medium: part.MediumDisk, LimitBytes: limit(500_000_000)}}, true},
 		{"unmounted emptyDir is not set up, so not listed",
 			newPod("a", "b", "u6").emptyDir("used", "", "1Gi").emptyDir("unused", "", "1Gi").mount("used").pod,
-			[]volume.Volume{{Name: "used", Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)}}, true},
+			[]part.Part{{Name: "used", Medium: part.MediumDisk, LimitBytes: limit(1 << 30)}}, true},
 		{"mounted by an init container only",
 			newPod("a", "b", "u7").emptyDir("work", "", "").initMount("work").pod,
-			[]volume.Volume{{Name: "work", Medium: volume.MediumDisk}}, true},
+			[]part.Part{{Name: "work", Medium: part.MediumDisk}}, true},
 		{"other volume types are ignored",
 			newPod("a", "b", "u8").configMap("cfg").pod, nil, false},
 		{"failed pod's volumes are being torn down",
@@ -124,8 +124,8 @@ func TestPodVolumes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := podVolumes(tc.pod)
-			if ok != tc.wantOK || !reflect.DeepEqual(got.Volumes, tc.want) {
-				t.Errorf("got %+v (ok=%v), want %+v (ok=%v)", got.Volumes, ok, tc.want, tc.wantOK)
+			if ok != tc.wantOK || !reflect.DeepEqual(got.Parts, tc.want) {
+				t.Errorf("got %+v (ok=%v), want %+v (ok=%v)", got.Parts, ok, tc.want, tc.wantOK)
 			}
 			if ok && (got.Namespace != tc.pod.Namespace || got.Pod != tc.pod.Name || got.UID != string(tc.pod.UID)) {
 				t.Errorf("identity %s/%s/%s lost", got.Namespace, got.Pod, got.UID)
@@ -263,7 +263,7 @@ func TestPodWatcherScopesToNodeAndTrims(t *testing.T) {
 	}
 
 	pv, ok, err := w.Get("web", "front")
-	if err != nil || !ok || pv.UID != "uid-front" || *pv.Volumes[0].LimitBytes != 64<<20 {
+	if err != nil || !ok || pv.UID != "uid-front" || *pv.Parts[0].LimitBytes != 64<<20 {
 		t.Errorf("Get(web/front) = %+v, %v, %v", pv, ok, err)
 	}
 	if _, ok, err := w.Get("web", "gone"); ok || err != nil {
@@ -389,7 +389,7 @@ func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			listed := slices.ContainsFunc(got, func(p volume.PodVolumes) bool { return p.Pod == tc.pod.Name })
+			listed := slices.ContainsFunc(got, func(p part.Pod) bool { return p.Pod == tc.pod.Name })
 			_, ok, err := w.Get(tc.pod.Namespace, tc.pod.Name)
 			if err != nil {
 				t.Fatal(err)
@@ -397,7 +397,7 @@ func TestPodWatcherIgnoresForgedMirrorPods(t *testing.T) {
 			if listed != tc.listed || ok != tc.listed {
 				t.Errorf("listed %v, Get ok %v; want %v", listed, ok, tc.listed)
 			}
-			if !slices.ContainsFunc(got, func(p volume.PodVolumes) bool { return p.Pod == victim.pod.Name }) {
+			if !slices.ContainsFunc(got, func(p part.Pod) bool { return p.Pod == victim.pod.Name }) {
 				t.Errorf("the ordinary pod is not listed: %+v", got)
 			}
 		})
@@ -510,12 +510,12 @@ func TestPodWatcherCountsEphemeralContainers(t *testing.T) {
 	if err != nil || !ok || pv.Storage == nil {
 		t.Fatalf("Get = %+v, %v, %v; want the pod with its ephemeral storage", pv, ok, err)
 	}
-	want := []volume.Container{{Name: "main", ID: idMain, LimitBytes: ptr.To(int64(10 << 20))}, {Name: "debugger", ID: idDebug}}
+	want := []part.Container{{Name: "main", ID: idMain, LimitBytes: ptr.To(int64(10 << 20))}, {Name: "debugger", ID: idDebug}}
 	if !reflect.DeepEqual(pv.Storage.Containers, want) {
 		t.Errorf("containers = %+v, want %+v", pv.Storage.Containers, want)
 	}
 	var parts []string
-	for _, v := range pv.Volumes {
+	for _, v := range pv.Parts {
 		if v.Container == "debugger" {
 			parts = append(parts, v.Name+" "+v.ContainerID)
 		}

@@ -14,8 +14,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
@@ -37,22 +37,22 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vol := volume.Volume{Name: "cache", Medium: volume.MediumDisk}
+			vol := part.Part{Name: "cache", Medium: part.MediumDisk}
 			pods := []struct {
-				pod        volume.PodVolumes
+				pod        part.Pod
 				project    uint32 // 0: none
 				files      int
 				wantMethod string
 			}{
-				{volume.PodVolumes{Pod: "userns", UserNamespace: true}, fswalktest.KubeletFirstProjectID, 300, volume.MethodProjectQuota},
-				{volume.PodVolumes{Pod: "host-users"}, fswalktest.KubeletFirstProjectID + 1, 200, volume.MethodWalk},
-				{volume.PodVolumes{Pod: "userns-no-quota", UserNamespace: true}, 0, 100, volume.MethodWalk},
+				{part.Pod{Pod: "userns", UserNamespace: true}, fswalktest.KubeletFirstProjectID, 300, part.MethodProjectQuota},
+				{part.Pod{Pod: "host-users"}, fswalktest.KubeletFirstProjectID + 1, 200, part.MethodWalk},
+				{part.Pod{Pod: "userns-no-quota", UserNamespace: true}, 0, 100, part.MethodWalk},
 			}
-			var list []volume.PodVolumes
+			var list []part.Pod
 			for i := range pods {
 				p := &pods[i].pod
-				p.Namespace, p.UID, p.Volumes = "ns", "uid-"+p.Pod, []volume.Volume{vol}
-				dir := volume.Dir(root, p.UID, vol.Name)
+				p.Namespace, p.UID, p.Parts = "ns", "uid-"+p.Pod, []part.Part{vol}
+				dir := part.EmptyDirPath(root, p.UID, vol.Name)
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
@@ -70,7 +70,7 @@ func TestExporterReadsTheKubeletsProjectQuotas(t *testing.T) {
 			e.Refresh(context.Background())
 			used, methods := gatherVolumes(t, e)
 			for _, tc := range pods {
-				walked, err := fswalk.MeasureDiskUsage(context.Background(), volume.Dir(root, tc.pod.UID, vol.Name), fswalk.Options{Concurrency: 1})
+				walked, err := fswalk.MeasureDiskUsage(context.Background(), part.EmptyDirPath(root, tc.pod.UID, vol.Name), fswalk.Options{Concurrency: 1})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -101,11 +101,11 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 				t.Fatal(err)
 			}
 			limit := int64(1 << 20)
-			victim := volume.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
-				Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk, LimitBytes: &limit}}}
-			tenant := volume.PodVolumes{Namespace: "other", Pod: "host-users", UID: "0e1f6b7a-0000-4000-8000-00000000000b",
-				Volumes: []volume.Volume{{Name: "scratch", Medium: volume.MediumDisk}}}
-			victimDir, tenantDir := volume.Dir(root, victim.UID, "cache"), volume.Dir(root, tenant.UID, "scratch")
+			victim := part.Pod{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
+				Parts: []part.Part{{Name: "cache", Medium: part.MediumDisk, LimitBytes: &limit}}}
+			tenant := part.Pod{Namespace: "other", Pod: "host-users", UID: "0e1f6b7a-0000-4000-8000-00000000000b",
+				Parts: []part.Part{{Name: "scratch", Medium: part.MediumDisk}}}
+			victimDir, tenantDir := part.EmptyDirPath(root, victim.UID, "cache"), part.EmptyDirPath(root, tenant.UID, "scratch")
 			for _, dir := range []string{victimDir, tenantDir} {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
@@ -136,7 +136,7 @@ func TestProjectQuotaChargedByAHostUsersTenant(t *testing.T) {
 			e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(victim, tenant)})
 			e.Refresh(context.Background())
 			used, methods := gatherVolumes(t, e)
-			if used["victim"] != float64(victimBytes) || methods["victim"] != volume.MethodWalk {
+			if used["victim"] != float64(victimBytes) || methods["victim"] != part.MethodWalk {
 				t.Errorf("the victim published at %v bytes by %q, want the walk's %d", used["victim"], methods["victim"], victimBytes)
 			}
 			families := gatherFamilies(t, e)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -26,9 +26,9 @@ import (
 func TestProjectQuotaChargePublishedAsExcess(t *testing.T) {
 	root := t.TempDir()
 	limit := int64(2 << 20)
-	pod := volume.PodVolumes{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
-		Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk, LimitBytes: &limit}}}
-	dir := volume.Dir(root, pod.UID, "cache")
+	pod := part.Pod{Namespace: "ns", Pod: "victim", UID: "0e1f6b7a-0000-4000-8000-00000000000a", UserNamespace: true,
+		Parts: []part.Part{{Name: "cache", Medium: part.MediumDisk, LimitBytes: &limit}}}
+	dir := part.EmptyDirPath(root, pod.UID, "cache")
 	writeBytes(t, filepath.Join(dir, "data"), 1<<20)
 	walked, err := fswalk.MeasureDiskUsage(context.Background(), dir, fswalk.Options{Concurrency: 1})
 	if err != nil {

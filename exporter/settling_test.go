@@ -14,8 +14,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // TestSettlingPodsMissingVolumesAreNoFailure: on a node where pods come and go, the
@@ -25,34 +25,34 @@ import (
 // A running pod's missing directory still is a failure, and so is any other error of a
 // settling pod. Both the walking source and a whole-node source (the kubelet's) are checked.
 func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
-	running := volume.PodVolumes{Namespace: "ns", Pod: "running", UID: "uid-running", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}}
-	pending := volume.PodVolumes{Namespace: "ns", Pod: "pending", UID: "uid-pending", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}, Settling: true}
-	terminating := volume.PodVolumes{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Volumes: []volume.Volume{{Name: "v", Medium: volume.MediumDisk}}}
-	notFound := &volume.MeasureError{Reason: volume.ReasonNotFound, Err: os.ErrNotExist}
+	running := part.Pod{Namespace: "ns", Pod: "running", UID: "uid-running", Parts: []part.Part{{Name: "v", Medium: part.MediumDisk}}}
+	pending := part.Pod{Namespace: "ns", Pod: "pending", UID: "uid-pending", Parts: []part.Part{{Name: "v", Medium: part.MediumDisk}}, Settling: true}
+	terminating := part.Pod{Namespace: "ns", Pod: "terminating", UID: "uid-terminating", Parts: []part.Part{{Name: "v", Medium: part.MediumDisk}}}
+	notFound := &part.MeasureError{Reason: part.ReasonNotFound, Err: os.ErrNotExist}
 
 	type step struct {
-		pods        []volume.PodVolumes
+		pods        []part.Pod
 		missing     []string // UIDs whose volume directory is not there
 		broken      []string // UIDs whose volume cannot be read (an io error)
 		wantSeries  []string // UIDs with a used-bytes series
 		wantSuccess float64
 		wantErrors  map[string]float64 // by reason
 	}
-	settled := func(p volume.PodVolumes) volume.PodVolumes { p.Settling = true; return p }
+	settled := func(p part.Pod) part.Pod { p.Settling = true; return p }
 	steps := []struct {
 		name string
 		step step
 	}{
-		{"all set up", step{pods: []volume.PodVolumes{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
+		{"all set up", step{pods: []part.Pod{running, terminating}, wantSeries: []string{"uid-running", "uid-terminating"}, wantSuccess: 1}},
 		{"a pod not set up yet, another torn down while terminating", step{
-			pods: []volume.PodVolumes{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
+			pods: []part.Pod{pending, running, settled(terminating)}, missing: []string{"uid-pending", "uid-terminating"},
 			wantSeries: []string{"uid-running"}, wantSuccess: 1}},
 		{"a running pod's directory missing is a failure", step{
-			pods: []volume.PodVolumes{running}, missing: []string{"uid-running"},
-			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{volume.ReasonNotFound: 1}}},
+			pods: []part.Pod{running}, missing: []string{"uid-running"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{part.ReasonNotFound: 1}}},
 		{"a settling pod's other errors are failures", step{
-			pods: []volume.PodVolumes{running, pending}, broken: []string{"uid-pending"},
-			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{volume.ReasonNotFound: 1, volume.ReasonIO: 1}}},
+			pods: []part.Pod{running, pending}, broken: []string{"uid-pending"},
+			wantSeries: []string{"uid-running"}, wantSuccess: 0, wantErrors: map[string]float64{part.ReasonNotFound: 1, part.ReasonIO: 1}}},
 	}
 
 	walkingSource := func(t *testing.T, steps []struct {
@@ -69,7 +69,7 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 		for _, s := range steps {
 			st := s.step
 			for _, p := range st.pods {
-				dir := volume.Dir(root, p.UID, "v")
+				dir := part.EmptyDirPath(root, p.UID, "v")
 				switch {
 				case contains(st.missing, p.UID):
 					if err := os.RemoveAll(filepath.Join(root, "pods", p.UID)); err != nil {
@@ -123,9 +123,9 @@ func TestSettlingPodsMissingVolumesAreNoFailure(t *testing.T) {
 				case contains(st.missing, p.UID):
 					table.Fail(p.UID, "v", notFound)
 				case contains(st.broken, p.UID):
-					table.Fail(p.UID, "v", &volume.MeasureError{Reason: volume.ReasonIO, Err: errors.New("not a directory")})
+					table.Fail(p.UID, "v", &part.MeasureError{Reason: part.ReasonIO, Err: errors.New("not a directory")})
 				default:
-					table.Set(p.UID, "v", volume.Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)})
+					table.Set(p.UID, "v", part.Measurement{UsedBytes: 4096, MeasuredAt: now.Add(-time.Second)})
 				}
 			}
 			lister.Set(st.pods...)

@@ -17,8 +17,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -35,7 +35,7 @@ const (
 // the remediator evicts by.
 func TestStaticPodMeasuredUnderConfigHash(t *testing.T) {
 	root := t.TempDir()
-	dir := volume.Dir(root, configHash, "data")
+	dir := part.EmptyDirPath(root, configHash, "data")
 	writeBytes(t, filepath.Join(dir, "wal.bin"), 128<<10)
 	client := fake.NewClientset(&corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "etcd-node-1", UID: mirrorUID,

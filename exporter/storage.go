@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // StorageUsage is a pod's ephemeral-storage usage as the kubelet's two ephemeral-storage
@@ -54,9 +54,9 @@ type ContainerUsage struct {
 // the walk could not locate counts as 0: a live answer, which decides evictions, holds to what
 // the source measured itself (source kubelet measures everything from the Summary: its answers
 // are as old as the kubelet's stats, which the remediator judges).
-func storageUsage(p volume.PodVolumes, results map[string]volume.VolumeResult, dedicatedImageFS, ownOnly bool) StorageUsage {
+func storageUsage(p part.Pod, results map[string]part.Result, dedicatedImageFS, ownOnly bool) StorageUsage {
 	u := StorageUsage{LimitBytes: p.Storage.LimitBytes,
-		Parts: map[string]int64{volume.PartEmptyDir: 0, volume.PartWritableLayer: 0, volume.PartLogs: 0, volume.PartOther: 0}}
+		Parts: map[string]int64{part.LabelEmptyDir: 0, part.LabelWritableLayer: 0, part.LabelLogs: 0, part.LabelOther: 0}}
 	containers := map[string]*ContainerUsage{}
 	for _, c := range p.Storage.Containers {
 		u.Containers = append(u.Containers, ContainerUsage{Name: c.Name, LimitBytes: c.LimitBytes})
@@ -70,28 +70,28 @@ func storageUsage(p volume.PodVolumes, results map[string]volume.VolumeResult, d
 		}
 	}
 	reasons := map[string]bool{}
-	for _, v := range p.Volumes {
-		if v.Kind == volume.KindEmptyDir && v.Medium != volume.MediumDisk {
+	for _, v := range p.Parts {
+		if v.Kind == part.KindEmptyDir && v.Medium != part.MediumDisk {
 			continue // memory and hugepages are no local ephemeral storage (IsLocalEphemeralVolume)
 		}
 		r, ok := results[v.Name]
 		c := containers[v.Container]
-		if v.Kind != volume.KindWritableLayer && v.Kind != volume.KindContainerLogs {
+		if v.Kind != part.KindWritableLayer && v.Kind != part.KindContainerLogs {
 			c = nil
 		}
 		if !ok || r.Err != nil {
-			u.LowerBound, reasons[volume.IncompleteUnmeasured] = true, true
-			if c != nil && (v.Kind != volume.KindWritableLayer || !dedicatedImageFS) {
+			u.LowerBound, reasons[part.IncompleteUnmeasured] = true, true
+			if c != nil && (v.Kind != part.KindWritableLayer || !dedicatedImageFS) {
 				c.LowerBound = true
 			}
 			continue
 		}
 		m := r.Measurement
-		if ownOnly && m.Unlocated != "" && m.Method == volume.MethodKubelet {
+		if ownOnly && m.Unlocated != "" && m.Method == part.MethodKubelet {
 			m.UsedBytes = 0 // the kubelet's figure for a layer the walk could not locate
 		}
 		u.UsedBytes += m.UsedBytes
-		u.Parts[v.Kind.Part()] += m.UsedBytes
+		u.Parts[v.Kind.Label()] += m.UsedBytes
 		u.LowerBound = u.LowerBound || m.LowerBound()
 		for _, why := range m.IncompleteReasons() {
 			reasons[why] = true
@@ -104,12 +104,12 @@ func storageUsage(p volume.PodVolumes, results map[string]volume.VolumeResult, d
 			continue
 		}
 		switch v.Kind {
-		case volume.KindWritableLayer:
+		case part.KindWritableLayer:
 			c.WritableLayerBytes, c.Unlocated = m.UsedBytes, m.Unlocated
 			if dedicatedImageFS {
 				continue
 			}
-		case volume.KindContainerLogs:
+		case part.KindContainerLogs:
 			c.LogsBytes = m.UsedBytes
 		}
 		c.UsedBytes += m.UsedBytes

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 var (
@@ -88,7 +88,7 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		if limit != nil && sel&selectTrigger != 0 {
 			gauge(usedDesc, float64(used), lv...)
 			gauge(limitDesc, float64(*limit), lv...)
-			if over, ok := volume.OverLimit(used, limit); ok && !precededBy {
+			if over, ok := part.OverLimit(used, limit); ok && !precededBy {
 				gauge(overDesc, float64(over), lv...)
 			}
 		} else if limit == nil && storage {
@@ -100,15 +100,15 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 		u := storageUsage(p, results, e.cfg.DedicatedImageFilesystem, false)
 		lv := []string{node, p.Namespace, p.Pod, p.UID}
 		volumeOver := anyEmptyDirOverLimit(results)
-		_, podOver := volume.OverLimit(u.UsedBytes, u.LimitBytes)
+		_, podOver := part.OverLimit(u.UsedBytes, u.LimitBytes)
 		usage(podUsedDesc, podLimitDesc, podOverLimitDesc, u.UsedBytes, u.LimitBytes, volumeOver, lv)
 		// The age dates the usage series: at the trigger's pace where one of them is a trigger's.
 		if limited := hasLimit(u); !u.MeasuredAt.IsZero() && ((limited && sel&selectTrigger != 0) || (!limited && storage)) {
 			gauge(podAgeDesc, max(0, now.Sub(u.MeasuredAt).Seconds()), lv...)
 		}
 		if storage {
-			for _, part := range []string{volume.PartEmptyDir, volume.PartWritableLayer, volume.PartLogs, volume.PartOther} {
-				gauge(podPartDesc, float64(u.Parts[part]), append(lv, part)...)
+			for _, label := range []string{part.LabelEmptyDir, part.LabelWritableLayer, part.LabelLogs, part.LabelOther} {
+				gauge(podPartDesc, float64(u.Parts[label]), append(lv, label)...)
 			}
 			for _, why := range u.IncompleteReasons {
 				gauge(podIncompleteDesc, 1, append(lv, why)...)
@@ -123,8 +123,8 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 			if !storage {
 				continue
 			}
-			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, volume.PartWritableLayer)...)
-			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, volume.PartLogs)...)
+			gauge(containerPartDesc, float64(c.WritableLayerBytes), append(clv, part.LabelWritableLayer)...)
+			gauge(containerPartDesc, float64(c.LogsBytes), append(clv, part.LabelLogs)...)
 			if c.Unlocated != "" {
 				gauge(layerUnlocatedDesc, 1, append(clv, c.Unlocated, p.Storage.RuntimeClass)...)
 			}
@@ -135,16 +135,16 @@ func (e *Exporter) collectStorage(ch chan<- prometheus.Metric, snap snapshot, no
 // emptyDirOverLimit returns by how much r, an emptyDir, exceeds its sizeLimit, as
 // emptydir_over_limit_bytes publishes it: never for a memory volume, whose tmpfs size is the
 // limit in force.
-func emptyDirOverLimit(r volume.VolumeResult) (int64, bool) {
-	if r.Volume.Kind != volume.KindEmptyDir || r.Volume.Medium == volume.MediumMemory {
+func emptyDirOverLimit(r part.Result) (int64, bool) {
+	if r.Part.Kind != part.KindEmptyDir || r.Part.Medium == part.MediumMemory {
 		return 0, false
 	}
-	return volume.OverLimit(r.Measurement.UsedBytes, r.Volume.LimitBytes)
+	return part.OverLimit(r.Measurement.UsedBytes, r.Part.LimitBytes)
 }
 
 // anyEmptyDirOverLimit reports whether an emptyDir among a pod's results is over its sizeLimit:
 // the kubelet's first local-storage check, before the pod's and the containers' limits.
-func anyEmptyDirOverLimit(results map[string]volume.VolumeResult) bool {
+func anyEmptyDirOverLimit(results map[string]part.Result) bool {
 	for _, r := range results {
 		if _, over := emptyDirOverLimit(r); over {
 			return true
@@ -154,13 +154,13 @@ func anyEmptyDirOverLimit(results map[string]volume.VolumeResult) bool {
 }
 
 // resultsByPod indexes volumes by pod UID, then volume (part) name.
-func resultsByPod(volumes []volume.VolumeResult) map[string]map[string]volume.VolumeResult {
-	byPod := map[string]map[string]volume.VolumeResult{}
+func resultsByPod(volumes []part.Result) map[string]map[string]part.Result {
+	byPod := map[string]map[string]part.Result{}
 	for _, r := range volumes {
 		if byPod[r.UID] == nil {
-			byPod[r.UID] = map[string]volume.VolumeResult{}
+			byPod[r.UID] = map[string]part.Result{}
 		}
-		byPod[r.UID][r.Volume.Name] = r
+		byPod[r.UID][r.Part.Name] = r
 	}
 	return byPod
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // storageFixture is a pod with a container limit whose parts the table has measured: 3 MiB in
@@ -26,31 +26,31 @@ func storageFixture(dedicated bool) *exporter.Exporter {
 func storageFixtureWith(cfg exporter.Config) *exporter.Exporter {
 	const uid = "uid-job"
 	mib := int64(1 << 20)
-	pods := exportertest.NewPods(volume.PodVolumes{Namespace: "batch", Pod: "job-1", UID: uid,
-		Volumes: []volume.Volume{
-			{Name: "scratch", Medium: volume.MediumDisk, BudgetBytes: limit(20 << 20)},
-			{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", BudgetBytes: limit(10 << 20)},
-			{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main", BudgetBytes: limit(10 << 20)},
-			{Name: "container/side/writable-layer", Kind: volume.KindWritableLayer, Container: "side", BudgetBytes: limit(20 << 20)},
-			{Name: "container/side/logs", Kind: volume.KindContainerLogs, Container: "side", BudgetBytes: limit(20 << 20)},
-			{Name: "pod/files", Kind: volume.KindPodFiles, BudgetBytes: limit(20 << 20)},
+	pods := exportertest.NewPods(part.Pod{Namespace: "batch", Pod: "job-1", UID: uid,
+		Parts: []part.Part{
+			{Name: "scratch", Medium: part.MediumDisk, BudgetBytes: limit(20 << 20)},
+			{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", BudgetBytes: limit(10 << 20)},
+			{Name: "container/main/logs", Kind: part.KindContainerLogs, Container: "main", BudgetBytes: limit(10 << 20)},
+			{Name: "container/side/writable-layer", Kind: part.KindWritableLayer, Container: "side", BudgetBytes: limit(20 << 20)},
+			{Name: "container/side/logs", Kind: part.KindContainerLogs, Container: "side", BudgetBytes: limit(20 << 20)},
+			{Name: "pod/files", Kind: part.KindPodFiles, BudgetBytes: limit(20 << 20)},
 		},
-		Storage: &volume.PodStorage{LimitBytes: limit(20 << 20), RuntimeClass: "kata-fc", Containers: []volume.Container{
+		Storage: &part.PodStorage{LimitBytes: limit(20 << 20), RuntimeClass: "kata-fc", Containers: []part.Container{
 			{Name: "main", ID: "containerd://a", LimitBytes: limit(10 << 20)}, {Name: "side", ID: "containerd://b"}}},
 	})
 	at := t0.Add(-2 * time.Second)
 	table := exportertest.NewTable()
 	set := func(name string, used int64, method string) {
-		table.Set(uid, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at, Method: method})
+		table.Set(uid, name, part.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at, Method: method})
 	}
-	set("scratch", 3*mib, volume.MethodWalk)
-	set("container/main/writable-layer", 11*mib, volume.MethodWalk)
-	set("container/main/logs", mib, volume.MethodFiles)
-	table.Set(uid, "container/side/writable-layer", volume.Measurement{Unlocated: source.LayerNoRootfsMount, Method: volume.MethodNone, MeasuredAt: t0, CompletedAt: t0})
-	set("container/side/logs", 8192, volume.MethodFiles)
-	set("pod/files", 4096, volume.MethodFiles)
+	set("scratch", 3*mib, part.MethodWalk)
+	set("container/main/writable-layer", 11*mib, part.MethodWalk)
+	set("container/main/logs", mib, part.MethodFiles)
+	table.Set(uid, "container/side/writable-layer", part.Measurement{Unlocated: source.LayerNoRootfsMount, Method: part.MethodNone, MeasuredAt: t0, CompletedAt: t0})
+	set("container/side/logs", 8192, part.MethodFiles)
+	set("pod/files", 4096, part.MethodFiles)
 	now := t0
-	src := exportertest.NewSource(table.Measure).VolumeSource()
+	src := exportertest.NewSource(table.Measure).Measurer()
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: func() time.Time { return now },
 		MeasureEphemeralStorage: true, DedicatedImageFilesystem: cfg.DedicatedImageFilesystem, Publishes: cfg.Publishes}))
 	if err != nil {

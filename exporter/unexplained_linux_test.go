@@ -12,8 +12,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // TestUnlinkedOpenFilesOnOwnTmpfs: a file deleted but held open (`exec 3>f; rm f; cat
@@ -27,9 +27,9 @@ func TestUnlinkedOpenFilesOnOwnTmpfs(t *testing.T) {
 	}
 	const mib = 1 << 20
 	root := t.TempDir()
-	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-p", Volumes: []volume.Volume{
-		{Name: "shm", Medium: volume.MediumMemory}, {Name: "scratch", Medium: volume.MediumDisk}}}
-	shm, scratch := volume.Dir(root, pod.UID, "shm"), volume.Dir(root, pod.UID, "scratch")
+	pod := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-p", Parts: []part.Part{
+		{Name: "shm", Medium: part.MediumMemory}, {Name: "scratch", Medium: part.MediumDisk}}}
+	shm, scratch := part.EmptyDirPath(root, pod.UID, "shm"), part.EmptyDirPath(root, pod.UID, "scratch")
 	for _, dir := range []string{shm, scratch} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -35,9 +35,9 @@ func TestUnlinkedOpenFilesOnDiskVolume(t *testing.T) {
 	}
 	const mib = 1 << 20
 	root, tmp := t.TempDir(), t.TempDir()
-	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-p", QOSClass: "BestEffort",
-		Volumes: []volume.Volume{{Name: "scratch", Medium: volume.MediumDisk}}}
-	scratch := volume.Dir(root, pod.UID, "scratch")
+	pod := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-p", QOSClass: "BestEffort",
+		Parts: []part.Part{{Name: "scratch", Medium: part.MediumDisk}}}
+	scratch := part.EmptyDirPath(root, pod.UID, "scratch")
 	mnt, elsewhere := filepath.Join(tmp, "mnt"), filepath.Join(root, "elsewhere")
 	for _, dir := range []string{scratch, mnt, elsewhere} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -74,7 +74,7 @@ sleep 1000 & echo $!; echo ready; exec sleep 1000`, mnt, elsewhere)
 	plain := source.DefaultFilesystem()
 	plain.KubeletRootDir = root
 	counting := plain
-	counting.OpenFiles = &source.OpenFiles{Proc: "/proc", Procs: func(volume.PodVolumes) ([]int, error) {
+	counting.OpenFiles = &source.OpenFiles{Proc: "/proc", Procs: func(part.Pod) ([]int, error) {
 		return podcgroup.ReadProcs(cgroup)
 	}}
 	atDefaults := newTestExporterWith(t, exporter.Config{Source: &plain, Pods: exportertest.NewPods(pod)})
@@ -100,7 +100,7 @@ emptydir_unlinked_open_bytes{medium="disk",namespace="ns",node="node-1",pod="p",
 	}
 
 	// What the remediator re-checks before it evicts.
-	live, err := counting.MeasureVolumeLive(context.Background(), pod, pod.Volumes[0], nil)
+	live, err := counting.MeasurePartLive(context.Background(), pod, pod.Parts[0], nil)
 	if err != nil || float64(live.UsedBytes) != walked+5*mib {
 		t.Errorf("live measurement %d (%v), want %v", live.UsedBytes, err, walked+5*mib)
 	}
@@ -119,9 +119,9 @@ emptydir_unlinked_open_bytes{medium="disk",namespace="ns",node="node-1",pod="p",
 // usage a lower bound, which it says.
 func TestUnlinkedOpenFilesUnreadable(t *testing.T) {
 	root := t.TempDir()
-	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-p", QOSClass: "BestEffort",
-		Volumes: []volume.Volume{{Name: "scratch", Medium: volume.MediumDisk}}}
-	if err := os.MkdirAll(volume.Dir(root, pod.UID, "scratch"), 0o755); err != nil {
+	pod := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-p", QOSClass: "BestEffort",
+		Parts: []part.Part{{Name: "scratch", Medium: part.MediumDisk}}}
+	if err := os.MkdirAll(part.EmptyDirPath(root, pod.UID, "scratch"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cgroup := t.TempDir()
@@ -130,7 +130,7 @@ func TestUnlinkedOpenFilesUnreadable(t *testing.T) {
 	}
 	src := source.DefaultFilesystem()
 	src.KubeletRootDir = root
-	src.OpenFiles = &source.OpenFiles{Proc: "/proc", Procs: func(volume.PodVolumes) ([]int, error) {
+	src.OpenFiles = &source.OpenFiles{Proc: "/proc", Procs: func(part.Pod) ([]int, error) {
 		return podcgroup.ReadProcs(cgroup)
 	}}
 	e := newTestExporterWith(t, exporter.Config{Source: &src, Pods: exportertest.NewPods(pod)})

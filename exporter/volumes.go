@@ -6,26 +6,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // podVolumes extracts what the exporter needs of a pod's emptyDir volumes. It returns false
 // for pods that have no emptyDir volume in use or whose volumes are being torn down.
-func podVolumes(pod *corev1.Pod) (volume.PodVolumes, bool) {
+func podVolumes(pod *corev1.Pod) (part.Pod, bool) {
 	pv, ok := podBase(pod)
 	if !ok {
-		return volume.PodVolumes{}, false
+		return part.Pod{}, false
 	}
-	return pv, len(pv.Volumes) > 0
+	return pv, len(pv.Parts) > 0
 }
 
 // podBase is pod with its emptyDir volumes in use; false when the pod's volumes are gone
 // (it has ended) or it cannot be a pod the kubelet runs.
-func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
+func podBase(pod *corev1.Pod) (part.Pod, bool) {
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return volume.PodVolumes{}, false
+		return part.Pod{}, false
 	}
-	pv := volume.PodVolumes{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
+	pv := part.Pod{Namespace: pod.Namespace, Pod: pod.Name, UID: string(pod.UID), QOSClass: string(pod.Status.QOSClass),
 		RuntimeClass:  ptr.Deref(pod.Spec.RuntimeClassName, ""),
 		Settling:      pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" || pod.DeletionTimestamp != nil,
 		UserNamespace: pod.Spec.HostUsers != nil && !*pod.Spec.HostUsers, Workload: podWorkload(pod)}
@@ -34,7 +34,7 @@ func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
 		// name: accept only what a kubelet writes there (a hex hash, or a manifest's
 		// own metadata.uid), never a path.
 		if !isConfigHash(hash) {
-			return volume.PodVolumes{}, false
+			return part.Pod{}, false
 		}
 		pv.ConfigHash = hash
 	}
@@ -43,13 +43,13 @@ func podBase(pod *corev1.Pod) (volume.PodVolumes, bool) {
 		if v.EmptyDir == nil || !mounted[v.Name] {
 			continue
 		}
-		vol := volume.Volume{Name: v.Name, Medium: mediumLabel(v.EmptyDir.Medium)}
+		vol := part.Part{Name: v.Name, Medium: mediumLabel(v.EmptyDir.Medium)}
 		// The kubelet enforces only a positive sizeLimit; zero means none.
 		if l := v.EmptyDir.SizeLimit; l != nil && l.Sign() > 0 {
 			b := l.Value()
 			vol.LimitBytes = &b
 		}
-		pv.Volumes = append(pv.Volumes, vol)
+		pv.Parts = append(pv.Parts, vol)
 	}
 	return pv, true
 }
@@ -92,10 +92,10 @@ func isConfigHash(s string) bool {
 func mediumLabel(m corev1.StorageMedium) string {
 	switch {
 	case m == corev1.StorageMediumMemory:
-		return volume.MediumMemory
+		return part.MediumMemory
 	case strings.HasPrefix(string(m), string(corev1.StorageMediumHugePages)):
-		return volume.MediumHugePages
+		return part.MediumHugePages
 	default:
-		return volume.MediumDisk
+		return part.MediumDisk
 	}
 }

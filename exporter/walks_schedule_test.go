@@ -17,18 +17,18 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // newCostlySource returns a walked source whose every walk charges walkCPU to its CPU meter
-// and finds used[volume] bytes, stamped with the clock; Take tells the walks in order.
-func newCostlySource(clk *exportertest.Clock, walkCPU time.Duration, used map[string]int64) *exportertest.VolumeSource {
-	return exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+// and finds used[part] bytes, stamped with the clock; Take tells the walks in order.
+func newCostlySource(clk *exportertest.Clock, walkCPU time.Duration, used map[string]int64) *exportertest.Measurer {
+	return exportertest.NewSource(func(_ context.Context, _ part.Pod, v part.Part) (part.Measurement, error) {
 		at := clk.Now()
-		return volume.Measurement{UsedBytes: used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
-	}).Cost(walkCPU).VolumeSource()
+		return part.Measurement{UsedBytes: used[v.Name], MeasuredAt: at, CompletedAt: at}, nil
+	}).Cost(walkCPU).Measurer()
 }
 
 // TestUnlimitedVolumesAtSlowCadence: a volume without a sizeLimit cannot trigger an
@@ -108,8 +108,8 @@ emptydir_measurement_age_seconds{medium="disk",namespace="ns",node="node-1",pod=
 func TestBusySlotsDeferWalksAndSaySo(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
-		volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk}}},
+		part.Pod{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Parts: []part.Part{{Name: "slow", Medium: part.MediumDisk}}},
+		part.Pod{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Parts: []part.Part{{Name: "cache", Medium: part.MediumDisk}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -145,8 +145,8 @@ emptydir_exporter_walks_deferred_total{node="node-1",reason="no_slot"} 1
 func TestCycleDoesNotWaitForUnlimitedWalks(t *testing.T) {
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
-		volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Volumes: []volume.Volume{{Name: "cache", Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)}}},
+		part.Pod{Namespace: "big", Pod: "hoarder", UID: "uid-slow", Parts: []part.Part{{Name: "slow", Medium: part.MediumDisk}}},
+		part.Pod{Namespace: "shop", Pod: "cart-0", UID: "uid-cart", Parts: []part.Part{{Name: "cache", Medium: part.MediumDisk, LimitBytes: limit(1 << 20)}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -179,7 +179,7 @@ emptydir_exporter_collection_success{node="node-1",source="filesystem"} 1
 
 // walkCycles runs n collection cycles of e, 10 s apart on clk, and returns the volumes src
 // walked in each, in order. between, if set, runs after each cycle's walks.
-func walkCycles(t *testing.T, e *exporter.Exporter, src *exportertest.VolumeSource, clk *exportertest.Clock, n int, between func()) []string {
+func walkCycles(t *testing.T, e *exporter.Exporter, src *exportertest.Measurer, clk *exportertest.Clock, n int, between func()) []string {
 	t.Helper()
 	walked := make([]string, 0, n)
 	for range n {
@@ -187,7 +187,7 @@ func walkCycles(t *testing.T, e *exporter.Exporter, src *exportertest.VolumeSour
 		e.WaitForWalks() // a cycle waits for its limited walks only
 		var names []string
 		for _, p := range src.Take() { // a walk's pod holds the walked volume alone
-			names = append(names, p.Volumes[0].Name)
+			names = append(names, p.Parts[0].Name)
 		}
 		walked = append(walked, strings.Join(names, ","))
 		if between != nil {
@@ -360,24 +360,24 @@ func TestNoVolumeStarvesUnderTightBudget(t *testing.T) {
 // the slots but one.
 func TestOneNamespaceCannotHoldEverySlot(t *testing.T) {
 	clk := exportertest.NewClock(t0)
-	limited := func(name string) volume.Volume {
-		return volume.Volume{Name: name, Medium: volume.MediumDisk, LimitBytes: limit(1 << 20)}
+	limited := func(name string) part.Part {
+		return part.Part{Name: name, Medium: part.MediumDisk, LimitBytes: limit(1 << 20)}
 	}
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
-			Volumes: []volume.Volume{limited("slow-a"), limited("slow-b"), limited("slow-c"), limited("slow-d")}},
-		volume.PodVolumes{Namespace: "web", Pod: "front", UID: "uid-front", Volumes: []volume.Volume{limited("tmp")}},
+		part.Pod{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
+			Parts: []part.Part{limited("slow-a"), limited("slow-b"), limited("slow-c"), limited("slow-d")}},
+		part.Pod{Namespace: "web", Pod: "front", UID: "uid-front", Parts: []part.Part{limited("tmp")}},
 	)
 	gate := exportertest.NewGate()
 	var victimWalks atomic.Int32
-	src := exportertest.NewSource(func(ctx context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	src := exportertest.NewSource(func(ctx context.Context, p part.Pod, v part.Part) (part.Measurement, error) {
 		if p.Namespace == "tenant" {
-			gate.Hold(ctx, []volume.PodVolumes{p}) // never done until the test ends
-			return volume.Measurement{}, ctx.Err()
+			gate.Hold(ctx, []part.Pod{p}) // never done until the test ends
+			return part.Measurement{}, ctx.Err()
 		}
 		victimWalks.Add(1)
-		return volume.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
-	}).VolumeSource()
+		return part.Measurement{UsedBytes: 4096, MeasuredAt: clk.Now(), CompletedAt: clk.Now()}, nil
+	}).Measurer()
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 2}))
 	if err != nil {
 		t.Fatal(err)
@@ -403,17 +403,17 @@ func TestOneNamespaceCannotHoldEverySlot(t *testing.T) {
 	}
 }
 
-// perVolumeCost is a VolumeSource whose walks cost each volume's own CPU time.
+// perVolumeCost is a Measurer whose walks cost each volume's own CPU time.
 type perVolumeCost struct {
-	*exportertest.VolumeSource
+	*exportertest.Measurer
 	cost map[string]time.Duration
 }
 
-func (s perVolumeCost) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
+func (s perVolumeCost) MeasurePart(ctx context.Context, p part.Pod, v part.Part, meter part.Meter) (part.Measurement, error) {
 	if meter != nil {
 		meter.Add(s.cost[v.Name])
 	}
-	return s.VolumeSource.MeasureVolume(ctx, p, v, meter)
+	return s.Measurer.MeasurePart(ctx, p, v, meter)
 }
 
 // TestCostlyVolumePaysItsOwnDebt: a tenant's volume with a sizeLimit and millions of empty
@@ -467,10 +467,10 @@ func TestCostlyVolumePaysItsOwnDebt(t *testing.T) {
 // shop's pod is listed first: its first walks come before the tenant's.
 type floorFixture struct {
 	e         *exporter.Exporter
-	src       *exportertest.VolumeSource
+	src       *exportertest.Measurer
 	clk       *exportertest.Clock
 	pods      *exportertest.Pods
-	shop, hog volume.PodVolumes
+	shop, hog part.Pod
 	shopBytes atomic.Int64 // what each of the shop's two parts holds
 	hogCost   atomic.Int64 // what a walk of a tenant's volume costs
 }
@@ -486,29 +486,29 @@ func newFloorFixture(t *testing.T, hogs int) *floorFixture {
 	f := &floorFixture{clk: exportertest.NewClock(t0)}
 	f.shopBytes.Store(shopLimit / 20)
 	f.hogCost.Store(int64(time.Millisecond))
-	f.src = exportertest.NewSource(func(_ context.Context, p volume.PodVolumes, _ volume.Volume) (volume.Measurement, error) {
+	f.src = exportertest.NewSource(func(_ context.Context, p part.Pod, _ part.Part) (part.Measurement, error) {
 		used := int64(1 << 20)
 		if p.Namespace == "shop" {
 			used = f.shopBytes.Load()
 		}
 		at := f.clk.Now()
-		return volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
-	}).VolumeSource()
-	f.hog = volume.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog"}
+		return part.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
+	}).Measurer()
+	f.hog = part.Pod{Namespace: "tenant", Pod: "hog", UID: "uid-hog"}
 	for i := range hogs {
-		f.hog.Volumes = append(f.hog.Volumes, volume.Volume{Name: fmt.Sprintf("hog-%d", i), Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)})
+		f.hog.Parts = append(f.hog.Parts, part.Part{Name: fmt.Sprintf("hog-%d", i), Medium: part.MediumDisk, LimitBytes: limit(1 << 30)})
 	}
 	podLimit := limit(shopLimit)
-	f.shop = volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
-		Volumes: []volume.Volume{
-			{Name: "cache", Medium: volume.MediumDisk, BudgetBytes: podLimit},
-			{Name: shopLayer, Medium: volume.MediumDisk, Kind: volume.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
+	f.shop = part.Pod{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
+		Parts: []part.Part{
+			{Name: "cache", Medium: part.MediumDisk, BudgetBytes: podLimit},
+			{Name: shopLayer, Medium: part.MediumDisk, Kind: part.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
 		},
-		Storage: &volume.PodStorage{LimitBytes: podLimit, Containers: []volume.Container{{Name: "app", ID: "containerd://app"}}},
+		Storage: &part.PodStorage{LimitBytes: podLimit, Containers: []part.Container{{Name: "app", ID: "containerd://app"}}},
 	}
 	f.pods = exportertest.NewPods(f.shop, f.hog)
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Pods: f.pods,
-		Source: meteredBy{f.src, func(p volume.PodVolumes) time.Duration {
+		Source: meteredBy{f.src, func(p part.Pod) time.Duration {
 			if p.Namespace == "shop" {
 				return 10 * time.Millisecond
 			}
@@ -535,17 +535,17 @@ func (f *floorFixture) afterFirstCycle() func() {
 	}
 }
 
-// meteredBy is a VolumeSource whose walks cost what cost says of their pod.
+// meteredBy is a Measurer whose walks cost what cost says of their pod.
 type meteredBy struct {
-	*exportertest.VolumeSource
-	cost func(volume.PodVolumes) time.Duration
+	*exportertest.Measurer
+	cost func(part.Pod) time.Duration
 }
 
-func (s meteredBy) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
+func (s meteredBy) MeasurePart(ctx context.Context, p part.Pod, v part.Part, meter part.Meter) (part.Measurement, error) {
 	if meter != nil {
 		meter.Add(s.cost(p))
 	}
-	return s.VolumeSource.MeasureVolume(ctx, p, v, meter)
+	return s.Measurer.MeasurePart(ctx, p, v, meter)
 }
 
 // gaps returns, per volume, the most cycles that passed between two of its walks (or after
@@ -696,9 +696,9 @@ func TestFloorWalksSpendBoundedCPU(t *testing.T) {
 		t.Errorf("walk CPU by namespace %v, want the shop's and the tenant's adding up to %v", cpu, spent)
 	}
 	floorWalks := counters(t, f.e, "emptydir_exporter_namespace_floor_walks_total", "namespace")
-	part := time.Duration(0.025*float64(elapsed)) + bucket/2 + hogCost
-	if got := time.Duration(floorWalks["tenant"]) * hogCost; floorWalks["tenant"] == 0 || got > part {
-		t.Errorf("the tenant's %v floor walks spent %v, want some and at most %v", floorWalks["tenant"], got, part)
+	share := time.Duration(0.025*float64(elapsed)) + bucket/2 + hogCost
+	if got := time.Duration(floorWalks["tenant"]) * hogCost; floorWalks["tenant"] == 0 || got > share {
+		t.Errorf("the tenant's %v floor walks spent %v, want some and at most %v", floorWalks["tenant"], got, share)
 	}
 	if floorWalks["shop"] == 0 {
 		t.Error("no walk of the shop's started on its part of the floor, its only way past the tenant's walks")
@@ -765,46 +765,46 @@ func TestSweepBound(t *testing.T) {
 		cycle    = 10 * time.Second
 		share    = 0.05
 		bucket   = 3 * time.Second // share × interval
-		part     = bucket / 2      // two namespaces
+		perNS    = bucket / 2      // two namespaces
 		cycles   = 60
 		crowded  = 200 // the tenant's cheap volumes: 2 CPU-s of walks an interval
 	)
 	podLimit := limit(100 << 20)
 	shopLayer := "container/app/writable-layer"
-	writer := volume.PodVolumes{Namespace: "shop", Pod: "writer", UID: "uid-writer",
-		Volumes: []volume.Volume{{Name: "busy", Medium: volume.MediumDisk, LimitBytes: limit(100 << 20)}}}
-	idle := volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
-		Volumes: []volume.Volume{
-			{Name: "tmp", Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)},
-			{Name: "cache", Medium: volume.MediumDisk, BudgetBytes: podLimit},
-			{Name: shopLayer, Medium: volume.MediumDisk, Kind: volume.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
+	writer := part.Pod{Namespace: "shop", Pod: "writer", UID: "uid-writer",
+		Parts: []part.Part{{Name: "busy", Medium: part.MediumDisk, LimitBytes: limit(100 << 20)}}}
+	idle := part.Pod{Namespace: "shop", Pod: "cart-0", UID: "uid-cart",
+		Parts: []part.Part{
+			{Name: "tmp", Medium: part.MediumDisk, LimitBytes: limit(1 << 30)},
+			{Name: "cache", Medium: part.MediumDisk, BudgetBytes: podLimit},
+			{Name: shopLayer, Medium: part.MediumDisk, Kind: part.KindWritableLayer, Container: "app", ContainerID: "containerd://app", BudgetBytes: podLimit},
 		},
-		Storage: &volume.PodStorage{LimitBytes: podLimit, Containers: []volume.Container{{Name: "app", ID: "containerd://app"}}},
+		Storage: &part.PodStorage{LimitBytes: podLimit, Containers: []part.Container{{Name: "app", ID: "containerd://app"}}},
 	}
-	tenant := volume.PodVolumes{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
-		Volumes: []volume.Volume{
-			{Name: "quiet", Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)},
-			{Name: "stuck", Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)},
+	tenant := part.Pod{Namespace: "tenant", Pod: "hog", UID: "uid-hog",
+		Parts: []part.Part{
+			{Name: "quiet", Medium: part.MediumDisk, LimitBytes: limit(1 << 30)},
+			{Name: "stuck", Medium: part.MediumDisk, LimitBytes: limit(1 << 30)},
 		}}
 	cost := map[string]time.Duration{"busy": time.Second, "tmp": 10 * time.Millisecond, "cache": 10 * time.Millisecond,
 		shopLayer: 10 * time.Millisecond, "quiet": 2 * time.Second, "stuck": 2 * time.Second}
-	crowd := volume.PodVolumes{Namespace: "tenant", Pod: "crowd", UID: "uid-crowd"}
+	crowd := part.Pod{Namespace: "tenant", Pod: "crowd", UID: "uid-crowd"}
 	for i := range crowded {
 		name := fmt.Sprintf("crowd-%d", i)
-		crowd.Volumes = append(crowd.Volumes, volume.Volume{Name: name, Medium: volume.MediumDisk, LimitBytes: limit(1 << 30)})
+		crowd.Parts = append(crowd.Parts, part.Part{Name: name, Medium: part.MediumDisk, LimitBytes: limit(1 << 30)})
 		cost[name] = 10 * time.Millisecond
 	}
-	inner := exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	inner := exportertest.NewSource(func(_ context.Context, _ part.Pod, v part.Part) (part.Measurement, error) {
 		if v.Name == "stuck" {
-			return volume.Measurement{}, errors.New("walk cut short by --collection.volume-timeout")
+			return part.Measurement{}, errors.New("walk cut short by --collection.volume-timeout")
 		}
 		used := int64(1 << 20)
 		if v.Name == "busy" {
 			used = 90 << 20
 		}
 		at := clk.Now()
-		return volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
-	}).VolumeSource()
+		return part.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at}, nil
+	}).Measurer()
 	signal := &fakeSignal{writes: map[string]int{}}
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: perVolumeCost{inner, cost},
 		Pods: exportertest.NewPods(writer, idle, tenant, crowd), Now: clk.Now, VolumeConcurrency: 1, MeasureEphemeralStorage: true,
@@ -843,8 +843,8 @@ func TestSweepBound(t *testing.T) {
 	within := interval + cycle
 	// The tenant's estimates: the last walk's cost of each measured volume, a full part for the
 	// unmeasured one, whose walks each leave a debt of what they spent beyond.
-	estimates := cost["quiet"] + part + crowded*10*time.Millisecond
-	debt := cost["stuck"] - part
+	estimates := cost["quiet"] + perNS + crowded*10*time.Millisecond
+	debt := cost["stuck"] - perNS
 	overspent := within + time.Duration(float64(debt+estimates)/(share/2))
 	for _, v := range []string{"busy", "tmp", "cache", shopLayer, "quiet", "stuck", crowdName} {
 		bound := within
@@ -870,14 +870,14 @@ func TestSweepBound(t *testing.T) {
 func TestLiveWalksSpareThePeriodicBudget(t *testing.T) {
 	const cycles, walkCost = 12, 50 * time.Millisecond
 	clk := exportertest.NewClock(t0)
-	src := exportertest.NewSource(func(_ context.Context, _ volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+	src := exportertest.NewSource(func(_ context.Context, _ part.Pod, v part.Part) (part.Measurement, error) {
 		at := clk.Now()
-		return volume.Measurement{UsedBytes: 90, MeasuredAt: at, CompletedAt: at}, nil
-	}).Cost(walkCost).VolumeSource()
+		return part.Measurement{UsedBytes: 90, MeasuredAt: at, CompletedAt: at}, nil
+	}).Cost(walkCost).Measurer()
 	const tenantUID = "0f1e2d3c-aaaa-4bbb-8ccc-000000000009"
 	pods := exportertest.NewPods(
-		exportertest.PodWith("quiet", "near", "uid-near", exportertest.VolLimit("near", volume.MediumDisk, 100)),
-		exportertest.PodWith("tenant", "over", tenantUID, exportertest.VolLimit("data", volume.MediumDisk, 50)))
+		exportertest.PodWith("quiet", "near", "uid-near", exportertest.VolLimit("near", part.MediumDisk, 100)),
+		exportertest.PodWith("tenant", "over", tenantUID, exportertest.VolLimit("data", part.MediumDisk, 50)))
 	process := func() time.Duration { return time.Duration(src.Calls()) * walkCost }
 	// 1 % of a core: 100ms per 10 s cycle, saving up at most 100ms; a walk costs 50ms.
 	e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: clk.Now, VolumeConcurrency: 1,

@@ -14,7 +14,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -26,7 +26,7 @@ func TestLiveWalkTakesOverPeriodicWalk(t *testing.T) {
 	const uid = "0a1b2c3d-0000-4000-8000-000000000001"
 	clk := exportertest.NewClock(t0)
 	pods := exportertest.NewPods(
-		volume.PodVolumes{Namespace: "big", Pod: "hoarder", UID: uid, Volumes: []volume.Volume{{Name: "slow", Medium: volume.MediumDisk}}},
+		part.Pod{Namespace: "big", Pod: "hoarder", UID: uid, Parts: []part.Part{{Name: "slow", Medium: part.MediumDisk}}},
 	)
 	gate := exportertest.NewGate()
 	src := newSlowSource(clk, gate, nil)
@@ -97,35 +97,35 @@ emptydir_exporter_measurement_errors_total{node="node-1",reason="timeout",source
 // before this exporter's informer does): terminating or gone, its missing volume is no
 // measurement error; still running once the lag is over, it is one.
 func TestVolumeTornDownDuringItsWalk(t *testing.T) {
-	running := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", Volumes: []volume.Volume{{Name: "data", Medium: volume.MediumDisk}}}
+	running := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-1", Parts: []part.Part{{Name: "data", Medium: part.MediumDisk}}}
 	terminating := running
 	terminating.Settling = true
 	const lag = 2 * time.Second
 	tests := []struct {
 		name       string
-		now        []volume.PodVolumes // the informer's pods once the walk runs
-		learns     time.Duration       // after the walk, the informer shows the pod terminating (0: never)
+		now        []part.Pod    // the informer's pods once the walk runs
+		learns     time.Duration // after the walk, the informer shows the pod terminating (0: never)
 		wantErrors float64
 	}{
-		{"terminating", []volume.PodVolumes{terminating}, 0, 0},
+		{"terminating", []part.Pod{terminating}, 0, 0},
 		{"deleted", nil, 0, 0},
-		{"recreated under its name", []volume.PodVolumes{func() volume.PodVolumes { p := running; p.UID = "uid-2"; return p }()}, 0, 0},
-		{"informer learns of the deletion within its lag", []volume.PodVolumes{running}, 300 * time.Millisecond, 0},
-		{"still running", []volume.PodVolumes{running}, 0, 1},
+		{"recreated under its name", []part.Pod{func() part.Pod { p := running; p.UID = "uid-2"; return p }()}, 0, 0},
+		{"informer learns of the deletion within its lag", []part.Pod{running}, 300 * time.Millisecond, 0},
+		{"still running", []part.Pod{running}, 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pods := exportertest.NewPods(running)
 			// The volume directories are gone, and the pod is deleted (tc.now) while the walk runs,
 			// after the cycle listed it as running.
-			src := exportertest.NewSource(exportertest.Answer(volume.Measurement{},
-				&volume.MeasureError{Reason: volume.ReasonNotFound, Err: &fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist}}),
-			).Before(func(context.Context, []volume.PodVolumes) {
+			src := exportertest.NewSource(exportertest.Answer(part.Measurement{},
+				&part.MeasureError{Reason: part.ReasonNotFound, Err: &fs.PathError{Op: "open", Path: "/gone", Err: fs.ErrNotExist}}),
+			).Before(func(context.Context, []part.Pod) {
 				pods.Set(tc.now...)
 				if tc.learns > 0 {
 					time.AfterFunc(tc.learns, func() { pods.Set(terminating) })
 				}
-			}).VolumeSource()
+			}).Measurer()
 			e, err := exporter.New(exporter.TestConfig(exporter.Config{NodeName: "node-1", Source: src, Pods: pods, Now: exportertest.NewClock(t0).Now}))
 			if err != nil {
 				t.Fatal(err)
@@ -134,8 +134,8 @@ func TestVolumeTornDownDuringItsWalk(t *testing.T) {
 			if tc.learns == 0 && tc.wantErrors > 0 {
 				e.SetInformerLag(100 * time.Millisecond) // no need to wait the whole lag
 			}
-			e.WalkCycle(context.Background(), []volume.PodVolumes{running})
-			if got := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", volume.ReasonNotFound)); got != tc.wantErrors {
+			e.WalkCycle(context.Background(), []part.Pod{running})
+			if got := testutil.ToFloat64(e.MeasureErrorsCounter("filesystem", part.ReasonNotFound)); got != tc.wantErrors {
 				t.Errorf("not_found errors %v, want %v", got, tc.wantErrors)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubename"
 )
 
@@ -28,25 +28,25 @@ const (
 // The API server does not validate an ownerReference's kind and name, and they reach tables,
 // dashboards and -o patch scripts: a pod whose reference names no valid kind or object name
 // is its own workload, and OwnerInvalid says which.
-func podWorkload(p *corev1.Pod) volume.Workload {
+func podWorkload(p *corev1.Pod) part.Workload {
 	ref := metav1.GetControllerOfNoCopy(p)
 	if ref == nil || ref.Kind == "Node" {
-		return volume.Workload{Kind: "Pod", Name: p.Name}
+		return part.Workload{Kind: "Pod", Name: p.Name}
 	}
 	switch {
 	case !kubename.IsKind(ref.Kind):
-		return volume.Workload{Kind: "Pod", Name: p.Name, OwnerInvalid: ownerInvalidKind}
+		return part.Workload{Kind: "Pod", Name: p.Name, OwnerInvalid: ownerInvalidKind}
 	case !kubename.IsObjectName(ref.Name):
-		return volume.Workload{Kind: "Pod", Name: p.Name, OwnerInvalid: ownerInvalidName}
+		return part.Workload{Kind: "Pod", Name: p.Name, OwnerInvalid: ownerInvalidName}
 	}
 	if ref.Kind == "ReplicaSet" && strings.HasPrefix(ref.APIVersion, "apps/") {
 		if hash := p.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; hash != "" {
 			if name, ok := strings.CutSuffix(ref.Name, "-"+hash); ok && kubename.IsObjectName(name) {
-				return volume.Workload{Kind: "Deployment", Name: name}
+				return part.Workload{Kind: "Deployment", Name: name}
 			}
 		}
 	}
-	return volume.Workload{Kind: ref.Kind, Name: ref.Name}
+	return part.Workload{Kind: ref.Kind, Name: ref.Name}
 }
 
 var (
@@ -80,11 +80,11 @@ func (e *Exporter) collectWorkloads(ch chan<- prometheus.Metric, snap snapshot, 
 }
 
 // podWorkloads keeps of pods what collectWorkloads publishes.
-func podWorkloads(pods []volume.PodVolumes) []volume.PodVolumes {
-	out := make([]volume.PodVolumes, 0, len(pods))
+func podWorkloads(pods []part.Pod) []part.Pod {
+	out := make([]part.Pod, 0, len(pods))
 	for _, p := range pods {
 		if p.Workload.Kind != "" {
-			out = append(out, volume.PodVolumes{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Workload: p.Workload})
+			out = append(out, part.Pod{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Workload: p.Workload})
 		}
 	}
 	return out

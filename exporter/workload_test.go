@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // workloadPod is a pod named name controlled by kind/owner (none when kind is empty), with
@@ -31,19 +31,19 @@ func TestPodWorkload(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
-		want volume.Workload
+		want part.Workload
 	}{
-		{"Deployment: the ReplicaSet's name less its pods' hash", workloadPod("cart-7d9f8c6b5-x2x9z", "apps/v1", "ReplicaSet", "cart-7d9f8c6b5", hash), volume.Workload{Kind: "Deployment", Name: "cart"}},
-		{"a ReplicaSet without the hash label is its own workload", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", nil), volume.Workload{Kind: "ReplicaSet", Name: "rs"}},
-		{"a hash that is not the ReplicaSet's suffix proves nothing", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", hash), volume.Workload{Kind: "ReplicaSet", Name: "rs"}},
-		{"a ReplicaSet named the hash alone (no valid name)", workloadPod("x", "apps/v1", "ReplicaSet", "-7d9f8c6b5", hash), volume.Workload{Kind: "Pod", Name: "x", OwnerInvalid: "name"}},
-		{"another API group's ReplicaSet is not the Deployment controller's", workloadPod("r-7d9f8c6b5-a", "example.com/v1", "ReplicaSet", "r-7d9f8c6b5", hash), volume.Workload{Kind: "ReplicaSet", Name: "r-7d9f8c6b5"}},
-		{"StatefulSet", workloadPod("db-0", "apps/v1", "StatefulSet", "db", nil), volume.Workload{Kind: "StatefulSet", Name: "db"}},
-		{"DaemonSet", workloadPod("agent-x", "apps/v1", "DaemonSet", "agent", nil), volume.Workload{Kind: "DaemonSet", Name: "agent"}},
-		{"a CronJob's Job stays a Job", workloadPod("backup-29412345-abcde", "batch/v1", "Job", "backup-29412345", nil), volume.Workload{Kind: "Job", Name: "backup-29412345"}},
-		{"another controller", workloadPod("w-1", "example.com/v1", "Workflow", "w", nil), volume.Workload{Kind: "Workflow", Name: "w"}},
-		{"a bare pod is its own workload", workloadPod("debug", "", "", "", nil), volume.Workload{Kind: "Pod", Name: "debug"}},
-		{"a static pod (controlled by its Node) is its own workload", workloadPod("etcd-node-1", "v1", "Node", "node-1", nil), volume.Workload{Kind: "Pod", Name: "etcd-node-1"}},
+		{"Deployment: the ReplicaSet's name less its pods' hash", workloadPod("cart-7d9f8c6b5-x2x9z", "apps/v1", "ReplicaSet", "cart-7d9f8c6b5", hash), part.Workload{Kind: "Deployment", Name: "cart"}},
+		{"a ReplicaSet without the hash label is its own workload", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", nil), part.Workload{Kind: "ReplicaSet", Name: "rs"}},
+		{"a hash that is not the ReplicaSet's suffix proves nothing", workloadPod("rs-abcde", "apps/v1", "ReplicaSet", "rs", hash), part.Workload{Kind: "ReplicaSet", Name: "rs"}},
+		{"a ReplicaSet named the hash alone (no valid name)", workloadPod("x", "apps/v1", "ReplicaSet", "-7d9f8c6b5", hash), part.Workload{Kind: "Pod", Name: "x", OwnerInvalid: "name"}},
+		{"another API group's ReplicaSet is not the Deployment controller's", workloadPod("r-7d9f8c6b5-a", "example.com/v1", "ReplicaSet", "r-7d9f8c6b5", hash), part.Workload{Kind: "ReplicaSet", Name: "r-7d9f8c6b5"}},
+		{"StatefulSet", workloadPod("db-0", "apps/v1", "StatefulSet", "db", nil), part.Workload{Kind: "StatefulSet", Name: "db"}},
+		{"DaemonSet", workloadPod("agent-x", "apps/v1", "DaemonSet", "agent", nil), part.Workload{Kind: "DaemonSet", Name: "agent"}},
+		{"a CronJob's Job stays a Job", workloadPod("backup-29412345-abcde", "batch/v1", "Job", "backup-29412345", nil), part.Workload{Kind: "Job", Name: "backup-29412345"}},
+		{"another controller", workloadPod("w-1", "example.com/v1", "Workflow", "w", nil), part.Workload{Kind: "Workflow", Name: "w"}},
+		{"a bare pod is its own workload", workloadPod("debug", "", "", "", nil), part.Workload{Kind: "Pod", Name: "debug"}},
+		{"a static pod (controlled by its Node) is its own workload", workloadPod("etcd-node-1", "v1", "Node", "node-1", nil), part.Workload{Kind: "Pod", Name: "etcd-node-1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := podWorkload(tc.pod); got != tc.want {
@@ -65,7 +65,7 @@ func TestPodWorkload(t *testing.T) {
 // series: its labels (name=value, sorted by name, the value %q-quoted) and its value.
 func collectWorkloadSeries(t *testing.T, sel selection, pods ...*corev1.Pod) []string {
 	t.Helper()
-	var pvs []volume.PodVolumes
+	var pvs []part.Pod
 	for _, pod := range pods {
 		pv, ok := podBase(pod)
 		if !ok {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
@@ -191,18 +191,18 @@ func TestCheckLabelValidation(t *testing.T) {
 func TestExporterMeasurerEphemeralStorage(t *testing.T) {
 	at := time.Now().Add(-time.Second).Truncate(time.Millisecond)
 	mib64 := int64(mib)
-	pv := volume.PodVolumes{Namespace: "default", Pod: "job", UID: uid1, Volumes: []volume.Volume{
-		{Name: "scratch", Medium: volume.MediumDisk},
-		{Name: "container/app/writable-layer", Kind: volume.KindWritableLayer, Container: "app"},
-		{Name: "container/app/logs", Kind: volume.KindContainerLogs, Container: "app"},
-		{Name: "container/side/writable-layer", Kind: volume.KindWritableLayer, Container: "side"},
-		{Name: "container/side/logs", Kind: volume.KindContainerLogs, Container: "side"},
-	}, Storage: &volume.PodStorage{LimitBytes: ptr.To(20 * mib64), Containers: []volume.Container{{Name: "app", LimitBytes: ptr.To(10 * mib64)}, {Name: "side"}}}}
+	pv := part.Pod{Namespace: "default", Pod: "job", UID: uid1, Parts: []part.Part{
+		{Name: "scratch", Medium: part.MediumDisk},
+		{Name: "container/app/writable-layer", Kind: part.KindWritableLayer, Container: "app"},
+		{Name: "container/app/logs", Kind: part.KindContainerLogs, Container: "app"},
+		{Name: "container/side/writable-layer", Kind: part.KindWritableLayer, Container: "side"},
+		{Name: "container/side/logs", Kind: part.KindContainerLogs, Container: "side"},
+	}, Storage: &part.PodStorage{LimitBytes: ptr.To(20 * mib64), Containers: []part.Container{{Name: "app", LimitBytes: ptr.To(10 * mib64)}, {Name: "side"}}}}
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"scratch": 2 * mib64, "container/app/writable-layer": 11 * mib64, "container/app/logs": mib64, "container/side/logs": 4096} {
-		table.Set(uid1, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
+		table.Set(uid1, name, part.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
 	}
-	table.Set(uid1, "container/side/writable-layer", volume.Measurement{Unlocated: source.LayerOtherRuntime, MeasuredAt: at, CompletedAt: at})
+	table.Set(uid1, "container/side/writable-layer", part.Measurement{Unlocated: source.LayerOtherRuntime, MeasuredAt: at, CompletedAt: at})
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", exportertest.NewSource(table.Measure), exportertest.NewPods(pv)
 	exp, err := exporter.New(cfg)
@@ -284,7 +284,7 @@ func TestExporterMeasurerCountsEphemeralContainers(t *testing.T) {
 	table := exportertest.NewTable()
 	for name, used := range map[string]int64{"container/app/writable-layer": mib, "container/app/logs": 4096, "pod/files": 4096,
 		"container/debugger/writable-layer": 20 * mib, "container/debugger/logs": 8192} {
-		table.Set(uid1, name, volume.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
+		table.Set(uid1, name, part.Measurement{UsedBytes: used, MeasuredAt: at, CompletedAt: at})
 	}
 	cfg := exporter.DefaultConfig()
 	cfg.NodeName, cfg.Source, cfg.Pods = "node-1", exportertest.NewSource(table.Measure), watcher

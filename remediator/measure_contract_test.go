@@ -9,16 +9,16 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
 
 // contractPod is the exporter's view of node-1: pod default/web-0 (uid1) with the emptyDir
 // volume "empty".
-func contractPod() volume.PodVolumes {
+func contractPod() part.Pod {
 	limit := int64(mib)
-	return volume.PodVolumes{Namespace: "default", Pod: "web-0", UID: uid1,
-		Volumes: []volume.Volume{{Name: "empty", Medium: volume.MediumDisk, LimitBytes: &limit}}}
+	return part.Pod{Namespace: "default", Pod: "web-0", UID: uid1,
+		Parts: []part.Part{{Name: "empty", Medium: part.MediumDisk, LimitBytes: &limit}}}
 }
 
 // The remediator's ExporterMeasurer against the exporter's own live handler, in process:
@@ -27,8 +27,8 @@ func contractPod() volume.PodVolumes {
 func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 	started := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
 	completed := started.Add(2 * time.Second)
-	measured := volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3, UnreadableEntries: 2,
-		MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}
+	measured := part.Measurement{UsedBytes: 10 * mib, InodesUsed: 3, UnreadableEntries: 2,
+		MeasuredAt: started, CompletedAt: completed, Method: part.MethodWalk}
 	tests := []struct {
 		name       string
 		pod        *podBuilder
@@ -43,8 +43,8 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				UnreadableEntries: 2, Incomplete: true, IncompleteSince: started, MeasuredAt: completed}},
 		{name: "walk cut short after directories changed: a lower bound, and why", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: exportertest.NewSource(exportertest.Answer(volume.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
-				ChangedDirectories: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: volume.MethodWalk}, nil)),
+			source: exportertest.NewSource(exportertest.Answer(part.Measurement{UsedBytes: 10 * mib, InodesUsed: 3,
+				ChangedDirectories: 4, CutShort: true, MeasuredAt: started, CompletedAt: completed, Method: part.MethodWalk}, nil)),
 			want: Measurement{Source: SourceExporter, Node: "node-1", Subject: Subject{Check: CheckEmptyDir, Volume: "empty"}, UsedBytes: 10 * mib,
 				ChangedDirectories: 4, CutShort: true, Incomplete: true, IncompleteSince: started, MeasuredAt: completed}},
 		{name: "recreated pod", pod: newPod("default", "web-0", uid2), volume: "empty",
@@ -54,7 +54,7 @@ func TestExporterMeasurerAgainstExporterLiveHandler(t *testing.T) {
 		{name: "pod not on this node", pod: newPod("default", "web-1", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)), wantReason: MeasureNotFound},
 		{name: "volume unreadable", pod: newPod("default", "web-0", uid1), volume: "empty",
-			source: exportertest.NewSource(exportertest.Answer(volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonPermission, Err: fs.ErrPermission})), wantReason: MeasureUnavailable},
+			source: exportertest.NewSource(exportertest.Answer(part.Measurement{}, &part.MeasureError{Reason: part.ReasonPermission, Err: fs.ErrPermission})), wantReason: MeasureUnavailable},
 		{name: "informer not synced", pod: newPod("default", "web-0", uid1), volume: "empty",
 			source: exportertest.NewSource(exportertest.Answer(measured, nil)), notSynced: true, wantReason: MeasureUnavailable},
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 )
@@ -37,9 +37,9 @@ func TestProjectQuotaChargeEvictsNobody(t *testing.T) {
 			}
 			victim := contractPod() // default/web-0, volume "empty" of 1Mi
 			victim.UserNamespace = true
-			tenant := volume.PodVolumes{Namespace: "other", Pod: "host-users", UID: uid2,
-				Volumes: []volume.Volume{{Name: "scratch", Medium: volume.MediumDisk}}}
-			victimDir, tenantDir := volume.Dir(root, victim.UID, "empty"), volume.Dir(root, tenant.UID, "scratch")
+			tenant := part.Pod{Namespace: "other", Pod: "host-users", UID: uid2,
+				Parts: []part.Part{{Name: "scratch", Medium: part.MediumDisk}}}
+			victimDir, tenantDir := part.EmptyDirPath(root, victim.UID, "empty"), part.EmptyDirPath(root, tenant.UID, "scratch")
 			for _, dir := range []string{victimDir, tenantDir} {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)

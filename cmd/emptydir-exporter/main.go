@@ -31,8 +31,8 @@ import (
 	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
 	"github.com/emptydir-guard/emptydir-guard/exporter/notify"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/cliflag"
 	"github.com/emptydir-guard/emptydir-guard/internal/denywrites"
 	"github.com/emptydir-guard/emptydir-guard/internal/httpserver"
@@ -226,7 +226,7 @@ func serve(ctx context.Context, cfg *config, client kubernetes.Interface, calibr
 // their own: from the devices of the directories the filesystem source reads, from one Summary for
 // the kubelet source. When it cannot tell, it says so and takes them for the kubelet's (they
 // count toward their containers' limits, as on most nodes).
-func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Source, logger *slog.Logger) bool {
+func dedicatedImageFilesystem(ctx context.Context, cfg *config, src part.Source, logger *slog.Logger) bool {
 	var dedicated bool
 	var err error
 	if ks, ok := src.(*source.Kubelet); ok {
@@ -248,7 +248,11 @@ func dedicatedImageFilesystem(ctx context.Context, cfg *config, src volume.Sourc
 // changeSignal opens the pods' cgroups; a node where they cannot be read keeps today's
 // schedule, which the warning and emptydir_exporter_change_marks_total{outcome="unavailable"} say.
 func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
-	s, err := change.NewCgroup(cfg.cgroup, &cfg.fs)
+	s, err := change.NewCgroup(cfg.cgroup, change.Dirs{
+		Pods:         filepath.Join(cfg.fs.KubeletRootDir, "pods"),
+		Layers:       cfg.fs.Layers.SnapshotterRoot,
+		ImageVolumes: cfg.fs.Layers.CRIContainersDir,
+	})
 	if err != nil {
 		logger.Warn("the change signal cannot read the node's cgroups; every part is walked at its cadence (mount the host's /sys/fs/cgroup read-only at --cgroup.mount)", "err", err)
 		return change.Unavailable{Err: err}
@@ -262,7 +266,7 @@ func changeSignal(cfg *config, logger *slog.Logger) change.Signal {
 // processes in their cgroups; what fails makes every walked volume's outcome unreadable.
 func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 	var warned sync.Once
-	o := &source.OpenFiles{Proc: "/proc", OnError: func(p volume.PodVolumes, v volume.Volume, err error) {
+	o := &source.OpenFiles{Proc: "/proc", OnError: func(p part.Pod, v part.Part, err error) {
 		warned.Do(func() {
 			logger.Warn("a pod's open files could not be read: the usage of its walked emptyDirs is a lower bound for files deleted but held open (the exporter needs hostPID and CAP_SYS_PTRACE); further failures are logged at debug level",
 				"namespace", p.Namespace, "pod", p.Pod, "volume", v.Name, "err", err)
@@ -274,7 +278,7 @@ func openFiles(cfg *config, logger *slog.Logger) *source.OpenFiles {
 		cfg.autoRoot.follow(locator)
 	}
 	hostPID := openfiles.InInitialPIDNamespace()
-	o.Procs = func(p volume.PodVolumes) ([]int, error) {
+	o.Procs = func(p part.Pod) ([]int, error) {
 		if lerr != nil {
 			return nil, lerr
 		}
@@ -371,7 +375,7 @@ func runUntilDone(ctx context.Context, server *http.Server, serve func() error, 
 	return g.Wait()
 }
 
-func newSource(cfg *config, client kubernetes.Interface) (volume.Source, error) {
+func newSource(cfg *config, client kubernetes.Interface) (part.Source, error) {
 	if cfg.source == sourceFilesystem {
 		// The kubelet, when named, gives the writable layers the walk cannot locate.
 		if cfg.kubeletURL != "" || cfg.kubeletViaAPIServer {

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 )
 
@@ -53,7 +53,7 @@ func TestOpenFilesHelper(t *testing.T) {
 	if err != nil || u.Bytes != 65536 || u.Files != 1 {
 		t.Errorf("count through the helper: %+v, %v; want 64KiB in 1 file", u, err)
 	}
-	if _, err := o.Procs(volume.PodVolumes{UID: "no-such-pod", QOSClass: "BestEffort"}); err == nil {
+	if _, err := o.Procs(part.Pod{UID: "no-such-pod", QOSClass: "BestEffort"}); err == nil {
 		t.Error("a pod without a cgroup has processes")
 	}
 }

@@ -20,8 +20,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/mountinfo"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
@@ -190,7 +190,7 @@ func (r *Result) mismatch(setting, reason, found string, err error) {
 // mount, must be one directory. The node's root comes from the mount table: the emptyDir's bind
 // names its directory (the node's path where that filesystem is the node's root filesystem).
 func (r *Result) checkKubeletRoot(p *Pod, root string, mounts []mountinfo.Mount) {
-	suffix := strings.TrimPrefix(volume.Dir("/", p.UID, p.Volume), "/")
+	suffix := strings.TrimPrefix(part.EmptyDirPath("/", p.UID, p.Volume), "/")
 	found := ""
 	if m, ok := mountAt(mounts, p.VolumeDir); ok {
 		if prefix, ok := strings.CutSuffix(m.Root, "/"+suffix); ok {
@@ -203,7 +203,7 @@ func (r *Result) checkKubeletRoot(p *Pod, root string, mounts []mountinfo.Mount)
 		r.mismatch(SettingKubeletRootDir, ReasonUnreadable, found, fmt.Errorf("the exporter's own emptyDir %s: %w", p.Volume, err))
 		return
 	}
-	viaRoot := volume.Dir(root, p.UID, p.Volume)
+	viaRoot := part.EmptyDirPath(root, p.UID, p.Volume)
 	fi, err := os.Stat(viaRoot)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -311,7 +311,7 @@ var layerRuntimes = map[string]layerRuntime{
 // directory (where the locator finds the container's rootfs mount) and the snapshotter root
 // together; under CRI-O and Docker the root whose metadata names the layer.
 func (r *Result) checkLayer(p *Pod, l *source.LayerLocator, mounts []mountinfo.Mount, merr error) {
-	name, _, _ := volume.RuntimeID(p.ContainerID)
+	name, _, _ := part.RuntimeID(p.ContainerID)
 	rt, known := layerRuntimes[name]
 	if !known {
 		r.Skipped = append(r.Skipped, Skip{SettingSnapshotterRoot, SkipOtherRuntime})

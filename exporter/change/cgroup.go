@@ -3,10 +3,8 @@ package change
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -23,13 +21,25 @@ type Cgroup struct {
 	emptyDirDisk, emptyDirMemory, layers bool
 }
 
+// Dirs are the directories whose filesystems decide which parts a mark vouches for.
+type Dirs struct {
+	// Pods is the kubelet's pods directory (<root-dir>/pods), holding the emptyDirs.
+	Pods string
+	// Layers is the runtime's snapshotter root, holding the writable layers; "" when none is
+	// measured.
+	Layers string
+	// ImageVolumes is containerd's CRI containers directory, holding image VOLUMEs; "" when
+	// unknown.
+	ImageVolumes string
+}
+
 // NewCgroup opens the node's cgroups as cfg says and judges, from the filesystems of
-// the kubelet's root dir and of containerd's snapshotter (layers), which parts the snapshots
+// dirs, which parts the snapshots
 // can vouch for: a disk emptyDir on a tmpfs root dir is in memory (so not under cgroup v2),
 // and under cgroup v2 a disk part only where that filesystem charges writeback to the
 // writer's cgroup (ext4, XFS, Btrfs, F2FS): elsewhere io.stat does not see it and a pod
 // under a memory limit could write while its page cache stays level.
-func NewCgroup(cfg podcgroup.Config, fs *source.Filesystem) (*Cgroup, error) {
+func NewCgroup(cfg podcgroup.Config, dirs Dirs) (*Cgroup, error) {
 	loc, err := podcgroup.Open(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cgroups at %s: %w", cfg.Mount, err)
@@ -37,20 +47,20 @@ func NewCgroup(cfg podcgroup.Config, fs *source.Filesystem) (*Cgroup, error) {
 	s := &Cgroup{locator: loc}
 	snap := podcgroup.Snapshot{Version: loc.Version()}
 	s.emptyDirMemory = snap.Vouches(podcgroup.Memory)
-	if s.emptyDirDisk, err = vouchesFor(snap, filepath.Join(fs.KubeletRootDir, "pods")); err != nil {
+	if s.emptyDirDisk, err = vouchesFor(snap, dirs.Pods); err != nil {
 		return nil, err
 	}
-	if fs.Layers.SnapshotterRoot != "" {
-		if s.layers, err = vouchesFor(snap, fs.Layers.SnapshotterRoot); err != nil {
+	if dirs.Layers != "" {
+		if s.layers, err = vouchesFor(snap, dirs.Layers); err != nil {
 			// No layer to measure is no reason to refuse the signal: layers are then walked
 			// at their cadence.
 			s.layers = false
 		}
 	}
-	if s.layers && fs.Layers.CRIContainersDir != "" {
+	if s.layers && dirs.ImageVolumes != "" {
 		// A layer's image VOLUME directories are walked with it (LayerLocator.ImageVolumes); where
 		// their directory cannot be read, none is walked.
-		if v, err := vouchesFor(snap, fs.Layers.CRIContainersDir); err == nil {
+		if v, err := vouchesFor(snap, dirs.ImageVolumes); err == nil {
 			s.layers = v
 		}
 	}
@@ -80,7 +90,7 @@ func (s *Cgroup) Retarget(root string) error { return s.locator.Retarget(root) }
 func (s *Cgroup) Version() podcgroup.Version { return s.locator.Version() }
 
 // Mark reads the pod's snapshot; an error is a *Error with podcgroup's reason.
-func (s *Cgroup) Mark(p volume.PodVolumes) (Mark, error) {
+func (s *Cgroup) Mark(p part.Pod) (Mark, error) {
 	snap, err := s.locator.Mark(p.KubeletUID(), p.QOSClass)
 	if err != nil {
 		reason := MarkUnknown
@@ -95,14 +105,14 @@ func (s *Cgroup) Mark(p volume.PodVolumes) (Mark, error) {
 // Vouches reports whether equal snapshots spare a walk of v: emptyDirs and writable layers
 // by their medium; configMap and gitRepo volumes are written by the kubelet, outside the
 // pod's cgroup, so never.
-func (s *Cgroup) Vouches(v volume.Volume) bool {
+func (s *Cgroup) Vouches(v part.Part) bool {
 	switch v.Kind {
-	case volume.KindEmptyDir:
-		if v.Medium == volume.MediumMemory {
+	case part.KindEmptyDir:
+		if v.Medium == part.MediumMemory {
 			return s.emptyDirMemory
 		}
 		return s.emptyDirDisk
-	case volume.KindWritableLayer:
+	case part.KindWritableLayer:
 		return s.layers
 	default:
 		return false
@@ -121,9 +131,9 @@ func (s *Cgroup) Describe() []any {
 type Unavailable struct{ Err error }
 
 // Mark fails for every pod.
-func (u Unavailable) Mark(volume.PodVolumes) (Mark, error) {
+func (u Unavailable) Mark(part.Pod) (Mark, error) {
 	return Mark{}, &Error{Reason: MarkUnavailable, Err: u.Err}
 }
 
 // Vouches for nothing.
-func (Unavailable) Vouches(volume.Volume) bool { return false }
+func (Unavailable) Vouches(part.Part) bool { return false }

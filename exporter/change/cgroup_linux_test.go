@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
-	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -16,16 +15,17 @@ import (
 // root dir, a snapshotter root and a CRI containers directory in dir.
 func openNodeCgroups(t *testing.T, dir string) *change.Cgroup {
 	t.Helper()
-	fs := source.DefaultFilesystem()
-	fs.KubeletRootDir = filepath.Join(dir, "kubelet")
-	fs.Layers.SnapshotterRoot = filepath.Join(dir, "snapshots")
-	fs.Layers.CRIContainersDir = filepath.Join(dir, "containers")
-	for _, d := range []string{filepath.Join(fs.KubeletRootDir, "pods"), fs.Layers.SnapshotterRoot, fs.Layers.CRIContainersDir} {
+	dirs := change.Dirs{
+		Pods:         filepath.Join(dir, "kubelet", "pods"),
+		Layers:       filepath.Join(dir, "snapshots"),
+		ImageVolumes: filepath.Join(dir, "containers"),
+	}
+	for _, d := range []string{dirs.Pods, dirs.Layers, dirs.ImageVolumes} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s, err := change.NewCgroup(podcgroup.DefaultConfig(), &fs)
+	s, err := change.NewCgroup(podcgroup.DefaultConfig(), dirs)
 	if err != nil {
 		t.Skipf("this machine's cgroups cannot be read: %v", err)
 	}
@@ -37,14 +37,14 @@ func openNodeCgroups(t *testing.T, dir string) *change.Cgroup {
 func TestCgroupSignalMarkReasons(t *testing.T) {
 	s := openNodeCgroups(t, t.TempDir())
 	for _, tc := range []struct {
-		pod    volume.PodVolumes
+		pod    part.Pod
 		reason string
 	}{
-		{volume.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
-		{volume.PodVolumes{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
-		{volume.PodVolumes{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
+		{part.Pod{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "BestEffort"}, podcgroup.ReasonNotFound},
+		{part.Pod{UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00", QOSClass: "Platinum"}, podcgroup.ReasonInvalid},
+		{part.Pod{UID: "../../..", QOSClass: "Guaranteed"}, podcgroup.ReasonInvalid},
 		// A static pod is found by its config hash, which no cgroup has here either.
-		{volume.PodVolumes{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
+		{part.Pod{UID: "mirror", ConfigHash: "0123456789abcdef0123456789abcdef", QOSClass: "Burstable"}, podcgroup.ReasonNotFound},
 	} {
 		m, err := s.Mark(tc.pod)
 		se := (*change.Error)(nil)
@@ -72,14 +72,14 @@ func TestCgroupSignalVouches(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		v    volume.Volume
+		v    part.Part
 		want bool
 	}{
-		{volume.Volume{Name: "cache", Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}, disk},
-		{volume.Volume{Name: "shm", Kind: volume.KindEmptyDir, Medium: volume.MediumMemory}, s.Version() == podcgroup.V1},
-		{volume.Volume{Kind: volume.KindWritableLayer, Container: "app"}, disk},
-		{volume.Volume{Name: "config", Kind: volume.KindConfigMap}, false},
-		{volume.Volume{Name: "repo", Kind: volume.KindGitRepo}, false},
+		{part.Part{Name: "cache", Kind: part.KindEmptyDir, Medium: part.MediumDisk}, disk},
+		{part.Part{Name: "shm", Kind: part.KindEmptyDir, Medium: part.MediumMemory}, s.Version() == podcgroup.V1},
+		{part.Part{Kind: part.KindWritableLayer, Container: "app"}, disk},
+		{part.Part{Name: "config", Kind: part.KindConfigMap}, false},
+		{part.Part{Name: "repo", Kind: part.KindGitRepo}, false},
 	} {
 		if got := s.Vouches(tc.v); got != tc.want {
 			t.Errorf("Vouches(%+v) = %v, want %v (cgroup v%d, test directory on %v)", tc.v, got, tc.want, s.Version(), medium)
@@ -90,20 +90,18 @@ func TestCgroupSignalVouches(t *testing.T) {
 // TestCgroupSignalUnavailable: a mount that is no cgroup filesystem gives no signal; the
 // stand-in the command then uses gives every pod the reason unavailable and vouches for nothing.
 func TestCgroupSignalUnavailable(t *testing.T) {
-	fs := source.DefaultFilesystem()
-	fs.KubeletRootDir = t.TempDir()
 	cfg := podcgroup.DefaultConfig()
 	cfg.Mount = t.TempDir()
-	_, err := change.NewCgroup(cfg, &fs)
+	_, err := change.NewCgroup(cfg, change.Dirs{Pods: t.TempDir()})
 	if err == nil {
 		t.Fatalf("NewCgroup(%s) passed, want an error: it is no cgroup filesystem", cfg.Mount)
 	}
 	u := change.Unavailable{Err: err}
 	se := (*change.Error)(nil)
-	if _, err := u.Mark(volume.PodVolumes{UID: "u"}); !errors.As(err, &se) || se.Reason != change.MarkUnavailable {
+	if _, err := u.Mark(part.Pod{UID: "u"}); !errors.As(err, &se) || se.Reason != change.MarkUnavailable {
 		t.Errorf("Unavailable.Mark: %v, want reason %s", err, change.MarkUnavailable)
 	}
-	if u.Vouches(volume.Volume{Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}) {
+	if u.Vouches(part.Part{Kind: part.KindEmptyDir, Medium: part.MediumDisk}) {
 		t.Error("Unavailable vouches for a disk emptyDir")
 	}
 }

@@ -1,7 +1,7 @@
 package change
 
 import (
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -21,10 +21,10 @@ type Signal interface {
 	// whenever the pod's processes may have written in between. An error: no mark vouches for
 	// the pod (its cgroup not found or unreadable, or no sound counter here), which is then
 	// walked as without a signal; errors.As to a *Error gives the reason.
-	Mark(p volume.PodVolumes) (Mark, error)
+	Mark(p part.Pod) (Mark, error)
 	// Vouches reports whether equal marks may spare the walk of part v: whether the counters
 	// behind them see every write that takes new space where v lives.
-	Vouches(v volume.Volume) bool
+	Vouches(v part.Part) bool
 }
 
 // Error is why a pod has no mark.

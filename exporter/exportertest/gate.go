@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // Gate holds measurements until the test lets them go: the walk of a huge or hostile volume,
@@ -31,7 +31,7 @@ func NewGate() *Gate {
 
 // Hold holds a request until the gate lets it go or ctx ends (Err then says why): it counts
 // the request (Held) and reports its first pod's name on Started.
-func (g *Gate) Hold(ctx context.Context, pods []volume.PodVolumes) {
+func (g *Gate) Hold(ctx context.Context, pods []part.Pod) {
 	g.arrive(pods)
 	select {
 	case <-g.release:
@@ -44,12 +44,12 @@ func (g *Gate) Hold(ctx context.Context, pods []volume.PodVolumes) {
 
 // HoldPastContext is Hold that goes on after ctx has ended, until the gate lets it go: a walk
 // in a system call that has not seen the cancellation yet.
-func (g *Gate) HoldPastContext(_ context.Context, pods []volume.PodVolumes) {
+func (g *Gate) HoldPastContext(_ context.Context, pods []part.Pod) {
 	g.arrive(pods)
 	<-g.release
 }
 
-func (g *Gate) arrive(pods []volume.PodVolumes) {
+func (g *Gate) arrive(pods []part.Pod) {
 	g.mu.Lock()
 	g.held++
 	g.mu.Unlock()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // Table answers each volume, keyed by its pod's UID and its name, from a table the test fills
@@ -12,7 +12,7 @@ import (
 // answers a zero Measurement. Its Measure method is the MeasureFunc. Safe for concurrent use.
 type Table struct {
 	mu       sync.Mutex
-	measured map[tableKey]volume.Measurement
+	measured map[tableKey]part.Measurement
 	failing  map[tableKey]error
 }
 
@@ -20,25 +20,25 @@ type tableKey struct{ uid, volume string }
 
 // NewTable returns an empty table.
 func NewTable() *Table {
-	return &Table{measured: map[tableKey]volume.Measurement{}, failing: map[tableKey]error{}}
+	return &Table{measured: map[tableKey]part.Measurement{}, failing: map[tableKey]error{}}
 }
 
 // Set makes the volume answer m (unless it fails).
-func (t *Table) Set(uid, volume string, m volume.Measurement) {
+func (t *Table) Set(uid, volume string, m part.Measurement) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.measured[tableKey{uid, volume}] = m
 }
 
 // Get returns what Set gave the volume.
-func (t *Table) Get(uid, volume string) volume.Measurement {
+func (t *Table) Get(uid, volume string) part.Measurement {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.measured[tableKey{uid, volume}]
 }
 
 // Edit changes every measurement the table holds with edit.
-func (t *Table) Edit(edit func(uid, volume string, m *volume.Measurement)) {
+func (t *Table) Edit(edit func(uid, volume string, m *part.Measurement)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, m := range t.measured {
@@ -67,12 +67,12 @@ func (t *Table) Reset() {
 }
 
 // Measure is the table as a MeasureFunc.
-func (t *Table) Measure(_ context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+func (t *Table) Measure(_ context.Context, p part.Pod, v part.Part) (part.Measurement, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := tableKey{p.UID, v.Name}
 	if err := t.failing[k]; err != nil {
-		return volume.Measurement{}, err
+		return part.Measurement{}, err
 	}
 	return t.measured[k], nil
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // State is what the collection remembers of one volume between cycles.
@@ -27,9 +27,9 @@ type State struct {
 
 // Walk is a volume to walk in this cycle.
 type Walk struct {
-	Pod    volume.PodVolumes
-	Volume volume.Volume
-	Key    volume.Key
+	Pod    part.Pod
+	Volume part.Part
+	Key    part.Key
 	// cost is what the CPU budget must hold to start it: 0 (any credit) for a volume with
 	// a sizeLimit or an overdue one, the cost of its last walk for the others.
 	Cost time.Duration
@@ -86,7 +86,7 @@ const (
 // its namespace's part of the floor (budget.Floor), so that a budget too small for every walk defers
 // without starving any namespace. The rules and the bounds they give are in docs/exporter.md,
 // "How a cycle orders its walks".
-func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, policy Policy) []Walk {
+func Due(pods []part.Pod, state func(part.Key) State, now time.Time, policy Policy) []Walk {
 	unlimitedInterval, tolerance, costly, share := policy.UnlimitedInterval, policy.Tolerance, policy.Costly, policy.Share
 	type candidate struct {
 		Walk
@@ -124,8 +124,8 @@ func Due(pods []volume.PodVolumes, state func(volume.Key) State, now time.Time, 
 	var limited, unlimited, unchanged []candidate
 	for _, p := range pods {
 		podUsed := storageUsedBefore(p, state)
-		for _, v := range p.Volumes {
-			k := volume.Key{UID: p.UID, Volume: v.Name}
+		for _, v := range p.Parts {
+			k := part.Key{UID: p.UID, Name: v.Name}
 			s := state(k)
 			if s.InFlight {
 				continue
@@ -212,16 +212,16 @@ const farShare = 0.5
 // storageUsedBefore adds up what the last walks of pod p's parts found, the parts its
 // ephemeral-storage usage counts (memory and huge-page volumes left out): an upper estimate of
 // a container's usage too, since it holds the pod's.
-func storageUsedBefore(p volume.PodVolumes, state func(volume.Key) State) int64 {
+func storageUsedBefore(p part.Pod, state func(part.Key) State) int64 {
 	if p.Storage == nil {
 		return 0
 	}
 	var used int64
-	for _, v := range p.Volumes {
-		if v.Kind == volume.KindEmptyDir && v.Medium != volume.MediumDisk {
+	for _, v := range p.Parts {
+		if v.Kind == part.KindEmptyDir && v.Medium != part.MediumDisk {
 			continue
 		}
-		if s := state(volume.Key{UID: p.UID, Volume: v.Name}); s.Measured {
+		if s := state(part.Key{UID: p.UID, Name: v.Name}); s.Measured {
 			used += s.UsedBytes
 		}
 	}

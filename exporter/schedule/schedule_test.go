@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 func limit(b int64) *int64 { return &b }
@@ -22,7 +22,7 @@ func TestDueWalks(t *testing.T) {
 	limits := map[string]int64{"full": 100, "half": 100, "empty": 100, "new": 100, "busy": 100}
 	tests := []struct {
 		name           string
-		pods           []volume.PodVolumes
+		pods           []part.Pod
 		state          map[string]State
 		unlimitedEvery time.Duration
 		tolerance      time.Duration
@@ -122,7 +122,7 @@ func TestDueWalks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			state := func(k volume.Key) State { return tc.state[k.Volume] }
+			state := func(k part.Key) State { return tc.state[k.Name] }
 			due := Due(tc.pods, state, now, Policy{UnlimitedInterval: tc.unlimitedEvery, Tolerance: tc.tolerance})
 			var got []string
 			for _, d := range due {
@@ -136,7 +136,7 @@ func TestDueWalks(t *testing.T) {
 				if wantWait := d.Volume.LimitBytes != nil || tc.unlimitedEvery == 0; d.Wait != wantWait {
 					t.Errorf("%s: the cycle waits for it: %v, want %v", d.Volume.Name, d.Wait, wantWait)
 				}
-				if d.Key != (volume.Key{UID: d.Pod.UID, Volume: d.Volume.Name}) {
+				if d.Key != (part.Key{UID: d.Pod.UID, Name: d.Volume.Name}) {
 					t.Errorf("%s: key %v does not name its pod and volume", d.Volume.Name, d.Key)
 				}
 			}
@@ -153,26 +153,26 @@ func TestDueWalks(t *testing.T) {
 // they are guarded as a sizeLimit is.
 func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 	now := t0
-	pod := func(uid string, used int64) (volume.PodVolumes, map[volume.Key]State) {
+	pod := func(uid string, used int64) (part.Pod, map[part.Key]State) {
 		l := limit(100)
-		p := volume.PodVolumes{Namespace: "ns", Pod: uid, UID: uid, Storage: &volume.PodStorage{LimitBytes: l}, Volumes: []volume.Volume{
-			{Name: "data", Medium: volume.MediumDisk, BudgetBytes: l},
-			{Name: "shm", Medium: volume.MediumMemory}, // no ephemeral storage: not counted
-			{Name: "container/app/writable-layer", Kind: volume.KindWritableLayer, Container: "app", BudgetBytes: l},
-			{Name: "container/app/logs", Kind: volume.KindContainerLogs, Container: "app", BudgetBytes: l},
+		p := part.Pod{Namespace: "ns", Pod: uid, UID: uid, Storage: &part.PodStorage{LimitBytes: l}, Parts: []part.Part{
+			{Name: "data", Medium: part.MediumDisk, BudgetBytes: l},
+			{Name: "shm", Medium: part.MediumMemory}, // no ephemeral storage: not counted
+			{Name: "container/app/writable-layer", Kind: part.KindWritableLayer, Container: "app", BudgetBytes: l},
+			{Name: "container/app/logs", Kind: part.KindContainerLogs, Container: "app", BudgetBytes: l},
 		}}
-		st := map[volume.Key]State{
-			{UID: uid, Volume: "data"}:                         {Measured: true, UsedBytes: used, Started: now.Add(-10 * time.Second), Cost: 3 * time.Millisecond},
-			{UID: uid, Volume: "shm"}:                          {Measured: true, UsedBytes: 1000, Started: now.Add(-10 * time.Second)},
-			{UID: uid, Volume: "container/app/writable-layer"}: {Measured: true, UsedBytes: 1, Started: now.Add(-10 * time.Second), Cost: time.Millisecond},
-			{UID: uid, Volume: "container/app/logs"}:           {Measured: true, UsedBytes: 1, Started: now.Add(-10 * time.Second)},
+		st := map[part.Key]State{
+			{UID: uid, Name: "data"}:                         {Measured: true, UsedBytes: used, Started: now.Add(-10 * time.Second), Cost: 3 * time.Millisecond},
+			{UID: uid, Name: "shm"}:                          {Measured: true, UsedBytes: 1000, Started: now.Add(-10 * time.Second)},
+			{UID: uid, Name: "container/app/writable-layer"}: {Measured: true, UsedBytes: 1, Started: now.Add(-10 * time.Second), Cost: time.Millisecond},
+			{UID: uid, Name: "container/app/logs"}:           {Measured: true, UsedBytes: 1, Started: now.Add(-10 * time.Second)},
 		}
 		return p, st
 	}
 	far, farState := pod("far", 40)
 	near, nearState := pod("near", 60)
 	sized := volumes(map[string]int64{"sized": 100}, "sized")[0]
-	state := func(k volume.Key) State {
+	state := func(k part.Key) State {
 		if s, ok := farState[k]; ok {
 			return s
 		}
@@ -181,13 +181,13 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 		}
 		return State{Measured: true, UsedBytes: 10, Started: now.Add(-10 * time.Second)}
 	}
-	pods := []volume.PodVolumes{far, near, sized}
+	pods := []part.Pod{far, near, sized}
 
 	due := Due(pods, state, now, Policy{UnlimitedInterval: time.Minute, Costly: time.Second, Share: 0.05})
 	var order []string
 	for _, d := range due {
 		order = append(order, d.Pod.UID+"/"+d.Volume.Name)
-		logs := d.Volume.Kind == volume.KindContainerLogs
+		logs := d.Volume.Kind == part.KindContainerLogs
 		if logs != d.Cheap || d.Floor != NoFloor {
 			t.Errorf("%s/%s: cheap %v, floor %v; want the logs, a few stats, never held for credit, and nothing overdue", d.Pod.UID, d.Volume.Name, d.Cheap, d.Floor)
 		}
@@ -221,10 +221,10 @@ func TestDueWalksPodFarFromItsLimit(t *testing.T) {
 func TestDueWalksFloor(t *testing.T) {
 	now := t0
 	podLimit := limit(100)
-	far := volume.PodVolumes{Namespace: "far", Pod: "far", UID: "far", Storage: &volume.PodStorage{LimitBytes: podLimit}, Volumes: []volume.Volume{
-		{Name: "far-recent", Medium: volume.MediumDisk, BudgetBytes: podLimit},
-		{Name: "far-slow", Medium: volume.MediumDisk, BudgetBytes: podLimit},
-		{Name: "far-overdue", Medium: volume.MediumDisk, BudgetBytes: podLimit},
+	far := part.Pod{Namespace: "far", Pod: "far", UID: "far", Storage: &part.PodStorage{LimitBytes: podLimit}, Parts: []part.Part{
+		{Name: "far-recent", Medium: part.MediumDisk, BudgetBytes: podLimit},
+		{Name: "far-slow", Medium: part.MediumDisk, BudgetBytes: podLimit},
+		{Name: "far-overdue", Medium: part.MediumDisk, BudgetBytes: podLimit},
 	}}
 	pods := append(volumes(map[string]int64{"sized": 100, "sized-slow": 100, "new": 100, "new-old": 100, "costly": 100, "costly-early": 100},
 		"sized", "sized-slow", "new", "new-old", "costly", "costly-early", "logs", "logs-overdue", "logs-new-old"), far)
@@ -248,7 +248,7 @@ func TestDueWalksFloor(t *testing.T) {
 		"costly": FloorAfter, "logs": NoFloor, "logs-overdue": FloorFirst, "logs-new-old": FloorFirst,
 		"far-recent": NoFloor, "far-slow": FloorFirst, "far-overdue": FloorFirst,
 	} // costly-early: not due (12 CPU-s take 4 minutes to earn at 5 %)
-	due := Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, Policy{UnlimitedInterval: time.Minute, Costly: 3 * time.Second, Share: 0.05})
+	due := Due(pods, func(k part.Key) State { return state[k.Name] }, now, Policy{UnlimitedInterval: time.Minute, Costly: 3 * time.Second, Share: 0.05})
 	got := map[string]FloorUse{}
 	for _, d := range due {
 		got[d.Volume.Name] = d.Floor
@@ -262,7 +262,7 @@ func TestDueWalksFloor(t *testing.T) {
 		t.Errorf("due %v, want %d walks and not costly-early", got, len(want))
 	}
 	// Without a budget there is no floor.
-	for _, d := range Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, Policy{UnlimitedInterval: time.Minute}) {
+	for _, d := range Due(pods, func(k part.Key) State { return state[k.Name] }, now, Policy{UnlimitedInterval: time.Minute}) {
 		if d.Floor != NoFloor {
 			t.Errorf("no budget: %s on the floor", d.Volume.Name)
 		}
@@ -301,7 +301,7 @@ func TestDueUnchangedLast(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			for _, d := range Due(pods, func(k volume.Key) State { return state[k.Volume] }, now, tc.policy) {
+			for _, d := range Due(pods, func(k part.Key) State { return state[k.Name] }, now, tc.policy) {
 				got = append(got, d.Volume.Name)
 				s := state[d.Volume.Name]
 				last := s.Unchanged && d.Volume.Name != "overdue"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 )
@@ -104,44 +104,44 @@ func (s *Filesystem) Validate() error {
 
 // Measure implements Source. Volumes are measured one after another, each walk in
 // parallel, so the load on the node stays bounded by WalkConcurrency.
-func (s *Filesystem) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
-	return volume.MeasureEach(ctx, pods, s.MeasureVolume)
+func (s *Filesystem) Measure(ctx context.Context, pods []part.Pod) []part.Result {
+	return part.MeasureEach(ctx, pods, s.MeasurePart)
 }
 
 // directory is where what v measures lives; "" for a writable layer, which Layers locates.
-func (s *Filesystem) directory(p volume.PodVolumes, v volume.Volume) string {
+func (s *Filesystem) directory(p part.Pod, v part.Part) string {
 	podDir := filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID())
 	_, name, _ := strings.Cut(v.Name, "/")
 	switch v.Kind {
-	case volume.KindConfigMap:
+	case part.KindConfigMap:
 		return filepath.Join(podDir, "volumes", "kubernetes.io~configmap", name)
-	case volume.KindGitRepo:
+	case part.KindGitRepo:
 		return filepath.Join(podDir, "volumes", "kubernetes.io~git-repo", name)
-	case volume.KindContainerLogs:
+	case part.KindContainerLogs:
 		return s.LogDir(p, v.Container)
-	case volume.KindPodFiles:
+	case part.KindPodFiles:
 		return podDir
-	case volume.KindWritableLayer:
+	case part.KindWritableLayer:
 		return ""
 	default:
-		return volume.Dir(s.KubeletRootDir, p.KubeletUID(), v.Name)
+		return part.EmptyDirPath(s.KubeletRootDir, p.KubeletUID(), v.Name)
 	}
 }
 
 // LogDir is where the kubelet keeps the logs of p's container.
-func (s *Filesystem) LogDir(p volume.PodVolumes, container string) string {
+func (s *Filesystem) LogDir(p part.Pod, container string) string {
 	return filepath.Join(s.podLogs(p), container)
 }
 
 // podLogs is the pod's log directory (BuildPodLogsDirectory in pkg/kubelet/kuberuntime): every
 // element is a name the API server validated or assigned.
-func (s *Filesystem) podLogs(p volume.PodVolumes) string {
+func (s *Filesystem) podLogs(p part.Pod) string {
 	return filepath.Join(s.PodLogsDir, p.Namespace+"_"+p.Pod+"_"+p.KubeletUID())
 }
 
 // VolumeGone reports whether volume v of pod p has no directory: the kubelet has not set it up
 // yet or has torn it down. One lstat, for the volumes a cycle does not walk.
-func (s *Filesystem) VolumeGone(p volume.PodVolumes, v volume.Volume) bool {
+func (s *Filesystem) VolumeGone(p part.Pod, v part.Part) bool {
 	dir := s.directory(p, v)
 	if dir == "" {
 		return false
@@ -150,19 +150,19 @@ func (s *Filesystem) VolumeGone(p volume.PodVolumes, v volume.Volume) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-// MeasureVolume implements VolumeSource.
-func (s *Filesystem) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
-	return s.measureVolume(ctx, p, v, false, meter)
+// MeasurePart implements Measurer.
+func (s *Filesystem) MeasurePart(ctx context.Context, p part.Pod, v part.Part, meter part.Meter) (part.Measurement, error) {
+	return s.measurePart(ctx, p, v, false, meter)
 }
 
-// MeasureVolumeLive implements LiveVolumeSource: as MeasureVolume, but a volume under a
+// MeasurePartLive implements LiveMeasurer: as MeasurePart, but a volume under a
 // project quota is walked whatever its quota says (diskUsage).
-func (s *Filesystem) MeasureVolumeLive(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
-	return s.measureVolume(ctx, p, v, true, meter)
+func (s *Filesystem) MeasurePartLive(ctx context.Context, p part.Pod, v part.Part, meter part.Meter) (part.Measurement, error) {
+	return s.measurePart(ctx, p, v, true, meter)
 }
 
 // measureVolume measures v of p; live says that the remediator may evict on the answer.
-func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, live bool, meter *fswalk.CPUMeter) (volume.Measurement, error) {
+func (s *Filesystem) measurePart(ctx context.Context, p part.Pod, v part.Part, live bool, meter part.Meter) (part.Measurement, error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
@@ -179,7 +179,7 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	// du.NamedBytes through its names (unexplainedBytes).
 	var explained bool
 	switch {
-	case v.Kind == volume.KindWritableLayer:
+	case v.Kind == part.KindWritableLayer:
 		if s.Layers == nil {
 			return s.unlocatedLayer(ctx, p, v, LayerNoRootfsMount, started, now)
 		}
@@ -189,26 +189,26 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 			return s.unlocatedLayer(ctx, p, v, le.Reason, started, now)
 		}
 		if lerr != nil {
-			return volume.Measurement{}, volume.FSError(lerr)
+			return part.Measurement{}, part.FSError(lerr)
 		}
 		dir = upper
 		du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
-		method = volume.MethodWalk
+		method = part.MethodWalk
 		if err == nil {
 			var vdu fswalk.DiskUsage
 			vdu, unlocated, err = s.imageVolumesUsage(ctx, v, meter)
 			du = addUsage(du, vdu)
 		}
-	case v.Kind == volume.KindContainerLogs:
+	case v.Kind == part.KindContainerLogs:
 		du, err = fswalk.FilesUsage(dir)
-		method = volume.MethodFiles
-	case v.Kind == volume.KindPodFiles:
+		method = part.MethodFiles
+	case v.Kind == part.KindPodFiles:
 		du, err = s.podFilesUsage(p)
-		method = volume.MethodFiles
-	case v.Kind == volume.KindEmptyDir && v.Medium == volume.MediumMemory:
+		method = part.MethodFiles
+	case v.Kind == part.KindEmptyDir && v.Medium == part.MediumMemory:
 		var ok bool
 		if du, ok, err = fswalk.OwnTmpfsUsage(ctx, dir, s.walkOptions(meter)); ok {
-			method = volume.MethodStatfs
+			method = part.MethodStatfs
 			explained = err == nil && !du.LowerBound()
 			break
 		}
@@ -219,20 +219,20 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 	// A walk cut short by its deadline still counted something: a lower bound, published
 	// as one (Measurement.CutShort), is more than no number at all for a slow volume.
 	if err != nil && !du.CutShort {
-		return volume.Measurement{}, volume.FSError(err)
+		return part.Measurement{}, part.FSError(err)
 	}
 	space, err := fswalk.FilesystemSpace(dir)
 	if err != nil {
-		return volume.Measurement{}, volume.FSError(err)
+		return part.Measurement{}, part.FSError(err)
 	}
 	// A walk of a directory of a shared filesystem misses what was deleted but is held open; a
 	// tmpfs of the volume's own and a project quota count it already.
 	var open openfiles.Usage
 	var openOutcome string
-	if v.Kind == volume.KindEmptyDir && method == volume.MethodWalk {
+	if v.Kind == part.KindEmptyDir && method == part.MethodWalk {
 		open, openOutcome = s.openFiles(ctx, p, v, dir)
 	}
-	return volume.Measurement{
+	return part.Measurement{
 		UsedBytes:          du.UsedBytes + open.Bytes,
 		UnlinkedOpenBytes:  open.Bytes,
 		OpenFiles:          openOutcome,
@@ -255,17 +255,17 @@ func (s *Filesystem) measureVolume(ctx context.Context, p volume.PodVolumes, v v
 // unlocatedLayer is the measurement of a writable layer that could not be located, for reason:
 // the kubelet's figure, with its time, where LayerFallback is set and has one; else 0. Either
 // way a lower bound for the pod's and the container's usage.
-func (s *Filesystem) unlocatedLayer(ctx context.Context, p volume.PodVolumes, v volume.Volume, reason string, started time.Time, now func() time.Time) (volume.Measurement, error) {
+func (s *Filesystem) unlocatedLayer(ctx context.Context, p part.Pod, v part.Part, reason string, started time.Time, now func() time.Time) (part.Measurement, error) {
 	if s.LayerFallback != nil {
 		used, at, ok, err := s.LayerFallback.ContainerRootfs(ctx, p.KubeletUID(), v.Container)
 		if err != nil {
-			return volume.Measurement{}, err
+			return part.Measurement{}, err
 		}
 		if ok {
-			return volume.Measurement{UsedBytes: used, Unlocated: reason, Method: volume.MethodKubelet, MeasuredAt: at, CompletedAt: at}, nil
+			return part.Measurement{UsedBytes: used, Unlocated: reason, Method: part.MethodKubelet, MeasuredAt: at, CompletedAt: at}, nil
 		}
 	}
-	return volume.Measurement{Unlocated: reason, Method: volume.MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
+	return part.Measurement{Unlocated: reason, Method: part.MethodNone, MeasuredAt: started, CompletedAt: now()}, nil
 }
 
 // imageVolumesUsage walks the image VOLUME directories of the container of writable layer v
@@ -273,7 +273,7 @@ func (s *Filesystem) unlocatedLayer(ctx context.Context, p volume.PodVolumes, v 
 // filesystem, the kubelet counts them nowhere, and the container writes them as it writes its
 // layer, so they count as part of it. Where they cannot be located it says why (a
 // LayerError's reason): the layer's usage is then a lower bound.
-func (s *Filesystem) imageVolumesUsage(ctx context.Context, v volume.Volume, meter *fswalk.CPUMeter) (fswalk.DiskUsage, string, error) {
+func (s *Filesystem) imageVolumesUsage(ctx context.Context, v part.Part, meter part.Meter) (fswalk.DiskUsage, string, error) {
 	dirs, err := s.Layers.ImageVolumes(v.ContainerID)
 	var le *LayerError
 	if errors.As(err, &le) {
@@ -305,7 +305,7 @@ func addUsage(a, b fswalk.DiskUsage) fswalk.DiskUsage {
 // counted as the kubelet counts them (getPodEtcHostsStats and getPodLogStats in
 // pkg/kubelet/stats/host_stats_provider.go): either may be missing (a pod mounting its own
 // /etc/hosts, a pod whose sandbox is not up yet).
-func (s *Filesystem) podFilesUsage(p volume.PodVolumes) (fswalk.DiskUsage, error) {
+func (s *Filesystem) podFilesUsage(p part.Pod) (fswalk.DiskUsage, error) {
 	hosts, err := fswalk.FileUsage(filepath.Join(s.KubeletRootDir, "pods", p.KubeletUID()), "etc-hosts")
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fswalk.DiskUsage{}, err
@@ -331,7 +331,7 @@ const walkRetries = 1
 // Any process of the initial user namespace may give the files it owns any project ID: a pod
 // with host users may choose its own volume's (so only hostUsers: false volumes are read from
 // quotas) or charge another volume's quota (so a quota is an upper bound, never what evicts).
-func (s *Filesystem) diskUsage(ctx context.Context, dir string, p volume.PodVolumes, v volume.Volume, live bool, meter *fswalk.CPUMeter) (du fswalk.DiskUsage, method string, quotaExcess int64, err error) {
+func (s *Filesystem) diskUsage(ctx context.Context, dir string, p part.Pod, v part.Part, live bool, meter part.Meter) (du fswalk.DiskUsage, method string, quotaExcess int64, err error) {
 	read := s.ReadQuota
 	if read == nil {
 		read = fswalk.ReadProjectQuota
@@ -343,7 +343,7 @@ func (s *Filesystem) diskUsage(ctx context.Context, dir string, p volume.PodVolu
 		quota, qerr = read(dir)
 		quotaRead = qerr == nil
 		if quotaRead && !live && !quotaOverLimit(quota.UsedBytes, v) {
-			return quota, volume.MethodProjectQuota, 0, nil
+			return quota, part.MethodProjectQuota, 0, nil
 		}
 	}
 	du, err = fswalk.MeasureDiskUsage(ctx, dir, s.walkOptions(meter))
@@ -352,19 +352,19 @@ func (s *Filesystem) diskUsage(ctx context.Context, dir string, p volume.PodVolu
 			quotaExcess = max(0, min(quota.UsedBytes, after.UsedBytes)-du.UsedBytes)
 		}
 	}
-	return du, volume.MethodWalk, quotaExcess, err
+	return du, part.MethodWalk, quotaExcess, err
 }
 
 // quotaOverLimit reports whether a project quota's answer of used bytes for v is over a limit
 // v counts toward (its sizeLimit, the ephemeral-storage limit of its pod): an answer that
 // would make it evicted, which only a walk may give.
-func quotaOverLimit(used int64, v volume.Volume) bool {
-	_, overSize := volume.OverLimit(used, v.LimitBytes)
-	_, overBudget := volume.OverLimit(used, v.BudgetBytes)
+func quotaOverLimit(used int64, v part.Part) bool {
+	_, overSize := part.OverLimit(used, v.LimitBytes)
+	_, overBudget := part.OverLimit(used, v.BudgetBytes)
 	return overSize || overBudget
 }
 
 // walkOptions are the options of every walk of a volume, charged to meter.
-func (s *Filesystem) walkOptions(meter *fswalk.CPUMeter) fswalk.Options {
+func (s *Filesystem) walkOptions(meter part.Meter) fswalk.Options {
 	return fswalk.Options{Concurrency: s.WalkConcurrency, Meter: meter, Retries: walkRetries}
 }

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
 )
 
@@ -24,11 +24,11 @@ import (
 // not another's. Needs root (mounts) and Linux 6.6 or later (user.* attributes on tmpfs).
 func TestMemoryVolumeCountsTmpfsXattrs(t *testing.T) {
 	root := t.TempDir()
-	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}
-	withXattrs, without := volume.Volume{Name: "cache", Medium: volume.MediumMemory}, volume.Volume{Name: "plain", Medium: volume.MediumMemory}
+	pod := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-1"}
+	withXattrs, without := part.Part{Name: "cache", Medium: part.MediumMemory}, part.Part{Name: "plain", Medium: part.MediumMemory}
 	statfs := map[string]int64{} // the volume's bytes as its tmpfs's statistics count them
-	for _, v := range []volume.Volume{withXattrs, without} {
-		dir := volume.Dir(root, pod.UID, v.Name)
+	for _, v := range []part.Part{withXattrs, without} {
+		dir := part.EmptyDirPath(root, pod.UID, v.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestMemoryVolumeCountsTmpfsXattrs(t *testing.T) {
 		statfs[v.Name] = statfsUsed(t, dir)
 	}
 
-	dir := volume.Dir(root, pod.UID, withXattrs.Name)
+	dir := part.EmptyDirPath(root, pod.UID, withXattrs.Name)
 	set := map[string]map[string]int{
 		"f":   {"user.a": 3000, "user.b": 100},
 		"sub": {"user.d": 50},
@@ -78,20 +78,20 @@ func TestMemoryVolumeCountsTmpfsXattrs(t *testing.T) {
 
 	src := &source.Filesystem{KubeletRootDir: root, WalkConcurrency: 2}
 	for _, tc := range []struct {
-		vol        volume.Volume
+		vol        part.Part
 		want       int64
 		wantInodes int64 // as du counts them: the root, f (its hard link once), sub, the big files
 	}{
 		{withXattrs, statfs[withXattrs.Name] + xattrs, 3 + 20},
 		{without, statfs[without.Name], 3},
 	} {
-		m, err := src.MeasureVolume(context.Background(), pod, tc.vol, nil)
+		m, err := src.MeasurePart(context.Background(), pod, tc.vol, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.vol.Name, err)
 		}
-		if m.UsedBytes != tc.want || m.Method != volume.MethodStatfs || m.LowerBound() {
+		if m.UsedBytes != tc.want || m.Method != part.MethodStatfs || m.LowerBound() {
 			t.Errorf("%s: used %d bytes (method %q, lower bound %v); want %d (method %q, complete): statfs's %d bytes plus the user.* names and values",
-				tc.vol.Name, m.UsedBytes, m.Method, m.LowerBound(), tc.want, volume.MethodStatfs, statfs[tc.vol.Name])
+				tc.vol.Name, m.UsedBytes, m.Method, m.LowerBound(), tc.want, part.MethodStatfs, statfs[tc.vol.Name])
 		}
 		// statfs counts a hard link as an inode, and a KiB of attributes as one more.
 		if m.InodesUsed != tc.wantInodes {

@@ -7,20 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // TestProjectQuotaOff: with ProjectQuotas unset the volume is walked whatever it is under.
 func TestProjectQuotaOff(t *testing.T) {
 	root := t.TempDir()
-	pod, vol := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, volume.Volume{Name: "vol", Medium: volume.MediumDisk}
-	if err := os.MkdirAll(volume.Dir(root, pod.UID, vol.Name), 0o755); err != nil {
+	pod, vol := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-1"}, part.Part{Name: "vol", Medium: part.MediumDisk}
+	if err := os.MkdirAll(part.EmptyDirPath(root, pod.UID, vol.Name), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(context.Background(), pod, vol, nil)
-	if err != nil || m.Method != volume.MethodWalk {
-		t.Errorf("MeasureVolume: method %q, err %v; want %q", m.Method, err, volume.MethodWalk)
+	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasurePart(context.Background(), pod, vol, nil)
+	if err != nil || m.Method != part.MethodWalk {
+		t.Errorf("MeasurePart: method %q, err %v; want %q", m.Method, err, part.MethodWalk)
 	}
 }
 
@@ -35,14 +35,14 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 		wantMethod    string
 		wantUsed      int64
 	}{
-		{"hostUsers: false", true, volume.MethodProjectQuota, 0}, // the quota's answer, trusted
-		{"host users", false, volume.MethodWalk, 1 << 20},
+		{"hostUsers: false", true, part.MethodProjectQuota, 0}, // the quota's answer, trusted
+		{"host users", false, part.MethodWalk, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
-			vol := volume.Volume{Name: "vol", Medium: volume.MediumDisk}
-			dir := volume.Dir(root, pod.UID, vol.Name)
+			pod := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: tc.userNamespace}
+			vol := part.Part{Name: "vol", Medium: part.MediumDisk}
+			dir := part.EmptyDirPath(root, pod.UID, vol.Name)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +52,7 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 			// The quota the tenant chose: an empty project.
 			src := &Filesystem{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
 				ReadQuota: func(string) (fswalk.DiskUsage, error) { return fswalk.DiskUsage{}, nil }}
-			m, err := src.MeasureVolume(context.Background(), pod, vol, nil)
+			m, err := src.MeasurePart(context.Background(), pod, vol, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,8 +70,8 @@ func TestProjectQuotaOnlyInUserNamespaces(t *testing.T) {
 // what the quota counts beyond it is QuotaExcessBytes.
 func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 	root := t.TempDir()
-	pod := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
-	dir := volume.Dir(root, pod.UID, "vol")
+	pod := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-1", UserNamespace: true}
+	dir := part.EmptyDirPath(root, pod.UID, "vol")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -93,32 +93,32 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 		wantMethod     string
 		wantExcess     int64
 	}{
-		{name: "no limit: the quota", excess: charged, wantMethod: volume.MethodProjectQuota},
-		{name: "under its sizeLimit: the quota", sizeLimit: mib(64), excess: charged, wantMethod: volume.MethodProjectQuota},
-		{name: "over its sizeLimit: walked", sizeLimit: mib(2), excess: charged, wantMethod: volume.MethodWalk, wantExcess: charged},
-		{name: "over the pod's limit: walked", pod: mib(2), excess: charged, wantMethod: volume.MethodWalk, wantExcess: charged},
-		{name: "live, under its sizeLimit: walked", live: true, sizeLimit: mib(64), excess: charged, wantMethod: volume.MethodWalk, wantExcess: charged},
-		{name: "live, quota and walk agree: no excess", live: true, sizeLimit: mib(64), wantMethod: volume.MethodWalk},
-		{name: "host users: walked, the quota not read", hostUsers: true, sizeLimit: mib(2), excess: charged, wantMethod: volume.MethodWalk},
+		{name: "no limit: the quota", excess: charged, wantMethod: part.MethodProjectQuota},
+		{name: "under its sizeLimit: the quota", sizeLimit: mib(64), excess: charged, wantMethod: part.MethodProjectQuota},
+		{name: "over its sizeLimit: walked", sizeLimit: mib(2), excess: charged, wantMethod: part.MethodWalk, wantExcess: charged},
+		{name: "over the pod's limit: walked", pod: mib(2), excess: charged, wantMethod: part.MethodWalk, wantExcess: charged},
+		{name: "live, under its sizeLimit: walked", live: true, sizeLimit: mib(64), excess: charged, wantMethod: part.MethodWalk, wantExcess: charged},
+		{name: "live, quota and walk agree: no excess", live: true, sizeLimit: mib(64), wantMethod: part.MethodWalk},
+		{name: "host users: walked, the quota not read", hostUsers: true, sizeLimit: mib(2), excess: charged, wantMethod: part.MethodWalk},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := pod
 			p.UserNamespace = !tc.hostUsers
-			v := volume.Volume{Name: "vol", Medium: volume.MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
+			v := part.Part{Name: "vol", Medium: part.MediumDisk, LimitBytes: tc.sizeLimit, BudgetBytes: tc.pod}
 			src := &Filesystem{KubeletRootDir: root, WalkConcurrency: 1, ProjectQuotas: true,
 				ReadQuota: func(string) (fswalk.DiskUsage, error) {
 					return fswalk.DiskUsage{UsedBytes: walked.UsedBytes + tc.excess, Inodes: walked.Inodes + 3}, nil
 				}}
-			measure := src.MeasureVolume
+			measure := src.MeasurePart
 			if tc.live {
-				measure = src.MeasureVolumeLive
+				measure = src.MeasurePartLive
 			}
 			m, err := measure(context.Background(), p, v, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantUsed := walked.UsedBytes
-			if tc.wantMethod == volume.MethodProjectQuota {
+			if tc.wantMethod == part.MethodProjectQuota {
 				wantUsed += tc.excess
 			}
 			if m.Method != tc.wantMethod || m.UsedBytes != wantUsed || m.QuotaExcessBytes != tc.wantExcess {
@@ -134,8 +134,8 @@ func TestProjectQuotaCheckedByAWalk(t *testing.T) {
 // the deadline is still known to hold at least that much.
 func TestWalkCutShortIsALowerBound(t *testing.T) {
 	root := t.TempDir()
-	pod, vol := volume.PodVolumes{Namespace: "ns", Pod: "p", UID: "uid-1"}, volume.Volume{Name: "vol", Medium: volume.MediumDisk}
-	dir := volume.Dir(root, pod.UID, vol.Name)
+	pod, vol := part.Pod{Namespace: "ns", Pod: "p", UID: "uid-1"}, part.Part{Name: "vol", Medium: part.MediumDisk}
+	dir := part.EmptyDirPath(root, pod.UID, vol.Name)
 	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -145,9 +145,9 @@ func TestWalkCutShortIsALowerBound(t *testing.T) {
 	// Ended before the walk begins: it counts the volume's own directory and nothing below.
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasureVolume(ctx, pod, vol, nil)
+	m, err := (&Filesystem{KubeletRootDir: root, WalkConcurrency: 1}).MeasurePart(ctx, pod, vol, nil)
 	if err != nil {
-		t.Fatalf("MeasureVolume: %v; want what the walk counted, as a lower bound", err)
+		t.Fatalf("MeasurePart: %v; want what the walk counted, as a lower bound", err)
 	}
 	if !m.CutShort || !m.LowerBound() || m.UsedBytes <= 0 || m.UsedBytes >= 1<<20 || m.CompletedAt.IsZero() {
 		t.Errorf("got %+v, want the volume directory's own blocks, CutShort, a lower bound", m)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // Reasons a running container's image VOLUME directories could not be located, as the reason label
@@ -44,7 +44,7 @@ const maxBundleConfig = 4 << 20
 // a Kubernetes mount covers each; a *LayerError with an image volume reason when they cannot
 // be walked.
 func (l *LayerLocator) ImageVolumes(id string) ([]string, error) {
-	runtime, cid, _ := volume.RuntimeID(id)
+	runtime, cid, _ := part.RuntimeID(id)
 	// CRI-O's image_volumes=mkdir (its default) makes them directories of the container's root
 	// filesystem, in its writable layer; Docker makes them anonymous volumes, which Docker's
 	// own figure for the layer leaves out too. Neither is a directory to add.

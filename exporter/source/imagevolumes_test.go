@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 const (
@@ -102,18 +102,18 @@ func TestWritableLayerCountsImageVolumes(t *testing.T) {
 	)
 
 	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator}
-	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
-	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
+	pod := part.Pod{Namespace: "a", Pod: "p", UID: "u"}
+	v := part.Part{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
+	m, err := src.MeasurePart(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := exportertest.DuBytes(t, upper) + exportertest.DuBytes(t, n.volumeDir(layerOK, volScratch)) + exportertest.DuBytes(t, n.volumeDir(layerOK, volCache))
-	if m.UsedBytes != want || m.LowerBound() || m.Unlocated != "" || m.Method != volume.MethodWalk {
+	if m.UsedBytes != want || m.LowerBound() || m.Unlocated != "" || m.Method != part.MethodWalk {
 		t.Errorf("writable layer with image volumes: %d bytes (lower bound %v, unlocated %q, method %s), want %d: the layer's and its two VOLUME directories' (GNU du), nothing else",
 			m.UsedBytes, m.LowerBound(), m.Unlocated, m.Method, want)
 	}
-	live, err := src.MeasureVolumeLive(context.Background(), pod, v, nil)
+	live, err := src.MeasurePartLive(context.Background(), pod, v, nil)
 	if err != nil || live.UsedBytes != want {
 		t.Errorf("live: %d bytes, %v; want %d", live.UsedBytes, err, want)
 	}
@@ -121,7 +121,7 @@ func TestWritableLayerCountsImageVolumes(t *testing.T) {
 	// A container without image volumes: its layer alone, exact.
 	n.bundle(t, layerShadow, bind("/data", emptyDir))
 	v.ContainerID = "containerd://" + layerShadow
-	if m, err := src.MeasureVolume(context.Background(), pod, v, nil); err != nil || m.LowerBound() ||
+	if m, err := src.MeasurePart(context.Background(), pod, v, nil); err != nil || m.LowerBound() ||
 		m.UsedBytes != exportertest.DuBytes(t, filepath.Join(n.snapshotter, "snapshots", "8", "fs")) {
 		t.Errorf("no image volume: %+v, %v; want the layer alone, exact", m, err)
 	}
@@ -166,9 +166,9 @@ func TestImageVolumesUnlocated(t *testing.T) {
 			l := &source.LayerLocator{TaskDir: n.task, SnapshotterRoot: n.snapshotter, MountInfo: n.locator.MountInfo, CRIContainersDir: n.criContainers}
 			tt.setup(t, l)
 			src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: l}
-			v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
-			m, err := src.MeasureVolume(context.Background(), volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
-			if err != nil || m.Unlocated != tt.reason || !m.LowerBound() || m.UsedBytes != layer || m.Method != volume.MethodWalk {
+			v := part.Part{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
+			m, err := src.MeasurePart(context.Background(), part.Pod{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
+			if err != nil || m.Unlocated != tt.reason || !m.LowerBound() || m.UsedBytes != layer || m.Method != part.MethodWalk {
 				t.Errorf("got %+v, %v; want the layer's %d bytes, a lower bound, unlocated %s", m, err, layer, tt.reason)
 			}
 		})

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/kubeletsummary"
 )
 
@@ -70,28 +70,28 @@ func NewKubeletDirect(baseURL string, client *http.Client) *Kubelet {
 	return &Kubelet{fetch: func(ctx context.Context) (*statsapi.Summary, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, baseURL+"/stats/summary", nil)
 		if err != nil {
-			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError, Err: err}
+			return nil, &part.MeasureError{Reason: part.ReasonKubeletError, Err: err}
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletUnreachable, Err: err}
+			return nil, &part.MeasureError{Reason: part.ReasonKubeletUnreachable, Err: err}
 		}
 		defer resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			body, err := io.ReadAll(io.LimitReader(resp.Body, 256))
 			if err != nil {
-				return nil, &volume.MeasureError{Reason: volume.ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
+				return nil, &part.MeasureError{Reason: part.ReasonKubeletUnreachable, Err: fmt.Errorf("reading summary: %w", err)}
 			}
-			return nil, &volume.MeasureError{Reason: volume.ReasonKubeletError,
+			return nil, &part.MeasureError{Reason: part.ReasonKubeletError,
 				Err: fmt.Errorf("kubelet answered %s: %s", resp.Status, truncate(body, 200))}
 		}
 		sum, err := kubeletsummary.Decode(resp.Body)
 		if err != nil {
-			reason := volume.ReasonKubeletUnreachable
+			reason := part.ReasonKubeletUnreachable
 			if errors.Is(err, kubeletsummary.ErrMalformed) {
-				reason = volume.ReasonKubeletError
+				reason = part.ReasonKubeletError
 			}
-			return nil, &volume.MeasureError{Reason: reason, Err: err}
+			return nil, &part.MeasureError{Reason: reason, Err: err}
 		}
 		return sum, nil
 	}}
@@ -105,12 +105,12 @@ func NewKubeletProxy(client kubernetes.Interface, node string) *Kubelet {
 		if err != nil {
 			// The error carries the API server's Status message (e.g. why the kubelet is
 			// unreachable), not a generic one.
-			reason := volume.ReasonKubeletError
+			reason := part.ReasonKubeletError
 			var netErr interface{ Timeout() bool }
 			if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-				reason = volume.ReasonKubeletUnreachable
+				reason = part.ReasonKubeletUnreachable
 			}
-			return nil, &volume.MeasureError{Reason: reason, Err: err}
+			return nil, &part.MeasureError{Reason: reason, Err: err}
 		}
 		return sum, nil
 	}}
@@ -150,18 +150,18 @@ func (s *Kubelet) Name() string { return "kubelet" }
 // Measure implements Source with one Summary request for all pods: each emptyDir from its
 // volume stats and, for pods whose ephemeral storage is measured, each part from the figure
 // the kubelet adds up itself (kubeletPart).
-func (s *Kubelet) Measure(ctx context.Context, pods []volume.PodVolumes) []volume.VolumeResult {
+func (s *Kubelet) Measure(ctx context.Context, pods []part.Pod) []part.Result {
 	stats, fetchErr := s.summary(ctx)
-	var out []volume.VolumeResult
+	var out []part.Result
 	for _, p := range pods {
 		ps, found := stats[p.KubeletUID()]
-		for _, v := range p.Volumes {
-			r := volume.VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+		for _, v := range p.Parts {
+			r := part.Result{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Part: v}
 			switch {
 			case fetchErr != nil:
 				r.Err = fetchErr
 			case !found:
-				r.Err = &volume.MeasureError{Reason: volume.ReasonNotFound,
+				r.Err = &part.MeasureError{Reason: part.ReasonNotFound,
 					Err: fmt.Errorf("kubelet summary has no stats for pod %s/%s yet", p.Namespace, p.Pod)}
 			default:
 				r.Measurement, r.Err = kubeletPart(ps, p, v)
@@ -176,19 +176,19 @@ func (s *Kubelet) Measure(ctx context.Context, pods []volume.PodVolumes) []volum
 // configMap, gitRepo), a container's rootfs or logs, and for the pod's own files what its
 // ephemeral-storage total holds beyond everything else it adds up (calcEphemeralStorage:
 // etc-hosts and the pod's log files).
-func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
-	fromFs := func(what string, fs *statsapi.FsStats) (volume.Measurement, error) {
+func kubeletPart(ps statsapi.PodStats, p part.Pod, v part.Part) (part.Measurement, error) {
+	fromFs := func(what string, fs *statsapi.FsStats) (part.Measurement, error) {
 		if fs == nil {
-			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonNotFound,
+			return part.Measurement{}, &part.MeasureError{Reason: part.ReasonNotFound,
 				Err: fmt.Errorf("kubelet summary has no stats for %s of pod %s/%s yet", what, p.Namespace, p.Pod)}
 		}
 		if fs.UsedBytes == nil { // never to be read as 0 bytes
-			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonKubeletError,
+			return part.Measurement{}, &part.MeasureError{Reason: part.ReasonKubeletError,
 				Err: fmt.Errorf("kubelet summary gives no usedBytes for %s of pod %s/%s", what, p.Namespace, p.Pod)}
 		}
-		return volume.Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
+		return part.Measurement{UsedBytes: int64(*fs.UsedBytes), CapacityBytes: int64(deref(fs.CapacityBytes)),
 			AvailableBytes: int64(deref(fs.AvailableBytes)), InodesUsed: int64(deref(fs.InodesUsed)),
-			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: volume.MethodKubelet}, nil
+			MeasuredAt: fs.Time.Time, CompletedAt: fs.Time.Time, Method: part.MethodKubelet}, nil
 	}
 	volumeStats := func(name string) *statsapi.FsStats {
 		for _, vs := range ps.VolumeStats {
@@ -208,17 +208,17 @@ func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (vo
 	}
 	_, name, _ := strings.Cut(v.Name, "/")
 	switch v.Kind {
-	case volume.KindEmptyDir:
+	case part.KindEmptyDir:
 		return fromFs(fmt.Sprintf("volume %q", v.Name), volumeStats(v.Name))
-	case volume.KindConfigMap, volume.KindGitRepo:
+	case part.KindConfigMap, part.KindGitRepo:
 		return fromFs(fmt.Sprintf("volume %q", name), volumeStats(name))
-	case volume.KindWritableLayer, volume.KindContainerLogs:
+	case part.KindWritableLayer, part.KindContainerLogs:
 		c := container(v.Container)
 		if c == nil {
-			return volume.Measurement{}, &volume.MeasureError{Reason: volume.ReasonNotFound,
+			return part.Measurement{}, &part.MeasureError{Reason: part.ReasonNotFound,
 				Err: fmt.Errorf("kubelet summary has no container %q of pod %s/%s (yet)", v.Container, p.Namespace, p.Pod)}
 		}
-		if v.Kind == volume.KindWritableLayer {
+		if v.Kind == part.KindWritableLayer {
 			return fromFs(v.Describe(), c.Rootfs)
 		}
 		return fromFs(v.Describe(), c.Logs)
@@ -236,10 +236,10 @@ func kubeletPart(ps statsapi.PodStats, p volume.PodVolumes, v volume.Volume) (vo
 				}
 			}
 		}
-		for _, pv := range p.Volumes {
-			counted := pv.Kind == volume.KindConfigMap || pv.Kind == volume.KindGitRepo || (pv.Kind == volume.KindEmptyDir && pv.Medium == volume.MediumDisk)
+		for _, pv := range p.Parts {
+			counted := pv.Kind == part.KindConfigMap || pv.Kind == part.KindGitRepo || (pv.Kind == part.KindEmptyDir && pv.Medium == part.MediumDisk)
 			_, vname, _ := strings.Cut(pv.Name, "/")
-			if pv.Kind == volume.KindEmptyDir {
+			if pv.Kind == part.KindEmptyDir {
 				vname = pv.Name
 			}
 			if fs := volumeStats(vname); counted && fs != nil {

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // Pods of testdata/summary.json.
@@ -107,16 +107,16 @@ func httpClient(t *testing.T, caFile, tokenFile string, insecure bool) *http.Cli
 }
 
 // summaryPods are emptyDir volumes that testdata/summary.json has stats for.
-func summaryPods() []volume.PodVolumes {
-	return []volume.PodVolumes{
-		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.VolLimit("empty", volume.MediumDisk, 1<<20)),
-		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", volume.MediumMemory)),
-		exportertest.PodWith("monitoring", "prometheus-0", summaryPromUID, exportertest.Vol("config-out", volume.MediumDisk)),
+func summaryPods() []part.Pod {
+	return []part.Pod{
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.VolLimit("empty", part.MediumDisk, 1<<20)),
+		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", part.MediumMemory)),
+		exportertest.PodWith("monitoring", "prometheus-0", summaryPromUID, exportertest.Vol("config-out", part.MediumDisk)),
 	}
 }
 
 func reasonOfErr(err error) string {
-	var me *volume.MeasureError
+	var me *part.MeasureError
 	if errors.As(err, &me) {
 		return me.Reason
 	}
@@ -125,56 +125,56 @@ func reasonOfErr(err error) string {
 
 type wantVolume struct {
 	uid, volume string
-	m           volume.Measurement
+	m           part.Measurement
 }
 
 func at(h, m, s int) time.Time { return time.Date(2026, 12, 2, h, m, s, 0, time.UTC) }
 
 // wantSummaryNumbers are the numbers testdata/summary.json holds for summaryPods.
 var wantSummaryNumbers = []wantVolume{
-	{summaryEmptyTestUID, "empty", volume.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: volume.MethodKubelet}},
-	{summaryCacheUID, "scratch", volume.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
-		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: volume.MethodKubelet}},
-	{summaryPromUID, "config-out", volume.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
-		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: volume.MethodKubelet}},
+	{summaryEmptyTestUID, "empty", part.Measurement{UsedBytes: 4096, CapacityBytes: 270014464000,
+		AvailableBytes: 199512342528, InodesUsed: 2, MeasuredAt: at(16, 59, 12), CompletedAt: at(16, 59, 12), Method: part.MethodKubelet}},
+	{summaryCacheUID, "scratch", part.Measurement{UsedBytes: 12582912, CapacityBytes: 67108864,
+		AvailableBytes: 54525952, InodesUsed: 26, MeasuredAt: at(16, 58, 50), CompletedAt: at(16, 58, 50), Method: part.MethodKubelet}},
+	{summaryPromUID, "config-out", part.Measurement{UsedBytes: 8192, CapacityBytes: 270014464000,
+		AvailableBytes: 199512342528, InodesUsed: 3, MeasuredAt: at(16, 59, 1), CompletedAt: at(16, 59, 1), Method: part.MethodKubelet}},
 }
 
 // assertAllFailed checks that every volume of summaryPods failed for reason, with an error
 // mentioning each of wantInErr, and carries no numbers.
-func assertAllFailed(t *testing.T, got []volume.VolumeResult, reason string, wantInErr ...string) {
+func assertAllFailed(t *testing.T, got []part.Result, reason string, wantInErr ...string) {
 	t.Helper()
 	if len(got) != len(summaryPods()) {
 		t.Fatalf("got %d results, want one per volume (%d)", len(got), len(summaryPods()))
 	}
 	for _, r := range got {
 		if r.Err == nil {
-			t.Errorf("%s: no error, measurement %+v", r.Volume.Name, r.Measurement)
+			t.Errorf("%s: no error, measurement %+v", r.Part.Name, r.Measurement)
 			continue
 		}
 		if got := reasonOfErr(r.Err); got != reason {
-			t.Errorf("%s: reason %q, want %q (err %v)", r.Volume.Name, got, reason, r.Err)
+			t.Errorf("%s: reason %q, want %q (err %v)", r.Part.Name, got, reason, r.Err)
 		}
 		for _, s := range wantInErr {
 			if !strings.Contains(r.Err.Error(), s) {
-				t.Errorf("%s: error %q does not mention %q", r.Volume.Name, r.Err, s)
+				t.Errorf("%s: error %q does not mention %q", r.Part.Name, r.Err, s)
 			}
 		}
-		if r.Measurement != (volume.Measurement{}) {
-			t.Errorf("%s: failed volume carries numbers %+v", r.Volume.Name, r.Measurement)
+		if r.Measurement != (part.Measurement{}) {
+			t.Errorf("%s: failed volume carries numbers %+v", r.Part.Name, r.Measurement)
 		}
 	}
 }
 
-func assertMeasured(t *testing.T, got []volume.VolumeResult, want []wantVolume) {
+func assertMeasured(t *testing.T, got []part.Result, want []wantVolume) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d results, want %d: %+v", len(got), len(want), got)
 	}
 	for i, w := range want {
 		r := got[i]
-		if r.UID != w.uid || r.Volume.Name != w.volume {
-			t.Errorf("result %d is %s/%s, want %s/%s", i, r.UID, r.Volume.Name, w.uid, w.volume)
+		if r.UID != w.uid || r.Part.Name != w.volume {
+			t.Errorf("result %d is %s/%s, want %s/%s", i, r.UID, r.Part.Name, w.uid, w.volume)
 			continue
 		}
 		if r.Err != nil {
@@ -206,8 +206,8 @@ func TestKubeletDirectSourceReadsSummary(t *testing.T) {
 	got := src.Measure(context.Background(), summaryPods())
 
 	assertMeasured(t, got, wantSummaryNumbers)
-	if got[0].Volume.LimitBytes == nil || *got[0].Volume.LimitBytes != 1<<20 {
-		t.Errorf("the volume spec (sizeLimit) must pass through, got %+v", got[0].Volume)
+	if got[0].Part.LimitBytes == nil || *got[0].Part.LimitBytes != 1<<20 {
+		t.Errorf("the volume spec (sizeLimit) must pass through, got %+v", got[0].Part)
 	}
 	reqs := k.seen()
 	if len(reqs) != 1 {
@@ -237,18 +237,18 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 		{name: "insecure skip verify", handler: serveBody(200, "application/json", readSummary(t, "summary.json")),
 			noCA: true, insecure: true, wantOK: true},
 		{name: "certificate not trusted", handler: serveBody(200, "application/json", readSummary(t, "summary.json")),
-			noCA: true, reason: volume.ReasonKubeletUnreachable, wantInErr: []string{"certificate"}},
+			noCA: true, reason: part.ReasonKubeletUnreachable, wantInErr: []string{"certificate"}},
 		{name: "kubelet down", handler: serveBody(200, "application/json", nil),
-			down: true, reason: volume.ReasonKubeletUnreachable},
+			down: true, reason: part.ReasonKubeletUnreachable},
 		{name: "localStorageCapacityIsolation off", handler: serveBody(500, "text/plain; charset=utf-8", []byte(rootFsError)),
-			reason: volume.ReasonKubeletError, wantInErr: []string{"500 Internal Server Error", "failed to get rootFs stats"}},
+			reason: part.ReasonKubeletError, wantInErr: []string{"500 Internal Server Error", "failed to get rootFs stats"}},
 		{name: "forbidden", handler: serveBody(403, "text/plain; charset=utf-8",
 			[]byte("Forbidden (user=system:serviceaccount:emptydir-guard:emptydir-exporter, verb=get, resource=nodes, subresource=(stats|metrics|proxy))")),
-			reason: volume.ReasonKubeletError, wantInErr: []string{"403 Forbidden", "subresource"}},
+			reason: part.ReasonKubeletError, wantInErr: []string{"403 Forbidden", "subresource"}},
 		{name: "malformed JSON", handler: serveBody(200, "application/json", malformed),
-			reason: volume.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
+			reason: part.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
 		{name: "HTML instead of JSON", handler: serveBody(200, "text/html", []byte("<html><body>login</body></html>")),
-			reason: volume.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
+			reason: part.ReasonKubeletError, wantInErr: []string{"decoding summary"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,14 +276,14 @@ func TestKubeletDirectSourceFailures(t *testing.T) {
 func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
 	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
-	pods := []volume.PodVolumes{
+	pods := []part.Pod{
 		// "fresh" was just set up: the kubelet has no stats for it until its next pass.
-		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", volume.MediumDisk), exportertest.Vol("fresh", volume.MediumDisk)),
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", part.MediumDisk), exportertest.Vol("fresh", part.MediumDisk)),
 		// A pod the kubelet does not report at all (started after its last pass).
-		exportertest.PodWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", exportertest.Vol("work", volume.MediumDisk)),
-		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", volume.MediumMemory)),
+		exportertest.PodWith("default", "new-pod", "11111111-2222-3333-4444-555555555555", exportertest.Vol("work", part.MediumDisk)),
+		exportertest.PodWith("shop", "cache-0", summaryCacheUID, exportertest.Vol("scratch", part.MediumMemory)),
 		// The same name as a reported pod but another UID: stats are per pod instance.
-		exportertest.PodWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", exportertest.Vol("config-out", volume.MediumDisk)),
+		exportertest.PodWith("monitoring", "prometheus-0", "ffffffff-0000-0000-0000-000000000000", exportertest.Vol("config-out", part.MediumDisk)),
 	}
 
 	got := src.Measure(context.Background(), pods)
@@ -293,18 +293,18 @@ func TestKubeletSourceVolumesMissingFromSummary(t *testing.T) {
 		used           int64
 	}{
 		{"empty", "", 4096},
-		{"fresh", volume.ReasonNotFound, 0},
-		{"work", volume.ReasonNotFound, 0},
+		{"fresh", part.ReasonNotFound, 0},
+		{"work", part.ReasonNotFound, 0},
 		{"scratch", "", 12582912},
-		{"config-out", volume.ReasonNotFound, 0},
+		{"config-out", part.ReasonNotFound, 0},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d results, want %d", len(got), len(want))
 	}
 	for i, w := range want {
 		r := got[i]
-		if r.Volume.Name != w.volume {
-			t.Errorf("result %d is %q, want %q", i, r.Volume.Name, w.volume)
+		if r.Part.Name != w.volume {
+			t.Errorf("result %d is %q, want %q", i, r.Part.Name, w.volume)
 		}
 		if reason := reasonOfErr(r.Err); reason != w.reason {
 			t.Errorf("%s: reason %q, want %q (err %v)", w.volume, reason, w.reason, r.Err)
@@ -319,11 +319,11 @@ func TestKubeletSourceVolumeWithoutUsedBytes(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary-no-usedbytes.json")))
 	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 
-	got := src.Measure(context.Background(), []volume.PodVolumes{
-		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", volume.MediumDisk)),
+	got := src.Measure(context.Background(), []part.Pod{
+		exportertest.PodWith("default", "empty-test1", summaryEmptyTestUID, exportertest.Vol("empty", part.MediumDisk)),
 	})
 
-	if len(got) != 1 || reasonOfErr(got[0].Err) != volume.ReasonKubeletError {
+	if len(got) != 1 || reasonOfErr(got[0].Err) != part.ReasonKubeletError {
 		t.Fatalf("got %+v, want one kubelet_error: a volume without usedBytes must not read as 0 bytes", got)
 	}
 	if !strings.Contains(got[0].Err.Error(), "usedBytes") {
@@ -427,9 +427,9 @@ func TestKubeletProxySourceErrors(t *testing.T) {
 		wantInErr   string
 		wantReason  string
 	}{
-		{"node proxy cannot reach the kubelet", http.StatusServiceUnavailable, "application/json", unavailable, "connection refused", volume.ReasonKubeletError},
-		{"kubelet answers 500 through the proxy", http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(rootFsError), "failed to get rootFs stats", volume.ReasonKubeletError},
-		{"malformed JSON", http.StatusOK, "application/json", []byte(`{"node":{"nodeName":"node-1"},"pods":[{`), "decoding summary", volume.ReasonKubeletError},
+		{"node proxy cannot reach the kubelet", http.StatusServiceUnavailable, "application/json", unavailable, "connection refused", part.ReasonKubeletError},
+		{"kubelet answers 500 through the proxy", http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(rootFsError), "failed to get rootFs stats", part.ReasonKubeletError},
+		{"malformed JSON", http.StatusOK, "application/json", []byte(`{"node":{"nodeName":"node-1"},"pods":[{`), "decoding summary", part.ReasonKubeletError},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -454,8 +454,8 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 	if len(got) != 1 || got[0].Err == nil {
 		t.Fatalf("got %+v, want an error for the volume", got)
 	}
-	if reason := reasonOfErr(got[0].Err); reason != volume.ReasonKubeletUnreachable {
-		t.Errorf("reason %q, want %q (err %v)", reason, volume.ReasonKubeletUnreachable, got[0].Err)
+	if reason := reasonOfErr(got[0].Err); reason != part.ReasonKubeletUnreachable {
+		t.Errorf("reason %q, want %q (err %v)", reason, part.ReasonKubeletUnreachable, got[0].Err)
 	}
 }
 
@@ -464,10 +464,10 @@ func TestKubeletProxySourceAPIServerDown(t *testing.T) {
 func TestKubeletSourceStaticPod(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(200, "application/json", readSummary(t, "summary.json")))
 	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
-	static := exportertest.PodWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", exportertest.Vol("scratch", volume.MediumMemory))
+	static := exportertest.PodWith("shop", "cache-0", "9b2f4e61-3c5d-4a7e-8f01-23456789abcd", exportertest.Vol("scratch", part.MediumMemory))
 	static.ConfigHash = summaryCacheUID // as testdata/summary.json's pod reference has it
 
-	got := src.Measure(context.Background(), []volume.PodVolumes{static})
+	got := src.Measure(context.Background(), []part.Pod{static})
 
 	if len(got) != 1 || got[0].Err != nil || got[0].Measurement.UsedBytes != 12582912 {
 		t.Fatalf("got %+v, want the summary's 12582912 bytes for the static pod", got)
@@ -484,33 +484,33 @@ func TestKubeletSourceEphemeralStorageParts(t *testing.T) {
 	k := newFakeKubelet(t, serveBody(http.StatusOK, "application/json", readSummary(t, "summary.json")))
 	src := source.NewKubeletDirect(k.srv.URL, httpClient(t, k.caFile, "", false))
 	limit := int64(10 << 20)
-	pod := volume.PodVolumes{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Volumes: []volume.Volume{
-		{Name: "empty", Medium: volume.MediumDisk, BudgetBytes: &limit},
-		{Name: "container/writer/writable-layer", Kind: volume.KindWritableLayer, Container: "writer", BudgetBytes: &limit},
-		{Name: "container/writer/logs", Kind: volume.KindContainerLogs, Container: "writer", BudgetBytes: &limit},
-		{Name: "container/gone/logs", Kind: volume.KindContainerLogs, Container: "gone", BudgetBytes: &limit},
-		{Name: "pod/files", Kind: volume.KindPodFiles, BudgetBytes: &limit},
+	pod := part.Pod{Namespace: "default", Pod: "empty-test1", UID: "5cf142d1-7a2d-4698-a7e0-f6ebfc0d4b7d", Parts: []part.Part{
+		{Name: "empty", Medium: part.MediumDisk, BudgetBytes: &limit},
+		{Name: "container/writer/writable-layer", Kind: part.KindWritableLayer, Container: "writer", BudgetBytes: &limit},
+		{Name: "container/writer/logs", Kind: part.KindContainerLogs, Container: "writer", BudgetBytes: &limit},
+		{Name: "container/gone/logs", Kind: part.KindContainerLogs, Container: "gone", BudgetBytes: &limit},
+		{Name: "pod/files", Kind: part.KindPodFiles, BudgetBytes: &limit},
 	}}
-	got := src.Measure(context.Background(), []volume.PodVolumes{pod})
+	got := src.Measure(context.Background(), []part.Pod{pod})
 	stamped := time.Date(2026, 12, 2, 16, 59, 44, 0, time.UTC)
 	want := map[string]int64{"empty": 4096, "container/writer/writable-layer": 24576, "container/writer/logs": 12288, "pod/files": 0}
 	var sum int64
 	for _, r := range got {
-		w, ok := want[r.Volume.Name]
+		w, ok := want[r.Part.Name]
 		switch {
 		case !ok:
-			var me *volume.MeasureError
-			if !errors.As(r.Err, &me) || me.Reason != volume.ReasonNotFound {
-				t.Errorf("%s: %v, want not_found (the Summary has no such container)", r.Volume.Name, r.Err)
+			var me *part.MeasureError
+			if !errors.As(r.Err, &me) || me.Reason != part.ReasonNotFound {
+				t.Errorf("%s: %v, want not_found (the Summary has no such container)", r.Part.Name, r.Err)
 			}
 		case r.Err != nil:
-			t.Errorf("%s: %v", r.Volume.Name, r.Err)
-		case r.Measurement.UsedBytes != w || r.Measurement.Method != volume.MethodKubelet:
-			t.Errorf("%s: %d bytes (%s), want %d from the kubelet", r.Volume.Name, r.Measurement.UsedBytes, r.Measurement.Method, w)
+			t.Errorf("%s: %v", r.Part.Name, r.Err)
+		case r.Measurement.UsedBytes != w || r.Measurement.Method != part.MethodKubelet:
+			t.Errorf("%s: %d bytes (%s), want %d from the kubelet", r.Part.Name, r.Measurement.UsedBytes, r.Measurement.Method, w)
 		default:
 			sum += r.Measurement.UsedBytes
 		}
-		if r.Volume.Kind == volume.KindWritableLayer && !r.Measurement.MeasuredAt.Equal(stamped) {
+		if r.Part.Kind == part.KindWritableLayer && !r.Measurement.MeasuredAt.Equal(stamped) {
 			t.Errorf("writable layer stamped %s, want the kubelet's %s", r.Measurement.MeasuredAt, stamped)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/mountinfo"
 )
@@ -106,7 +106,7 @@ var (
 // WritableLayer locates the directory that holds the writable layer of the container with
 // runtime ID id ("containerd://…", "cri-o://…", "docker://…").
 func (l *LayerLocator) WritableLayer(id string) (string, error) {
-	runtime, cid, _ := volume.RuntimeID(id)
+	runtime, cid, _ := part.RuntimeID(id)
 	// Each runtime makes 64 hex digits; anything else would be a path element of a tenant's
 	// choosing, were the kubelet's status not the only writer.
 	valid := containerIDPattern.MatchString(cid)

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 const (
@@ -211,12 +211,12 @@ func TestNativeSnapshotMeasuresLikeDu(t *testing.T) {
 	writeFile(t, filepath.Join(snapshot, "tmp", "written"), 2<<20)
 	writeFile(t, filepath.Join(nativeRoot, "snapshots", "4", "other"), 1<<20) // another container's
 	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: l}
-	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
-	m, err := src.MeasureVolume(context.Background(), volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
+	v := part.Part{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerNative}
+	m, err := src.MeasurePart(context.Background(), part.Pod{Namespace: "a", Pod: "p", UID: "u"}, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gnu := exportertest.DuBytes(t, snapshot); m.UsedBytes != gnu || m.LowerBound() || m.Method != volume.MethodWalk {
+	if gnu := exportertest.DuBytes(t, snapshot); m.UsedBytes != gnu || m.LowerBound() || m.Method != part.MethodWalk {
 		t.Errorf("native snapshot: %d bytes (lower bound %v, unlocated %q, method %s), GNU du says %d", m.UsedBytes, m.LowerBound(), m.Unlocated, m.Method, gnu)
 	}
 }
@@ -244,18 +244,18 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator}
-	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
-	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
+	pod := part.Pod{Namespace: "a", Pod: "p", UID: "u"}
+	v := part.Part{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", ContainerID: "containerd://" + layerOK}
+	m, err := src.MeasurePart(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gnu := exportertest.DuBytes(t, upper); m.UsedBytes != gnu || m.LowerBound() || m.Method != volume.MethodWalk {
+	if gnu := exportertest.DuBytes(t, upper); m.UsedBytes != gnu || m.LowerBound() || m.Method != part.MethodWalk {
 		t.Errorf("writable layer: %d bytes (lower bound %v, method %s), GNU du says %d", m.UsedBytes, m.LowerBound(), m.Method, gnu)
 	}
 
 	v.ContainerID = "containerd://" + layerElse
-	m, err = src.MeasureVolume(context.Background(), pod, v, nil)
+	m, err = src.MeasurePart(context.Background(), pod, v, nil)
 	if err != nil || m.Unlocated != source.LayerOutsideSnapshotter || m.UsedBytes != 0 || !m.LowerBound() {
 		t.Errorf("unlocated layer: %+v, %v; want no error, unlocated %s, a lower bound of 0", m, err, source.LayerOutsideSnapshotter)
 	}
@@ -265,7 +265,7 @@ func TestWritableLayerMeasuresLikeDu(t *testing.T) {
 // the directory by its blocks, rotated ones included, subdirectories left out, links not followed.
 func TestLogsAndPodFiles(t *testing.T) {
 	root, logs := t.TempDir(), t.TempDir()
-	pod := volume.PodVolumes{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
+	pod := part.Pod{Namespace: "shop", Pod: "cart-0", UID: "0f0e0d0c-0000-4000-8000-000000000001"}
 	podLogs := filepath.Join(logs, "shop_cart-0_"+pod.UID)
 	main := filepath.Join(podLogs, "main")
 	counted := []string{
@@ -282,32 +282,32 @@ func TestLogsAndPodFiles(t *testing.T) {
 		want += exportertest.DuBytes(t, f)
 	}
 	src := &source.Filesystem{KubeletRootDir: root, PodLogsDir: logs, WalkConcurrency: 2}
-	m, err := src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/main/logs", Kind: volume.KindContainerLogs, Container: "main"}, nil)
+	m, err := src.MeasurePart(context.Background(), pod, part.Part{Name: "container/main/logs", Kind: part.KindContainerLogs, Container: "main"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.UsedBytes != want || m.InodesUsed != 4 || m.Method != volume.MethodFiles {
+	if m.UsedBytes != want || m.InodesUsed != 4 || m.Method != part.MethodFiles {
 		t.Errorf("logs: %d bytes, %d inodes, method %s; want %d (the three files by du, the link as itself), 4", m.UsedBytes, m.InodesUsed, m.Method, want)
 	}
 
-	files := volume.Volume{Name: "pod/files", Kind: volume.KindPodFiles}
+	files := part.Part{Name: "pod/files", Kind: part.KindPodFiles}
 	if err := os.MkdirAll(filepath.Join(root, "pods", pod.UID), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	m, err = src.MeasureVolume(context.Background(), pod, files, nil)
+	m, err = src.MeasurePart(context.Background(), pod, files, nil)
 	if err != nil || m.UsedBytes != 0 {
 		t.Errorf("pod files without etc-hosts nor own log files: %d bytes, %v; want 0", m.UsedBytes, err)
 	}
 	hosts := writeFile(t, filepath.Join(root, "pods", pod.UID, "etc-hosts"), 3000)
 	own := writeFile(t, filepath.Join(podLogs, "sandbox.log"), 9000)
-	m, err = src.MeasureVolume(context.Background(), pod, files, nil)
+	m, err = src.MeasurePart(context.Background(), pod, files, nil)
 	if want := exportertest.DuBytes(t, hosts) + exportertest.DuBytes(t, own); err != nil || m.UsedBytes != want {
 		t.Errorf("pod files: %d bytes, %v; want etc-hosts and the file beside the container directories, %d", m.UsedBytes, err, want)
 	}
 
-	_, err = src.MeasureVolume(context.Background(), pod, volume.Volume{Name: "container/gone/logs", Kind: volume.KindContainerLogs, Container: "gone"}, nil)
-	var me *volume.MeasureError
-	if !errors.As(err, &me) || me.Reason != volume.ReasonNotFound {
+	_, err = src.MeasurePart(context.Background(), pod, part.Part{Name: "container/gone/logs", Kind: part.KindContainerLogs, Container: "gone"}, nil)
+	var me *part.MeasureError
+	if !errors.As(err, &me) || me.Reason != part.ReasonNotFound {
 		t.Errorf("logs of a container without a directory: %v, want a not_found error", err)
 	}
 }
@@ -339,18 +339,18 @@ func TestUnlocatedLayerFromTheKubeletSummary(t *testing.T) {
 	n := newLayerNode(t)
 	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2, Layers: n.locator,
 		LayerFallback: source.NewKubeletDirect(ts.URL, ts.Client())}
-	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
-	v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
-	m, err := src.MeasureVolume(context.Background(), pod, v, nil)
+	pod := part.Pod{Namespace: "a", Pod: "p", UID: "u"}
+	v := part.Part{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", ContainerID: "cri-o://" + layerOK}
+	m, err := src.MeasurePart(context.Background(), pod, v, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.UsedBytes != 11534336 || m.Method != volume.MethodKubelet || !m.MeasuredAt.Equal(stamped) || m.Unlocated != source.LayerOtherRuntime || !m.LowerBound() {
+	if m.UsedBytes != 11534336 || m.Method != part.MethodKubelet || !m.MeasuredAt.Equal(stamped) || m.Unlocated != source.LayerOtherRuntime || !m.LowerBound() {
 		t.Errorf("got %+v; want the kubelet's 11534336 bytes stamped %s, method kubelet, still unlocated (other_runtime)", m, stamped)
 	}
 	// A container the Summary does not know yet: 0, as without the kubelet.
 	v.Container = "sidecar"
-	if m, err := src.MeasureVolume(context.Background(), pod, v, nil); err != nil || m.UsedBytes != 0 || m.Method != volume.MethodNone {
+	if m, err := src.MeasurePart(context.Background(), pod, v, nil); err != nil || m.UsedBytes != 0 || m.Method != part.MethodNone {
 		t.Errorf("a container the kubelet has no figure for: %+v, %v; want 0, method none", m, err)
 	}
 	if requests != 1 {

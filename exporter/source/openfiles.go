@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/openfiles"
 )
 
@@ -15,12 +15,12 @@ type OpenFiles struct {
 	// Proc is the procfs of the node's PID namespace (the DaemonSet's hostPID).
 	Proc string
 	// Procs lists the pod's processes, as IDs in Proc's PID namespace (its cgroups').
-	Procs func(p volume.PodVolumes) ([]int, error)
+	Procs func(p part.Pod) ([]int, error)
 	// Count counts in place of openfiles.Count when set: an openfiles.Helper's, outside the
 	// exporter's Landlock domain.
 	Count func(ctx context.Context, proc string, pids []int, t openfiles.Target) (openfiles.Usage, error)
 	// OnError, when set, hears why a pod's open files could not be read.
-	OnError func(p volume.PodVolumes, v volume.Volume, err error)
+	OnError func(p part.Pod, v part.Part, err error)
 }
 
 // openFilesTimeout bounds one volume's count: a descriptor on a hung filesystem would block its
@@ -29,9 +29,9 @@ const openFilesTimeout = 10 * time.Second
 
 // openFiles is what the processes of p hold open in files deleted from dir, v's directory, and
 // whether it could be read (Measurement.OpenFiles).
-func (s *Filesystem) openFiles(ctx context.Context, p volume.PodVolumes, v volume.Volume, dir string) (openfiles.Usage, string) {
+func (s *Filesystem) openFiles(ctx context.Context, p part.Pod, v part.Part, dir string) (openfiles.Usage, string) {
 	if s.OpenFiles == nil {
-		return openfiles.Usage{}, volume.OpenFilesOff
+		return openfiles.Usage{}, part.OpenFilesOff
 	}
 	// Its own deadline, not the walk's: a walk cut short by its deadline still gets its count.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openFilesTimeout)
@@ -41,12 +41,12 @@ func (s *Filesystem) openFiles(ctx context.Context, p volume.PodVolumes, v volum
 		if s.OpenFiles.OnError != nil {
 			s.OpenFiles.OnError(p, v, err)
 		}
-		return openfiles.Usage{}, volume.OpenFilesUnreadable
+		return openfiles.Usage{}, part.OpenFilesUnreadable
 	}
-	return u, volume.OpenFilesCounted
+	return u, part.OpenFilesCounted
 }
 
-func (o *OpenFiles) count(ctx context.Context, p volume.PodVolumes, dir string) (openfiles.Usage, error) {
+func (o *OpenFiles) count(ctx context.Context, p part.Pod, dir string) (openfiles.Usage, error) {
 	t, err := openfiles.TargetOf(dir)
 	if err != nil {
 		return openfiles.Usage{}, err

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 const (
@@ -298,17 +298,17 @@ func TestRuntimeLayersMeasureLikeDu(t *testing.T) {
 	writeFile(t, filepath.Join(docker.diff(mountMain), "data", "out.bin"), 5<<20+3)
 	src := &source.Filesystem{KubeletRootDir: t.TempDir(), PodLogsDir: t.TempDir(), WalkConcurrency: 2,
 		Layers: &source.LayerLocator{CRIOStorageRoot: crio.root, DockerRoot: docker.root}}
-	pod := volume.PodVolumes{Namespace: "a", Pod: "p", UID: "u"}
+	pod := part.Pod{Namespace: "a", Pod: "p", UID: "u"}
 	for _, tc := range []struct{ id, dir string }{
 		{"cri-o://" + ctrVolatile, crio.diff(layerVolat)},
 		{"docker://" + ctrStable, docker.diff(mountMain)},
 	} {
-		v := volume.Volume{Name: "container/main/writable-layer", Kind: volume.KindWritableLayer, Container: "main", ContainerID: tc.id}
-		m, err := src.MeasureVolume(context.Background(), pod, v, nil)
+		v := part.Part{Name: "container/main/writable-layer", Kind: part.KindWritableLayer, Container: "main", ContainerID: tc.id}
+		m, err := src.MeasurePart(context.Background(), pod, v, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.id, err)
 		}
-		if gnu := exportertest.DuBytes(t, tc.dir); m.UsedBytes != gnu || m.LowerBound() || m.Method != volume.MethodWalk || m.Unlocated != "" {
+		if gnu := exportertest.DuBytes(t, tc.dir); m.UsedBytes != gnu || m.LowerBound() || m.Method != part.MethodWalk || m.Unlocated != "" {
 			t.Errorf("%s: %d bytes (lower bound %v, method %s, unlocated %q), GNU du says %d", tc.id, m.UsedBytes, m.LowerBound(), m.Method, m.Unlocated, gnu)
 		}
 	}

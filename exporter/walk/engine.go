@@ -12,8 +12,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/budget"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/schedule"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
@@ -32,7 +32,7 @@ type Config struct {
 	// Node is the value of the node label of the engine's series.
 	Node string
 	// Source measures one volume at a time.
-	Source volume.VolumeSource
+	Source part.Measurer
 	// Concurrency bounds the walks under way at once, and Timeout each walk.
 	Concurrency int
 	Timeout     time.Duration
@@ -58,13 +58,13 @@ type Config struct {
 	// Logger receives the first missing change mark of each reason at warning level.
 	Logger *slog.Logger
 	// Done receives every completed walk, for counting and logging, once; required.
-	Done func(volume.VolumeResult)
+	Done func(part.Result)
 	// PodNow is a pod as the informer knows it now; false when it is gone. nil: a walk is
 	// judged by the cycle's list alone.
-	PodNow func(volume.PodVolumes) (volume.PodVolumes, bool)
+	PodNow func(part.Pod) (part.Pod, bool)
 }
 
-// Engine measures the volumes of a VolumeSource in the background, each with its own bounded
+// Engine measures the volumes of a Measurer in the background, each with its own bounded
 // time, so that no volume can starve another: at most one walk per volume is in flight, at
 // most cap(slots) run at once, and each ends after Config.Timeout. A walk may outlive the
 // cycle that started it; every cycle publishes the last completed result of each volume,
@@ -92,11 +92,11 @@ type Engine struct {
 	walking sync.WaitGroup
 
 	mu      sync.Mutex
-	running map[volume.Key]*inflight
+	running map[part.Key]*inflight
 	// walkEnded is closed, and replaced, whenever a periodic walk ends.
 	walkEnded chan struct{}
 	// volumes is what the walks remember of each volume of the pods the last cycle listed.
-	volumes map[volume.Key]*volumeRecord
+	volumes map[part.Key]*volumeRecord
 	// namespaces is what the walks of each namespace of the pods the last cycle listed (and of
 	// those with walks still under way) have spent, for the metrics.
 	namespaces map[string]*namespaceWalks
@@ -114,7 +114,7 @@ type namespaceWalks struct {
 // last completed walk, which every cycle publishes.
 type volumeRecord struct {
 	schedule.State
-	latest *volume.VolumeResult // nil until a walk completes
+	latest *part.Result // nil until a walk completes
 	// mark is its pod's change mark read before its last complete walk began; nil: none
 	// (no signal, a failed or lower-bound walk, a live one).
 	mark *change.Mark
@@ -132,16 +132,16 @@ type volumeRecord struct {
 
 // noteWalk appends r, a completed walk of the volume, to its run of lower bounds and sets
 // r.IncompleteSince from it. Callers hold w.mu.
-func (rec *volumeRecord) noteWalk(r *volume.VolumeResult) {
+func (rec *volumeRecord) noteWalk(r *part.Result) {
 	if r.Err != nil {
 		return
 	}
-	rec.incompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
+	rec.incompleteSince = part.IncompleteSince(rec.incompleteSince, r.Measurement)
 	r.IncompleteSince = rec.incompleteSince
 }
 
 // record is volume k's record, created when there is none. Callers hold w.mu.
-func (w *Engine) record(k volume.Key) *volumeRecord {
+func (w *Engine) record(k part.Key) *volumeRecord {
 	r := w.volumes[k]
 	if r == nil {
 		r = &volumeRecord{}
@@ -172,7 +172,7 @@ func New(cfg Config) *Engine {
 	w := &Engine{
 		cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), informerLag: defaultInformerLag,
 		metrics: newMetrics(cfg.Node, cfg.Signal != nil, cfg.Logger),
-		running: map[volume.Key]*inflight{}, volumes: map[volume.Key]*volumeRecord{}, walkEnded: make(chan struct{}),
+		running: map[part.Key]*inflight{}, volumes: map[part.Key]*volumeRecord{}, walkEnded: make(chan struct{}),
 		namespaces: map[string]*namespaceWalks{},
 	}
 	w.carriedBy = map[string]bool{"": true}
@@ -221,7 +221,7 @@ func atomicDuration(a *atomic.Int64) func() time.Duration {
 // (overdue ones first, in the cycle's own order) are published by the next cycle, those on
 // time started in the background until cycleCtx's deadline.
 // tolerance is how early a slow-cadence walk may come (half a cycle).
-func (w *Engine) Cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolumes, tolerance time.Duration) []volume.VolumeResult {
+func (w *Engine) Cycle(cycleCtx, walksCtx context.Context, pods []part.Pod, tolerance time.Duration) []part.Result {
 	w.dispatching.Wait() // the previous cycle's background walks are all started or deferred
 	// Before now: a walk started this cycle begins after its pod's mark was read, so a write
 	// in between changes the next mark, or the walk sees it.
@@ -266,7 +266,7 @@ func (w *Engine) Cycle(cycleCtx, walksCtx context.Context, pods []volume.PodVolu
 // keepMark keeps mark, the pod's mark read before walk r began (nil: none), as what vouches
 // for r: only a complete walk's mark does, as a lower bound or a failure is walked again.
 // Either way the part is no longer known unchanged since an earlier walk. Callers hold w.mu.
-func (rec *volumeRecord) keepMark(r volume.VolumeResult, mark *change.Mark) {
+func (rec *volumeRecord) keepMark(r part.Result, mark *change.Mark) {
 	rec.mark, rec.unchangedAt = nil, time.Time{}
 	if r.Err == nil && !r.Measurement.LowerBound() {
 		rec.mark = mark
@@ -282,14 +282,14 @@ func (rec *volumeRecord) markStill(now change.Mark) bool {
 // remember notes the volumes of pods in their records (first seen, vouched unchanged by their
 // pod's mark now), forgets the volumes and namespaces no longer listed, and returns the
 // namespaces of pods. Callers hold w.mu.
-func (w *Engine) remember(pods []volume.PodVolumes, marks map[string]change.Mark, at time.Time) map[string]bool {
-	current := map[volume.Key]bool{}
+func (w *Engine) remember(pods []part.Pod, marks map[string]change.Mark, at time.Time) map[string]bool {
+	current := map[part.Key]bool{}
 	namespaces := map[string]bool{}
 	for _, p := range pods {
 		namespaces[p.Namespace] = true
 		w.namespaceOf(p.Namespace) // its series from its first cycle on
-		for _, v := range p.Volumes {
-			k := volume.Key{UID: p.UID, Volume: v.Name}
+		for _, v := range p.Parts {
+			k := part.Key{UID: p.UID, Name: v.Name}
 			current[k] = true
 			rec := w.record(k)
 			if rec.Seen.IsZero() {
@@ -317,7 +317,7 @@ func (w *Engine) remember(pods []volume.PodVolumes, marks map[string]change.Mark
 
 // due is what schedule.Due returns for pods now; with a signal, the parts their marks kept
 // from being due are counted. Callers hold w.mu.
-func (w *Engine) due(pods []volume.PodVolumes, now time.Time, tolerance time.Duration) []schedule.Walk {
+func (w *Engine) due(pods []part.Pod, now time.Time, tolerance time.Duration) []schedule.Walk {
 	var costly time.Duration
 	var share float64
 	if w.budget != nil {
@@ -332,25 +332,25 @@ func (w *Engine) due(pods []volume.PodVolumes, now time.Time, tolerance time.Dur
 }
 
 // results is the last completed result of every volume of pods, in order, for Cycle.
-func (w *Engine) results(pods []volume.PodVolumes) []volume.VolumeResult {
+func (w *Engine) results(pods []part.Pod) []part.Result {
 	n := 0
 	for _, p := range pods {
-		n += len(p.Volumes)
+		n += len(p.Parts)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]volume.VolumeResult, 0, n)
+	out := make([]part.Result, 0, n)
 	for _, p := range pods {
-		for _, v := range p.Volumes {
-			rec := w.record(volume.Key{UID: p.UID, Volume: v.Name})
-			var r volume.VolumeResult
+		for _, v := range p.Parts {
+			rec := w.record(part.Key{UID: p.UID, Name: v.Name})
+			var r part.Result
 			switch {
 			case rec.latest == nil:
-				r = volume.VolumeResult{Err: w.unmeasured(v)}
+				r = part.Result{Err: w.unmeasured(v)}
 			case p.Settling && rec.latest.Err == nil && w.gone(p, v):
 				// Its last walk may predate the teardown (the slow cadence, the budget): its
 				// numbers would outlive the directory the kubelet has removed.
-				r = volume.VolumeResult{Err: volume.ErrVolumeAbsent}
+				r = part.Result{Err: part.ErrAbsent}
 				rec.latest = nil
 			default:
 				r = *rec.latest
@@ -359,7 +359,7 @@ func (w *Engine) results(pods []volume.PodVolumes) []volume.VolumeResult {
 				}
 			}
 			// The spec (limit) may have changed since the walk; the numbers have not.
-			r.Namespace, r.Pod, r.UID, r.Volume = p.Namespace, p.Pod, p.UID, v
+			r.Namespace, r.Pod, r.UID, r.Part = p.Namespace, p.Pod, p.UID, v
 			out = append(out, r)
 		}
 	}
@@ -368,7 +368,7 @@ func (w *Engine) results(pods []volume.PodVolumes) []volume.VolumeResult {
 
 // unmeasured is the error of a volume none of whose walks has completed yet: one without a
 // sizeLimit at the slow cadence (Config.UnlimitedInterval) is not measured yet by design.
-func (w *Engine) unmeasured(v volume.Volume) error {
+func (w *Engine) unmeasured(v part.Part) error {
 	if v.Guard() == nil && w.cfg.UnlimitedInterval > 0 {
 		return ErrAwaitingSlowWalk
 	}
@@ -458,7 +458,7 @@ func (w *Engine) dispatch(ctx, walksCtx context.Context, due []schedule.Walk, ma
 	// the part short, the later ones do not take what is left of it (their namespace's many
 	// cheap walks would keep it from ever holding what a costlier one needs), and go behind.
 	queue := slices.Clone(due)
-	postponed, behind := map[volume.Key]bool{}, map[volume.Key]bool{}
+	postponed, behind := map[part.Key]bool{}, map[part.Key]bool{}
 	partShort := map[string]bool{} // namespaces whose part an overdue walk found short
 	for len(queue) > 0 {
 		d := queue[0]
@@ -565,8 +565,8 @@ func (w *Engine) walk(ctx context.Context, d schedule.Walk, mark *change.Mark, f
 	defer func() { <-w.slots }()
 	walkCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	r := volume.VolumeResult{Namespace: d.Pod.Namespace, Pod: d.Pod.Pod, UID: d.Pod.UID, Volume: d.Volume}
-	r.Measurement, r.Err = w.cfg.Source.MeasureVolume(walkCtx, d.Pod, d.Volume, meter)
+	r := part.Result{Namespace: d.Pod.Namespace, Pod: d.Pod.Pod, UID: d.Pod.UID, Part: d.Volume}
+	r.Measurement, r.Err = w.cfg.Source.MeasurePart(walkCtx, d.Pod, d.Volume, meter)
 	r.Err = w.absent(ctx, d.Pod, r.Err)
 	spent := meter.Spent()
 	if f.floor {
@@ -594,9 +594,9 @@ func (w *Engine) walk(ctx context.Context, d schedule.Walk, mark *change.Mark, f
 // deleted, and the exporter's informer may see the same deletion moments later, so a pod
 // the informer still shows running gets up to informerLag to catch up before its missing
 // directory counts as an error.
-func (w *Engine) absent(ctx context.Context, p volume.PodVolumes, err error) error {
-	if err = volume.AbsentWhileSettling(p, err); err == nil || errors.Is(err, volume.ErrVolumeAbsent) ||
-		volume.ReasonOf(err) != volume.ReasonNotFound || w.cfg.PodNow == nil {
+func (w *Engine) absent(ctx context.Context, p part.Pod, err error) error {
+	if err = part.AbsentWhileSettling(p, err); err == nil || errors.Is(err, part.ErrAbsent) ||
+		part.ReasonOf(err) != part.ReasonNotFound || w.cfg.PodNow == nil {
 		return err
 	}
 	deadline := time.NewTimer(w.informerLag)
@@ -605,7 +605,7 @@ func (w *Engine) absent(ctx context.Context, p volume.PodVolumes, err error) err
 	defer poll.Stop()
 	for {
 		if now, ok := w.cfg.PodNow(p); !ok || now.UID != p.UID || now.Settling {
-			return volume.ErrVolumeAbsent // deleted, replaced by a pod of the same name, or terminating
+			return part.ErrAbsent // deleted, replaced by a pod of the same name, or terminating
 		}
 		select {
 		case <-poll.C:
@@ -625,13 +625,13 @@ const informerPoll = 50 * time.Millisecond
 // on a busy API server.
 const defaultInformerLag = 5 * time.Second
 
-// volumeGoner is a VolumeSource that can tell cheaply that a volume's directory is not there.
+// volumeGoner is a Measurer that can tell cheaply that a volume's directory is not there.
 type volumeGoner interface {
-	VolumeGone(volume.PodVolumes, volume.Volume) bool
+	VolumeGone(part.Pod, part.Part) bool
 }
 
 // gone reports whether the source knows volume v of pod p to be absent.
-func (w *Engine) gone(p volume.PodVolumes, v volume.Volume) bool {
+func (w *Engine) gone(p part.Pod, v part.Part) bool {
 	g, ok := w.cfg.Source.(volumeGoner)
 	return ok && g.VolumeGone(p, v)
 }
@@ -649,15 +649,15 @@ func (w *Engine) namespaceOf(ns string) *namespaceWalks {
 
 // vouched counts the parts of pods that their change marks kept from being due now: vouched
 // unchanged, not in flight, not in due. Callers hold w.mu.
-func (w *Engine) vouched(pods []volume.PodVolumes, due []schedule.Walk) int {
-	isDue := make(map[volume.Key]bool, len(due))
+func (w *Engine) vouched(pods []part.Pod, due []schedule.Walk) int {
+	isDue := make(map[part.Key]bool, len(due))
 	for _, d := range due {
 		isDue[d.Key] = true
 	}
 	n := 0
 	for _, p := range pods {
-		for _, v := range p.Volumes {
-			k := volume.Key{UID: p.UID, Volume: v.Name}
+		for _, v := range p.Parts {
+			k := part.Key{UID: p.UID, Name: v.Name}
 			if s := w.state(k); s.Unchanged && !s.InFlight && !isDue[k] {
 				n++
 			}
@@ -667,7 +667,7 @@ func (w *Engine) vouched(pods []volume.PodVolumes, due []schedule.Walk) int {
 }
 
 // state is what schedule.Due needs to know of volume k. Callers hold w.mu.
-func (w *Engine) state(k volume.Key) schedule.State {
+func (w *Engine) state(k part.Key) schedule.State {
 	var s schedule.State
 	if rec := w.volumes[k]; rec != nil {
 		s = rec.State
@@ -680,7 +680,7 @@ func (w *Engine) state(k volume.Key) schedule.State {
 // a pod without one is missing, and counted by reason. A pod whose RuntimeClass is not one
 // whose writes its cgroup carries (carriedBy) has none: its marks would stay equal while its
 // sandbox writes.
-func (w *Engine) readMarks(pods []volume.PodVolumes) map[string]change.Mark {
+func (w *Engine) readMarks(pods []part.Pod) map[string]change.Mark {
 	if w.cfg.Signal == nil {
 		return nil
 	}
@@ -709,8 +709,8 @@ func (w *Engine) readMarks(pods []volume.PodVolumes) map[string]change.Mark {
 }
 
 // walksSomething reports whether a part of p is measured by a walk, not a few stats.
-func walksSomething(p volume.PodVolumes) bool {
-	for _, v := range p.Volumes {
+func walksSomething(p part.Pod) bool {
+	for _, v := range p.Parts {
 		if !v.Kind.Cheap() {
 			return true
 		}

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
-// Source is the VolumeSource the engine walks, which a live walk measures with too.
-func (w *Engine) Source() volume.VolumeSource { return w.cfg.Source }
+// Source is the Measurer the engine walks, which a live walk measures with too.
+func (w *Engine) Source() part.Measurer { return w.cfg.Source }
 
 // BeginLive hands the volumes keys to a live walk that is about to start. A periodic walk
 // of them in flight is cancelled, since the live walk redoes its work and both would share
@@ -20,10 +20,10 @@ func (w *Engine) Source() volume.VolumeSource { return w.cfg.Source }
 // (volumeRecord.noteWalk), and gives the volumes back. With budgetCut (the walk exhausted its
 // caller's live CPU budget), a result cut short is no evidence about its volume, only about
 // the caller's budget: it is answered, but neither recorded nor part of the volume's run.
-func (w *Engine) BeginLive(keys []volume.Key) (end func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool)) {
+func (w *Engine) BeginLive(keys []part.Key) (end func(results []part.Result, costs map[part.Key]time.Duration, budgetCut bool)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	mine := map[volume.Key]*inflight{}
+	mine := map[part.Key]*inflight{}
 	for _, k := range keys {
 		f := w.running[k]
 		if f != nil && f.cancel == nil {
@@ -35,11 +35,11 @@ func (w *Engine) BeginLive(keys []volume.Key) (end func(results []volume.VolumeR
 		mine[k] = &inflight{}
 		w.running[k] = mine[k]
 	}
-	return func(results []volume.VolumeResult, costs map[volume.Key]time.Duration, budgetCut bool) {
+	return func(results []part.Result, costs map[part.Key]time.Duration, budgetCut bool) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		for i, r := range results {
-			k := volume.Key{UID: r.UID, Volume: r.Volume.Name}
+			k := part.Key{UID: r.UID, Name: r.Part.Name}
 			_, own := mine[k]
 			switch {
 			case r.Err != nil:
@@ -48,7 +48,7 @@ func (w *Engine) BeginLive(keys []volume.Key) (end func(results []volume.VolumeR
 				// What it spent is the least its next walk costs.
 				rec := w.record(k)
 				rec.liveCost = max(costs[k], rec.liveCost)
-				results[i].IncompleteSince = volume.IncompleteSince(rec.incompleteSince, r.Measurement)
+				results[i].IncompleteSince = part.IncompleteSince(rec.incompleteSince, r.Measurement)
 			case own:
 				rec := w.record(k)
 				rec.noteWalk(&results[i])
@@ -68,7 +68,7 @@ func (w *Engine) BeginLive(keys []volume.Key) (end func(results []volume.VolumeR
 				if rec := w.volumes[k]; rec != nil {
 					prev = rec.incompleteSince
 				}
-				results[i].IncompleteSince = volume.IncompleteSince(prev, r.Measurement)
+				results[i].IncompleteSince = part.IncompleteSince(prev, r.Measurement)
 			}
 		}
 		for k, f := range mine {
@@ -81,7 +81,7 @@ func (w *Engine) BeginLive(keys []volume.Key) (end func(results []volume.VolumeR
 
 // LiveEstimate is what a live walk of the volumes keys is expected to cost: for each, what its
 // last live walk cost, else its last periodic walk; 0 for those never walked.
-func (w *Engine) LiveEstimate(keys []volume.Key) time.Duration {
+func (w *Engine) LiveEstimate(keys []part.Key) time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var total time.Duration
@@ -100,28 +100,28 @@ func (w *Engine) LiveEstimate(keys []volume.Key) time.Duration {
 
 // Latest is the result of volume k's last completed walk, which the next cycle publishes;
 // false when none has completed.
-func (w *Engine) Latest(k volume.Key) (volume.VolumeResult, bool) {
+func (w *Engine) Latest(k part.Key) (part.Result, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if rec := w.volumes[k]; rec != nil && rec.latest != nil {
 		return *rec.latest, true
 	}
-	return volume.VolumeResult{}, false
+	return part.Result{}, false
 }
 
 // Running lists the volumes with a walk in flight, periodic or live, ordered by UID and name.
-func (w *Engine) Running() []volume.Key {
+func (w *Engine) Running() []part.Key {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]volume.Key, 0, len(w.running))
+	out := make([]part.Key, 0, len(w.running))
 	for k := range w.running {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b volume.Key) int {
+	slices.SortFunc(out, func(a, b part.Key) int {
 		if c := strings.Compare(a.UID, b.UID); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Volume, b.Volume)
+		return strings.Compare(a.Name, b.Name)
 	})
 	return out
 }

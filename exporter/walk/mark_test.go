@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -17,11 +17,11 @@ func TestKeepMark(t *testing.T) {
 	before := change.MarkOf(podcgroup.Snapshot{Version: podcgroup.V2, Cgroup: 7, WriteBytes: 4096})
 	written := change.MarkOf(podcgroup.Snapshot{Version: podcgroup.V2, Cgroup: 7, WriteBytes: 8192})
 	remade := change.MarkOf(podcgroup.Snapshot{Version: podcgroup.V2, Cgroup: 8, WriteBytes: 4096})
-	failed := &volume.MeasureError{Reason: volume.ReasonNotFound, Err: errors.New("no such directory")}
+	failed := &part.MeasureError{Reason: part.ReasonNotFound, Err: errors.New("no such directory")}
 
 	for _, tc := range []struct {
 		name      string
-		result    volume.VolumeResult
+		result    part.Result
 		mark      *change.Mark // read before the walk began
 		markNow   change.Mark  // read by the next cycle
 		unchanged bool
@@ -30,11 +30,11 @@ func TestKeepMark(t *testing.T) {
 		{name: "complete walk, the pod wrote since", mark: &before, markNow: written},
 		{name: "complete walk, the cgroup made again", mark: &before, markNow: remade},
 		{name: "complete walk without a mark", markNow: before},
-		{name: "unreadable entries", result: lowerBound(volume.Measurement{UnreadableEntries: 1}), mark: &before, markNow: before},
-		{name: "directories changed during the walk", result: lowerBound(volume.Measurement{ChangedDirectories: 2}), mark: &before, markNow: before},
-		{name: "cut short", result: lowerBound(volume.Measurement{CutShort: true}), mark: &before, markNow: before},
-		{name: "unlocated", result: lowerBound(volume.Measurement{Unlocated: "no layer"}), mark: &before, markNow: before},
-		{name: "failed walk", result: volume.VolumeResult{Err: failed}, mark: &before, markNow: before},
+		{name: "unreadable entries", result: lowerBound(part.Measurement{UnreadableEntries: 1}), mark: &before, markNow: before},
+		{name: "directories changed during the walk", result: lowerBound(part.Measurement{ChangedDirectories: 2}), mark: &before, markNow: before},
+		{name: "cut short", result: lowerBound(part.Measurement{CutShort: true}), mark: &before, markNow: before},
+		{name: "unlocated", result: lowerBound(part.Measurement{Unlocated: "no layer"}), mark: &before, markNow: before},
+		{name: "failed walk", result: part.Result{Err: failed}, mark: &before, markNow: before},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// An earlier complete walk kept a mark equal to markNow, and the part was found
@@ -53,9 +53,9 @@ func TestKeepMark(t *testing.T) {
 }
 
 // lowerBound is a result whose measurement m is a lower bound.
-func lowerBound(m volume.Measurement) volume.VolumeResult {
+func lowerBound(m part.Measurement) part.Result {
 	if !m.LowerBound() {
 		panic("lowerBound: a complete measurement")
 	}
-	return volume.VolumeResult{Measurement: m}
+	return part.Result{Measurement: m}
 }

@@ -13,7 +13,7 @@ import (
 // other's, and charges what the clock advanced to the meter, every threadMeterEvery ticks
 // and when stopped, so that a budget sees a long walk as it goes.
 type threadMeter struct {
-	m     *CPUMeter
+	m     Meter
 	last  time.Duration
 	ticks int
 }
@@ -24,7 +24,7 @@ type threadMeter struct {
 const threadMeterEvery = 32
 
 // startThreadMeter starts metering the calling goroutine for m; nil m meters nothing.
-func startThreadMeter(m *CPUMeter) threadMeter {
+func startThreadMeter(m Meter) threadMeter {
 	if m == nil {
 		return threadMeter{}
 	}

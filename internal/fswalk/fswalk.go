@@ -54,7 +54,7 @@ type Options struct {
 	// once; below 1 means 1.
 	Concurrency int
 	// Meter, when not nil, is charged the CPU time of the walk's threads as it goes.
-	Meter *CPUMeter
+	Meter Meter
 	// Retries bounds how many times a walk that saw directories change (DiskUsage.Changed) is
 	// done again, to find a result without; the last one stays a lower bound.
 	Retries int
@@ -64,6 +64,9 @@ type Options struct {
 type Space struct {
 	CapacityBytes, AvailableBytes int64
 }
+
+// Meter is charged the CPU time of a walk's threads as they go; CPUMeter is one.
+type Meter interface{ Add(cpu time.Duration) }
 
 // CPUMeter adds up the CPU time one walk spent, as the threads that walked counted it, and
 // adds it to totals of several walks (what a CPU budget drains, what a namespace's walks

@@ -97,7 +97,7 @@ type walker struct {
 	// whose ctime is not before it changed during the walk.
 	start unix.Timespec
 	// meter, when the walk is metered, receives the CPU time of its goroutines' threads.
-	meter   *CPUMeter
+	meter   Meter
 	rootDev devID
 	// direntInodes: the root's filesystem lists each entry with its type and real inode
 	// number (direntsExact), so a listed directory needs no statx before it is opened.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // TestFakeNodeLifecycle plays a pod's life on a fake node against the fake clientset and
@@ -55,7 +55,7 @@ func TestFakeNodeLifecycle(t *testing.T) {
 		t.Errorf("phase %s after StartPod", running.Status.Phase)
 	}
 	for _, v := range []string{"a", "b"} {
-		dir := volume.Dir(root, "uid-1", v)
+		dir := part.EmptyDirPath(root, "uid-1", v)
 		if dir != n.VolumeDir(running, v) {
 			t.Errorf("VolumeDir %s, exporter measures %s", n.VolumeDir(running, v), dir)
 		}
@@ -63,7 +63,7 @@ func TestFakeNodeLifecycle(t *testing.T) {
 			t.Errorf("volume %s directory: %v", v, err)
 		}
 	}
-	if _, err := os.Stat(volume.Dir(root, "uid-1", "unmounted")); !os.IsNotExist(err) {
+	if _, err := os.Stat(part.EmptyDirPath(root, "uid-1", "unmounted")); !os.IsNotExist(err) {
 		t.Errorf("directory of a volume no container mounts: %v, want none", err)
 	}
 

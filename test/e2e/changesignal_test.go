@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
@@ -138,7 +138,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 	// filesystem's next journal commit and change the mark by chance (docs/change-signal.md):
 	// each hole is tried until a cycle vouched the pod unchanged after it, so that the sweep,
 	// not that chance, is what published it.
-	dir := volume.Dir(c.KubeletRootDir(), string(idle.UID), "data")
+	dir := part.EmptyDirPath(c.KubeletRootDir(), string(idle.UID), "data")
 	for _, hole := range []struct {
 		name  string
 		write func(path string) error
@@ -212,7 +212,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 
 	// Metadata only: 3000 empty files. Whether the mark moves (directory blocks charged to
 	// the pod) or not, the figure is published within the sweep bound of the last file.
-	metaDir := volume.Dir(c.KubeletRootDir(), string(meta.UID), "data")
+	metaDir := part.EmptyDirPath(c.KubeletRootDir(), string(meta.UID), "data")
 	trigger(t, c, meta)
 	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "3000 empty files created", func() (bool, string) {
 		entries, err := os.ReadDir(filepath.Join(metaDir, "m"))
@@ -231,7 +231,7 @@ i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done; read x < /test/hold`))
 // which the pod's script waits for; it returns when the line was written.
 func trigger(t *testing.T, c *cluster.Cluster, pod *corev1.Pod) time.Time {
 	t.Helper()
-	fifo := filepath.Join(volume.Dir(c.KubeletRootDir(), string(pod.UID), "data"), "go")
+	fifo := filepath.Join(part.EmptyDirPath(c.KubeletRootDir(), string(pod.UID), "data"), "go")
 	var at time.Time
 	framework.Eventually(t, 30*time.Second, 100*time.Millisecond, "a reader on "+fifo, func() (bool, string) {
 		// O_NONBLOCK: ENXIO until the pod's read has the FIFO open.

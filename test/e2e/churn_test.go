@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
@@ -239,7 +239,7 @@ func TestPodChurnRealKubelet(t *testing.T) {
 	defer cancel()
 	ns := framework.Namespace(ctx, t, c, "churnk")
 	ex, _ := startChurnExporter(ctx, t, c, bin, "127.0.0.1:19772", c.NodeName(), c.KubeletRootDir())
-	volumeDir := func(p *corev1.Pod, v string) string { return volume.Dir(c.KubeletRootDir(), string(p.UID), v) }
+	volumeDir := func(p *corev1.Pod, v string) string { return part.EmptyDirPath(c.KubeletRootDir(), string(p.UID), v) }
 	settled := func(what string, live map[string]*corev1.Pod) {
 		t.Helper()
 		want := expectedSeries(t, live, volumeDir)

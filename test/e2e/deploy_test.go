@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/emptydir-guard/emptydir-guard/deploy"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/framework"
 )
@@ -101,7 +101,7 @@ func TestDeployManifestsOnRealCluster(t *testing.T) {
 	if _, stderr, err := c.ExecInPod(ctx, seedNS, mem.Name, "test2", "dd", "if=/dev/zero", "of=/mem/f", "bs=1K", "count=2000"); err != nil {
 		t.Fatalf("dd into the memory volume: %v (%s)", err, stderr)
 	}
-	wantMem := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(mem.UID), "mem"))
+	wantMem := framework.DuBytes(t, part.EmptyDirPath(c.KubeletRootDir(), string(mem.UID), "mem"))
 	memLabels := map[string]string{"namespace": seedNS, "pod": mem.Name, "uid": string(mem.UID), "volume": "mem", "medium": "memory"}
 	framework.Eventually(t, 60*time.Second, time.Second, "the exporter sees a tmpfs mounted after it started", func() (bool, string) {
 		fams, err := framework.Scrape(ctx, c, expURL+"/metrics")

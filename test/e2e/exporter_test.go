@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -60,8 +60,8 @@ func TestExporterFilesystemSourceOnRealKubelet(t *testing.T) {
 	if _, stderr, err := c.ExecInPod(ctx, ns, mem.Name, "test2", "dd", "if=/dev/zero", "of=/mem/f", "bs=1K", "count=2000"); err != nil {
 		t.Fatalf("dd into memory volume: %v (%s)", err, stderr)
 	}
-	seedDir := volume.Dir(c.KubeletRootDir(), string(seed.UID), "empty")
-	memDir := volume.Dir(c.KubeletRootDir(), string(mem.UID), "mem")
+	seedDir := part.EmptyDirPath(c.KubeletRootDir(), string(seed.UID), "empty")
+	memDir := part.EmptyDirPath(c.KubeletRootDir(), string(mem.UID), "mem")
 	wantSeed, wantMem := framework.DuBytes(t, seedDir), framework.DuBytes(t, memDir)
 	if wantSeed < 10240000 {
 		t.Fatalf("du says %d bytes after writing 10240000", wantSeed)

@@ -23,7 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -223,7 +223,7 @@ func podWithLimit(c *cluster.Cluster, ns, name, limit string) *corev1.Pod {
 // creating them through exec.
 func addFiles(t *testing.T, c *cluster.Cluster, pod *corev1.Pod, directories int) {
 	t.Helper()
-	dir := volume.Dir(c.KubeletRootDir(), string(pod.UID), "empty")
+	dir := part.EmptyDirPath(c.KubeletRootDir(), string(pod.UID), "empty")
 	for i := range directories {
 		sub := filepath.Join(dir, fmt.Sprintf("d%03d", i))
 		if err := os.Mkdir(sub, 0o755); err != nil {
@@ -290,8 +290,8 @@ func TestFaults(t *testing.T) {
 	}
 	addFiles(t, c, bigUnder, bigUnderDirectories)
 	addFiles(t, c, bigOver, bigOverDirectories)
-	wantUnder := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
-	wantOver := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(bigOver.UID), "empty"))
+	wantUnder := framework.DuBytes(t, part.EmptyDirPath(c.KubeletRootDir(), string(bigUnder.UID), "empty"))
+	wantOver := framework.DuBytes(t, part.EmptyDirPath(c.KubeletRootDir(), string(bigOver.UID), "empty"))
 	framework.Eventually(t, 2*time.Minute, time.Second, "exporter publishes du's numbers of the big volumes", func() (bool, string) {
 		fams, err := f.scrapeExporter()
 		if err != nil {

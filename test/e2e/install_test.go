@@ -32,7 +32,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/remediator"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -117,7 +117,7 @@ func (in *install) startSeed(ctx context.Context, t *testing.T, prefix string) s
 			"chmod 600 /test/private/f && chown -R 1234:1234 /test/private && chmod 700 /test/private"); err != nil {
 		t.Fatalf("writing into the seed pod: %v (%s)", err, stderr)
 	}
-	dir := volume.Dir(c.KubeletRootDir(), string(seed.UID), "empty")
+	dir := part.EmptyDirPath(c.KubeletRootDir(), string(seed.UID), "empty")
 	return seedPod{pod: seed, used: framework.DuBytes(t, dir), volumeOn: dir,
 		labels: map[string]string{"namespace": seedNS, "pod": seed.Name, "uid": string(seed.UID), "volume": "empty", "node": c.NodeName()}}
 }

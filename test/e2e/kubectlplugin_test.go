@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/plugin"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -119,8 +119,8 @@ kubectlPlugin:
 	pluginWrite(ctx, t, c, writer, "/data/f", 12) // 37.5% of its sizeLimit
 	pluginWrite(ctx, t, c, writer, "/fill", 6)    // its writable layer
 	pluginWrite(ctx, t, c, other, "/data/f", 6)   // 75% of its sizeLimit
-	writerData := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(writer.UID), "data"))
-	otherData := framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(other.UID), "data"))
+	writerData := framework.DuBytes(t, part.EmptyDirPath(c.KubeletRootDir(), string(writer.UID), "data"))
+	otherData := framework.DuBytes(t, part.EmptyDirPath(c.KubeletRootDir(), string(other.UID), "data"))
 	const mib = 1 << 20
 	// A writable layer holds the file's blocks and its directory's; logs and the pod's other
 	// files add a few KiB: within 256 KiB.

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/mountinfo"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 	"github.com/emptydir-guard/emptydir-guard/test/duoracle"
@@ -139,7 +139,7 @@ func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, ex
 	}
 	upper := writableLayerOf(ctx, t, c, w.Status.ContainerStatuses[0].ContainerID)
 	want := map[string]int64{
-		"emptyDir":       framework.DuBytes(t, volume.Dir(c.KubeletRootDir(), string(w.UID), "data")),
+		"emptyDir":       framework.DuBytes(t, part.EmptyDirPath(c.KubeletRootDir(), string(w.UID), "data")),
 		"writable_layer": framework.DuBytes(t, upper),
 		"logs":           logFilesDu(t, filepath.Join(c.PodLogsDir(), w.Namespace+"_"+w.Name+"_"+string(w.UID), "app")),
 	}
@@ -153,13 +153,13 @@ func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, ex
 		if v, ok := framework.Sample(fams, "emptydir_used_bytes", map[string]string{"namespace": w.Namespace, "pod": w.Name, "volume": "data"}); ok {
 			got["emptyDir"] = int64(v)
 		}
-		for _, part := range []string{"writable_layer", "logs"} {
-			l := map[string]string{"container": "app", "part": part}
+		for _, label := range []string{"writable_layer", "logs"} {
+			l := map[string]string{"container": "app", "part": label}
 			for k, v := range pod {
 				l[k] = v
 			}
 			if v, ok := framework.Sample(fams, "emptydir_container_ephemeral_storage_part_bytes", l); ok {
-				got[part] = int64(v)
+				got[label] = int64(v)
 			}
 		}
 		return len(got) == len(want) && got["emptyDir"] == want["emptyDir"] && got["writable_layer"] == want["writable_layer"] && got["logs"] == want["logs"],
@@ -174,7 +174,7 @@ func checkPartsEqualDu(ctx context.Context, t *testing.T, c *cluster.Cluster, ex
 // containerd's rootfs overlay in the node's mount table, or CRI-O's own answer on its socket.
 func writableLayerOf(ctx context.Context, t *testing.T, c *cluster.Cluster, id string) string {
 	t.Helper()
-	runtime, cid, _ := volume.RuntimeID(id)
+	runtime, cid, _ := part.RuntimeID(id)
 	if runtime == "cri-o" {
 		layer, err := c.CRIOContainerLayer(ctx, cid)
 		if err != nil {

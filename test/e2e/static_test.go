@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/liveapi"
 	"github.com/emptydir-guard/emptydir-guard/internal/testbin"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
@@ -65,7 +65,7 @@ func TestExporterStaticPodOnRealKubelet(t *testing.T) {
 	if _, stderr, err := c.ExecInPod(ctx, "default", mirrorName, "test2", "dd", "if=/dev/zero", "of=/test/f", "bs=1K", "count=300"); err != nil {
 		t.Fatalf("dd: %v (%s)", err, stderr)
 	}
-	dir := volume.Dir(c.KubeletRootDir(), hash, "empty")
+	dir := part.EmptyDirPath(c.KubeletRootDir(), hash, "empty")
 	want := framework.DuBytes(t, dir)
 
 	const addr = "127.0.0.1:19741"

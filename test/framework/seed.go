@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
 
@@ -31,7 +31,7 @@ func WriteSeed(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod, tr *Pod
 		return SeedWrite{}, err
 	}
 	w := SeedWrite{Pod: pod, T0: time.Now(), Tracker: tr}
-	out, err := DuOf(volume.Dir(c.KubeletRootDir(), string(pod.UID), "empty"))
+	out, err := DuOf(part.EmptyDirPath(c.KubeletRootDir(), string(pod.UID), "empty"))
 	w.Du = out
 	return w, err
 }
@@ -55,7 +55,7 @@ dd if=/dev/zero of=deep.file bs=1K count=%d conv=fsync`, DeepNameLen, DeepLevels
 		return SeedWrite{}, fmt.Errorf("deep write in %s/%s: %w (%s)", pod.Namespace, pod.Name, err, stderr)
 	}
 	w := SeedWrite{Pod: pod, T0: time.Now(), Tracker: tr}
-	out, err := DuOf(volume.Dir(c.KubeletRootDir(), string(pod.UID), "empty"))
+	out, err := DuOf(part.EmptyDirPath(c.KubeletRootDir(), string(pod.UID), "empty"))
 	w.Du = out
 	return w, err
 }

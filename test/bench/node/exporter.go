@@ -19,20 +19,19 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
-	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/metricfilter"
 )
 
 // fixedPods is the node's pod list; the exporter sees it through exportertest.Pods, synced.
-type fixedPods []volume.PodVolumes
+type fixedPods []part.Pod
 
 // volumes counts the volumes of the pods.
 func (p fixedPods) volumes() int {
 	n := 0
 	for _, pv := range p {
-		n += len(pv.Volumes)
+		n += len(pv.Parts)
 	}
 	return n
 }
@@ -53,10 +52,10 @@ type countingSource struct {
 	measured map[string]time.Time
 }
 
-func (s *countingSource) MeasureVolume(ctx context.Context, p volume.PodVolumes, v volume.Volume, meter *fswalk.CPUMeter) (volume.Measurement, error) {
+func (s *countingSource) MeasurePart(ctx context.Context, p part.Pod, v part.Part, meter part.Meter) (part.Measurement, error) {
 	c := classOf(v)
 	s.walks[c].Add(1)
-	m, err := s.Filesystem.MeasureVolume(ctx, p, v, meter)
+	m, err := s.Filesystem.MeasurePart(ctx, p, v, meter)
 	if meter != nil {
 		s.cpu[c].Add(int64(meter.Spent()))
 	}
@@ -85,7 +84,7 @@ func (s *countingSource) ages(pods fixedPods, now, since time.Time, out *[numCla
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range pods {
-		for _, v := range p.Volumes {
+		for _, v := range p.Parts {
 			at, ok := s.measured[p.UID+"/"+v.Name]
 			if !ok {
 				at = since
@@ -382,7 +381,7 @@ var overLimitPods = []string{"app-077", "app-023", "app-041", "app-098"}
 // overLimitTarget is a volume writeOverLimit fills, and the file it writes there.
 type overLimitTarget struct {
 	pod, uid string
-	volume   volume.Volume
+	volume   part.Part
 	path     string
 }
 
@@ -397,13 +396,13 @@ func overLimitTargets(t tree, pods fixedPods) ([]overLimitTarget, error) {
 		if !ok {
 			return nil, fmt.Errorf("pod %s not in the layout", name)
 		}
-		i := slices.IndexFunc(pv.Volumes, func(v volume.Volume) bool { return v.Name == limitedVolume })
+		i := slices.IndexFunc(pv.Parts, func(v part.Part) bool { return v.Name == limitedVolume })
 		if i < 0 {
 			return nil, fmt.Errorf("pod %s has no volume %s", name, limitedVolume)
 		}
-		v := pv.Volumes[i]
+		v := pv.Parts[i]
 		out = append(out, overLimitTarget{pod: name, uid: pv.UID, volume: v,
-			path: filepath.Join(volume.Dir(t.kubeletRoot, pv.UID, v.Name), "over-limit")})
+			path: filepath.Join(part.EmptyDirPath(t.kubeletRoot, pv.UID, v.Name), "over-limit")})
 	}
 	return out, nil
 }

@@ -25,8 +25,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 )
 
 // layoutVersion names the generated tree; change it when the layout changes, so that a tree
@@ -152,13 +152,13 @@ func (c class) String() string { return classNames[c] }
 func (c class) guarded() bool { return c != classUnguarded }
 
 // classOf is the class of a part the exporter measures.
-func classOf(v volume.Volume) class {
+func classOf(v part.Part) class {
 	switch {
-	case v.Kind == volume.KindWritableLayer:
+	case v.Kind == part.KindWritableLayer:
 		return classLayer
-	case v.Kind == volume.KindContainerLogs:
+	case v.Kind == part.KindContainerLogs:
 		return classLogs
-	case v.Kind == volume.KindPodFiles:
+	case v.Kind == part.KindPodFiles:
 		return classPodFiles
 	case v.LimitBytes != nil:
 		return classSizeLimit
@@ -206,32 +206,32 @@ func (t tree) source() source.Filesystem {
 
 // podVolumes is the pod list the exporter's informer would give for the layout: with
 // exporter.PodWatcher's ephemeral-storage parts (exporter.withStorage) for pods with a limit.
-func podVolumes(layout []podSpec) []volume.PodVolumes {
-	var out []volume.PodVolumes
+func podVolumes(layout []podSpec) []part.Pod {
+	var out []part.Pod
 	for _, p := range layout {
-		pv := volume.PodVolumes{Namespace: namespace, Pod: p.name(), UID: p.uid()}
+		pv := part.Pod{Namespace: namespace, Pod: p.name(), UID: p.uid()}
 		var limit *int64
 		if p.limit > 0 {
 			l := p.limit
 			limit = &l
 		}
 		for _, v := range p.volumes {
-			vol := volume.Volume{Name: v.name, Medium: volume.MediumDisk, BudgetBytes: limit}
+			vol := part.Part{Name: v.name, Medium: part.MediumDisk, BudgetBytes: limit}
 			if v.limit > 0 {
 				l := v.limit
 				vol.LimitBytes = &l
 			}
-			pv.Volumes = append(pv.Volumes, vol)
+			pv.Parts = append(pv.Parts, vol)
 		}
 		if limit != nil {
-			pv.Volumes = append(pv.Volumes,
-				volume.Volume{Name: "container/" + container + "/writable-layer", Medium: volume.MediumDisk, Kind: volume.KindWritableLayer,
+			pv.Parts = append(pv.Parts,
+				part.Part{Name: "container/" + container + "/writable-layer", Medium: part.MediumDisk, Kind: part.KindWritableLayer,
 					Container: container, ContainerID: p.containerID(), BudgetBytes: limit},
-				volume.Volume{Name: "container/" + container + "/logs", Medium: volume.MediumDisk, Kind: volume.KindContainerLogs,
+				part.Part{Name: "container/" + container + "/logs", Medium: part.MediumDisk, Kind: part.KindContainerLogs,
 					Container: container, BudgetBytes: limit},
-				volume.Volume{Name: "pod/files", Medium: volume.MediumDisk, Kind: volume.KindPodFiles, BudgetBytes: limit})
-			pv.Storage = &volume.PodStorage{LimitBytes: limit,
-				Containers: []volume.Container{{Name: container, ID: p.containerID(), LimitBytes: limit}}}
+				part.Part{Name: "pod/files", Medium: part.MediumDisk, Kind: part.KindPodFiles, BudgetBytes: limit})
+			pv.Storage = &part.PodStorage{LimitBytes: limit,
+				Containers: []part.Container{{Name: container, ID: p.containerID(), LimitBytes: limit}}}
 		}
 		out = append(out, pv)
 	}
@@ -260,7 +260,7 @@ func statsOf(layout []podSpec) layoutStats {
 			files[v.name] = v.files
 			s.emptyDirFiles += v.files
 		}
-		for _, v := range pv.Volumes {
+		for _, v := range pv.Parts {
 			c := classOf(v)
 			s.parts[c]++
 			switch c {
@@ -327,7 +327,7 @@ func writeBundles(t tree, layout []podSpec) error {
 // its container's writable layer and its log files.
 func writePod(t tree, p podSpec) error {
 	for n, v := range p.volumes {
-		if err := writeVolume(volume.Dir(t.kubeletRoot, p.uid(), v.name), v.files, 3*p.index+n); err != nil {
+		if err := writeVolume(part.EmptyDirPath(t.kubeletRoot, p.uid(), v.name), v.files, 3*p.index+n); err != nil {
 			return err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/test/bench/peers"
 )
 
@@ -77,11 +77,11 @@ type peerTotals struct {
 // kubeletEmptyDirs walks every emptyDir of pods with the kubelet's fs.DiskUsage.
 func kubeletEmptyDirs(t tree, pods fixedPods) (bytes, inodes int64, err error) {
 	for _, pv := range pods {
-		for _, v := range pv.Volumes {
-			if v.Kind != volume.KindEmptyDir {
+		for _, v := range pv.Parts {
+			if v.Kind != part.KindEmptyDir {
 				continue
 			}
-			u, err := peers.Kubelet(volume.Dir(t.kubeletRoot, pv.UID, v.Name))
+			u, err := peers.Kubelet(part.EmptyDirPath(t.kubeletRoot, pv.UID, v.Name))
 			if err != nil {
 				return 0, 0, err
 			}
@@ -198,18 +198,18 @@ func verifyPass(n *node, layout []podSpec, want peerTotals) error {
 	}
 	byPart := map[string]float64{}
 	for k, v := range parts {
-		pod, part := filepath.Split(k)
+		pod, partName := filepath.Split(k)
 		if !limited[filepath.Clean(pod)] {
-			errs = append(errs, fmt.Errorf("pod %s has no ephemeral-storage limit but a part %s", pod, part))
+			errs = append(errs, fmt.Errorf("pod %s has no ephemeral-storage limit but a part %s", pod, partName))
 		}
-		byPart[part] += v
+		byPart[partName] += v
 	}
 	for _, c := range []struct {
 		part string
 		want float64
 	}{
-		{volume.PartEmptyDir, limitedEmptyDirs}, {volume.PartWritableLayer, float64(want.layerBytes)},
-		{volume.PartLogs, float64(want.logBytes)}, {volume.PartOther, float64(want.podFileBytes)},
+		{part.LabelEmptyDir, limitedEmptyDirs}, {part.LabelWritableLayer, float64(want.layerBytes)},
+		{part.LabelLogs, float64(want.logBytes)}, {part.LabelOther, float64(want.podFileBytes)},
 	} {
 		if byPart[c.part] != c.want {
 			errs = append(errs, fmt.Errorf("part %s: ours %.0f bytes, peers %.0f", c.part, byPart[c.part], c.want))

@@ -17,7 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/docsection"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 	"github.com/emptydir-guard/emptydir-guard/internal/fswalk/fswalktest"
@@ -147,7 +147,7 @@ func assignProjects(t tree, layout []podSpec) error {
 	id := uint32(fswalktest.KubeletFirstProjectID)
 	for _, p := range layout {
 		for _, v := range p.volumes {
-			err := filepath.WalkDir(volume.Dir(t.kubeletRoot, p.uid(), v.name), func(path string, d fs.DirEntry, err error) error {
+			err := filepath.WalkDir(part.EmptyDirPath(t.kubeletRoot, p.uid(), v.name), func(path string, d fs.DirEntry, err error) error {
 				if err != nil {
 					return err
 				}
@@ -219,7 +219,7 @@ func measureInLane(b *testing.B, mnt string, layout []podSpec) (laneFigures, err
 	if err != nil {
 		return out, err
 	}
-	probe := volume.Dir(t.kubeletRoot, layout[0].uid(), layout[0].volumes[0].name)
+	probe := part.EmptyDirPath(t.kubeletRoot, layout[0].uid(), layout[0].volumes[0].name)
 	if _, err := fswalk.ReadProjectQuota(probe); err != nil {
 		return out, fmt.Errorf("the image's volumes are not under project quotas here (mount with prjquota): %w", err)
 	}
@@ -251,7 +251,7 @@ func measureInLane(b *testing.B, mnt string, layout []podSpec) (laneFigures, err
 }
 
 // fullCycle runs one collection cycle of a new exporter at the defaults that measures every part.
-func fullCycle(t tree, pods []volume.PodVolumes) (cycleCost, *node, error) {
+func fullCycle(t tree, pods []part.Pod) (cycleCost, *node, error) {
 	n, err := newNode(t, pods, everyInterval, false)
 	if err != nil {
 		return cycleCost{}, nil, err
@@ -268,7 +268,7 @@ func fullCycle(t tree, pods []volume.PodVolumes) (cycleCost, *node, error) {
 
 // sameAsWalk checks that the quota node published every emptyDir from its quota, the walking
 // node by walking it, both with the same bytes and inodes; it returns how many emptyDirs.
-func sameAsWalk(pods []volume.PodVolumes, walk, quota *node) (int, error) {
+func sameAsWalk(pods []part.Pod, walk, quota *node) (int, error) {
 	methods := func(n *node) (map[string]string, error) {
 		info, err := n.values("emptydir_measurement_info", "pod", "volume", "method")
 		out := map[string]string{}
@@ -296,12 +296,12 @@ func sameAsWalk(pods []volume.PodVolumes, walk, quota *node) (int, error) {
 	}
 	n := 0
 	for _, p := range pods {
-		for _, v := range p.Volumes {
-			if v.Kind != volume.KindEmptyDir {
+		for _, v := range p.Parts {
+			if v.Kind != part.KindEmptyDir {
 				continue
 			}
 			k := p.Pod + "/" + v.Name
-			if wm[k] != volume.MethodWalk || qm[k] != volume.MethodProjectQuota || wu[k] != qu[k] || wi[k] != qi[k] {
+			if wm[k] != part.MethodWalk || qm[k] != part.MethodProjectQuota || wu[k] != qu[k] || wi[k] != qi[k] {
 				errs = append(errs, fmt.Errorf("%s: walked by %q: %.0f bytes, %.0f inodes; with quotas by %q: %.0f bytes, %.0f inodes",
 					k, wm[k], wu[k], wi[k], qm[k], qu[k], qi[k]))
 				continue

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 )
 
@@ -72,7 +72,7 @@ func (s *benchSignal) lastWrite(uid string, at time.Time) time.Time {
 	return time.Time{}
 }
 
-func (s *benchSignal) Mark(p volume.PodVolumes) (change.Mark, error) {
+func (s *benchSignal) Mark(p part.Pod) (change.Mark, error) {
 	now := time.Now()
 	if s.statPath != "" {
 		if _, err := os.ReadFile(s.statPath); err != nil {
@@ -96,8 +96,8 @@ func (s *benchSignal) Mark(p volume.PodVolumes) (change.Mark, error) {
 }
 
 // Vouches as change.Cgroup does under cgroup v1 on a disk root: emptyDirs and writable layers.
-func (s *benchSignal) Vouches(v volume.Volume) bool {
-	return v.Kind == volume.KindEmptyDir || v.Kind == volume.KindWritableLayer
+func (s *benchSignal) Vouches(v part.Part) bool {
+	return v.Kind == part.KindEmptyDir || v.Kind == part.KindWritableLayer
 }
 
 // freshAt is since when a part's figure, walked from walked on, is known to stand: the last

@@ -15,7 +15,7 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter"
 	"github.com/emptydir-guard/emptydir-guard/exporter/exportertest"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 // The shape of every simulated node: a full node (the kubelet's default max-pods), each pod
@@ -54,9 +54,9 @@ func podUID(node string, pod, generation int) string {
 // podVolumes is pod i of node as exporter.PodWatcher lists it with the ephemeral-storage
 // parts on (exporter.withStorage): its emptyDirs, its container's writable layer and logs,
 // and the pod's own files. generation counts its restarts: each has a new UID and container.
-func podVolumes(node string, i, generation int) volume.PodVolumes {
+func podVolumes(node string, i, generation int) part.Pod {
 	h := hashOf(node, i)
-	pv := volume.PodVolumes{
+	pv := part.Pod{
 		Namespace: fmt.Sprintf("team-%02d", i%namespaceCount),
 		Pod:       fmt.Sprintf("%s-%010x-%05x", workloads[i%len(workloads)], h>>24&0xffffffffff, h&0xfffff),
 		UID:       podUID(node, i, generation),
@@ -64,37 +64,37 @@ func podVolumes(node string, i, generation int) volume.PodVolumes {
 	limit := int64(containerLimitGiB << 30) // the pod's limit is its one container's
 	sizeLimit := int64(sizeLimitBytes)
 	for k, name := range emptyDirNames {
-		v := volume.Volume{Name: name, Medium: volume.MediumDisk, BudgetBytes: &limit}
+		v := part.Part{Name: name, Medium: part.MediumDisk, BudgetBytes: &limit}
 		if k == 0 {
 			v.LimitBytes = &sizeLimit
 		}
-		pv.Volumes = append(pv.Volumes, v)
+		pv.Parts = append(pv.Parts, v)
 	}
 	containerID := fmt.Sprintf("containerd://%016x%016x%016x%016x", hashOf(pv.UID, 1), hashOf(pv.UID, 2), hashOf(pv.UID, 3), hashOf(pv.UID, 4))
-	pv.Volumes = append(pv.Volumes,
-		volume.Volume{Name: "container/" + containerName + "/writable-layer", Medium: volume.MediumDisk, Kind: volume.KindWritableLayer,
+	pv.Parts = append(pv.Parts,
+		part.Part{Name: "container/" + containerName + "/writable-layer", Medium: part.MediumDisk, Kind: part.KindWritableLayer,
 			Container: containerName, ContainerID: containerID, BudgetBytes: &limit},
-		volume.Volume{Name: "container/" + containerName + "/logs", Medium: volume.MediumDisk, Kind: volume.KindContainerLogs,
+		part.Part{Name: "container/" + containerName + "/logs", Medium: part.MediumDisk, Kind: part.KindContainerLogs,
 			Container: containerName, BudgetBytes: &limit},
-		volume.Volume{Name: "pod/files", Medium: volume.MediumDisk, Kind: volume.KindPodFiles, BudgetBytes: &limit})
-	pv.Storage = &volume.PodStorage{LimitBytes: &limit,
-		Containers: []volume.Container{{Name: containerName, ID: containerID, LimitBytes: &limit}}}
+		part.Part{Name: "pod/files", Medium: part.MediumDisk, Kind: part.KindPodFiles, BudgetBytes: &limit})
+	pv.Storage = &part.PodStorage{LimitBytes: &limit,
+		Containers: []part.Container{{Name: containerName, ID: containerID, LimitBytes: &limit}}}
 	return pv
 }
 
 // measureDrifting is the nodes' MeasureFunc: each part holds a stable base and grows by a
 // few KiB a second (wrapping every hour), so that every cycle's samples differ, as on a busy
 // node, while staying far below the limits (no alert fires).
-func measureDrifting(_ context.Context, p volume.PodVolumes, v volume.Volume) (volume.Measurement, error) {
+func measureDrifting(_ context.Context, p part.Pod, v part.Part) (part.Measurement, error) {
 	now := time.Now()
 	h := hashOf(p.UID, v.Name)
 	used := int64(h%(64<<20)) + int64(h%16+1)<<10*(now.Unix()%3600)
-	method := volume.MethodWalk
-	if v.Kind == volume.KindContainerLogs || v.Kind == volume.KindPodFiles {
-		method = volume.MethodFiles
+	method := part.MethodWalk
+	if v.Kind == part.KindContainerLogs || v.Kind == part.KindPodFiles {
+		method = part.MethodFiles
 	}
 	const capacity = 200 << 30
-	return volume.Measurement{UsedBytes: used, CapacityBytes: capacity, AvailableBytes: capacity - 80<<30 - used,
+	return part.Measurement{UsedBytes: used, CapacityBytes: capacity, AvailableBytes: capacity - 80<<30 - used,
 		InodesUsed: used>>15 + 1, MeasuredAt: now, CompletedAt: now, Method: method}, nil
 }
 
@@ -121,8 +121,8 @@ func (n *simNode) restartPod(i int) {
 	n.pods.Set(n.podList()...)
 }
 
-func (n *simNode) podList() []volume.PodVolumes {
-	out := make([]volume.PodVolumes, len(n.generations))
+func (n *simNode) podList() []part.Pod {
+	out := make([]part.Pod, len(n.generations))
 	for i, g := range n.generations {
 		out[i] = podVolumes(n.name, i, g)
 	}
@@ -160,7 +160,7 @@ func (f *fleet) startNode(ctx context.Context, name string, p profile) (*simNode
 	node := &simNode{name: name, generations: make([]int, podsPerNode), source: exportertest.NewSource(measureDrifting)}
 	node.pods = exportertest.NewPods(node.podList()...)
 	cfg := p.exporterConfig()
-	cfg.NodeName, cfg.Source, cfg.Pods = name, node.source.VolumeSource(), node.pods
+	cfg.NodeName, cfg.Source, cfg.Pods = name, node.source.Measurer(), node.pods
 	exp, err := exporter.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("exporter: %w", err)

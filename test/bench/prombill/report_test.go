@@ -15,7 +15,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 )
 
 func TestPromConfig(t *testing.T) {
@@ -149,10 +149,10 @@ func TestPromConfigLoads(t *testing.T) {
 func TestPodVolumes(t *testing.T) {
 	p := podVolumes("node-007", 3, 0)
 	var emptyDirs, limited int
-	kinds := map[volume.Kind]int{}
-	for _, v := range p.Volumes {
+	kinds := map[part.Kind]int{}
+	for _, v := range p.Parts {
 		kinds[v.Kind]++
-		if v.Kind == volume.KindEmptyDir {
+		if v.Kind == part.KindEmptyDir {
 			emptyDirs++
 			if v.LimitBytes != nil {
 				limited++
@@ -162,8 +162,8 @@ func TestPodVolumes(t *testing.T) {
 			t.Errorf("%s: budget %v, want the pod's limit", v.Name, v.BudgetBytes)
 		}
 	}
-	if emptyDirs != 3 || limited != 1 || kinds[volume.KindWritableLayer] != 1 || kinds[volume.KindContainerLogs] != 1 || kinds[volume.KindPodFiles] != 1 {
-		t.Errorf("volumes %+v: want 3 emptyDirs (1 with a sizeLimit), a writable layer, logs and the pod's files", p.Volumes)
+	if emptyDirs != 3 || limited != 1 || kinds[part.KindWritableLayer] != 1 || kinds[part.KindContainerLogs] != 1 || kinds[part.KindPodFiles] != 1 {
+		t.Errorf("volumes %+v: want 3 emptyDirs (1 with a sizeLimit), a writable layer, logs and the pod's files", p.Parts)
 	}
 	if p.Storage == nil || len(p.Storage.Containers) != 1 || p.Storage.Containers[0].LimitBytes == nil {
 		t.Errorf("storage %+v: want one container with its own limit", p.Storage)

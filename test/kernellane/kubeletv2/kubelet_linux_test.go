@@ -21,8 +21,8 @@ import (
 
 	"github.com/emptydir-guard/emptydir-guard/exporter/calibrate"
 	"github.com/emptydir-guard/emptydir-guard/exporter/change"
+	"github.com/emptydir-guard/emptydir-guard/exporter/part"
 	"github.com/emptydir-guard/emptydir-guard/exporter/source"
-	"github.com/emptydir-guard/emptydir-guard/exporter/volume"
 	"github.com/emptydir-guard/emptydir-guard/internal/podcgroup"
 	"github.com/emptydir-guard/emptydir-guard/test/cluster"
 )
@@ -174,7 +174,11 @@ func testKubelet(t *testing.T, l layout) {
 	// The exporter's --cgroup.root=auto: the root calibration found, the driver probed.
 	cfg := podcgroup.Config{Mount: cgroupMount, Root: l.root, Driver: podcgroup.DriverAuto}
 	fsys := source.DefaultFilesystem()
-	signal, err := change.NewCgroup(cfg, &fsys)
+	signal, err := change.NewCgroup(cfg, change.Dirs{
+		Pods:         filepath.Join(fsys.KubeletRootDir, "pods"),
+		Layers:       fsys.Layers.SnapshotterRoot,
+		ImageVolumes: fsys.Layers.CRIContainersDir,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,12 +191,12 @@ func testKubelet(t *testing.T, l layout) {
 			t.Errorf("the signal reads cgroup v%d, want v2", v)
 		}
 		for _, tc := range []struct {
-			v    volume.Volume
+			v    part.Part
 			want bool
 		}{
-			{volume.Volume{Name: "data", Kind: volume.KindEmptyDir, Medium: volume.MediumDisk}, true},
-			{volume.Volume{Name: "shm", Kind: volume.KindEmptyDir, Medium: volume.MediumMemory}, false},
-			{volume.Volume{Kind: volume.KindWritableLayer, Container: "app"}, true},
+			{part.Part{Name: "data", Kind: part.KindEmptyDir, Medium: part.MediumDisk}, true},
+			{part.Part{Name: "shm", Kind: part.KindEmptyDir, Medium: part.MediumMemory}, false},
+			{part.Part{Kind: part.KindWritableLayer, Container: "app"}, true},
 		} {
 			if got := signal.Vouches(tc.v); got != tc.want {
 				t.Errorf("Vouches(%s) = %v, want %v", tc.v.Describe(), got, tc.want)
@@ -233,7 +237,7 @@ func testKubelet(t *testing.T, l layout) {
 			var m []any
 			for _, p := range pods {
 				// As the API shows a static pod: its mirror's UID, the kubelet's in the annotation.
-				mark, err := signal.Mark(volume.PodVolumes{Namespace: "default", Pod: p.name + "-lane", UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00",
+				mark, err := signal.Mark(part.Pod{Namespace: "default", Pod: p.name + "-lane", UID: "0e3c0a58-6f8d-4a4e-9a57-2b7c1a3e9f00",
 					ConfigHash: p.uid, QOSClass: p.qos})
 				if err != nil {
 					t.Fatalf("%s: %v", p.name, err)

@@ -1,4 +1,4 @@
-package volume
+package part
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
-
-	"github.com/emptydir-guard/emptydir-guard/internal/fswalk"
 )
 
 // Measurement is the state of one volume at one moment.
@@ -121,10 +119,10 @@ func (m Measurement) IncompleteReasons() []string {
 	return why
 }
 
-// VolumeResult is the outcome of measuring one volume of one pod.
-type VolumeResult struct {
+// Result is the outcome of measuring one volume of one pod.
+type Result struct {
 	Namespace, Pod, UID string
-	Volume              Volume
+	Part                Part
 	Measurement         Measurement
 	// Err is set when the volume could not be measured; it is a *MeasureError.
 	Err error
@@ -149,41 +147,49 @@ func IncompleteSince(prev time.Time, m Measurement) time.Time {
 	}
 }
 
+// Meter is charged the CPU time a measurement's walk spends, as it goes: the collection's and a
+// live request's budgets drain it (fswalk.CPUMeter is one).
+type Meter interface {
+	Add(cpu time.Duration)
+	// Spent is what the walk was charged so far.
+	Spent() time.Duration
+}
+
 // Source measures emptyDir volumes. Implementations report per volume, so that one
 // unreadable volume never hides the others.
 type Source interface {
 	// Name is the value of the source label: "filesystem" or "kubelet".
 	Name() string
 	// Measure measures every volume of the given pods now.
-	Measure(ctx context.Context, pods []PodVolumes) []VolumeResult
+	Measure(ctx context.Context, pods []Pod) []Result
 }
 
-// VolumeSource is a Source that measures one volume at a time, by walking it. The
+// Measurer is a Source that measures one volume at a time, by walking it. The
 // collection gives each volume its own walk, bounded in time, so that a slow or
 // hostile volume cannot starve the others.
-type VolumeSource interface {
+type Measurer interface {
 	Source
-	// MeasureVolume measures one volume of a pod now, charging the CPU time its walk's
+	// MeasurePart measures one volume of a pod now, charging the CPU time its walk's
 	// threads spend to meter when it is not nil (the collection's CPU budget).
-	MeasureVolume(ctx context.Context, pod PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error)
+	MeasurePart(ctx context.Context, pod Pod, v Part, meter Meter) (Measurement, error)
 }
 
-// LiveVolumeSource is a VolumeSource whose periodic measurement of a volume may count more
+// LiveMeasurer is a Measurer whose periodic measurement of a volume may count more
 // than the volume holds, and which measures a live request without: the live answer is what
 // the remediator evicts on. source.Filesystem is one (a project quota's upper bound).
-type LiveVolumeSource interface {
-	VolumeSource
-	// MeasureVolumeLive is MeasureVolume for a live request.
-	MeasureVolumeLive(ctx context.Context, pod PodVolumes, v Volume, meter *fswalk.CPUMeter) (Measurement, error)
+type LiveMeasurer interface {
+	Measurer
+	// MeasurePartLive is MeasurePart for a live request.
+	MeasurePartLive(ctx context.Context, pod Pod, v Part, meter Meter) (Measurement, error)
 }
 
 // MeasureEach measures the volumes of pods one after another with measure, unmetered:
-// Source.Measure of a VolumeSource.
-func MeasureEach(ctx context.Context, pods []PodVolumes, measure func(context.Context, PodVolumes, Volume, *fswalk.CPUMeter) (Measurement, error)) []VolumeResult {
-	var out []VolumeResult
+// Source.Measure of a Measurer.
+func MeasureEach(ctx context.Context, pods []Pod, measure func(context.Context, Pod, Part, Meter) (Measurement, error)) []Result {
+	var out []Result
 	for _, p := range pods {
-		for _, v := range p.Volumes {
-			r := VolumeResult{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Volume: v}
+		for _, v := range p.Parts {
+			r := Result{Namespace: p.Namespace, Pod: p.Pod, UID: p.UID, Part: v}
 			r.Measurement, r.Err = measure(ctx, p, v, nil)
 			out = append(out, r)
 		}
@@ -191,16 +197,16 @@ func MeasureEach(ctx context.Context, pods []PodVolumes, measure func(context.Co
 	return out
 }
 
-// ErrVolumeAbsent marks a volume whose directory (or stats) is not there while its pod is
+// ErrAbsent marks a volume whose directory (or stats) is not there while its pod is
 // Settling: not set up yet, or torn down already. Such a volume has no series and is no
 // failure: on a node where pods come and go it is the normal state of some of them.
-var ErrVolumeAbsent = errors.New("volume not set up yet or already torn down")
+var ErrAbsent = errors.New("volume not set up yet or already torn down")
 
 // AbsentWhileSettling turns a not_found error of a Settling pod's volume into
 // ErrVolumeAbsent and returns any other err as it is.
-func AbsentWhileSettling(p PodVolumes, err error) error {
+func AbsentWhileSettling(p Pod, err error) error {
 	if err != nil && p.Settling && ReasonOf(err) == ReasonNotFound {
-		return ErrVolumeAbsent
+		return ErrAbsent
 	}
 	return err
 }

@@ -1,4 +1,4 @@
-package volume
+package part
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ const (
 	MediumHugePages = "hugepages"
 )
 
-// Volume is one thing of one pod the exporter measures: an emptyDir volume, as its spec
+// Part is one storage part of one pod the exporter measures: an emptyDir volume, as its spec
 // declares it, or (Kind) another part of the pod's ephemeral storage.
-type Volume struct {
+type Part struct {
 	// Name is the emptyDir volume's name; for the other kinds a name no volume can have
-	// (PartName), unique within the pod.
+	// (NameFor), unique within the pod.
 	Name   string
 	Medium string
 	// LimitBytes is the sizeLimit; nil when the volume has none (and for the other kinds).
@@ -35,7 +35,7 @@ type Volume struct {
 }
 
 // Describe names v in messages.
-func (v Volume) Describe() string {
+func (v Part) Describe() string {
 	switch v.Kind {
 	case KindEmptyDir:
 		return fmt.Sprintf("volume %q", v.Name)
@@ -50,15 +50,15 @@ func (v Volume) Describe() string {
 
 // Guard is the limit that makes v urgent: its sizeLimit, else the smallest ephemeral-storage
 // limit it counts toward; nil when nothing it holds can trigger an eviction.
-func (v Volume) Guard() *int64 {
+func (v Part) Guard() *int64 {
 	if v.LimitBytes != nil {
 		return v.LimitBytes
 	}
 	return v.BudgetBytes
 }
 
-// PodVolumes is a pod on this node with the emptyDir volumes that are set up for it.
-type PodVolumes struct {
+// Pod is a pod on this node with the emptyDir volumes that are set up for it.
+type Pod struct {
 	Namespace string
 	Pod       string
 	// UID is the pod's UID in the API: the uid label, and what the remediator evicts by.
@@ -66,7 +66,7 @@ type PodVolumes struct {
 	// ConfigHash is set for a static pod only: the kubelet knows such a pod by the hash
 	// of its manifest, not by the UID of the mirror pod the API server shows.
 	ConfigHash string
-	Volumes    []Volume
+	Parts      []Part
 	// Storage is the pod's ephemeral-storage limits and containers; nil when the exporter
 	// measures emptyDir volumes only (the pod has no such limit, or the measurement is off).
 	Storage *PodStorage
@@ -90,7 +90,7 @@ type PodVolumes struct {
 
 // KubeletUID is the UID the kubelet knows the pod by: the name of its directory below
 // <root-dir>/pods and the UID in the Summary API's pod reference.
-func (p PodVolumes) KubeletUID() string {
+func (p Pod) KubeletUID() string {
 	if p.ConfigHash != "" {
 		return p.ConfigHash
 	}
@@ -98,12 +98,12 @@ func (p PodVolumes) KubeletUID() string {
 }
 
 // Key names one volume of one pod on the node: the pod's UID and the volume's name.
-type Key struct{ UID, Volume string }
+type Key struct{ UID, Name string }
 
-// Dir is where the kubelet keeps one emptyDir volume of a pod below its root dir; podUID
+// EmptyDirPath is where the kubelet keeps one emptyDir volume of a pod below its root dir; podUID
 // is the pod's KubeletUID. Both names come from the API server (a UID it assigned or a
 // checked config hash, a volume name it validated as a DNS label), never from a request.
-func Dir(kubeletRootDir, podUID, volume string) string {
+func EmptyDirPath(kubeletRootDir, podUID, volume string) string {
 	return filepath.Join(kubeletRootDir, "pods", podUID, "volumes", "kubernetes.io~empty-dir", volume)
 }
 

@@ -1,8 +1,8 @@
-package volume
+package part
 
 import "strings"
 
-// Kind is what a Volume measures: an emptyDir volume or another part of a pod's ephemeral
+// Kind is what a Part measures: an emptyDir volume or another part of a pod's ephemeral
 // storage, as the kubelet adds it up (calcEphemeralStorage in pkg/kubelet/stats/helper.go,
 // v1.37).
 type Kind uint8
@@ -27,28 +27,28 @@ const (
 
 // Parts of a pod's ephemeral storage, as the part label spells them.
 const (
-	PartEmptyDir      = "emptydir"
-	PartWritableLayer = "writable_layer"
-	PartLogs          = "logs"
-	// PartOther: configMap and gitRepo volumes, etc-hosts and the pod's own log files.
-	PartOther = "other"
+	LabelEmptyDir      = "emptydir"
+	LabelWritableLayer = "writable_layer"
+	LabelLogs          = "logs"
+	// LabelOther: configMap and gitRepo volumes, etc-hosts and the pod's own log files.
+	LabelOther = "other"
 )
 
 // Cheap reports whether measuring k takes a few stats of files the kubelet or the runtime
 // writes (logs, etc-hosts), not a walk of a tenant's tree: the CPU budget never holds it back.
 func (k Kind) Cheap() bool { return k == KindContainerLogs || k == KindPodFiles }
 
-// Part is the part label of what k measures.
-func (k Kind) Part() string {
+// Label is the part label of what k measures.
+func (k Kind) Label() string {
 	switch k {
 	case KindEmptyDir:
-		return PartEmptyDir
+		return LabelEmptyDir
 	case KindWritableLayer:
-		return PartWritableLayer
+		return LabelWritableLayer
 	case KindContainerLogs:
-		return PartLogs
+		return LabelLogs
 	default:
-		return PartOther
+		return LabelOther
 	}
 }
 
@@ -76,9 +76,9 @@ type Container struct {
 	LimitBytes *int64
 }
 
-// PartName names the kinds other than emptyDir: a "/" never appears in a volume name (a DNS
+// NameFor names the kinds other than emptyDir: a "/" never appears in a volume name (a DNS
 // label), so none can collide with an emptyDir's.
-func PartName(k Kind, name string) string {
+func NameFor(k Kind, name string) string {
 	switch k {
 	case KindConfigMap:
 		return "configmap/" + name
