@@ -341,7 +341,7 @@ func New(cfg Config) (*Exporter, error) {
 			Node: cfg.NodeName, Source: vs, Concurrency: cfg.VolumeConcurrency, Timeout: cfg.VolumeTimeout,
 			UnlimitedInterval: cfg.UnlimitedInterval, CPUBudget: cfg.CPUBudget, CPUBudgetCapacity: cfg.CPUBudgetCapacity, ProcessCPU: processCPU,
 			Signal: cfg.ChangeSignal, SkipUnchanged: cfg.SkipUnchanged, RuntimeClasses: cfg.ChangeSignalRuntimeClasses,
-			Now: now, Logger: cfg.Logger, Done: func(r part.Result) { e.noteMeasured(r); e.noticeEarly(r) },
+			Now: now, Logger: cfg.Logger, Done: e.walkEnded,
 			PodNow: func(p part.Pod) (part.Pod, bool) {
 				cur, ok, err := cfg.Pods.Get(p.Namespace, p.Pod)
 				if err != nil {
@@ -527,6 +527,13 @@ func (e *Exporter) podIncompleteSince(prev map[string]time.Time, storage []part.
 		}
 	}
 	return out
+}
+
+// walkEnded takes one walk's result as it ends, a periodic or a live one: its errors counted,
+// and a limit it puts its pod over told at once.
+func (e *Exporter) walkEnded(r part.Result) {
+	e.noteMeasured(r)
+	e.noticeEarly(r)
 }
 
 // noteMeasured counts and logs what one measurement found wrong: once per cycle

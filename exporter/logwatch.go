@@ -59,7 +59,6 @@ func (e *Exporter) MeasureLogsNow(ctx context.Context, pod logwatch.Pod) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.VolumeTimeout)
 	defer cancel()
 	for _, r := range e.measureLive(ctx, logs, fswalk.NewCPUMeter()) {
-		e.noteMeasured(r)
-		e.noticeEarly(r)
+		e.walkEnded(r)
 	}
 }
